@@ -1,0 +1,187 @@
+/* gpuslice: global options, then one verb. */
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+
+static const char global_help[] =
+        "Usage: gpuslice [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n"
+        "\n"
+        "Give Linux containers NVIDIA GPUs (the nvidia-container-cli contract).\n"
+        "\n"
+        "Commands:\n"
+        "  info        report the driver and the GPUs it detected\n"
+        "  list        list the driver files and devices a container would get\n"
+        "\n"
+        "Global options:\n"
+        "  -r, --root=DIR            driver root (default /): libraries, binaries, ld.so.cache,\n"
+        "                            device nodes and NVML are taken from under it\n"
+        "  -l, --ldcache=FILE        ld.so.cache inside the root (default /etc/ld.so.cache)\n"
+        "  -u, --user[=UID[:GID]]    identity of the NVML helper (numbers or names; without a\n"
+        "                            value the caller's; default: caller, or nobody as root)\n"
+        "  -d, --debug=FILE          append a debug log to FILE\n"
+        "      --nvml-timeout=SECS   give NVML this long to answer (default 10, max 3600)\n"
+        "  -h, --help                this help (COMMAND --help for a command's options)\n"
+        "  -V, --version             print the version\n"
+        "\n"
+        "Errors print 'gpuslice: <stage> error: <message>' and exit 1; usage errors exit 2.\n";
+
+static int parse_id(const char *s, bool group, unsigned long *out)
+{
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (*s != '\0' && *end == '\0' && errno == 0 && v < 0xffffffffUL) {
+                *out = v;
+                return 0;
+        }
+        if (group) {
+                struct group *gr = getgrnam(s);
+                if (gr == NULL)
+                        return -1;
+                *out = gr->gr_gid;
+        } else {
+                struct passwd *pw = getpwnam(s);
+                if (pw == NULL)
+                        return -1;
+                *out = pw->pw_uid;
+        }
+        return 0;
+}
+
+static int parse_user(struct cli_globals *g, const char *arg)
+{
+        if (arg == NULL) {
+                g->uid = geteuid();
+                g->gid = getegid();
+                return 0;
+        }
+        char buf[256];
+        if (strlen(arg) >= sizeof(buf) || *arg == '\0')
+                return cli_usage_error(NULL, "invalid user: %s", arg);
+        strcpy(buf, arg);
+        char *colon = strchr(buf, ':');
+        if (colon != NULL)
+                *colon++ = '\0';
+        unsigned long uid, gid;
+        if (parse_id(buf, false, &uid) < 0)
+                return cli_usage_error(NULL, "unknown user: %s", buf);
+        g->uid = (uid_t)uid;
+        if (colon != NULL) {
+                if (parse_id(colon, true, &gid) < 0)
+                        return cli_usage_error(NULL, "unknown group: %s", colon);
+                g->gid = (gid_t)gid;
+        } else {
+                struct passwd *pw = getpwuid(g->uid);
+                g->gid = pw != NULL ? pw->pw_gid : (gid_t)uid;
+        }
+        return 0;
+}
+
+static int parse_timeout(struct cli_globals *g, const char *arg)
+{
+        char *end;
+        errno = 0;
+        double s = strtod(arg, &end);
+        if (*arg == '\0' || *end != '\0' || errno != 0 || !(s > 0) || s > 3600)
+                return cli_usage_error(NULL, "invalid --nvml-timeout: %s (seconds, > 0 and <= 3600)", arg);
+        g->nvml_timeout_ms = (unsigned)(s * 1000 + 0.5);
+        if (g->nvml_timeout_ms == 0)
+                g->nvml_timeout_ms = 1;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct cli_globals g = {.uid = (uid_t)-1, .gid = (gid_t)-1};
+        static const struct option opts[] = {
+                {"root", required_argument, NULL, 'r'},
+                {"ldcache", required_argument, NULL, 'l'},
+                {"user", optional_argument, NULL, 'u'},
+                {"debug", required_argument, NULL, 'd'},
+                {"nvml-timeout", required_argument, NULL, 0x100},
+                {"load-kmods", no_argument, NULL, 'k'},
+                {"no-pivot", no_argument, NULL, 'n'},
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, 'V'},
+                {0},
+        };
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, "+:r:l:u::d:knhV", opts, NULL)) != -1) {
+                int rc = 0;
+                switch (c) {
+                case 'r':
+                        if (optarg[0] != '/')
+                                return cli_usage_error(NULL, "--root must be an absolute path: %s", optarg);
+                        g.root = optarg;
+                        break;
+                case 'l':
+                        g.ldcache = optarg;
+                        break;
+                case 'u':
+                        rc = parse_user(&g, optarg);
+                        break;
+                case 'd':
+                        g.debug = optarg;
+                        break;
+                case 0x100:
+                        rc = parse_timeout(&g, optarg);
+                        break;
+                case 'k':
+                        g.load_kmods = true;
+                        break;
+                case 'n':
+                        g.no_pivot = true;
+                        break;
+                case 'h':
+                        fputs(global_help, stdout);
+                        return 0;
+                case 'V':
+                        printf("gpuslice %s\n", gs_version());
+                        return 0;
+                case ':':
+                        return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
+                default:
+                        return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+                }
+                if (rc != 0)
+                        return rc;
+        }
+        if (optind >= argc) {
+                fputs(global_help, stderr);
+                return CLI_EXIT_USAGE;
+        }
+        if (g.debug == NULL)
+                g.debug = secure_getenv("GPUSLICE_DEBUG_FILE");
+        if (g.debug != NULL && gs_log_open(g.debug) < 0)
+                cli_warn("cannot open debug log %s: %s", g.debug, strerror(errno));
+
+        const char *verb = argv[optind];
+        int vargc = argc - optind;
+        char **vargv = argv + optind;
+        optind = 0; /* re-initialise getopt for the verb */
+        int rv;
+        if (strcmp(verb, "info") == 0)
+                rv = cmd_info(&g, vargc, vargv);
+        else if (strcmp(verb, "list") == 0)
+                rv = cmd_list(&g, vargc, vargv);
+        else if (strcmp(verb, "help") == 0) {
+                fputs(global_help, stdout);
+                rv = 0;
+        } else
+                rv = cli_usage_error(NULL, "unknown command '%s'", verb);
+        if (fflush(stdout) != 0 && rv == 0) {
+                cli_error("output", "%s", strerror(errno));
+                rv = CLI_EXIT_FAILURE;
+        }
+        gs_log_close();
+        return rv;
+}

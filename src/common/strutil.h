@@ -1,0 +1,23 @@
+/* Small string helpers. */
+#ifndef GS_COMMON_STRUTIL_H
+#define GS_COMMON_STRUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gpuslice/gpuslice.h>
+
+bool gs_str_has_prefix(const char *s, const char *prefix);
+bool gs_str_has_suffix(const char *s, const char *suffix);
+/* Copy with truncation, always NUL-terminated; returns false if truncated. */
+bool gs_strlcpy(char *dst, const char *src, size_t size);
+/* Parse an unsigned decimal in [0, max]; whole string must be digits. */
+int gs_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
+
+/* Append a copy of path (with caps) to a file list. */
+int gs_file_list_add(struct gs_file_list *l, const char *path, unsigned caps, struct gs_error *err);
+bool gs_file_list_contains(const struct gs_file_list *l, const char *path);
+void gs_file_list_release(struct gs_file_list *l);
+
+#endif

@@ -1,0 +1,40 @@
+/* The library context (internal layout) and the pieces of the driver layer that share it. */
+#ifndef GS_DRIVER_CONTEXT_H
+#define GS_DRIVER_CONTEXT_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include <gpuslice/gpuslice.h>
+
+#include "driver/ldcache.h"
+
+#define GS_DEFAULT_NVML_TIMEOUT_MS 10000u
+
+struct gs_context {
+        char root[PATH_MAX];     /* canonical host path of the driver root */
+        int rootfd;              /* O_PATH directory fd on it */
+        char ldcache_path[PATH_MAX];
+        uid_t uid;
+        gid_t gid;
+        unsigned nvml_timeout_ms;
+
+        bool ldcache_loaded;
+        struct gs_ldcache ldcache;
+
+        bool devices_loaded;
+        struct gs_device_info devices;
+};
+
+/* Open the root's ld.so.cache once (resolved inside the root); later calls reuse it. */
+const struct gs_ldcache *gs_context_ldcache(struct gs_context *ctx, struct gs_error *err);
+
+/* Run NVML in the isolated helper and fill `out` (see nvml_helper.c). `nvml_path` is the in-root
+ * path of libnvidia-ml.so.1 to dlopen, or NULL to let the loader search for it. */
+int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs_device_info *out,
+                  struct gs_error *err);
+
+/* Map an NVML brand enum value to nvidia-container-cli's brand string. */
+const char *gs_brand_name(int brand);
+
+#endif

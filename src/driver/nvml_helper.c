@@ -1,0 +1,476 @@
+/*
+ * NVML, isolated. NVML is closed, stateful and threaded and must be loaded from the driver root,
+ * so it never runs in our (possibly privileged) process: a forked helper chroots into the driver
+ * root, drops to an unprivileged identity, loads NVML, asks everything `info`/`list`/`configure`
+ * need in one go, and writes one fixed-size reply on a socketpair. The parent waits with a
+ * deadline; a hung NVML is killed, a crashing one is reported with its signal.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GS_NVML_NO_PROTOTYPES
+#include "abi/nvml.h"
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/strutil.h"
+#include "driver/context.h"
+
+#define REPLY_MAGIC 0x67734e56u /* "gsNV" */
+
+enum reply_status {
+        REPLY_OK = 0,
+        REPLY_INIT_FAILED = 1,  /* library missing, privileges, nvmlInit */
+        REPLY_QUERY_FAILED = 2, /* an NVML query failed */
+};
+
+struct reply {
+        uint32_t magic;
+        int32_t status;
+        char msg[GS_ERRMSG_MAX - 64];
+        struct gs_device_info info;
+};
+
+const char *gs_brand_name(int brand)
+{
+        static const char *const names[] = {
+                "Unknown", "Quadro",    "Tesla",     "NVS",       "GRID",   "GeForce",
+                "TITAN",   "VApps",     "VPC",       "VCS",       "VWS",    "CloudGaming",
+                "QuadroRTX", "NvidiaRTX", "Nvidia",  "GeForceRTX", "TitanRTX",
+        };
+        if (brand < 0 || (size_t)brand >= GS_ARRAY_SIZE(names))
+                return "Unknown";
+        return names[brand];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The helper (child) side                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+struct nvml {
+        void *h;
+#define GS_NVML_MEMBER_(name, ret, params) gs_##name##_fn name;
+        GS_NVML_FUNCTIONS(GS_NVML_MEMBER_)
+#undef GS_NVML_MEMBER_
+};
+
+static const char *nvml_strerror(const struct nvml *n, nvmlReturn_t rc)
+{
+        const char *s = n->nvmlErrorString != NULL ? n->nvmlErrorString(rc) : NULL;
+        return s != NULL ? s : "unknown error";
+}
+
+#define QUERY(r, call, what, idx)                                                                  \
+        do {                                                                                       \
+                nvmlReturn_t rc_ = (call);                                                         \
+                if (rc_ != NVML_SUCCESS) {                                                         \
+                        snprintf((r)->msg, sizeof((r)->msg), "nvml error: %s(GPU %u): %s", what,  \
+                                 (unsigned)(idx), nvml_strerror(n, rc_));                          \
+                        (r)->status = REPLY_QUERY_FAILED;                                          \
+                        return;                                                                    \
+                }                                                                                  \
+        } while (0)
+
+static void query_mig(const struct nvml *n, nvmlDevice_t dev, struct gs_gpu *g, struct reply *r)
+{
+        unsigned max = 0;
+        QUERY(r, n->nvmlDeviceGetMaxMigDeviceCount(dev, &max), "nvmlDeviceGetMaxMigDeviceCount", g->index);
+        for (unsigned i = 0; i < max && g->nmigs < GS_MAX_MIGS; i++) {
+                nvmlDevice_t mig;
+                nvmlReturn_t rc = n->nvmlDeviceGetMigDeviceHandleByIndex(dev, i, &mig);
+                if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_INVALID_ARGUMENT)
+                        continue;
+                QUERY(r, rc, "nvmlDeviceGetMigDeviceHandleByIndex", g->index);
+                struct gs_mig_device *m = &g->migs[g->nmigs];
+                m->index = i;
+                QUERY(r, n->nvmlDeviceGetUUID(mig, m->uuid, sizeof(m->uuid)), "nvmlDeviceGetUUID", g->index);
+                QUERY(r, n->nvmlDeviceGetGpuInstanceId(mig, &m->gi), "nvmlDeviceGetGpuInstanceId", g->index);
+                QUERY(r, n->nvmlDeviceGetComputeInstanceId(mig, &m->ci), "nvmlDeviceGetComputeInstanceId", g->index);
+                nvmlMemory_t mem;
+                if (n->nvmlDeviceGetMemoryInfo(mig, &mem) == NVML_SUCCESS)
+                        m->memory_total = mem.total;
+                g->nmigs++;
+        }
+}
+
+static void query_all(const struct nvml *n, struct reply *r)
+{
+        struct gs_device_info *info = &r->info;
+        char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+        QUERY(r, n->nvmlSystemGetDriverVersion(buf, sizeof(buf)), "nvmlSystemGetDriverVersion", 0);
+        gs_strlcpy(info->driver_version, buf, sizeof(info->driver_version));
+        int cuda = 0;
+        QUERY(r, n->nvmlSystemGetCudaDriverVersion(&cuda), "nvmlSystemGetCudaDriverVersion", 0);
+        snprintf(info->cuda_version, sizeof(info->cuda_version), "%d.%d", NVML_CUDA_DRIVER_VERSION_MAJOR(cuda),
+                 NVML_CUDA_DRIVER_VERSION_MINOR(cuda));
+        unsigned count = 0;
+        QUERY(r, n->nvmlDeviceGetCount_v2(&count), "nvmlDeviceGetCount", 0);
+        if (count > GS_MAX_GPUS) {
+                snprintf(r->msg, sizeof(r->msg), "%u GPUs found, at most %d are supported", count, GS_MAX_GPUS);
+                r->status = REPLY_QUERY_FAILED;
+                return;
+        }
+        for (unsigned i = 0; i < count; i++) {
+                struct gs_gpu *g = &info->gpus[i];
+                nvmlDevice_t dev;
+                g->index = i;
+                QUERY(r, n->nvmlDeviceGetHandleByIndex_v2(i, &dev), "nvmlDeviceGetHandleByIndex", i);
+                QUERY(r, n->nvmlDeviceGetMinorNumber(dev, &g->minor), "nvmlDeviceGetMinorNumber", i);
+                QUERY(r, n->nvmlDeviceGetName(dev, g->model, sizeof(g->model)), "nvmlDeviceGetName", i);
+                nvmlBrandType_t brand = NVML_BRAND_UNKNOWN;
+                QUERY(r, n->nvmlDeviceGetBrand(dev, &brand), "nvmlDeviceGetBrand", i);
+                gs_strlcpy(g->brand, gs_brand_name((int)brand), sizeof(g->brand));
+                QUERY(r, n->nvmlDeviceGetUUID(dev, g->uuid, sizeof(g->uuid)), "nvmlDeviceGetUUID", i);
+                nvmlPciInfo_t pci;
+                memset(&pci, 0, sizeof(pci));
+                QUERY(r, n->nvmlDeviceGetPciInfo_v3(dev, &pci), "nvmlDeviceGetPciInfo", i);
+                snprintf(g->bus_id, sizeof(g->bus_id), "%08x:%02x:%02x.0", pci.domain, pci.bus, pci.device);
+                int major = 0, minor = 0;
+                QUERY(r, n->nvmlDeviceGetCudaComputeCapability(dev, &major, &minor),
+                      "nvmlDeviceGetCudaComputeCapability", i);
+                snprintf(g->arch, sizeof(g->arch), "%d.%d", major, minor);
+                nvmlMemory_t mem;
+                QUERY(r, n->nvmlDeviceGetMemoryInfo(dev, &mem), "nvmlDeviceGetMemoryInfo", i);
+                g->memory_total = mem.total;
+                unsigned cur = 0, pending = 0;
+                nvmlReturn_t rc = n->nvmlDeviceGetMigMode(dev, &cur, &pending);
+                if (rc == NVML_SUCCESS) {
+                        g->mig_capable = true;
+                        g->mig_enabled = cur == NVML_DEVICE_MIG_ENABLE;
+                } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
+                        QUERY(r, rc, "nvmlDeviceGetMigMode", i);
+                }
+                if (g->mig_enabled) {
+                        query_mig(n, dev, g, r);
+                        if (r->status != REPLY_OK)
+                                return;
+                }
+                info->ngpus = i + 1;
+        }
+}
+
+/* Prefer the versioned symbol, then the old name (older drivers). */
+static void *sym2(void *h, const char *a, const char *b)
+{
+        void *p = dlsym(h, a);
+        return p != NULL || b == NULL ? p : dlsym(h, b);
+}
+
+static int nvml_load(struct nvml *n, const char *path, struct reply *r)
+{
+        memset(n, 0, sizeof(*n));
+        n->h = dlopen(path != NULL ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (n->h == NULL) {
+                const char *e = dlerror();
+                snprintf(r->msg, sizeof(r->msg), "load library failed: %s", e != NULL ? e : "unknown error");
+                return -1;
+        }
+        n->nvmlInit_v2 = (gs_nvmlInit_v2_fn)sym2(n->h, "nvmlInit_v2", "nvmlInit");
+        n->nvmlShutdown = (gs_nvmlShutdown_fn)dlsym(n->h, "nvmlShutdown");
+        n->nvmlErrorString = (gs_nvmlErrorString_fn)dlsym(n->h, "nvmlErrorString");
+        n->nvmlSystemGetDriverVersion = (gs_nvmlSystemGetDriverVersion_fn)dlsym(n->h, "nvmlSystemGetDriverVersion");
+        n->nvmlSystemGetCudaDriverVersion = (gs_nvmlSystemGetCudaDriverVersion_fn)sym2(
+                n->h, "nvmlSystemGetCudaDriverVersion", "nvmlSystemGetCudaDriverVersion_v2");
+        n->nvmlDeviceGetCount_v2 = (gs_nvmlDeviceGetCount_v2_fn)sym2(n->h, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
+        n->nvmlDeviceGetHandleByIndex_v2 = (gs_nvmlDeviceGetHandleByIndex_v2_fn)sym2(
+                n->h, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+        n->nvmlDeviceGetMinorNumber = (gs_nvmlDeviceGetMinorNumber_fn)dlsym(n->h, "nvmlDeviceGetMinorNumber");
+        n->nvmlDeviceGetName = (gs_nvmlDeviceGetName_fn)dlsym(n->h, "nvmlDeviceGetName");
+        n->nvmlDeviceGetBrand = (gs_nvmlDeviceGetBrand_fn)dlsym(n->h, "nvmlDeviceGetBrand");
+        n->nvmlDeviceGetUUID = (gs_nvmlDeviceGetUUID_fn)dlsym(n->h, "nvmlDeviceGetUUID");
+        n->nvmlDeviceGetPciInfo_v3 = (gs_nvmlDeviceGetPciInfo_v3_fn)sym2(n->h, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2");
+        if (n->nvmlDeviceGetPciInfo_v3 == NULL)
+                n->nvmlDeviceGetPciInfo_v3 = (gs_nvmlDeviceGetPciInfo_v3_fn)dlsym(n->h, "nvmlDeviceGetPciInfo");
+        n->nvmlDeviceGetCudaComputeCapability =
+                (gs_nvmlDeviceGetCudaComputeCapability_fn)dlsym(n->h, "nvmlDeviceGetCudaComputeCapability");
+        n->nvmlDeviceGetMemoryInfo = (gs_nvmlDeviceGetMemoryInfo_fn)dlsym(n->h, "nvmlDeviceGetMemoryInfo");
+        n->nvmlDeviceGetMigMode = (gs_nvmlDeviceGetMigMode_fn)dlsym(n->h, "nvmlDeviceGetMigMode");
+        n->nvmlDeviceGetMaxMigDeviceCount = (gs_nvmlDeviceGetMaxMigDeviceCount_fn)dlsym(n->h, "nvmlDeviceGetMaxMigDeviceCount");
+        n->nvmlDeviceGetMigDeviceHandleByIndex =
+                (gs_nvmlDeviceGetMigDeviceHandleByIndex_fn)dlsym(n->h, "nvmlDeviceGetMigDeviceHandleByIndex");
+        n->nvmlDeviceGetGpuInstanceId = (gs_nvmlDeviceGetGpuInstanceId_fn)dlsym(n->h, "nvmlDeviceGetGpuInstanceId");
+        n->nvmlDeviceGetComputeInstanceId = (gs_nvmlDeviceGetComputeInstanceId_fn)dlsym(n->h, "nvmlDeviceGetComputeInstanceId");
+
+        const struct {
+                const char *name;
+                const void *p;
+        } required[] = {
+                {"nvmlInit_v2", (const void *)n->nvmlInit_v2},
+                {"nvmlSystemGetDriverVersion", (const void *)n->nvmlSystemGetDriverVersion},
+                {"nvmlSystemGetCudaDriverVersion", (const void *)n->nvmlSystemGetCudaDriverVersion},
+                {"nvmlDeviceGetCount", (const void *)n->nvmlDeviceGetCount_v2},
+                {"nvmlDeviceGetHandleByIndex", (const void *)n->nvmlDeviceGetHandleByIndex_v2},
+                {"nvmlDeviceGetMinorNumber", (const void *)n->nvmlDeviceGetMinorNumber},
+                {"nvmlDeviceGetName", (const void *)n->nvmlDeviceGetName},
+                {"nvmlDeviceGetBrand", (const void *)n->nvmlDeviceGetBrand},
+                {"nvmlDeviceGetUUID", (const void *)n->nvmlDeviceGetUUID},
+                {"nvmlDeviceGetPciInfo", (const void *)n->nvmlDeviceGetPciInfo_v3},
+                {"nvmlDeviceGetCudaComputeCapability", (const void *)n->nvmlDeviceGetCudaComputeCapability},
+                {"nvmlDeviceGetMemoryInfo", (const void *)n->nvmlDeviceGetMemoryInfo},
+                {"nvmlDeviceGetMigMode", (const void *)n->nvmlDeviceGetMigMode},
+                {"nvmlDeviceGetMaxMigDeviceCount", (const void *)n->nvmlDeviceGetMaxMigDeviceCount},
+                {"nvmlDeviceGetMigDeviceHandleByIndex", (const void *)n->nvmlDeviceGetMigDeviceHandleByIndex},
+                {"nvmlDeviceGetGpuInstanceId", (const void *)n->nvmlDeviceGetGpuInstanceId},
+                {"nvmlDeviceGetComputeInstanceId", (const void *)n->nvmlDeviceGetComputeInstanceId},
+        };
+        for (size_t i = 0; i < GS_ARRAY_SIZE(required); i++) {
+                if (required[i].p == NULL) {
+                        snprintf(r->msg, sizeof(r->msg), "load library failed: %s: symbol %s not found",
+                                 path != NULL ? path : "libnvidia-ml.so.1", required[i].name);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -1;
+                }
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+static int drop_privileges(uid_t uid, gid_t gid, char *msg, size_t msglen)
+{
+        if (geteuid() == 0) {
+                if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
+                        snprintf(msg, msglen, "privilege change failed (uid %u gid %u): %s", (unsigned)uid,
+                                 (unsigned)gid, strerror(errno));
+                        return -1;
+                }
+        }
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                snprintf(msg, msglen, "no_new_privs failed: %s", strerror(errno));
+                return -1;
+        }
+        return 0;
+}
+
+static __attribute__((noreturn)) void helper_main(const struct gs_context *ctx, const char *nvml_path, int sock,
+                                                  pid_t parent)
+{
+        static struct reply r; /* large: keep it off the stack */
+        memset(&r, 0, sizeof(r));
+        r.magic = REPLY_MAGIC;
+        r.status = REPLY_INIT_FAILED;
+
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(1);
+        prctl(PR_SET_NAME, "gpuslice-nvml");
+        /* NVML must not write into our stdout (it carries `list` output). */
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull >= 0) {
+                dup2(devnull, STDIN_FILENO);
+                dup2(devnull, STDOUT_FILENO);
+                close(devnull);
+        }
+
+        if (strcmp(ctx->root, "/") != 0) {
+                /* Libraries NVML needs that a minimal driver root may lack (as nvidia-container-cli). */
+                static const char *const preload[] = {"libm.so.6", "librt.so.1", "libpthread.so.0", "libdl.so.2"};
+                for (size_t i = 0; i < GS_ARRAY_SIZE(preload); i++)
+                        dlopen(preload[i], RTLD_NOW | RTLD_GLOBAL);
+                if (fchdir(ctx->rootfd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+                        snprintf(r.msg, sizeof(r.msg), "chroot to %s failed: %s", ctx->root, strerror(errno));
+                        goto reply;
+                }
+        }
+        if (drop_privileges(ctx->uid, ctx->gid, r.msg, sizeof(r.msg)) < 0)
+                goto reply;
+
+        struct nvml n;
+        if (nvml_load(&n, nvml_path, &r) < 0)
+                goto reply;
+        nvmlReturn_t rc = n.nvmlInit_v2();
+        if (rc != NVML_SUCCESS) {
+                snprintf(r.msg, sizeof(r.msg), "nvml error: %s", nvml_strerror(&n, rc));
+                goto reply;
+        }
+        r.status = REPLY_OK;
+        query_all(&n, &r);
+        if (write_all(sock, &r, sizeof(r)) < 0)
+                _exit(1);
+        close(sock);
+        if (n.nvmlShutdown != NULL)
+                n.nvmlShutdown();
+        _exit(0);
+reply:
+        write_all(sock, &r, sizeof(r));
+        _exit(0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The parent side                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+static long long now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void describe_exit(int status, char *buf, size_t len)
+{
+        if (WIFSIGNALED(status))
+                snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        else if (WIFEXITED(status))
+                snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+        else
+                snprintf(buf, len, "stopped");
+}
+
+/* Wait for the child for at most `ms`; SIGKILL it when time is up. */
+static int reap(pid_t pid, long long ms, int *status)
+{
+        long long deadline = now_ms() + ms;
+        for (;;) {
+                pid_t w = waitpid(pid, status, WNOHANG);
+                if (w == pid)
+                        return 0;
+                if (w < 0 && errno != EINTR)
+                        return -1;
+                if (now_ms() >= deadline) {
+                        kill(pid, SIGKILL);
+                        while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+                        }
+                        return 1;
+                }
+                struct timespec ts = {0, 200000};
+                nanosleep(&ts, NULL);
+        }
+}
+
+static void sanitize(struct gs_device_info *info)
+{
+#define TERM(s) ((s)[sizeof(s) - 1] = '\0')
+        TERM(info->driver_version);
+        TERM(info->cuda_version);
+        if (info->ngpus > GS_MAX_GPUS)
+                info->ngpus = GS_MAX_GPUS;
+        for (unsigned i = 0; i < info->ngpus; i++) {
+                struct gs_gpu *g = &info->gpus[i];
+                TERM(g->model);
+                TERM(g->brand);
+                TERM(g->uuid);
+                TERM(g->bus_id);
+                TERM(g->arch);
+                if (g->nmigs > GS_MAX_MIGS)
+                        g->nmigs = GS_MAX_MIGS;
+                for (unsigned j = 0; j < g->nmigs; j++)
+                        TERM(g->migs[j].uuid);
+        }
+#undef TERM
+}
+
+int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs_device_info *out,
+                  struct gs_error *err)
+{
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return gs_error_sys(err, "socketpair");
+        pid_t parent = getpid();
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(sv[0]);
+                close(sv[1]);
+                return gs_error_sys(err, "fork");
+        }
+        if (pid == 0) {
+                close(sv[0]);
+                helper_main(ctx, nvml_path, sv[1], parent);
+        }
+        close(sv[1]);
+        gs_autoclose int sock = sv[0];
+        gs_autofree struct reply *r = calloc(1, sizeof(*r));
+        if (r == NULL) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
+        }
+        long long start = now_ms();
+        long long deadline = start + ctx->nvml_timeout_ms;
+        size_t got = 0;
+        bool timed_out = false;
+        while (got < sizeof(*r)) {
+                long long left = deadline - now_ms();
+                if (left <= 0) {
+                        timed_out = true;
+                        break;
+                }
+                struct pollfd pfd = {.fd = sock, .events = POLLIN};
+                int pr = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left));
+                if (pr < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (pr == 0)
+                        continue;
+                ssize_t n = read(sock, (char *)r + got, sizeof(*r) - got);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (n == 0)
+                        break; /* helper closed the socket early: crashed or exited */
+                got += (size_t)n;
+        }
+        int status = 0;
+        if (timed_out) {
+                kill(pid, SIGKILL);
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+                }
+                gs_log_err("nvml helper timed out after %u ms", ctx->nvml_timeout_ms);
+                return gs_error_set(err, GS_ETIMEOUT,
+                                    "nvml helper timed out after %.1f s (NVML hung; raise --nvml-timeout if the "
+                                    "driver is just slow, e.g. with persistence mode off)",
+                                    ctx->nvml_timeout_ms / 1000.0);
+        }
+        if (got < sizeof(*r)) {
+                reap(pid, 1000, &status);
+                char how[128];
+                describe_exit(status, how, sizeof(how));
+                return gs_error_set(err, GS_EHELPER, "nvml helper died before answering: %s", how);
+        }
+        /* We have the answer; give the helper a moment to shut NVML down cleanly. */
+        long long left = deadline - now_ms();
+        if (reap(pid, left > 1000 ? 1000 : (left > 0 ? left : 1), &status) == 1)
+                gs_log_warn("nvml helper did not exit after answering; killed");
+        gs_log_info("nvml helper answered in %lld ms", now_ms() - start);
+        if (r->magic != REPLY_MAGIC)
+                return gs_error_set(err, GS_EHELPER, "nvml helper sent a malformed reply");
+        r->msg[sizeof(r->msg) - 1] = '\0';
+        if (r->status == REPLY_INIT_FAILED)
+                return gs_error_set(err, GS_EINIT, "%s", r->msg);
+        if (r->status != REPLY_OK)
+                return gs_error_set(err, GS_ENVML, "%s", r->msg);
+        sanitize(&r->info);
+        memcpy(out, &r->info, sizeof(*out));
+        return 0;
+}
