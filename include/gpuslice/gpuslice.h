@@ -146,6 +146,8 @@ struct gs_context;
 struct gs_context *gs_context_new(const struct gs_config *cfg, struct gs_error *err);
 void gs_context_free(struct gs_context *ctx);
 const char *gs_context_root(const struct gs_context *ctx);
+/* O_PATH fd on the driver root (owned by the context). */
+int gs_context_rootfd(const struct gs_context *ctx);
 
 /* Query NVML in an isolated helper (chrooted into the root, unprivileged, with a deadline).
  * Result is cached in the context: later calls return the same data. */

@@ -11,9 +11,12 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/path.h"
+#include "common/strutil.h"
 
 static const char list_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] list [OPTIONS]\n"
@@ -47,10 +50,16 @@ static const char *const cat_names[NCATS] = {"devices", "binaries", "libraries",
 struct out {
         bool json;
         json_object *cats[NCATS];
+        struct gs_file_list seen; /* device paths printed so far (two CIs share a GI file) */
 };
 
 static void emit(struct out *o, int cat, const char *path)
 {
+        if (cat == CAT_DEVICES) {
+                if (gs_file_list_contains(&o->seen, path))
+                        return;
+                gs_file_list_add(&o->seen, path, 0, NULL);
+        }
         if (!o->json) {
                 puts(path);
                 return;
@@ -76,20 +85,41 @@ static bool want(const struct list_opts *lo, unsigned item_caps)
         return lo->caps == 0 || item_caps == 0 || (item_caps & cli_caps_expand(lo->caps)) != 0;
 }
 
-/* A GPU node /dev/nvidia<minor> under the root: true if it exists as a char device. */
+/* stat an in-root path (links resolved inside the root); false if it does not exist. */
+static bool stat_in_root(struct gs_context *ctx, const char *path, struct stat *st)
+{
+        int fd = gs_open_in_root(gs_context_rootfd(ctx), path, O_PATH, NULL);
+        if (fd < 0)
+                return false;
+        bool ok = fstat(fd, st) == 0;
+        close(fd);
+        return ok;
+}
+
+/* A GPU node /dev/nvidia<minor> under the root: true if it exists as that char device. */
 static bool gpu_node_present(struct gs_context *ctx, unsigned minor, char *path, size_t len)
 {
         snprintf(path, len, "/dev/nvidia%u", minor);
-        char full[PATH_MAX];
         struct stat st;
-        snprintf(full, sizeof(full), "%s%s", strcmp(gs_context_root(ctx), "/") ? gs_context_root(ctx) : "", path);
-        return stat(full, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 195 && minor(st.st_rdev) == minor;
+        return stat_in_root(ctx, path, &st) && S_ISCHR(st.st_mode) && major(st.st_rdev) == 195 &&
+               minor(st.st_rdev) == minor;
+}
+
+/* A /proc/driver/nvidia/capabilities file or directory: listed only if the root has it. */
+static bool emit_if_present(struct out *o, struct gs_context *ctx, const char *path)
+{
+        struct stat st;
+        if (!stat_in_root(ctx, path, &st)) {
+                cli_warn("%s is missing under %s", path, gs_context_root(ctx));
+                return false;
+        }
+        emit(o, CAT_DEVICES, path);
+        return true;
 }
 
 static void emit_cap(struct out *o, struct gs_context *ctx, bool dev_style, const char *proc_path)
 {
-        emit(o, CAT_DEVICES, proc_path);
-        if (!dev_style)
+        if (!emit_if_present(o, ctx, proc_path) || !dev_style)
                 return;
         char node[128];
         dev_t rdev;
@@ -182,7 +212,7 @@ static int run_list(const struct cli_globals *g, struct list_opts *lo)
                         if (!gs_selection_uses_gpu(&sel, i) || !d->gpus[i].mig_capable)
                                 continue;
                         gs_mig_caps_dir(&d->gpus[i], path, sizeof(path));
-                        emit(&o, CAT_DEVICES, path);
+                        emit_if_present(&o, ctx, path);
                 }
         }
         if (lo->bins)
@@ -215,6 +245,7 @@ static int run_list(const struct cli_globals *g, struct list_opts *lo)
         }
         rv = 0;
 out:
+        gs_file_list_release(&o.seen);
         gs_driver_info_release(&drv);
         gs_context_free(ctx);
         return rv;

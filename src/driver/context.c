@@ -85,6 +85,8 @@ void gs_context_free(struct gs_context *ctx)
 
 const char *gs_context_root(const struct gs_context *ctx) { return ctx->root; }
 
+int gs_context_rootfd(const struct gs_context *ctx) { return ctx->rootfd; }
+
 const struct gs_ldcache *gs_context_ldcache(struct gs_context *ctx, struct gs_error *err)
 {
         if (ctx->ldcache_loaded)
@@ -94,8 +96,14 @@ const struct gs_ldcache *gs_context_ldcache(struct gs_context *ctx, struct gs_er
                 gs_error_wrap(err, "cannot read the dynamic linker cache under %s", ctx->root);
                 return NULL;
         }
-        if (gs_ldcache_open(&ctx->ldcache, fd, "", err) < 0)
+        if (gs_ldcache_open(&ctx->ldcache, fd, "", err) < 0) {
+                if (err != NULL) {
+                        char msg[GS_ERRMSG_MAX];
+                        snprintf(msg, sizeof(msg), "%s (%s under %s)", err->msg, ctx->ldcache_path, ctx->root);
+                        memcpy(err->msg, msg, sizeof(msg));
+                }
                 return NULL;
+        }
         ctx->ldcache_loaded = true;
         return &ctx->ldcache;
 }

@@ -188,7 +188,13 @@ int gs_ldcache_open(struct gs_ldcache *c, int dirfd, const char *path, struct gs
         struct stat st;
 
         memset(c, 0, sizeof(*c));
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+        if (*path == '\0') {
+                /* dirfd is the open cache file itself (resolved in a root by the caller). */
+                fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+                path = "ld.so.cache";
+        } else {
+                fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+        }
         if (fd < 0)
                 return gs_error_sys(err, "open failed: %s", path);
         if (fstat(fd, &st) < 0)

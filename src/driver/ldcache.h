@@ -54,7 +54,8 @@ struct gs_ldcache {
 int gs_ldcache_parse(struct gs_ldcache *c, const void *data, size_t size, struct gs_error *err);
 
 /* mmap and validate `path`, opened relative to `dirfd` (AT_FDCWD allowed); O_NOFOLLOW is not
- * applied: the caller resolves the path in the root first. */
+ * applied: the caller resolves the path in the root first. An empty `path` means `dirfd` is the
+ * open cache file itself (not consumed). */
 int gs_ldcache_open(struct gs_ldcache *c, int dirfd, const char *path, struct gs_error *err);
 void gs_ldcache_close(struct gs_ldcache *c);
 

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Real-GPU checks, the one entry point on the GPU host:  bash tests/gpu/run.sh [BUILD_DIR]
+# Without an NVIDIA GPU it exits 77, which meson (and `make test`) report as SKIPPED.
+# Results and raw outputs go to $OUT (or a temp dir); the last line is "N passed, N failed".
+set -uo pipefail
+BUILD=${1:-build}
+cd "$(dirname "$0")/../.."
+if [ ! -e /dev/nvidiactl ] || ! command -v nvidia-smi >/dev/null 2>&1; then
+        echo "SKIP: no NVIDIA GPU here (no /dev/nvidiactl or nvidia-smi): real-GPU checks not run"
+        exit 77
+fi
+OUTDIR=${OUT:-$(mktemp -d)}
+mkdir -p "$OUTDIR"
+GS=$BUILD/gpuslice
+# The build comes from Debian 12; bring its runtime libraries where the host lacks them.
+if [ -d "$BUILD/runtime-libs" ]; then
+        for l in "$BUILD"/runtime-libs/*.so*; do
+                ldconfig -p | grep -q "$(basename "$l")" || { export LD_LIBRARY_PATH="$PWD/$BUILD/runtime-libs:${LD_LIBRARY_PATH:-}"; break; }
+        done
+fi
+pass=0 fail=0
+check() {
+        local name=$1; shift
+        if "$@"; then pass=$((pass + 1)); echo "PASS $name"; else fail=$((fail + 1)); echo "FAIL $name"; fi
+}
+
+echo "== host: $(uname -r), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+
+# --- issue 2: info agrees with nvidia-smi -q ------------------------------------------------
+"$GS" info --json >"$OUTDIR/info.json" 2>"$OUTDIR/info.err"; echo "info --json rc=$?"
+"$GS" info >"$OUTDIR/info.txt" 2>&1
+"$GS" info --csv >"$OUTDIR/info.csv" 2>&1
+nvidia-smi -q >"$OUTDIR/nvidia-smi-q.txt"
+cat "$OUTDIR/info.txt"
+info_matches_smi() {
+        python3 - "$OUTDIR/info.json" "$OUTDIR/nvidia-smi-q.txt" <<'PY'
+import json, re, sys
+info = json.load(open(sys.argv[1]))
+q = open(sys.argv[2]).read()
+def top(key):
+    m = re.search(r'^%s\s*:\s*(.+)$' % re.escape(key), q, re.M)
+    return m.group(1).strip() if m else None
+ok = True
+def expect(what, got, want):
+    global ok
+    good = str(got).lower() == str(want).lower()
+    print(("  ok   " if good else "  BAD  ") + "%s: gpuslice=%s nvidia-smi=%s" % (what, got, want))
+    ok &= good
+expect("driver version", info["driver"]["version"], top("Driver Version"))
+expect("cuda version", info["driver"]["cuda_version"], top("CUDA Version"))
+blocks = re.split(r'^GPU (?=[0-9A-Fa-f]{8}:)', q, flags=re.M)[1:]
+expect("gpu count", len(info["gpus"]), len(blocks))
+for g, b in zip(info["gpus"], blocks):
+    uuid = re.search(r'^\s+GPU UUID\s*:\s*(\S+)', b, re.M).group(1)
+    bus = re.search(r'^\s+Bus Id\s*:\s*(\S+)', b, re.M).group(1)
+    fb = re.search(r'FB Memory Usage\s*\n\s+Total\s*:\s*(\d+) MiB', b).group(1)
+    expect("gpu %d uuid" % g["index"], g["uuid"], uuid)
+    expect("gpu %d bus id" % g["index"], g["bus_id"], bus)
+    expect("gpu %d memory MiB" % g["index"], g["memory_total_bytes"] // (1 << 20), fb)
+sys.exit(0 if ok else 1)
+PY
+}
+check "info --json agrees with nvidia-smi -q" info_matches_smi
+
+# --- issue 2: list names only existing files and the essentials ------------------------------
+"$GS" list >"$OUTDIR/list.txt" 2>"$OUTDIR/list.err"; echo "list rc=$?"
+cat "$OUTDIR/list.txt" "$OUTDIR/list.err"
+list_files_exist() {
+        local missing=0
+        while IFS= read -r p; do [ -e "$p" ] || { echo "  missing: $p"; missing=1; }; done <"$OUTDIR/list.txt"
+        [ -s "$OUTDIR/list.txt" ] && [ "$missing" -eq 0 ]
+}
+list_has() { grep -Eq "$1" "$OUTDIR/list.txt" || { echo "  not listed: $1"; return 1; }; }
+list_has_essentials() {
+        local rc=0
+        for re in '/libcuda\.so\.' '/libnvidia-ml\.so\.' '/libnvidia-ptxjitcompiler\.so\.' '/nvidia-smi$' \
+                '^/dev/nvidiactl$' '^/dev/nvidia0$' '^/dev/nvidia-uvm$' '^/dev/nvidia-uvm-tools$'; do
+                list_has "$re" || rc=1
+        done
+        return $rc
+}
+check "list names only files that exist" list_files_exist
+check "list includes libcuda, libnvidia-ml, ptxjitcompiler, nvidia-smi, /dev nodes" list_has_essentials
+"$GS" list --json >"$OUTDIR/list.json" 2>&1
+check "list --device 0 --require cuda>=12.0 passes" "$GS" list --device 0 --require 'cuda>=12.0' -l
+req_fails() { ! "$GS" list --device 0 --require 'cuda>=99.0' -l >/dev/null 2>"$OUTDIR/req.err" && grep -q 'unsatisfied condition: cuda>=99.0' "$OUTDIR/req.err"; }
+check "list --require cuda>=99.0 fails with nvidia's message" req_fails
+
+# --- speed (issue 2) -------------------------------------------------------------------------
+if [ -x "$BUILD/bench/timecmd" ]; then
+        bench/run.sh "$BUILD" | tee "$OUTDIR/bench.txt"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
