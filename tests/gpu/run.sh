@@ -86,6 +86,24 @@ check "list --device 0 --require cuda>=12.0 passes" "$GS" list --device 0 --requ
 req_fails() { ! "$GS" list --device 0 --require 'cuda>=99.0' -l >/dev/null 2>"$OUTDIR/req.err" && grep -q 'unsatisfied condition: cuda>=99.0' "$OUTDIR/req.err"; }
 check "list --require cuda>=99.0 fails with nvidia's message" req_fails
 
+# --- the simulated GPU must answer NVML edge cases as this driver does ---------------------------
+if [ -x "$BUILD/tests/fakegpu/nvml-probe" ]; then
+        "$BUILD/tests/fakegpu/nvml-probe" >"$OUTDIR/nvml-probe.real.txt" 2>&1
+        if [ -s tests/gpu/nvml-probe.real.txt ]; then
+                check "real NVML answers the edge-case probe as recorded (fake is diffed against it)" \
+                        diff -u tests/gpu/nvml-probe.real.txt "$OUTDIR/nvml-probe.real.txt"
+        fi
+fi
+# Facts the fake driver root imitates (recorded for comparison).
+{
+        echo "## /proc/devices (nvidia)"; grep -i nvidia /proc/devices
+        echo "## capabilities"; find /proc/driver/nvidia/capabilities | head -40
+        echo "## /proc/driver/nvidia"; ls -la /proc/driver/nvidia /proc/driver/nvidia/gpus/* 2>&1
+        echo "## ldconfig -p (nvidia/cuda)"; ldconfig -p | grep -Ei 'nvidia|cuda' | head -60
+        echo "## PATH=$PATH"; command -v nvidia-smi
+        echo "## debug log of list"; "$GS" --debug "$OUTDIR/list.debug" list >/dev/null 2>&1; cat "$OUTDIR/list.debug"
+} >"$OUTDIR/facts.txt" 2>&1
+
 # --- speed (issue 2) -------------------------------------------------------------------------
 if [ -x "$BUILD/bench/timecmd" ]; then
         bench/run.sh "$BUILD" | tee "$OUTDIR/bench.txt"
