@@ -581,8 +581,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v
     RESOLVE(device, g, m);
     if (memory == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
+    /* Driver 580.159.04 answers a wrong struct version with FUNCTION_NOT_FOUND (13), not
+     * ARGUMENT_VERSION_MISMATCH: seen on the GPU host (tests/gpu/nvml-probe.real.txt). */
     if (memory->version != nvmlMemory_v2)
-        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
     memory_of(g, m, &total, &reserved, &allocated);
     memory->total = total;
     memory->reserved = reserved;
@@ -753,6 +755,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, uns
     RESOLVE(device, g, m);
     if (migDevice == NULL || m != NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
+    /* MIG-capable with MIG off: NOT_FOUND on the real driver (tests/gpu/nvml-probe.real.txt). */
+    if (g->mig == FG_MIG_OFF)
+        return NVML_ERROR_NOT_FOUND;
     if (g->mig != FG_MIG_ON)
         return NVML_ERROR_NOT_SUPPORTED;
     if (index >= g->mig_max)
@@ -794,8 +799,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int
     (void)g;
     if (id == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (m == NULL)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (m == NULL) /* a full-GPU handle: INVALID_ARGUMENT on the real driver (nvml-probe.real.txt) */
+        return NVML_ERROR_INVALID_ARGUMENT;
     *id = m->gi;
     return NVML_SUCCESS;
 }
@@ -807,8 +812,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned
     (void)g;
     if (id == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (m == NULL)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (m == NULL) /* a full-GPU handle: INVALID_ARGUMENT on the real driver (nvml-probe.real.txt) */
+        return NVML_ERROR_INVALID_ARGUMENT;
     *id = m->ci;
     return NVML_SUCCESS;
 }

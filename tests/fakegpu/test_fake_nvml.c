@@ -322,7 +322,7 @@ static void test_device_queries(void)
     CHECK(mem.free == mem.total - mem.used);
     CHECK_RC(nv.nvmlDeviceGetMemoryInfo(d0, NULL), NVML_ERROR_INVALID_ARGUMENT);
     memset(&mem2, 0, sizeof(mem2));
-    CHECK_RC(nv.nvmlDeviceGetMemoryInfo_v2(d0, &mem2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    CHECK_RC(nv.nvmlDeviceGetMemoryInfo_v2(d0, &mem2), NVML_ERROR_FUNCTION_NOT_FOUND); /* as driver 580 */
     mem2.version = nvmlMemory_v2;
     OK(nv.nvmlDeviceGetMemoryInfo_v2(d0, &mem2));
     CHECK(mem2.total == 40960 * MiB && mem2.reserved == 420 * MiB && mem2.used == 1536 * MiB);
@@ -405,12 +405,12 @@ static void test_mig_off(void)
     OK(nv.nvmlDeviceGetMaxMigDeviceCount(d0, &u));
     CHECK(u == 0);
     CHECK_RC(nv.nvmlDeviceGetMaxMigDeviceCount(d0, NULL), NVML_ERROR_INVALID_ARGUMENT);
-    CHECK_RC(nv.nvmlDeviceGetMigDeviceHandleByIndex(d0, 0, &m), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(nv.nvmlDeviceGetMigDeviceHandleByIndex(d0, 0, &m), NVML_ERROR_NOT_FOUND); /* MIG off */
     OK(nv.nvmlDeviceIsMigDeviceHandle(d0, &u));
     CHECK(u == 0);
     CHECK_RC(nv.nvmlDeviceIsMigDeviceHandle(d0, NULL), NVML_ERROR_INVALID_ARGUMENT);
-    CHECK_RC(nv.nvmlDeviceGetGpuInstanceId(d0, &u), NVML_ERROR_NOT_SUPPORTED);
-    CHECK_RC(nv.nvmlDeviceGetComputeInstanceId(d0, &u), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(nv.nvmlDeviceGetGpuInstanceId(d0, &u), NVML_ERROR_INVALID_ARGUMENT);
+    CHECK_RC(nv.nvmlDeviceGetComputeInstanceId(d0, &u), NVML_ERROR_INVALID_ARGUMENT);
     CHECK_RC(nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(d0, &m), NVML_ERROR_INVALID_ARGUMENT);
     OK(nv.nvmlShutdown());
 
@@ -468,7 +468,7 @@ static void test_mig_on(void)
     CHECK_RC(nv.nvmlDeviceGetMigDeviceHandleByIndex(g2, 7, &m), NVML_ERROR_INVALID_ARGUMENT);
     CHECK_RC(nv.nvmlDeviceGetMigDeviceHandleByIndex(g2, 0, NULL), NVML_ERROR_INVALID_ARGUMENT);
     CHECK_RC(nv.nvmlDeviceGetMigDeviceHandleByIndex(mig[0], 0, &m), NVML_ERROR_INVALID_ARGUMENT);
-    CHECK_RC(nv.nvmlDeviceGetMigDeviceHandleByIndex(g3, 0, &m), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(nv.nvmlDeviceGetMigDeviceHandleByIndex(g3, 0, &m), NVML_ERROR_NOT_FOUND); /* MIG off */
     CHECK_RC(nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig[0], NULL), NVML_ERROR_INVALID_ARGUMENT);
     CHECK_RC(nv.nvmlDeviceGetMigMode(mig[0], &cur, &pend), NVML_ERROR_NOT_SUPPORTED);
     CHECK_RC(nv.nvmlDeviceGetMaxMigDeviceCount(mig[0], &u), NVML_ERROR_INVALID_ARGUMENT);
