@@ -85,6 +85,7 @@ struct gs_gpu {
 };
 
 struct gs_device_info {
+        bool from_procfs;                 /* basic data only: see gs_devices_basic() */
         char driver_version[GS_STR_LONG]; /* RM version, e.g. 580.159.04 */
         char cuda_version[GS_STR_SHORT];  /* e.g. 13.0 */
         unsigned ngpus;
@@ -152,6 +153,13 @@ int gs_context_rootfd(const struct gs_context *ctx);
 /* Query NVML in an isolated helper (chrooted into the root, unprivileged, with a deadline).
  * Result is cached in the context: later calls return the same data. */
 const struct gs_device_info *gs_devices(struct gs_context *ctx, struct gs_error *err);
+
+/* For callers that need only the RM version and each GPU's index, minor, UUID, bus id, model and
+ * MIG capability (list; configure without requirements): read from the root's
+ * /proc/driver/nvidia when that answers fully (no MIG instances anywhere), skipping NVML's
+ * start-up; else the same as gs_devices(). With from_procfs set, cuda_version, arch, brand and
+ * memory_total are empty. GPUSLICE_DETECT=nvml in the environment forces NVML. */
+const struct gs_device_info *gs_devices_basic(struct gs_context *ctx, struct gs_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Driver files (see src/driver/discover.c).

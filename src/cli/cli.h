@@ -27,9 +27,10 @@ void cli_error(const char *stage, const char *fmt, ...) __attribute__((format(pr
 int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Context + NVML query with the right error stages; NULL after printing the error. */
+/* Context + device query with the right error stages; NULL after printing the error. `basic`:
+ * only what gs_devices_basic() guarantees is needed (procfs may answer instead of NVML). */
 struct gs_context *cli_open_context(const struct cli_globals *g);
-const struct gs_device_info *cli_query_devices(struct gs_context *ctx);
+const struct gs_device_info *cli_query_devices(struct gs_context *ctx, bool basic);
 
 /* Append `arg` to a comma-joined list (repeatable options such as --device). */
 int cli_join(char **list, const char *arg);

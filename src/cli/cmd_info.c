@@ -130,7 +130,7 @@ int cmd_info(const struct cli_globals *g, int argc, char **argv)
         struct gs_context *ctx = cli_open_context(g);
         if (ctx == NULL)
                 return CLI_EXIT_FAILURE;
-        const struct gs_device_info *d = cli_query_devices(ctx);
+        const struct gs_device_info *d = cli_query_devices(ctx, false);
         if (d == NULL) {
                 gs_context_free(ctx);
                 return CLI_EXIT_FAILURE;

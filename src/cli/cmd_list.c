@@ -151,7 +151,8 @@ static int run_list(const struct cli_globals *g, struct list_opts *lo)
         struct gs_context *ctx = cli_open_context(g);
         if (ctx == NULL)
                 return CLI_EXIT_FAILURE;
-        const struct gs_device_info *d = cli_query_devices(ctx);
+        /* Requirements need NVML's facts (cuda, arch, brand); plain listing does not. */
+        const struct gs_device_info *d = cli_query_devices(ctx, lo->nrequires == 0);
         if (d == NULL)
                 goto out;
         if (gs_driver_discover(ctx, d->driver_version, lo->drvopts, &drv, &err) < 0) {

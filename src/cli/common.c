@@ -52,10 +52,10 @@ struct gs_context *cli_open_context(const struct cli_globals *g)
         return ctx;
 }
 
-const struct gs_device_info *cli_query_devices(struct gs_context *ctx)
+const struct gs_device_info *cli_query_devices(struct gs_context *ctx, bool basic)
 {
         struct gs_error err = {0};
-        const struct gs_device_info *info = gs_devices(ctx, &err);
+        const struct gs_device_info *info = basic ? gs_devices_basic(ctx, &err) : gs_devices(ctx, &err);
         if (info == NULL) {
                 bool init = err.code == GS_EINIT || err.code == GS_ETIMEOUT || err.code == GS_EHELPER;
                 cli_error(init ? "initialization" : "detection", "%s", err.msg);

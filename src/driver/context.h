@@ -24,7 +24,13 @@ struct gs_context {
 
         bool devices_loaded;
         struct gs_device_info devices;
+        struct gs_device_info basic; /* from procfs (gs_devices_basic) */
 };
+
+/* Parse the RM version out of /proc/driver/nvidia/version text. */
+int gs_parse_nvrm_version(const char *text, char *out, size_t len);
+/* Fill `out` from <root>/proc/driver/nvidia; -1 when procfs cannot answer fully. */
+int gs_devices_from_procfs(struct gs_context *ctx, struct gs_device_info *out, struct gs_error *err);
 
 /* Open the root's ld.so.cache once (resolved inside the root); later calls reuse it. */
 const struct gs_ldcache *gs_context_ldcache(struct gs_context *ctx, struct gs_error *err);

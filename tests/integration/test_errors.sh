@@ -17,14 +17,22 @@ expect_err hang "gpuslice: initialization error: nvml helper timed out after 1.0
 if [ "$secs" -lt 5000 ]; then ok "... within the deadline (${secs} ms)"; else not_ok "hung NVML took ${secs} ms"; fi
 if pgrep -f gpuslice-nvml >/dev/null; then not_ok "the hung helper is left running"; else ok "no helper left behind"; fi
 
+ROOT=$TMP/hang
+run hanglist -- timeout 30 "$GS" --root "$ROOT" --nvml-timeout 1 list
+expect_rc hanglist 0 "list answers from /proc/driver/nvidia while NVML hangs"
+
 ROOT=$(fresh crash "fault init crash")
 run crash -- "$GS" --root "$ROOT" info
 expect_rc crash 1 "a crashing NVML"
 expect_err crash "gpuslice: initialization error: nvml helper died before answering: killed by signal 11" "... is reported with its signal"
 
 ROOT=$(fresh notloaded "fault init error driver_not_loaded")
-run nl -- "$GS" --root "$ROOT" list
+run nl -- "$GS" --root "$ROOT" info
 expect_err nl "gpuslice: initialization error: nvml error: Driver Not Loaded" "nvmlInit failure: nvidia-container-cli's message"
+run nl2 -- env GPUSLICE_DETECT=nvml "$GS" --root "$ROOT" list
+expect_err nl2 "gpuslice: initialization error: nvml error: Driver Not Loaded" "... also for list when NVML is forced"
+run nl3 -- "$GS" --root "$ROOT" list --require 'cuda>=12.0'
+expect_err nl3 "gpuslice: initialization error: nvml error: Driver Not Loaded" "... and for list with requirements (they need NVML)"
 
 ROOT=$(fresh lost "fault nvmlDeviceGetUUID error gpu_is_lost")
 run lost -- "$GS" --root "$ROOT" info

@@ -15,7 +15,16 @@ for conf in 1gpu 2gpu 8gpu-mig; do
         expect_same "$conf" "$EXPECTED/$conf.list" "$conf: list names nvidia-container-cli's categories in its order"
         if all_exist "$conf"; then ok "$conf: every listed path exists in the root"; else not_ok "$conf: listed paths exist"; fi
         expect_out_lacks "$conf" "libnvidia-ml.so.470" "$conf: a library of another driver version is not listed"
+        run "$conf.nvml" -- env GPUSLICE_DETECT=nvml "$GS" --root "$ROOT" --debug "$TMP/$conf.nvml.log" list
+        expect_same "$conf.nvml" "$EXPECTED/$conf.list" "$conf: the same list when NVML answers instead of procfs"
+        grep -q "nvml helper answered" "$TMP/$conf.nvml.log" && ok "$conf: ... and NVML did answer" || not_ok "$conf: NVML not asked"
 done
+run procfslog -- "$GS" --root "$TMP/2gpu" --debug "$TMP/p.log" list -l
+grep -q "devices from $TMP/2gpu/proc/driver/nvidia: 2 GPU(s), driver 580.159.04" "$TMP/p.log" &&
+        ok "plain list reads the devices from the root's procfs" || not_ok "list did not use procfs"
+run miglog -- "$GS" --root "$TMP/8gpu-mig" --debug "$TMP/m.log" list -l
+grep -q "procfs cannot answer (GPU 2 has MIG instances)" "$TMP/m.log" && grep -q "nvml helper answered" "$TMP/m.log" &&
+        ok "with MIG instances list asks NVML" || not_ok "MIG instances did not route to NVML"
 
 ROOT=$TMP/2gpu
 run libs -- "$GS" --root "$ROOT" list -l
@@ -85,4 +94,7 @@ expect_rc req5 0 "arch requirements pass with no device selected (missing data p
 cp "$ROOT/etc/ld.so.cache" "$ROOT/etc/other.cache"
 run ldc -- "$GS" --root "$ROOT" --ldcache /etc/other.cache list -l
 expect_same ldc "$EXPECTED/2gpu.list-l" "--ldcache names a cache inside the root"
+sed -i 's/^NVRM version: .*/NVRM version: garbled/' "$TMP/2gpu/proc/driver/nvidia/version"
+run badver -- "$GS" --root "$TMP/2gpu" list
+expect_same badver "$EXPECTED/2gpu.list" "an unreadable procfs version falls back to NVML with the same answer"
 finish
