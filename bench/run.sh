@@ -10,7 +10,7 @@ GS=$BUILD/gpuslice
 [ -x "$T" ] || { echo "bench: build first (make build)"; exit 1; }
 if [ -e /dev/nvidiactl ] && command -v nvidia-smi >/dev/null; then
         echo "== gpuslice list / info vs nvidia-smi -L, 20 interleaved rounds ($(date -u +%F), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
-        "$T" -n 20 -w 3 -- nvidia-smi -L -- "$GS" list -- "$GS" info -- "$GS" info --json
+        "$T" -n 20 -w 3 -- nvidia-smi -L -- "$GS" list -- env GPUSLICE_DETECT=nvml "$GS" list -- "$GS" info -- "$GS" info --json
 else
         echo "== no NVIDIA GPU: timing against the simulated GPU (not comparable with GPU-host numbers)"
         root=$(mktemp -d)

@@ -82,6 +82,8 @@ list_has_essentials() {
 check "list names only files that exist" list_files_exist
 check "list includes libcuda, libnvidia-ml, ptxjitcompiler, nvidia-smi, /dev nodes" list_has_essentials
 "$GS" list --json >"$OUTDIR/list.json" 2>&1
+GPUSLICE_DETECT=nvml "$GS" list >"$OUTDIR/list.nvml.txt" 2>&1
+check "list from procfs equals list from NVML (GPUSLICE_DETECT=nvml)" diff -u "$OUTDIR/list.nvml.txt" "$OUTDIR/list.txt"
 check "list --device 0 --require cuda>=12.0 passes" "$GS" list --device 0 --require 'cuda>=12.0' -l
 req_fails() { ! "$GS" list --device 0 --require 'cuda>=99.0' -l >/dev/null 2>"$OUTDIR/req.err" && grep -q 'unsatisfied condition: cuda>=99.0' "$OUTDIR/req.err"; }
 check "list --require cuda>=99.0 fails with nvidia's message" req_fails
