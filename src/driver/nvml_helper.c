@@ -35,11 +35,19 @@ enum reply_status {
         REPLY_OK = 0,
         REPLY_INIT_FAILED = 1,  /* library missing, privileges, nvmlInit */
         REPLY_QUERY_FAILED = 2, /* an NVML query failed */
+        REPLY_CRASHED = 3,      /* a fatal signal in the helper (signo in `signo`) */
+};
+
+/* First message: who to kill if no answer comes in time. */
+struct hello {
+        uint32_t magic;
+        int32_t pid;
 };
 
 struct reply {
         uint32_t magic;
         int32_t status;
+        int32_t signo;
         char msg[GS_ERRMSG_MAX - 64];
         struct gs_device_info info;
 };
@@ -269,17 +277,48 @@ static int drop_privileges(uid_t uid, gid_t gid, char *msg, size_t msglen)
         return 0;
 }
 
-static __attribute__((noreturn)) void helper_main(const struct gs_context *ctx, const char *nvml_path, int sock,
-                                                  pid_t parent)
+/* The helper is not our child (see gs_nvml_query), so it reports its own crash. */
+static struct reply g_reply; /* large: keep it off the stack */
+static int g_sock = -1;
+
+static void on_fatal_signal(int sig)
 {
-        static struct reply r; /* large: keep it off the stack */
+        g_reply.status = REPLY_CRASHED;
+        g_reply.signo = sig;
+        const char *p = (const char *)&g_reply;
+        size_t left = sizeof(g_reply);
+        while (left > 0) {
+                ssize_t n = write(g_sock, p, left);
+                if (n <= 0)
+                        break;
+                p += n;
+                left -= (size_t)n;
+        }
+        raise(sig); /* SA_RESETHAND: now the default action */
+}
+
+static __attribute__((noreturn)) void helper_main(const struct gs_context *ctx, const char *nvml_path, int sock)
+{
+        struct reply *rp = &g_reply;
+#define r (*rp)
         memset(&r, 0, sizeof(r));
         r.magic = REPLY_MAGIC;
         r.status = REPLY_INIT_FAILED;
+        g_sock = sock;
 
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
+        struct hello h = {.magic = REPLY_MAGIC, .pid = getpid()};
+        if (write(sock, &h, sizeof(h)) != (ssize_t)sizeof(h))
                 _exit(1);
+        /* Never outlive the deadline, even if the caller is gone: SIGALRM ends a hung NVML. */
+        alarm(ctx->nvml_timeout_ms / 1000 + 2);
+        static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS};
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_fatal_signal;
+        sa.sa_flags = (int)SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < GS_ARRAY_SIZE(fatal); i++)
+                sigaction(fatal[i], &sa, NULL);
         prctl(PR_SET_NAME, "gpuslice-nvml");
         /* NVML must not write into our stdout (it carries `list` output). */
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -322,6 +361,7 @@ static __attribute__((noreturn)) void helper_main(const struct gs_context *ctx, 
 reply:
         write_all(sock, &r, sizeof(r));
         _exit(0);
+#undef r
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -333,37 +373,6 @@ static long long now_ms(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void describe_exit(int status, char *buf, size_t len)
-{
-        if (WIFSIGNALED(status))
-                snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-        else if (WIFEXITED(status))
-                snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
-        else
-                snprintf(buf, len, "stopped");
-}
-
-/* Wait for the child for at most `ms`; SIGKILL it when time is up. */
-static int reap(pid_t pid, long long ms, int *status)
-{
-        long long deadline = now_ms() + ms;
-        for (;;) {
-                pid_t w = waitpid(pid, status, WNOHANG);
-                if (w == pid)
-                        return 0;
-                if (w < 0 && errno != EINTR)
-                        return -1;
-                if (now_ms() >= deadline) {
-                        kill(pid, SIGKILL);
-                        while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
-                        }
-                        return 1;
-                }
-                struct timespec ts = {0, 200000};
-                nanosleep(&ts, NULL);
-        }
 }
 
 static void sanitize(struct gs_device_info *info)
@@ -388,14 +397,44 @@ static void sanitize(struct gs_device_info *info)
 #undef TERM
 }
 
+/* Read exactly len bytes before the deadline: 1 done, 0 timed out, -1 EOF or error. */
+static int read_deadline(int fd, void *buf, size_t len, long long deadline)
+{
+        size_t got = 0;
+        while (got < len) {
+                long long left = deadline - now_ms();
+                if (left <= 0)
+                        return 0;
+                struct pollfd pfd = {.fd = fd, .events = POLLIN};
+                int pr = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left));
+                if (pr < 0 && errno != EINTR)
+                        return -1;
+                if (pr <= 0)
+                        continue;
+                ssize_t n = read(fd, (char *)buf + got, len - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -1;
+                got += (size_t)n;
+        }
+        return 1;
+}
+
+/*
+ * The helper is a grandchild: the child forks it and exits at once, so the helper is nobody's
+ * child of ours and we never wait for its exit, which (closing NVML's device handles) takes
+ * ~3 ms after it has answered. It sends its pid first (so a hung one can be killed), reports a
+ * crash itself (signal handlers), and cannot outlive the deadline (alarm) even if we die.
+ */
 int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs_device_info *out,
                   struct gs_error *err)
 {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return gs_error_sys(err, "socketpair");
-        pid_t parent = getpid();
         fflush(NULL);
+        long long start = now_ms();
         pid_t pid = fork();
         if (pid < 0) {
                 close(sv[0]);
@@ -404,75 +443,55 @@ int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs
         }
         if (pid == 0) {
                 close(sv[0]);
-                helper_main(ctx, nvml_path, sv[1], parent);
+                pid_t g = fork();
+                if (g == 0)
+                        helper_main(ctx, nvml_path, sv[1]);
+                _exit(g < 0 ? 1 : 0);
         }
         close(sv[1]);
         gs_autoclose int sock = sv[0];
-        gs_autofree struct reply *r = calloc(1, sizeof(*r));
-        if (r == NULL) {
-                kill(pid, SIGKILL);
-                waitpid(pid, NULL, 0);
-                return gs_error_set(err, GS_ENOMEM, "out of memory");
-        }
-        long long start = now_ms();
-        long long deadline = start + ctx->nvml_timeout_ms;
-        size_t got = 0;
-        bool timed_out = false;
-        while (got < sizeof(*r)) {
-                long long left = deadline - now_ms();
-                if (left <= 0) {
-                        timed_out = true;
-                        break;
-                }
-                struct pollfd pfd = {.fd = sock, .events = POLLIN};
-                int pr = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left));
-                if (pr < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        break;
-                }
-                if (pr == 0)
-                        continue;
-                ssize_t n = read(sock, (char *)r + got, sizeof(*r) - got);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        break;
-                }
-                if (n == 0)
-                        break; /* helper closed the socket early: crashed or exited */
-                got += (size_t)n;
-        }
         int status = 0;
-        if (timed_out) {
-                kill(pid, SIGKILL);
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-                }
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return gs_error_set(err, GS_EHELPER, "cannot start the nvml helper (fork failed)");
+
+        long long deadline = start + ctx->nvml_timeout_ms;
+        struct hello h = {0};
+        gs_autofree struct reply *r = calloc(1, sizeof(*r));
+        if (r == NULL)
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
+        int rc = read_deadline(sock, &h, sizeof(h), deadline);
+        if (rc == 1 && (h.magic != REPLY_MAGIC || h.pid <= 1))
+                return gs_error_set(err, GS_EHELPER, "nvml helper sent a malformed greeting");
+        if (rc == 1)
+                rc = read_deadline(sock, r, sizeof(*r), deadline);
+        if (rc == 0) {
+                if (h.pid > 1)
+                        kill(h.pid, SIGKILL);
                 gs_log_err("nvml helper timed out after %u ms", ctx->nvml_timeout_ms);
                 return gs_error_set(err, GS_ETIMEOUT,
                                     "nvml helper timed out after %.1f s (NVML hung; raise --nvml-timeout if the "
                                     "driver is just slow, e.g. with persistence mode off)",
                                     ctx->nvml_timeout_ms / 1000.0);
         }
-        if (got < sizeof(*r)) {
-                reap(pid, 1000, &status);
-                char how[128];
-                describe_exit(status, how, sizeof(how));
-                return gs_error_set(err, GS_EHELPER, "nvml helper died before answering: %s", how);
-        }
-        /* We have the answer; the helper exits right after writing it. */
-        long long answered = now_ms() - start;
-        long long left = deadline - now_ms();
-        if (reap(pid, left > 1000 ? 1000 : (left > 0 ? left : 1), &status) == 1)
-                gs_log_warn("nvml helper did not exit after answering; killed");
-        gs_log_info("nvml helper answered in %lld ms, gone after %lld ms", answered, now_ms() - start);
+        if (rc < 0)
+                return gs_error_set(err, GS_EHELPER, "nvml helper died before answering");
+        gs_log_info("nvml helper answered in %lld ms (pid %d)", now_ms() - start, (int)h.pid);
         if (r->magic != REPLY_MAGIC)
                 return gs_error_set(err, GS_EHELPER, "nvml helper sent a malformed reply");
         r->msg[sizeof(r->msg) - 1] = '\0';
-        if (r->status == REPLY_INIT_FAILED)
+        switch (r->status) {
+        case REPLY_OK:
+                break;
+        case REPLY_CRASHED:
+                return gs_error_set(err, GS_EHELPER, "nvml helper died before answering: killed by signal %d (%s)",
+                                    r->signo, strsignal(r->signo));
+        case REPLY_INIT_FAILED:
                 return gs_error_set(err, GS_EINIT, "%s", r->msg);
-        if (r->status != REPLY_OK)
+        default:
                 return gs_error_set(err, GS_ENVML, "%s", r->msg);
+        }
         sanitize(&r->info);
         memcpy(out, &r->info, sizeof(*out));
         return 0;

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -641,8 +642,12 @@ void fg_fault_act(const struct fg_fault *fault)
         for (;;)
             pause();
     case FG_FAULT_CRASH:
-        signal(SIGSEGV, SIG_DFL);
-        raise(SIGSEGV);
+        /* A real invalid access, as a crashing driver library would make: the caller's own
+         * SIGSEGV handler (if any) runs, as it would with the real NVML. */
+        {
+            static volatile uintptr_t bad_address = 8; /* opaque to the compiler */
+            *(volatile int *)bad_address = 1;
+        }
         abort();
     case FG_FAULT_DELAY: {
         struct timespec ts = { .tv_sec = fault->delay_ms / 1000,
