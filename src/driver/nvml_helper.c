@@ -464,11 +464,17 @@ int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs
         int rc = read_deadline(sock, &h, sizeof(h), deadline);
         if (rc == 1 && (h.magic != REPLY_MAGIC || h.pid <= 1))
                 return gs_error_set(err, GS_EHELPER, "nvml helper sent a malformed greeting");
+        /* Pin the helper with a pidfd at once, so a kill at the deadline can never hit a
+         * recycled pid (the helper is not our child: nothing else holds its pid for us). */
+        gs_autoclose int pidfd = rc == 1 ? (int)syscall(SYS_pidfd_open, h.pid, 0) : -1;
+        bool no_pidfd = pidfd < 0 && errno == ENOSYS;
         if (rc == 1)
                 rc = read_deadline(sock, r, sizeof(*r), deadline);
         if (rc == 0) {
-                if (h.pid > 1)
-                        kill(h.pid, SIGKILL);
+                if (pidfd >= 0)
+                        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                else if (h.pid > 1 && no_pidfd)
+                        kill(h.pid, SIGKILL); /* kernel < 5.3 */
                 gs_log_err("nvml helper timed out after %u ms", ctx->nvml_timeout_ms);
                 return gs_error_set(err, GS_ETIMEOUT,
                                     "nvml helper timed out after %.1f s (NVML hung; raise --nvml-timeout if the "
