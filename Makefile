@@ -9,7 +9,7 @@ BUILD_FUZZ ?= build-fuzz
 FUZZ_SECONDS ?= 20
 
 BUILD_DEPS := gcc meson ninja-build pkg-config libcap-dev libseccomp-dev libjson-c-dev
-TEST_DEPS  := $(BUILD_DEPS) libcmocka-dev clang jq busybox-static runc util-linux
+TEST_DEPS  := $(BUILD_DEPS) libcmocka-dev clang jq busybox-static runc util-linux procps
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
