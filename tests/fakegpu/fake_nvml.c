@@ -792,7 +792,8 @@ EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned in
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
+/* GPU or compute instance id of a MIG handle (`ci` picks which). */
+static nvmlReturn_t mig_instance_id(nvmlDevice_t device, unsigned int *id, int ci)
 {
     ENTER();
     RESOLVE(device, g, m);
@@ -801,19 +802,16 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int
         return NVML_ERROR_INVALID_ARGUMENT;
     if (m == NULL) /* a full-GPU handle: INVALID_ARGUMENT on the real driver (nvml-probe.real.txt) */
         return NVML_ERROR_INVALID_ARGUMENT;
-    *id = m->gi;
+    *id = ci ? m->ci : m->gi;
     return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+    return mig_instance_id(device, id, 0);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
 {
-    ENTER();
-    RESOLVE(device, g, m);
-    (void)g;
-    if (id == NULL)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if (m == NULL) /* a full-GPU handle: INVALID_ARGUMENT on the real driver (nvml-probe.real.txt) */
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *id = m->ci;
-    return NVML_SUCCESS;
+    return mig_instance_id(device, id, 1);
 }
