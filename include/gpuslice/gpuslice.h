@@ -36,8 +36,9 @@ enum gs_errcode {
 };
 
 struct gs_error {
-        int code;      /* enum gs_errcode */
-        int sys_errno; /* errno of the failing call, or 0 */
+        int code;          /* enum gs_errcode */
+        int sys_errno;     /* errno of the failing call, or 0 */
+        const char *stage; /* nvidia-container-cli stage name ("mount", "ldcache", ...) or NULL */
         char msg[GS_ERRMSG_MAX];
 };
 
@@ -228,6 +229,31 @@ bool gs_nvcaps_dev_style(struct gs_context *ctx);
  * "DeviceFileMinor: N" line; the node must exist under the root as a character device. */
 int gs_nvcaps_node(struct gs_context *ctx, const char *proc_path, char *node, size_t len, dev_t *rdev,
                    struct gs_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * configure: put the selected GPUs and the driver into a container (src/container/configure.c).
+ */
+enum gs_compat_mode { GS_COMPAT_LDCONFIG = 0, GS_COMPAT_MOUNT, GS_COMPAT_DISABLED };
+
+struct gs_configure_opts {
+        pid_t pid;                      /* container init (supervised); 0 = standalone */
+        const char *rootfs;             /* absolute, as seen in the container's mount namespace */
+        const char *devices;            /* --device list (NULL: none) */
+        const char *const *requires;    /* --require expressions */
+        size_t nrequires;
+        const char *ldconfig;           /* "@/host/path" or a container path; NULL: host default */
+        unsigned caps;                  /* GS_CAP_* */
+        unsigned drvopts;               /* GS_DRV_* */
+        const char *mig_config;         /* "all" or NULL */
+        const char *mig_monitor;        /* "all" or NULL */
+        const char *imex_channels;      /* comma list of channel ids or NULL */
+        bool no_cgroups, no_devbind, no_pivot;
+        enum gs_compat_mode compat_mode;
+};
+
+/* Everything or nothing: on failure every mount and node already made is undone; err->stage
+ * names the stage that failed (nvidia-container-cli's names). */
+int gs_configure(struct gs_context *ctx, const struct gs_configure_opts *o, struct gs_error *err);
 
 /* Library version string. */
 const char *gs_version(void);

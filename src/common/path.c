@@ -201,12 +201,21 @@ int gs_open_in_root(int rootfd, const char *path, int flags, struct gs_error *er
                         .flags = (unsigned long long)(flags | O_CLOEXEC),
                         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
                 };
-                long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-                if (fd >= 0) {
-                        have_openat2 = 1;
-                        return (int)fd;
+                /* A scoped lookup fails with EAGAIN when any mount or rename happened meanwhile
+                 * anywhere on the system (the kernel cannot prove ".." or a jump to the root
+                 * stayed inside): retry, then take the walk, which has no such limit. */
+                for (int attempt = 0; attempt < 16; attempt++) {
+                        long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+                        if (fd >= 0) {
+                                have_openat2 = 1;
+                                return (int)fd;
+                        }
+                        if (errno != EAGAIN)
+                                break;
                 }
-                if (errno != ENOSYS && errno != EPERM) {
+                if (errno == ENOSYS || errno == EPERM) {
+                        have_openat2 = 0; /* ENOSYS, or EPERM from a seccomp filter that hides it */
+                } else if (errno != EAGAIN) {
                         int saved = errno;
                         have_openat2 = 1;
                         errno = saved;
@@ -215,7 +224,6 @@ int gs_open_in_root(int rootfd, const char *path, int flags, struct gs_error *er
                                 err->code = GS_ENOTFOUND;
                         return -1;
                 }
-                have_openat2 = 0; /* ENOSYS, or EPERM from a seccomp filter that hides it */
         }
         char canon[PATH_MAX];
         gs_autoclose int pfd = -1;

@@ -1,0 +1,551 @@
+/*
+ * gs_configure: the selected GPUs and the driver's files into a container, everything or nothing.
+ *
+ * Stages (nvidia-container-cli's names, each with its own effective capabilities):
+ *   detection   devices (procfs or the NVML helper) and driver files under the driver root
+ *   device      --device selection;  mig-config / mig-monitor checks;  requirement  --require
+ *   container   the container's owner and mount namespace
+ *   mount       inside its mount namespace: /proc/driver/nvidia masked, binaries, libraries,
+ *               links, firmware, IPC, device nodes, MIG caps (all journalled)
+ *   cgroup      device cgroup rules for every node made (unless --no-cgroups)
+ *   ldcache     ldconfig in the sandbox
+ * A failure after the first mount rolls every mount and node back before returning.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/path.h"
+#include "common/strutil.h"
+#include "container/caps.h"
+#include "container/cgroup.h"
+#include "container/container.h"
+#include "container/ldconfig.h"
+#include "container/mount.h"
+#include "driver/context.h"
+
+#ifndef PROC_SUPER_MAGIC
+#define PROC_SUPER_MAGIC 0x9fa0
+#endif
+
+#define MAX_RULES 512
+
+struct run {
+        struct gs_context *ctx;
+        const struct gs_configure_opts *o;
+        const struct gs_device_info *dev;
+        struct gs_driver_info drv;
+        struct gs_selection sel;
+        struct gs_container c;
+        struct gs_rootfs r;
+        bool rootfs_open;
+        unsigned caps; /* expanded */
+        struct gs_devrule rules[MAX_RULES];
+        size_t nrules;
+        struct gs_file_list done; /* MIG capability files already mounted */
+        unsigned long fail_after; /* test hook: fail before mount operation N (0 = never) */
+        unsigned long ops;
+};
+
+static int fail(struct gs_error *err, const char *stage)
+{
+        if (err != NULL && err->stage == NULL)
+                err->stage = stage;
+        return -1;
+}
+
+/* Test hook (GPUSLICE_TEST_FAIL_AT=N): make the Nth mount operation fail, to prove rollback. */
+static int count_op(struct run *x, const char *what, struct gs_error *err)
+{
+        x->ops++;
+        if (x->fail_after != 0 && x->ops >= x->fail_after)
+                return gs_error_set(err, GS_EINVAL, "injected failure before %s (GPUSLICE_TEST_FAIL_AT=%lu)", what,
+                                    x->fail_after);
+        return 0;
+}
+
+static void host_path(const struct run *x, const char *in_root, char *out, size_t len)
+{
+        const char *root = gs_context_root(x->ctx);
+        if (strcmp(root, "/") == 0)
+                snprintf(out, len, "%s", in_root);
+        else
+                snprintf(out, len, "%s%s", root, in_root);
+}
+
+static bool wanted(const struct run *x, unsigned item_caps)
+{
+        return item_caps == 0 || (item_caps & x->caps) != 0;
+}
+
+static int add_rule(struct run *x, dev_t rdev, struct gs_error *err)
+{
+        for (size_t i = 0; i < x->nrules; i++)
+                if (x->rules[i].major == major(rdev) && x->rules[i].minor == minor(rdev))
+                        return 0;
+        if (x->nrules == MAX_RULES)
+                return gs_error_set(err, GS_EINVAL, "too many device nodes");
+        x->rules[x->nrules++] = (struct gs_devrule){major(rdev), minor(rdev)};
+        return 0;
+}
+
+static int bind(struct run *x, const char *src_in_root, const char *dst, enum gs_node_kind kind,
+                unsigned long flags, struct gs_error *err)
+{
+        char src[PATH_MAX];
+        host_path(x, src_in_root, src, sizeof(src));
+        if (count_op(x, dst, err) < 0)
+                return -1;
+        gs_log_info("mounting %s at %s%s", src, x->c.rootfs, dst);
+        return gs_mount_bind(&x->r, src, dst, kind, flags, err);
+}
+
+/* A device node: bind it (unless --no-devbind) and remember its rule for the cgroup. */
+static int device(struct run *x, const char *node, struct gs_error *err)
+{
+        char src[PATH_MAX];
+        struct stat st;
+        host_path(x, node, src, sizeof(src));
+        if (stat(src, &st) < 0)
+                return gs_error_sys(err, "device %s", src);
+        if (!S_ISCHR(st.st_mode))
+                return gs_error_set(err, GS_EFORMAT, "invalid device node: %s", src);
+        if (add_rule(x, st.st_rdev, err) < 0)
+                return -1;
+        if (x->o->no_devbind)
+                return 0;
+        return bind(x, node, node, GS_NODE_CHAR, GS_MNT_DEVNODE, err);
+}
+
+static int read_host_file(const struct run *x, const char *in_root, char *buf, size_t len, struct gs_error *err)
+{
+        gs_autoclose int fd = gs_open_in_root(gs_context_rootfd(x->ctx), in_root, O_RDONLY, err);
+        if (fd < 0)
+                return -1;
+        size_t got = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf + got, len - 1 - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return gs_error_sys(err, "read %s", in_root);
+                if (n == 0 || got + (size_t)n >= len - 1) {
+                        got += (size_t)(n > 0 ? n : 0);
+                        break;
+                }
+                got += (size_t)n;
+        }
+        buf[got] = '\0';
+        return (int)got;
+}
+
+/* ModifyDeviceFiles: 1 -> 0, so NVML/CUDA in the container never mknod/chmod device nodes. */
+static void patch_params(char *buf)
+{
+        char *p = strstr(buf, "ModifyDeviceFiles: ");
+        if (p != NULL && p[19] == '1')
+                p[19] = '0';
+}
+
+/* /proc/driver/nvidia: a tmpfs with params (patched), version, registry, and only the selected
+ * GPUs' gpus/<busid> directories. */
+static int mount_procfs_as_root(struct run *x, struct gs_error *err);
+
+/* Our own tmpfs holds root-owned copies, as procfs does: nodes in it are made as root. */
+static int mount_procfs(struct run *x, struct gs_error *err)
+{
+        uid_t u = x->r.uid;
+        gid_t g = x->r.gid;
+        x->r.uid = 0;
+        x->r.gid = 0;
+        int rc = mount_procfs_as_root(x, err);
+        x->r.uid = u;
+        x->r.gid = g;
+        return rc;
+}
+
+static int mount_procfs_as_root(struct run *x, struct gs_error *err)
+{
+        const char *target = "/proc/driver/nvidia";
+        if (!gs_rootfs_exists(&x->r, target)) {
+                /* The container's /proc is a real procfs without the NVIDIA driver (the simulated
+                 * driver root): cover /proc/driver instead so there is somewhere to mount. */
+                struct statfs sf;
+                int pfd = gs_open_in_root(x->r.fd, "/proc", O_PATH | O_DIRECTORY, NULL);
+                bool procfs = pfd >= 0 && fstatfs(pfd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC;
+                if (pfd >= 0)
+                        close(pfd);
+                if (procfs) {
+                        gs_log_warn("no /proc/driver/nvidia in the container's procfs: covering /proc/driver");
+                        if (count_op(x, "/proc/driver", err) < 0 ||
+                            gs_mount_tmpfs(&x->r, "/proc/driver", "mode=0555", MS_NODEV | MS_NOSUID | MS_NOEXEC, err) < 0)
+                                return -1;
+                }
+        }
+        if (count_op(x, target, err) < 0 ||
+            gs_mount_tmpfs(&x->r, target, "mode=0555", MS_NODEV | MS_NOSUID | MS_NOEXEC, err) < 0)
+                return -1;
+        static const char *const files[] = {"params", "version", "registry"};
+        for (size_t i = 0; i < GS_ARRAY_SIZE(files); i++) {
+                char src[128], dst[128], buf[16384];
+                snprintf(src, sizeof(src), "/proc/driver/nvidia/%s", files[i]);
+                struct gs_error rerr = {0};
+                int n = read_host_file(x, src, buf, sizeof(buf), &rerr);
+                if (n < 0) {
+                        gs_log_warn("skipping %s: %s", src, rerr.msg);
+                        continue;
+                }
+                if (i == 0)
+                        patch_params(buf);
+                snprintf(dst, sizeof(dst), "%s/%s", target, files[i]);
+                if (count_op(x, dst, err) < 0 || gs_rootfs_write_file(&x->r, dst, buf, (size_t)n, 0444, err) < 0)
+                        return -1;
+        }
+        for (unsigned i = 0; i < x->dev->ngpus; i++) {
+                if (!gs_selection_uses_gpu(&x->sel, i))
+                        continue;
+                /* NVML's bus id has an 8-digit domain; procfs uses 4 digits. */
+                char p8[128], p4[128];
+                snprintf(p8, sizeof(p8), "/proc/driver/nvidia/gpus/%s", x->dev->gpus[i].bus_id);
+                snprintf(p4, sizeof(p4), "/proc/driver/nvidia/gpus/%s", x->dev->gpus[i].bus_id + 4);
+                char host[PATH_MAX];
+                struct stat st;
+                const char *p = p8;
+                host_path(x, p8, host, sizeof(host));
+                if (stat(host, &st) < 0) {
+                        p = p4;
+                        host_path(x, p4, host, sizeof(host));
+                        if (stat(host, &st) < 0) {
+                                gs_log_warn("no %s for GPU %u", p4, i);
+                                continue;
+                        }
+                }
+                if (bind(x, p, p, GS_NODE_DIR, GS_MNT_PROC, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static const char *base_of(const char *p)
+{
+        const char *b = strrchr(p, '/');
+        return b != NULL ? b + 1 : p;
+}
+
+static int mount_files(struct run *x, const struct gs_file_list *l, const char *dir, struct gs_error *err)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                if (!wanted(x, l->v[i].caps))
+                        continue;
+                char dst[PATH_MAX];
+                if (dir != NULL)
+                        snprintf(dst, sizeof(dst), "%s/%s", dir, base_of(l->v[i].path));
+                else
+                        snprintf(dst, sizeof(dst), "%s", l->v[i].path);
+                if (bind(x, l->v[i].path, dst, GS_NODE_FILE, GS_MNT_RO_LIB, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* libcuda.so -> libcuda.so.1 style links next to the mounted libraries. */
+static int make_links(struct run *x, struct gs_error *err)
+{
+        static const struct {
+                const char *lib, *link, *target;
+                unsigned caps;
+        } links[] = {
+                {"libcuda.so.", "libcuda.so", "libcuda.so.1", GS_CAP_COMPUTE},
+                {"libnvidia-opticalflow.so.", "libnvidia-opticalflow.so", "libnvidia-opticalflow.so.1", GS_CAP_VIDEO},
+                {"libGLX_nvidia.so.", "libGLX_indirect.so.0", NULL, GS_CAP_GRAPHICS},
+        };
+        for (size_t k = 0; k < GS_ARRAY_SIZE(links); k++) {
+                if (!(x->caps & links[k].caps))
+                        continue;
+                for (size_t i = 0; i < x->drv.libs.n; i++) {
+                        const char *b = base_of(x->drv.libs.v[i].path);
+                        if (!gs_str_has_prefix(b, links[k].lib))
+                                continue;
+                        char dst[PATH_MAX];
+                        snprintf(dst, sizeof(dst), "%s/%s", x->c.libs_dir, links[k].link);
+                        if (count_op(x, dst, err) < 0 ||
+                            gs_rootfs_symlink(&x->r, links[k].target != NULL ? links[k].target : b, dst, err) < 0)
+                                return -1;
+                }
+        }
+        return 0;
+}
+
+static int mount_ipcs(struct run *x, struct gs_error *err)
+{
+        for (size_t i = 0; i < x->drv.ipcs.n; i++) {
+                const struct gs_file *f = &x->drv.ipcs.v[i];
+                if (!wanted(x, f->caps))
+                        continue;
+                char host[PATH_MAX];
+                struct stat st;
+                host_path(x, f->path, host, sizeof(host));
+                if (lstat(host, &st) < 0)
+                        continue;
+                enum gs_node_kind kind = S_ISDIR(st.st_mode) ? GS_NODE_DIR : GS_NODE_SOCKET;
+                if (bind(x, f->path, f->path, kind, GS_MNT_IPC, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static int mount_devices(struct run *x, struct gs_error *err)
+{
+        for (size_t i = 0; i < x->drv.ndevs; i++)
+                if (wanted(x, x->drv.devs[i].caps) && device(x, x->drv.devs[i].path, err) < 0)
+                        return -1;
+        bool dev_style = gs_nvcaps_dev_style(x->ctx);
+        for (unsigned i = 0; i < x->dev->ngpus; i++) {
+                if (!gs_selection_uses_gpu(&x->sel, i))
+                        continue;
+                const struct gs_gpu *g = &x->dev->gpus[i];
+                char node[64];
+                snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor);
+                if (device(x, node, err) < 0)
+                        return -1;
+                bool mig_all = x->o->mig_config != NULL || x->o->mig_monitor != NULL;
+                for (unsigned j = 0; j < g->nmigs && !mig_all; j++) {
+                        if (!x->sel.mig[i][j])
+                                continue;
+                        char paths[2][256];
+                        gs_mig_gi_access_path(g, &g->migs[j], paths[0], sizeof(paths[0]));
+                        gs_mig_ci_access_path(g, &g->migs[j], paths[1], sizeof(paths[1]));
+                        for (int k = 0; k < 2; k++) {
+                                if (gs_file_list_contains(&x->done, paths[k]))
+                                        continue; /* a GI shared by two selected CIs: once */
+                                if (gs_file_list_add(&x->done, paths[k], 0, err) < 0)
+                                        return -1;
+                                uid_t u = x->r.uid;
+                                gid_t gg = x->r.gid;
+                                x->r.uid = 0; /* inside our /proc/driver/nvidia tmpfs */
+                                x->r.gid = 0;
+                                int brc = bind(x, paths[k], paths[k], GS_NODE_FILE, GS_MNT_PROC, err);
+                                x->r.uid = u;
+                                x->r.gid = gg;
+                                if (brc < 0)
+                                        return -1;
+                                if (!dev_style)
+                                        continue;
+                                char capnode[128];
+                                dev_t rdev;
+                                if (gs_nvcaps_node(x->ctx, paths[k], capnode, sizeof(capnode), &rdev, err) < 0 ||
+                                    device(x, capnode, err) < 0)
+                                        return -1;
+                        }
+                }
+        }
+        static const char *const mig_files[2] = {"config", "monitor"};
+        const char *mig_opts[2] = {x->o->mig_config, x->o->mig_monitor};
+        bool caps_dir_done = false;
+        for (int k = 0; k < 2; k++) {
+                if (mig_opts[k] == NULL)
+                        continue;
+                if (!caps_dir_done) {
+                        if (bind(x, GS_NV_CAPS_PROC, GS_NV_CAPS_PROC, GS_NODE_DIR, GS_MNT_PROC, err) < 0)
+                                return -1;
+                        if (dev_style && bind(x, GS_NV_CAPS_DEV_DIR, GS_NV_CAPS_DEV_DIR, GS_NODE_DIR,
+                                              MS_NOSUID | MS_NOEXEC, err) < 0)
+                                return -1;
+                        caps_dir_done = true;
+                }
+                if (!dev_style)
+                        continue;
+                char path[128], capnode[128];
+                dev_t rdev;
+                snprintf(path, sizeof(path), GS_NV_CAPS_PROC "/mig/%s", mig_files[k]);
+                if (gs_nvcaps_node(x->ctx, path, capnode, sizeof(capnode), &rdev, err) < 0 ||
+                    add_rule(x, rdev, err) < 0)
+                        return -1;
+        }
+        if (x->o->imex_channels != NULL) {
+                char list[256];
+                gs_strlcpy(list, x->o->imex_channels, sizeof(list));
+                char *save = NULL;
+                for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+                        unsigned long long ch;
+                        if (gs_parse_uint(t, (1u << 20) - 1, &ch) < 0)
+                                return gs_error_set(err, GS_EINVAL, "invalid IMEX channel: %s", t);
+                        char node[96];
+                        snprintf(node, sizeof(node), "/dev/nvidia-caps-imex-channels/channel%llu", ch);
+                        if (device(x, node, err) < 0)
+                                return -1;
+                }
+        }
+        return 0;
+}
+
+static int do_mounts(struct run *x, struct gs_error *err)
+{
+        gs_container_pick_dirs(&x->c, x->r.fd);
+        if (mount_procfs(x, err) < 0 || mount_files(x, &x->drv.bins, x->c.bins_dir, err) < 0 ||
+            mount_files(x, &x->drv.libs, x->c.libs_dir, err) < 0 ||
+            ((x->caps & GS_CAP_COMPAT32) && mount_files(x, &x->drv.libs32, x->c.libs32_dir, err) < 0) ||
+            make_links(x, err) < 0 || mount_files(x, &x->drv.firmwares, NULL, err) < 0 || mount_ipcs(x, err) < 0 ||
+            mount_devices(x, err) < 0)
+                return -1;
+        return 0;
+}
+
+static const char *default_ldconfig(void)
+{
+        struct stat st;
+        return stat("/sbin/ldconfig.real", &st) == 0 ? "@/sbin/ldconfig.real" : "@/sbin/ldconfig";
+}
+
+int gs_configure(struct gs_context *ctx, const struct gs_configure_opts *o, struct gs_error *err)
+{
+        struct run *x = calloc(1, sizeof(*x));
+        if (x == NULL)
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
+        x->ctx = ctx;
+        x->o = o;
+        x->c.ns_fd = x->c.self_ns_fd = -1;
+        unsigned caps = o->caps;
+        if (caps & GS_CAP_VIDEO)
+                caps |= GS_CAP_COMPUTE;
+        if (caps & GS_CAP_DISPLAY)
+                caps |= GS_CAP_GRAPHICS;
+        x->caps = caps;
+        const char *fa = secure_getenv("GPUSLICE_TEST_FAIL_AT");
+        if (fa != NULL)
+                x->fail_after = strtoul(fa, NULL, 10);
+        int rv = -1;
+        bool mounted = false;
+
+        /* detection */
+        if (gs_caps_enter(GS_STAGE_INIT, err) < 0) {
+                fail(err, "permission");
+                goto out;
+        }
+        x->dev = o->nrequires > 0 ? gs_devices(ctx, err) : gs_devices_basic(ctx, err);
+        if (x->dev == NULL) {
+                fail(err, err != NULL && (err->code == GS_EINIT || err->code == GS_ETIMEOUT || err->code == GS_EHELPER)
+                                  ? "initialization"
+                                  : "detection");
+                goto out;
+        }
+        if (gs_driver_discover(ctx, x->dev->driver_version, o->drvopts, &x->drv, err) < 0) {
+                fail(err, "detection");
+                goto out;
+        }
+        /* selection and requirements: nothing is touched before they pass */
+        if (gs_select_devices(o->devices, x->dev, &x->sel, err) < 0) {
+                fail(err, "device");
+                goto out;
+        }
+        for (int k = 0; k < 2; k++) {
+                const char *v = k == 0 ? o->mig_config : o->mig_monitor;
+                const char *stage = k == 0 ? "mig-config" : "mig-monitor";
+                if (v == NULL)
+                        continue;
+                if (strcasecmp(v, "all") != 0) {
+                        gs_error_set(err, GS_EINVAL, "only 'all' devices are currently supported");
+                        fail(err, stage);
+                        goto out;
+                }
+                if (x->sel.nmigs > 0 && !x->sel.all) {
+                        gs_error_set(err, GS_EINVAL, "cannot enable %s with specific MIG devices selected", stage);
+                        fail(err, stage);
+                        goto out;
+                }
+        }
+        if (gs_require_check_all(o->requires, o->nrequires, x->dev, &x->sel, err) < 0) {
+                fail(err, "requirement");
+                goto out;
+        }
+
+        /* container */
+        if (gs_caps_enter(GS_STAGE_CONTAINER, err) < 0 || gs_container_open(&x->c, o->pid, o->rootfs, err) < 0) {
+                fail(err, "container");
+                goto out;
+        }
+
+        /* mount */
+        if (gs_caps_enter(GS_STAGE_MOUNT, err) < 0 || gs_container_enter(&x->c, err) < 0 ||
+            gs_rootfs_open(&x->r, o->rootfs, x->c.uid, x->c.gid, err) < 0) {
+                fail(err, "mount");
+                goto out;
+        }
+        x->rootfs_open = true;
+        mounted = true;
+        if (do_mounts(x, err) < 0) {
+                fail(err, "mount");
+                goto out;
+        }
+        if (gs_container_leave(&x->c, err) < 0) {
+                fail(err, "mount");
+                goto out;
+        }
+
+        /* cgroup */
+        if (!o->no_cgroups) {
+                struct gs_cgroup cg;
+                if (gs_caps_enter(GS_STAGE_CGROUP, err) < 0 || count_op(x, "cgroup", err) < 0 ||
+                    gs_cgroup_find(o->pid > 0 ? o->pid : getppid(), &cg, err) < 0 ||
+                    gs_cgroup_allow(&cg, x->rules, x->nrules, err) < 0) {
+                        fail(err, "cgroup");
+                        goto out;
+                }
+        }
+
+        /* ldcache */
+        {
+                const char *dirs[3] = {x->c.libs_dir, (x->caps & GS_CAP_COMPAT32) ? x->c.libs32_dir : NULL, NULL};
+                struct gs_ldconfig_opts lo = {
+                        .mntns_pid = o->pid,
+                        .rootfs = o->rootfs,
+                        .ldconfig = o->ldconfig != NULL ? o->ldconfig : default_ldconfig(),
+                        .dirs = dirs,
+                        .ndirs = dirs[1] != NULL ? 2 : 1,
+                        .uid = x->c.uid,
+                        .gid = x->c.gid,
+                        .no_pivot = o->no_pivot,
+                        .log_fd = -1,
+                };
+                if (gs_caps_enter(GS_STAGE_LDCACHE, err) < 0 || count_op(x, "ldconfig", err) < 0 ||
+                    gs_ldconfig_run(&lo, err) < 0) {
+                        fail(err, "ldcache");
+                        goto out;
+                }
+        }
+        rv = 0;
+out:
+        if (x->rootfs_open) {
+                if (rv == 0) {
+                        gs_mount_commit(&x->r);
+                } else if (mounted) {
+                        /* Roll back from inside the container's mount namespace. */
+                        struct gs_error lerr = {0};
+                        gs_caps_enter(GS_STAGE_MOUNT, &lerr);
+                        if (gs_container_enter(&x->c, &lerr) == 0)
+                                gs_mount_rollback(&x->r);
+                        else
+                                gs_log_err("rollback impossible: %s", lerr.msg);
+                        gs_log_info("rolled back %lu operation(s)", x->ops);
+                }
+                gs_rootfs_close(&x->r);
+        }
+        gs_container_close(&x->c);
+        gs_caps_enter(GS_STAGE_SHUTDOWN, NULL);
+        gs_driver_info_release(&x->drv);
+        gs_file_list_release(&x->done);
+        free(x);
+        return rv;
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# gpuslice configure against a real container process (unshare), with the simulated driver:
+# files, nodes, masking, read-only mounts, ldconfig, device cgroup (v1), requirements, rollback.
+. "$(dirname "$0")/lib.sh"
+
+DRV=$(mkroot drv 2gpu.conf)
+
+# container NAME: a rootfs and a process in its own mount namespace (bind-mounted rootfs, /proc),
+# placed in a fresh v1 devices cgroup that (like a runtime) denies everything but /dev/null.
+CGV1=/sys/fs/cgroup/devices
+container() {
+        local name=$1 rootfs=$TMP/$1.rootfs
+        "$SRC/tests/integration/mkrootfs.sh" "$rootfs" || { echo "mkrootfs failed" >&2; exit 1; }
+        if [ -d "$CGV1" ]; then
+                mkdir -p "$CGV1/gs-it-$name"
+                echo a >"$CGV1/gs-it-$name/devices.deny"
+                echo "c 1:3 rwm" >"$CGV1/gs-it-$name/devices.allow"
+        fi
+        ( [ -d "$CGV1" ] && echo $BASHPID >"$CGV1/gs-it-$name/cgroup.procs"
+          exec unshare -m --propagation private -- sh -c "mount --bind '$rootfs' '$rootfs' && mount -t proc proc '$rootfs/proc' && echo \$\$ >'$TMP/$name.pid' && exec sleep 600" ) >/dev/null 2>&1 &
+        for _ in $(seq 50); do [ -s "$TMP/$name.pid" ] && break; sleep 0.1; done
+        echo "$rootfs"
+}
+cpid() { cat "$TMP/$1.pid"; }
+inside() { local name=$1; shift; nsenter -t "$(cpid "$name")" -m chroot "$TMP/$name.rootfs" "$@"; }
+mounts_of() { nsenter -t "$(cpid "$1")" -m cat /proc/self/mountinfo | awk '{print $5, $6}' | sort; }
+files_of() { (cd "$TMP/$1.rootfs" && find . -xdev | sort); }
+cleanup_containers() {
+        for p in "$TMP"/*.pid; do [ -s "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+        sleep 0.2
+        for d in "$CGV1"/gs-it-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+}
+trap 'cleanup_containers; rm -rf "$TMP"' EXIT
+
+R=$(container c1)
+run cfg -- "$GS" --root "$DRV" configure --pid "$(cpid c1)" --compute --utility --device 0 "$R"
+expect_rc cfg 0 "configure --compute --utility --device 0 into an unshare container"
+
+inside c1 test -f /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04 && ok "libcuda is in the container's lib dir" || not_ok "libcuda missing"
+inside c1 test -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04 && ok "libnvidia-ml is there" || not_ok "libnvidia-ml missing"
+inside c1 test -f /usr/bin/nvidia-smi && ok "nvidia-smi is in /usr/bin" || not_ok "nvidia-smi missing"
+inside c1 test -e /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.580.159.04 && not_ok "video libraries mounted without --video" || ok "video libraries are not mounted without --video"
+inside c1 test -c /dev/nvidia0 && ok "/dev/nvidia0 is a char device" || not_ok "/dev/nvidia0"
+inside c1 test -c /dev/nvidiactl && ok "/dev/nvidiactl" || not_ok "/dev/nvidiactl"
+inside c1 test -c /dev/nvidia-uvm && ok "/dev/nvidia-uvm (compute)" || not_ok "/dev/nvidia-uvm"
+inside c1 test -e /dev/nvidia2 && not_ok "the unselected GPU's node is present" || ok "the unselected GPU (minor 2) is absent from /dev"
+inside c1 test -e /dev/nvidia-modeset && not_ok "modeset without --display" || ok "no /dev/nvidia-modeset without --display"
+inside c1 ls /proc/driver/nvidia/gpus >"$TMP/gpus.out" 2>&1
+if [ "$(cat "$TMP/gpus.out")" = "0000:3b:00.0" ]; then ok "/proc/driver/nvidia/gpus holds only the selected GPU"; else
+        not_ok "/proc/driver/nvidia/gpus: $(tr '\n' ' ' <"$TMP/gpus.out")"; fi
+inside c1 grep -q "ModifyDeviceFiles: 0" /proc/driver/nvidia/params && ok "params has ModifyDeviceFiles: 0" || not_ok "params not patched"
+inside c1 sh -c 'echo x > /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04' 2>/dev/null && not_ok "a library is writable" || ok "libraries are read-only"
+mounts_of c1 >"$TMP/c1.mounts"
+flags_ok() { # PATH-SUFFIX FLAGS...: the mount at PATH has every flag
+        local line; line=$(nsenter -t "$(cpid c1)" -m awk -v p="$R$1" '$5 == p {print $6}' /proc/self/mountinfo | tail -1)
+        shift; for f in "$@"; do case ",$line," in *,"$f",*) ;; *) return 1;; esac; done
+}
+flags_ok /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04 ro nosuid nodev && ok "libraries: ro,nosuid,nodev" || not_ok "library mount flags"
+flags_ok /usr/bin/nvidia-smi ro nosuid nodev && ok "binaries: ro,nosuid,nodev" || not_ok "binary mount flags"
+flags_ok /dev/nvidia0 ro nosuid noexec && ok "device nodes: ro,nosuid,noexec" || not_ok "device mount flags"
+inside c1 readlink /usr/lib/x86_64-linux-gnu/libcuda.so >"$TMP/link.out" 2>&1
+[ "$(cat "$TMP/link.out")" = libcuda.so.1 ] && ok "libcuda.so -> libcuda.so.1" || not_ok "libcuda.so link: $(cat "$TMP/link.out")"
+inside c1 ldconfig -p >"$TMP/ldp.out" 2>&1
+grep -q "libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1" "$TMP/ldp.out" &&
+        ok "ldconfig -p in the container lists libcuda.so.1" || { not_ok "ldconfig -p lacks libcuda.so.1"; head -5 "$TMP/ldp.out"; }
+cp "$DRV/etc/fakegpu/gpus.conf" "$R/tmp/gpus.conf"
+inside c1 env FAKEGPU_CONFIG=/tmp/gpus.conf nvidia-smi -L >"$TMP/smi.out" 2>&1 &&
+        grep -q "GPU 0: NVIDIA A100-SXM4-40GB" "$TMP/smi.out" && ok "nvidia-smi -L runs in the container" ||
+        { not_ok "nvidia-smi -L in the container"; head -5 "$TMP/smi.out"; }
+if [ -d "$CGV1" ]; then
+        list=$(cat "$CGV1/gs-it-c1/devices.list")
+        case "$list" in *"c 195:0 rw"*) ok "cgroup v1 allows /dev/nvidia0";; *) not_ok "cgroup lacks 195:0: $list";; esac
+        case "$list" in *"c 195:255 rw"*) ok "cgroup v1 allows /dev/nvidiactl";; *) not_ok "cgroup lacks 195:255";; esac
+        case "$list" in *"c 195:2 "*) not_ok "cgroup allows the unselected GPU";; *) ok "cgroup does not allow the unselected GPU";; esac
+else
+        echo "# SKIP cgroup v1 checks: no v1 devices hierarchy here"
+fi
+
+# Requirements fail before anything is touched.
+R2=$(container c2)
+mounts_of c2 >"$TMP/c2.before"; files_of c2 >"$TMP/c2.fbefore"
+run req -- "$GS" --root "$DRV" configure --pid "$(cpid c2)" --compute --device 0 --require 'cuda>=99' "$R2"
+expect_rc req 1 "an unsatisfied requirement"
+expect_err req "gpuslice: requirement error: unsatisfied condition: cuda>=99" "... with nvidia's message"
+mounts_of c2 >"$TMP/c2.after"; files_of c2 >"$TMP/c2.fafter"
+cmp -s "$TMP/c2.before" "$TMP/c2.after" && cmp -s "$TMP/c2.fbefore" "$TMP/c2.fafter" &&
+        ok "... and nothing was mounted or created" || not_ok "requirement failure touched the container"
+
+# Rollback: fail at every step in turn; the container must be exactly as before each time.
+n=0 rolled=0
+while :; do
+        n=$((n + 1))
+        run "fail$n" -- env GPUSLICE_TEST_FAIL_AT=$n "$GS" --root "$DRV" configure --pid "$(cpid c2)" --compute --utility --device 0 "$R2"
+        [ "$(rc_of "fail$n")" = 0 ] && break
+        mounts_of c2 >"$TMP/c2.after"; files_of c2 >"$TMP/c2.fafter"
+        if cmp -s "$TMP/c2.before" "$TMP/c2.after" && cmp -s "$TMP/c2.fbefore" "$TMP/c2.fafter"; then
+                rolled=$((rolled + 1))
+        else
+                not_ok "failure injected at step $n left traces: $(diff "$TMP/c2.before" "$TMP/c2.after" | head -3 | tr '\n' ' ')"
+                diff "$TMP/c2.fbefore" "$TMP/c2.fafter" | head -5
+        fi
+        [ $n -gt 200 ] && break
+done
+[ "$rolled" = $((n - 1)) ] && [ "$n" -gt 10 ] && ok "failure injected at each of $((n - 1)) steps: fully rolled back every time" ||
+        not_ok "rollback: $rolled of $((n - 1)) clean"
+expect_rc "fail$n" 0 "with no failure injected the same configure succeeds"
+
+# Bad input
+run nopid -- "$GS" --root "$DRV" configure --pid 999999 --compute "$R2"
+expect_err nopid "gpuslice: container error:" "a missing container process"
+run badroot -- "$GS" --root "$DRV" configure --pid "$(cpid c2)" /
+expect_err badroot "invalid rootfs directory" "rootfs / is refused"
+run relroot -- "$GS" --root "$DRV" configure relative/dir
+expect_err relroot "invalid rootfs directory" "a relative rootfs is refused"
+run dev -- "$GS" --root "$DRV" configure --pid "$(cpid c2)" --device 9 "$R2"
+expect_err dev "gpuslice: device error: 9: unknown device" "unknown device"
+run cfghelp -- "$GS" configure --help
+expect_rc cfghelp 0 "configure --help"
+finish
