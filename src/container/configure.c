@@ -11,6 +11,7 @@
  *   ldcache     ldconfig in the sandbox
  * A failure after the first mount rolls every mount and node back before returning.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -55,6 +56,7 @@ struct run {
         struct gs_devrule rules[MAX_RULES];
         size_t nrules;
         struct gs_file_list done; /* MIG capability files already mounted */
+        const char *compat_dir;   /* CUDA forward-compat dir for ldconfig, or NULL */
         unsigned long fail_after; /* test hook: fail before mount operation N (0 = never) */
         unsigned long ops;
 };
@@ -391,6 +393,65 @@ static int mount_devices(struct run *x, struct gs_error *err)
         return 0;
 }
 
+/* Leading decimal number of s (up to a non-digit); -1 if none. */
+static long leading_number(const char *s)
+{
+        if (*s < '0' || *s > '9')
+                return -1;
+        return strtol(s, NULL, 10);
+}
+
+/*
+ * CUDA forward compatibility: the image's /usr/local/cuda/compat/lib*.so.<major>... files.
+ *   ldconfig (default): if any has a driver major strictly greater than the host's, its
+ *                       directory is indexed by ldconfig first (nothing mounted);
+ *   mount:              libs_dir/<name> links to each whose major differs from the host's, so
+ *                       ldconfig picks the newest (nvidia-container-cli bind-mounts them; we
+ *                       never mount a file that lives in the container: a link stays inside it);
+ *   disabled:           ignored.
+ */
+static int cuda_compat(struct run *x, struct gs_error *err)
+{
+        if (x->o->compat_mode == GS_COMPAT_DISABLED || !(x->caps & GS_CAP_COMPUTE))
+                return 0;
+        long host_major = leading_number(x->dev->driver_version);
+        const char *dir = "/usr/local/cuda/compat";
+        int dfd = gs_open_in_root(x->r.fd, dir, O_RDONLY | O_DIRECTORY, NULL);
+        if (dfd < 0)
+                return 0;
+        DIR *d = fdopendir(dfd);
+        if (d == NULL) {
+                close(dfd);
+                return 0;
+        }
+        int rv = 0;
+        struct dirent *e;
+        while (rv == 0 && (e = readdir(d)) != NULL) {
+                const char *so = strstr(e->d_name, ".so.");
+                struct stat st;
+                if (strncmp(e->d_name, "lib", 3) != 0 || so == NULL ||
+                    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                long major = leading_number(so + 4);
+                if (major < 0)
+                        continue;
+                if (x->o->compat_mode == GS_COMPAT_LDCONFIG) {
+                        if (major > host_major) {
+                                gs_log_info("forward compatibility: %s/%s (driver %ld > host %ld)", dir, e->d_name,
+                                            major, host_major);
+                                x->compat_dir = dir;
+                        }
+                } else if (major != host_major) {
+                        char target[PATH_MAX], dst[PATH_MAX];
+                        snprintf(target, sizeof(target), "%s/%s", dir, e->d_name);
+                        snprintf(dst, sizeof(dst), "%s/%s", x->c.libs_dir, e->d_name);
+                        rv = count_op(x, dst, err) < 0 ? -1 : gs_rootfs_symlink(&x->r, target, dst, err);
+                }
+        }
+        closedir(d);
+        return rv;
+}
+
 static int do_mounts(struct run *x, struct gs_error *err)
 {
         gs_container_pick_dirs(&x->c, x->r.fd);
@@ -398,7 +459,7 @@ static int do_mounts(struct run *x, struct gs_error *err)
             mount_files(x, &x->drv.libs, x->c.libs_dir, err) < 0 ||
             ((x->caps & GS_CAP_COMPAT32) && mount_files(x, &x->drv.libs32, x->c.libs32_dir, err) < 0) ||
             make_links(x, err) < 0 || mount_files(x, &x->drv.firmwares, NULL, err) < 0 || mount_ipcs(x, err) < 0 ||
-            mount_devices(x, err) < 0)
+            mount_devices(x, err) < 0 || cuda_compat(x, err) < 0)
                 return -1;
         return 0;
 }
@@ -507,13 +568,20 @@ int gs_configure(struct gs_context *ctx, const struct gs_configure_opts *o, stru
 
         /* ldcache */
         {
-                const char *dirs[3] = {x->c.libs_dir, (x->caps & GS_CAP_COMPAT32) ? x->c.libs32_dir : NULL, NULL};
+                /* The compat dir first: its newer libcuda must win over the host's. */
+                const char *dirs[3];
+                size_t ndirs = 0;
+                if (x->compat_dir != NULL)
+                        dirs[ndirs++] = x->compat_dir;
+                dirs[ndirs++] = x->c.libs_dir;
+                if (x->caps & GS_CAP_COMPAT32)
+                        dirs[ndirs++] = x->c.libs32_dir;
                 struct gs_ldconfig_opts lo = {
                         .mntns_pid = o->pid,
                         .rootfs = o->rootfs,
                         .ldconfig = o->ldconfig != NULL ? o->ldconfig : default_ldconfig(),
                         .dirs = dirs,
-                        .ndirs = dirs[1] != NULL ? 2 : 1,
+                        .ndirs = ndirs,
                         .uid = x->c.uid,
                         .gid = x->c.gid,
                         .no_pivot = o->no_pivot,

@@ -105,6 +105,43 @@ done
         not_ok "rollback: $rolled of $((n - 1)) clean"
 expect_rc "fail$n" 0 "with no failure injected the same configure succeeds"
 
+# CUDA forward compatibility: the image's newer libcuda in /usr/local/cuda/compat.
+compat_container() { # NAME MAJOR: a container whose image ships compat libcuda.so.<MAJOR>.10.01
+        local r; r=$(container "$1")
+        mkdir -p "$r/usr/local/cuda/compat"
+        cp "$DRV/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04" "$r/usr/local/cuda/compat/libcuda.so.$2.10.01"
+        echo "$r"
+}
+R3=$(compat_container c3 590)
+run compat -- "$GS" --root "$DRV" configure --pid "$(cpid c3)" --compute --device 0 "$R3"
+expect_rc compat 0 "configure with a newer compat libcuda in the image (default mode: ldconfig)"
+inside c3 ldconfig -p >"$TMP/c3.ldp" 2>&1
+first=$(grep -m1 "libcuda.so.1 " "$TMP/c3.ldp")
+case "$first" in *"=> /usr/local/cuda/compat/libcuda.so.1") ok "ldconfig mode: the image's newer libcuda.so.1 comes first";;
+        *) not_ok "ldconfig mode: first libcuda.so.1 is: $first";; esac
+nsenter -t "$(cpid c3)" -m grep -q "cuda/compat" /proc/self/mountinfo && not_ok "a compat library was mounted" ||
+        ok "... and no file of the container was mounted"
+R4=$(compat_container c4 570)
+run compat2 -- "$GS" --root "$DRV" configure --pid "$(cpid c4)" --compute --device 0 "$R4"
+inside c4 ldconfig -p >"$TMP/c4.ldp" 2>&1
+grep -q "/usr/local/cuda/compat" "$TMP/c4.ldp" && not_ok "an older compat libcuda was indexed" ||
+        ok "ldconfig mode: an older compat libcuda (570 < 580) is ignored"
+R5=$(compat_container c5 590)
+run compat3 -- "$GS" --root "$DRV" configure --pid "$(cpid c5)" --compute --device 0 --cuda-compat-mode=disabled "$R5"
+inside c5 ldconfig -p >"$TMP/c5.ldp" 2>&1
+grep -q "/usr/local/cuda/compat" "$TMP/c5.ldp" && not_ok "disabled mode indexed the compat dir" ||
+        ok "--cuda-compat-mode=disabled ignores the image's compat libraries"
+R6=$(compat_container c6 590)
+run compat4 -- "$GS" --root "$DRV" configure --pid "$(cpid c6)" --compute --device 0 --cuda-compat-mode=mount "$R6"
+inside c6 readlink /usr/lib/x86_64-linux-gnu/libcuda.so.590.10.01 >"$TMP/c6.link" 2>&1
+[ "$(cat "$TMP/c6.link")" = /usr/local/cuda/compat/libcuda.so.590.10.01 ] &&
+        ok "mount mode: the compat library is linked (not mounted) into the lib dir" || not_ok "mount mode link: $(cat "$TMP/c6.link")"
+inside c6 readlink /usr/lib/x86_64-linux-gnu/libcuda.so.1 >"$TMP/c6.so1" 2>&1
+[ "$(cat "$TMP/c6.so1")" = libcuda.so.590.10.01 ] && ok "mount mode: ldconfig points libcuda.so.1 at the newer library" ||
+        not_ok "mount mode: libcuda.so.1 -> $(cat "$TMP/c6.so1")"
+run compatbad -- "$GS" --root "$DRV" configure --cuda-compat-mode=sometimes "$R6"
+expect_rc compatbad 2 "an unknown --cuda-compat-mode is a usage error"
+
 # Bad input
 run nopid -- "$GS" --root "$DRV" configure --pid 999999 --compute "$R2"
 expect_err nopid "gpuslice: container error:" "a missing container process"
