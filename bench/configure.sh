@@ -34,13 +34,15 @@ echo "  median $(median <"$W/seq.us") ms, max $(max <"$W/seq.us") ms, failures $
 [ -s "$W/smi.us" ] && echo "  baseline nvidia-smi -L interleaved: median $(median <"$W/smi.us") ms"
 for i in $(seq $M); do start "c$i" || { echo "container c$i did not start"; exit 1; }; done
 a=$(date +%s%N)
+jobs_=()
 for i in $(seq $M); do
         ( s=$(date +%s%N)
           if "$GS" --root "$DRV" configure --pid "$(cat "$W/c$i.pid")" --compute --utility --device 0 "$W/rc$i" 2>"$W/c$i.err"; then
                   e=$(date +%s%N); echo $(( (e - s) / 1000 )) >"$W/c$i.us"
           else echo FAIL >"$W/c$i.us"; fi ) &
+        jobs_+=($!)
 done
-wait
+wait "${jobs_[@]}"
 b=$(date +%s%N)
 cf=$(cat "$W"/c*.us | grep -c FAIL)
 echo "$M configures at once: $((M - cf)) succeeded, $cf failed; all done in $(( (b - a) / 1000000 )) ms;" \

@@ -201,6 +201,7 @@ enum gs_driver_opts {
         GS_DRV_NO_PERSISTENCED = 1u << 4,
         GS_DRV_NO_FABRICMANAGER = 1u << 5,
         GS_DRV_NO_GSP_FIRMWARE = 1u << 6,
+        GS_DRV_NO_LIBS32 = 1u << 7, /* skip the 32-bit ldcache pass (no --compat32 wanted) */
 };
 
 /* Find the driver's files under the root for RM version `version` (from gs_devices()). */

@@ -155,7 +155,8 @@ static int run_list(const struct cli_globals *g, struct list_opts *lo)
         const struct gs_device_info *d = cli_query_devices(ctx, lo->nrequires == 0);
         if (d == NULL)
                 goto out;
-        if (gs_driver_discover(ctx, d->driver_version, lo->drvopts, &drv, &err) < 0) {
+        unsigned drvopts = lo->drvopts | ((lo->libs && lo->compat32) ? 0 : GS_DRV_NO_LIBS32);
+        if (gs_driver_discover(ctx, d->driver_version, drvopts, &drv, &err) < 0) {
                 cli_error("detection", "%s", err.msg);
                 goto out;
         }

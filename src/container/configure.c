@@ -502,7 +502,12 @@ int gs_configure(struct gs_context *ctx, const struct gs_configure_opts *o, stru
                                   : "detection");
                 goto out;
         }
-        if (gs_driver_discover(ctx, x->dev->driver_version, o->drvopts, &x->drv, err) < 0) {
+        unsigned drvopts = o->drvopts | ((x->caps & GS_CAP_COMPAT32) ? 0 : GS_DRV_NO_LIBS32);
+        if (!(x->caps & GS_CAP_COMPUTE))
+                drvopts |= GS_DRV_NO_MPS | GS_DRV_NO_UVM; /* MPS and UVM are compute-only */
+        if (!(x->caps & GS_CAP_DISPLAY))
+                drvopts |= GS_DRV_NO_MODESET;
+        if (gs_driver_discover(ctx, x->dev->driver_version, drvopts, &x->drv, err) < 0) {
                 fail(err, "detection");
                 goto out;
         }

@@ -403,7 +403,7 @@ int gs_driver_discover(struct gs_context *ctx, const char *version, unsigned opt
         if (lookup_devices(ctx, opts, out, err) < 0 ||
             lookup_libraries(ctx, version, opts, false, &out->libs, err) < 0 ||
 #if GS_LD_HAVE_ARCH32
-            lookup_libraries(ctx, version, opts, true, &out->libs32, err) < 0 ||
+            (!(opts & GS_DRV_NO_LIBS32) && lookup_libraries(ctx, version, opts, true, &out->libs32, err) < 0) ||
 #endif
             lookup_binaries(ctx, opts, &out->bins, err) < 0 || lookup_ipcs(ctx, opts, &out->ipcs, err) < 0 ||
             (!(opts & GS_DRV_NO_GSP_FIRMWARE) && lookup_firmwares(ctx, version, &out->firmwares, err) < 0)) {

@@ -106,6 +106,41 @@ fi
         echo "## debug log of list"; "$GS" --debug "$OUTDIR/list.debug" list >/dev/null 2>&1; cat "$OUTDIR/list.debug"
 } >"$OUTDIR/facts.txt" 2>&1
 
+# --- issue 3: configure a real container, then CUDA and nvidia-smi inside it -----------------
+CARRY=$BUILD/gpu-carry
+if [ -x "$CARRY/cuda_smoke" ] && [ -x "$CARRY/busybox" ]; then
+        R=/tmp/gs-gpu-rootfs
+        rm -rf "$R" "$R.pid"
+        BUSYBOX=$CARRY/busybox tests/integration/mkrootfs.sh "$R"
+        cp "$CARRY/cuda_smoke" "$R/cuda_smoke"
+        ( exec unshare -m --propagation private -- sh -c "mount --bind $R $R && mount -t proc proc $R/proc && echo \$\$ > $R.pid && exec sleep 300" ) >/dev/null 2>&1 &
+        for _ in $(seq 50); do [ -s "$R.pid" ] && break; sleep 0.1; done
+        P=$(cat "$R.pid")
+        check "configure --compute --utility --device 0 into a container" \
+                "$GS" --debug "$OUTDIR/configure.debug" configure --pid "$P" --compute --utility --device 0 "$R"
+        in_ct() { nsenter -t "$P" -m chroot "$R" "$@"; }
+        in_ct /cuda_smoke >"$OUTDIR/cuda_smoke.txt" 2>&1; rc=$?; cat "$OUTDIR/cuda_smoke.txt"
+        check "CUDA device query + saxpy kernel in the container" test "$rc" = 0
+        in_ct /usr/bin/nvidia-smi -L >"$OUTDIR/smi_in_container.txt" 2>&1; rc=$?; cat "$OUTDIR/smi_in_container.txt"
+        check "nvidia-smi -L in the container" test "$rc" = 0
+        smi_matches() { grep -q "$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)" "$OUTDIR/smi_in_container.txt"; }
+        check "... shows the host GPU's UUID" smi_matches
+        in_ct /bin/sh -c 'ls /proc/driver/nvidia/gpus; grep ModifyDeviceFiles /proc/driver/nvidia/params; ldconfig -p | grep -c nvidia' >"$OUTDIR/ct_state.txt" 2>&1
+        nsenter -t "$P" -m cat /proc/self/mountinfo | grep "$R" >"$OUTDIR/ct_mounts.txt"
+        kill "$P" 2>/dev/null
+fi
+# The container pieces on this kernel (pure cgroup v2, Ubuntu's ldconfig).
+for t in cgroup mount ldconfig; do
+        [ -x "$BUILD/tests/unit/test_$t" ] || continue
+        "$BUILD/tests/unit/test_$t" >"$OUTDIR/unit_$t.txt" 2>&1; rc=$?
+        tail -3 "$OUTDIR/unit_$t.txt"
+        check "unit tests of src/container/$t.c on this host" test "$rc" = 0
+done
+if [ -x bench/configure.sh ] && [ -x "$CARRY/busybox" ]; then
+        BUSYBOX=$CARRY/busybox bench/configure.sh "$BUILD" 20 50 / | tee "$OUTDIR/bench_configure.txt"
+        check "50 concurrent configures all succeed" test "${PIPESTATUS[0]}" = 0
+fi
+
 # --- speed (issue 2) -------------------------------------------------------------------------
 if [ -x "$BUILD/bench/timecmd" ]; then
         bench/run.sh "$BUILD" | tee "$OUTDIR/bench.txt"
