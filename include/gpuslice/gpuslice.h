@@ -151,6 +151,11 @@ const char *gs_context_root(const struct gs_context *ctx);
 /* O_PATH fd on the driver root (owned by the context). */
 int gs_context_rootfd(const struct gs_context *ctx);
 
+/* --load-kmods: modprobe nvidia, nvidia-uvm, nvidia-modeset (host /sbin/modprobe) and create
+ * missing /dev nodes under the driver root from its procfs (GPUs, UVM, modeset, MIG caps).
+ * Failures are logged, not fatal; a no-op inside a user namespace. Needs CAP_MKNOD. */
+int gs_load_kmods(struct gs_context *ctx, struct gs_error *err);
+
 /* Query NVML in an isolated helper (chrooted into the root, unprivileged, with a deadline).
  * Result is cached in the context: later calls return the same data. */
 const struct gs_device_info *gs_devices(struct gs_context *ctx, struct gs_error *err);

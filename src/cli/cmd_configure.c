@@ -6,7 +6,6 @@
 
 #include "cli/cli.h"
 #include "common/strutil.h"
-#include "container/caps.h"
 
 static const char configure_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] configure [OPTIONS] ROOTFS\n"
@@ -148,11 +147,6 @@ int cmd_configure(const struct cli_globals *g, int argc, char **argv)
         o.no_pivot = g->no_pivot;
 
         struct gs_error err = {0};
-        if (gs_caps_init(&err) < 0) {
-                cli_error("permission", "%s", err.msg);
-                rv = CLI_EXIT_FAILURE;
-                goto done;
-        }
         struct gs_context *ctx = cli_open_context(g);
         if (ctx == NULL) {
                 rv = CLI_EXIT_FAILURE;

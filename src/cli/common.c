@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "container/caps.h"
 
 void cli_error(const char *stage, const char *fmt, ...)
 {
@@ -47,8 +48,15 @@ struct gs_context *cli_open_context(const struct cli_globals *g)
         };
         struct gs_error err = {0};
         struct gs_context *ctx = gs_context_new(&cfg, &err);
-        if (ctx == NULL)
+        if (ctx == NULL) {
                 cli_error("initialization", "%s", err.msg);
+                return NULL;
+        }
+        if (g->load_kmods) {
+                gs_caps_enter(GS_STAGE_KMODS, NULL);
+                gs_load_kmods(ctx, &err);
+                gs_caps_enter(GS_STAGE_INIT, NULL);
+        }
         return ctx;
 }
 

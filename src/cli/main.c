@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "container/caps.h"
 
 static const char global_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n"
@@ -28,6 +29,8 @@ static const char global_help[] =
         "  -u, --user[=UID[:GID]]    identity of the NVML helper (numbers or names; without a\n"
         "                            value the caller's; default: caller, or nobody as root)\n"
         "  -d, --debug=FILE          append a debug log to FILE\n"
+        "  -k, --load-kmods          load the NVIDIA kernel modules and create missing /dev nodes\n"
+        "  -n, --no-pivot            ldconfig sandbox: MS_MOVE+chroot instead of pivot_root\n"
         "      --nvml-timeout=SECS   give NVML this long to answer (default 10, max 3600)\n"
         "  -h, --help                this help (COMMAND --help for a command's options)\n"
         "  -V, --version             print the version\n"
@@ -164,6 +167,13 @@ int main(int argc, char **argv)
                 g.debug = secure_getenv("GPUSLICE_DEBUG_FILE");
         if (g.debug != NULL && gs_log_open(g.debug) < 0)
                 cli_warn("cannot open debug log %s: %s", g.debug, strerror(errno));
+
+        /* Least privilege from here on: a fixed permitted set, effective raised per stage. */
+        struct gs_error cerr = {0};
+        if (gs_caps_init(&cerr) < 0 || gs_caps_enter(GS_STAGE_INIT, &cerr) < 0) {
+                cli_error("permission", "%s", cerr.msg);
+                return CLI_EXIT_FAILURE;
+        }
 
         const char *verb = argv[optind];
         int vargc = argc - optind;

@@ -10,6 +10,8 @@
 #include "common/log.h"
 
 static const cap_value_t stage_init[] = {CAP_KILL, CAP_SETUID, CAP_SETGID, CAP_SYS_CHROOT};
+static const cap_value_t stage_kmods[] = {CAP_KILL, CAP_MKNOD, CAP_SYS_MODULE, CAP_CHOWN, CAP_FOWNER,
+                                          CAP_DAC_OVERRIDE, CAP_SETPCAP};
 static const cap_value_t stage_container[] = {CAP_KILL, CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE};
 static const cap_value_t stage_mount[] = {CAP_KILL,       CAP_SETUID,          CAP_SETGID,    CAP_SYS_CHROOT,
                                           CAP_SYS_ADMIN,  CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE,
@@ -25,6 +27,7 @@ static const struct {
         int n;
 } stages[] = {
         [GS_STAGE_INIT] = {stage_init, GS_ARRAY_SIZE(stage_init)},
+        [GS_STAGE_KMODS] = {stage_kmods, GS_ARRAY_SIZE(stage_kmods)},
         [GS_STAGE_CONTAINER] = {stage_container, GS_ARRAY_SIZE(stage_container)},
         [GS_STAGE_MOUNT] = {stage_mount, GS_ARRAY_SIZE(stage_mount)},
         [GS_STAGE_CGROUP] = {stage_cgroup, GS_ARRAY_SIZE(stage_cgroup)},
@@ -56,7 +59,7 @@ int gs_caps_init(struct gs_error *err)
         cap_free(cur);
         cap_free(c);
         if (rc < 0)
-                return gs_error_sys(err, "permission error: cannot set the permitted capabilities");
+                return gs_error_sys(err, "cannot set the permitted capabilities");
         return 0;
 }
 

@@ -9,6 +9,7 @@
 
 enum gs_stage {
         GS_STAGE_INIT,      /* fork the NVML helper (it chroots and drops to --user) */
+        GS_STAGE_KMODS,     /* --load-kmods: modprobe, mknod under the driver root */
         GS_STAGE_CONTAINER, /* look at the container's /proc/<pid> */
         GS_STAGE_MOUNT,     /* setns, mounts, nodes as the owner, /proc/driver/nvidia */
         GS_STAGE_CGROUP,    /* device cgroup: devices.allow or BPF programs */

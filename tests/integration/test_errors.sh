@@ -98,6 +98,20 @@ expect_rc hostile 0 "list in a root with escaping symlinks"
 expect_out_lacks hostile libnvidia-cfg "an absolute link to a host library is not followed out of the root"
 expect_out_lacks hostile passwd "a ../ chain does not climb out of the root"
 
+# --load-kmods recreates missing nodes under the root from its procfs (modprobe may fail here:
+# that is logged, not fatal).
+ROOT=$(fresh kmods)
+rm -f "$ROOT/dev/nvidiactl" "$ROOT/dev/nvidia0" "$ROOT/dev/nvidia-uvm" "$ROOT/dev/nvidia-uvm-tools"
+run kmods -- "$GS" --root "$ROOT" --load-kmods list --device 0
+expect_rc kmods 0 "--load-kmods: list works after the nodes were deleted"
+uvm_major=$(awk '$2 == "nvidia-uvm" {print $1}' "$ROOT/proc/devices")
+nodes_ok() { [ "$(stat -c '%F %t:%T' "$ROOT/dev/nvidiactl")" = "character special file c3:ff" ] &&
+        [ "$(stat -c '%F %t:%T' "$ROOT/dev/nvidia0")" = "character special file c3:0" ] &&
+        [ "$(stat -c '%t:%T' "$ROOT/dev/nvidia-uvm")" = "$(printf '%x:0' "$uvm_major")" ] &&
+        [ "$(stat -c '%t:%T' "$ROOT/dev/nvidia-uvm-tools")" = "$(printf '%x:1' "$uvm_major")" ]; }
+nodes_ok && ok "... and recreated nvidiactl 195:255, nvidia0 195:0, nvidia-uvm(-tools) with the root's major" ||
+        not_ok "--load-kmods nodes: $(ls -l "$ROOT/dev" | tr '\n' ' ')"
+
 # Bad input
 ROOT=$(fresh input)
 run dev -- "$GS" --root "$ROOT" list --device 7
