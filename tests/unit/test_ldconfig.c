@@ -536,7 +536,10 @@ static void test_host_wrapper_script(void **state)
         assert_non_null(strstr(err.msg, "is a script"));
 
         char *real = pathf("%s.real", wrapper);
-        copy_file(host_ldconfig, real, 0755);
+        /* On Ubuntu the host's /sbin/ldconfig is itself such a wrapper: copy the ELF behind it. */
+        char *host_real = pathf("%s.real", host_ldconfig);
+        copy_file(access(host_real, X_OK) == 0 ? host_real : host_ldconfig, real, 0755);
+        free(host_real);
         int fd = gs_ldconfig_host_memfd(wrapper, resolved, sizeof(resolved), &err);
         assert_true(fd >= 0);
         close(fd);
