@@ -142,6 +142,43 @@ inside c6 readlink /usr/lib/x86_64-linux-gnu/libcuda.so.1 >"$TMP/c6.so1" 2>&1
 run compatbad -- "$GS" --root "$DRV" configure --cuda-compat-mode=sometimes "$R6"
 expect_rc compatbad 2 "an unknown --cuda-compat-mode is a usage error"
 
+# MIG: a MIG device brings its parent's node, its GI/CI access files and their caps nodes.
+MIGDRV=$(mkroot migdrv 8gpu-mig.conf)
+R7=$(container c7)
+run mig -- "$GS" --root "$MIGDRV" configure --pid "$(cpid c7)" --compute --utility --device 2:1 "$R7"
+expect_rc mig 0 "configure --device 2:1 (a MIG device)"
+for f in /dev/nvidia2 /dev/nvidia-caps/nvidia-cap291 /dev/nvidia-caps/nvidia-cap293; do
+        inside c7 test -c "$f" && ok "MIG: $f is a char device in the container" || not_ok "MIG: $f missing"
+done
+for f in /proc/driver/nvidia/capabilities/gpu2/mig/gi2/access /proc/driver/nvidia/capabilities/gpu2/mig/gi2/ci1/access; do
+        inside c7 grep -q DeviceFileMinor "$f" && ok "MIG: $f is readable" || not_ok "MIG: $f missing"
+done
+inside c7 test -e /dev/nvidia-caps/nvidia-cap292 && not_ok "MIG: another CI's caps node is present" || ok "MIG: the other compute instance's node (cap292) is absent"
+inside c7 test -e /dev/nvidia0 && not_ok "MIG: an unselected GPU's node is present" || ok "MIG: other GPUs' nodes are absent"
+if [ -d "$CGV1" ]; then
+        capmaj=$(printf '%d' "0x$(stat -c '%t' "$MIGDRV/dev/nvidia-caps/nvidia-cap291")")
+        case "$(cat "$CGV1/gs-it-c7/devices.list")" in *"c $capmaj:291 rw"*)
+                ok "MIG: the cgroup allows the GI caps node";; *) not_ok "MIG: caps node not allowed";; esac
+fi
+R8=$(container c8)
+run migcfg -- "$GS" --root "$MIGDRV" configure --pid "$(cpid c8)" --utility --device all --mig-config all --mig-monitor all "$R8"
+expect_rc migcfg 0 "configure --mig-config all --mig-monitor all"
+inside c8 test -f /proc/driver/nvidia/capabilities/mig/config && ok "mig-config: the capabilities tree is there" || not_ok "mig-config: no capabilities"
+inside c8 test -c /dev/nvidia-caps/nvidia-cap1 && ok "mig-config: /dev/nvidia-caps is there" || not_ok "mig-config: no /dev/nvidia-caps"
+run migbad -- "$GS" --root "$MIGDRV" configure --pid "$(cpid c8)" --device 2:1 --mig-config all "$R8"
+expect_err migbad "gpuslice: mig-config error: cannot enable mig-config with specific MIG devices selected" "mig-config with one MIG device is refused"
+
+# IMEX channels: bound and allowed when the root has them, a clear error when not.
+mkdir -p "$DRV/dev/nvidia-caps-imex-channels" && mknod -m 666 "$DRV/dev/nvidia-caps-imex-channels/channel3" c 242 3
+R9=$(container c9)
+run imex -- "$GS" --root "$DRV" configure --pid "$(cpid c9)" --utility --imex-channel 3 "$R9"
+expect_rc imex 0 "configure --imex-channel 3"
+inside c9 test -c /dev/nvidia-caps-imex-channels/channel3 && ok "IMEX channel 3 is in the container" || not_ok "IMEX channel missing"
+run imex2 -- "$GS" --root "$DRV" configure --pid "$(cpid c9)" --utility --imex-channel 4 "$R9"
+expect_err imex2 "gpuslice: mount error: device $DRV/dev/nvidia-caps-imex-channels/channel4: No such file or directory" "a missing IMEX channel is a mount error"
+run imex3 -- "$GS" --root "$DRV" configure --pid "$(cpid c9)" --utility --imex-channel 1048576 "$R9"
+expect_err imex3 "invalid IMEX channel: 1048576" "an IMEX channel >= 2^20 is refused"
+
 # Bad input
 run nopid -- "$GS" --root "$DRV" configure --pid 999999 --compute "$R2"
 expect_err nopid "gpuslice: container error:" "a missing container process"
