@@ -236,3 +236,38 @@ int gs_open_in_root(int rootfd, const char *path, int flags, struct gs_error *er
                 return gs_error_sys(err, "open %s", path);
         return fd;
 }
+
+ssize_t gs_read_in_root(int rootfd, const char *path, char *buf, size_t len, struct gs_error *err)
+{
+        if (len == 0)
+                return gs_error_set(err, GS_EINVAL, "no buffer for %s", path);
+        gs_autoclose int fd = gs_open_in_root(rootfd, path, O_RDONLY, err);
+        if (fd < 0)
+                return -1;
+        size_t got = 0;
+        while (got + 1 < len) {
+                ssize_t n = read(fd, buf + got, len - 1 - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return gs_error_sys(err, "read %s", path);
+                if (n == 0)
+                        break;
+                got += (size_t)n;
+        }
+        buf[got] = '\0';
+        return (ssize_t)got;
+}
+
+DIR *gs_opendir_in_root(int rootfd, const char *path, struct gs_error *err)
+{
+        int fd = gs_open_in_root(rootfd, path, O_RDONLY | O_DIRECTORY, err);
+        if (fd < 0)
+                return NULL;
+        DIR *d = fdopendir(fd);
+        if (d == NULL) {
+                gs_error_sys(err, "opendir %s", path);
+                close(fd);
+        }
+        return d;
+}

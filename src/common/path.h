@@ -7,7 +7,9 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <dirent.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <gpuslice/gpuslice.h>
 
@@ -27,6 +29,13 @@ int gs_path_resolve(int rootfd, const char *path, char *out, size_t outlen, bool
  * RESOLVE_NO_MAGICLINKS) where the kernel has it, else gs_path_resolve + reopen through
  * /proc/self/fd. Returns the fd or -1. */
 int gs_open_in_root(int rootfd, const char *path, int flags, struct gs_error *err);
+
+/* Read a small file inside the root into buf (at most len-1 bytes, NUL-terminated). Returns the
+ * byte count or -1. */
+ssize_t gs_read_in_root(int rootfd, const char *path, char *buf, size_t len, struct gs_error *err);
+
+/* opendir() of a directory inside the root, or NULL. */
+DIR *gs_opendir_in_root(int rootfd, const char *path, struct gs_error *err);
 
 /* Join a and b with exactly one '/' between them into out. -1 (GS_EINVAL) if it does not fit. */
 int gs_path_join(char *out, size_t outlen, const char *a, const char *b, struct gs_error *err);

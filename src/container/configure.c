@@ -131,28 +131,6 @@ static int device(struct run *x, const char *node, struct gs_error *err)
         return bind(x, node, node, GS_NODE_CHAR, GS_MNT_DEVNODE, err);
 }
 
-static int read_host_file(const struct run *x, const char *in_root, char *buf, size_t len, struct gs_error *err)
-{
-        gs_autoclose int fd = gs_open_in_root(gs_context_rootfd(x->ctx), in_root, O_RDONLY, err);
-        if (fd < 0)
-                return -1;
-        size_t got = 0;
-        for (;;) {
-                ssize_t n = read(fd, buf + got, len - 1 - got);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return gs_error_sys(err, "read %s", in_root);
-                if (n == 0 || got + (size_t)n >= len - 1) {
-                        got += (size_t)(n > 0 ? n : 0);
-                        break;
-                }
-                got += (size_t)n;
-        }
-        buf[got] = '\0';
-        return (int)got;
-}
-
 /* ModifyDeviceFiles: 1 -> 0, so NVML/CUDA in the container never mknod/chmod device nodes. */
 static void patch_params(char *buf)
 {
@@ -204,7 +182,7 @@ static int mount_procfs_as_root(struct run *x, struct gs_error *err)
                 char src[128], dst[128], buf[16384];
                 snprintf(src, sizeof(src), "/proc/driver/nvidia/%s", files[i]);
                 struct gs_error rerr = {0};
-                int n = read_host_file(x, src, buf, sizeof(buf), &rerr);
+                ssize_t n = gs_read_in_root(gs_context_rootfd(x->ctx), src, buf, sizeof(buf), &rerr);
                 if (n < 0) {
                         gs_log_warn("skipping %s: %s", src, rerr.msg);
                         continue;
@@ -416,14 +394,9 @@ static int cuda_compat(struct run *x, struct gs_error *err)
                 return 0;
         long host_major = leading_number(x->dev->driver_version);
         const char *dir = "/usr/local/cuda/compat";
-        int dfd = gs_open_in_root(x->r.fd, dir, O_RDONLY | O_DIRECTORY, NULL);
-        if (dfd < 0)
+        DIR *d = gs_opendir_in_root(x->r.fd, dir, NULL);
+        if (d == NULL)
                 return 0;
-        DIR *d = fdopendir(dfd);
-        if (d == NULL) {
-                close(dfd);
-                return 0;
-        }
         int rv = 0;
         struct dirent *e;
         while (rv == 0 && (e = readdir(d)) != NULL) {

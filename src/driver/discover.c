@@ -289,14 +289,9 @@ static int lookup_firmwares(struct gs_context *ctx, const char *version, struct 
                 gs_log_info("no GSP firmware directory %s", dir);
                 return 0;
         }
-        int dfd = gs_open_in_root(ctx->rootfd, canon, O_RDONLY | O_DIRECTORY, NULL);
-        if (dfd < 0)
+        DIR *d = gs_opendir_in_root(ctx->rootfd, canon, NULL);
+        if (d == NULL)
                 return 0;
-        DIR *d = fdopendir(dfd);
-        if (d == NULL) {
-                close(dfd);
-                return 0;
-        }
         char *names[256];
         size_t n = 0;
         struct dirent *e;

@@ -72,22 +72,10 @@ static void modprobe(const char *module)
                 gs_log_info("loaded kernel module %s", module);
 }
 
-static int read_root_file(int rootfd, const char *path, char *buf, size_t len)
-{
-        gs_autoclose int fd = gs_open_in_root(rootfd, path, O_RDONLY, NULL);
-        if (fd < 0)
-                return -1;
-        ssize_t n = read(fd, buf, len - 1);
-        if (n < 0)
-                return -1;
-        buf[n] = '\0';
-        return 0;
-}
-
 static long proc_major(int rootfd, const char *name)
 {
         char buf[8192];
-        if (read_root_file(rootfd, "/proc/devices", buf, sizeof(buf)) < 0)
+        if (gs_read_in_root(rootfd, "/proc/devices", buf, sizeof(buf), NULL) < 0)
                 return -1;
         for (char *line = buf; line != NULL && *line != '\0';) {
                 unsigned maj;
@@ -142,17 +130,15 @@ int gs_load_kmods(struct gs_context *ctx, struct gs_error *err)
         modprobe("nvidia-modeset");
         int rootfd = ctx->rootfd;
         node(rootfd, "/dev", "nvidiactl", 195, 255, 0666);
-        gs_autoclose int gfd = gs_open_in_root(rootfd, "/proc/driver/nvidia/gpus", O_RDONLY | O_DIRECTORY, NULL);
-        DIR *d = gfd >= 0 ? fdopendir(gfd) : NULL;
+        DIR *d = gs_opendir_in_root(rootfd, "/proc/driver/nvidia/gpus", NULL);
         if (d != NULL) {
-                gfd = -1; /* owned by d */
                 struct dirent *e;
                 while ((e = readdir(d)) != NULL) {
                         if (e->d_name[0] == '.')
                                 continue;
                         char path[PATH_MAX], buf[4096];
                         snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s/information", e->d_name);
-                        const char *m = read_root_file(rootfd, path, buf, sizeof(buf)) == 0 ? strstr(buf, "Device Minor:") : NULL;
+                        const char *m = gs_read_in_root(rootfd, path, buf, sizeof(buf), NULL) >= 0 ? strstr(buf, "Device Minor:") : NULL;
                         unsigned minor;
                         if (m != NULL && sscanf(m, "Device Minor: %u", &minor) == 1 && minor < 255) {
                                 char name[32];
@@ -171,7 +157,7 @@ int gs_load_kmods(struct gs_context *ctx, struct gs_error *err)
                 node(rootfd, "/dev", "nvidia-modeset", 195, 254, 0666);
         long caps = proc_major(rootfd, "nvidia-caps");
         char buf[16384];
-        if (caps > 0 && read_root_file(rootfd, "/proc/driver/nvidia-caps/mig-minors", buf, sizeof(buf)) == 0) {
+        if (caps > 0 && gs_read_in_root(rootfd, "/proc/driver/nvidia-caps/mig-minors", buf, sizeof(buf), NULL) >= 0) {
                 char *save = NULL;
                 for (char *line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
                         char rel[128];

@@ -26,32 +26,10 @@ void gs_mig_ci_access_path(const struct gs_gpu *gpu, const struct gs_mig_device 
         snprintf(buf, len, GS_NV_CAPS_PROC "/gpu%u/mig/gi%u/ci%u/access", gpu->minor, mig->gi, mig->ci);
 }
 
-/* Read a small in-root file into buf (NUL-terminated). */
-static ssize_t read_in_root(struct gs_context *ctx, const char *path, char *buf, size_t len, struct gs_error *err)
-{
-        gs_autoclose int fd = gs_open_in_root(ctx->rootfd, path, O_RDONLY, err);
-        if (fd < 0)
-                return -1;
-        size_t got = 0;
-        while (got + 1 < len) {
-                ssize_t n = read(fd, buf + got, len - 1 - got);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return gs_error_sys(err, "read %s", path);
-                }
-                if (n == 0)
-                        break;
-                got += (size_t)n;
-        }
-        buf[got] = '\0';
-        return (ssize_t)got;
-}
-
 bool gs_nvcaps_dev_style(struct gs_context *ctx)
 {
         char buf[8192];
-        if (read_in_root(ctx, "/proc/devices", buf, sizeof(buf), NULL) < 0)
+        if (gs_read_in_root(ctx->rootfd, "/proc/devices", buf, sizeof(buf), NULL) < 0)
                 return false;
         for (char *line = strtok(buf, "\n"); line != NULL; line = strtok(NULL, "\n")) {
                 unsigned maj;
@@ -66,7 +44,7 @@ int gs_nvcaps_node(struct gs_context *ctx, const char *proc_path, char *node, si
                    struct gs_error *err)
 {
         char buf[512];
-        if (read_in_root(ctx, proc_path, buf, sizeof(buf), err) < 0)
+        if (gs_read_in_root(ctx->rootfd, proc_path, buf, sizeof(buf), err) < 0)
                 return -1;
         const char *p = strstr(buf, "DeviceFileMinor:");
         unsigned minor;

@@ -21,24 +21,6 @@
 #include "common/strutil.h"
 #include "driver/context.h"
 
-static ssize_t read_small(int rootfd, const char *path, char *buf, size_t len)
-{
-        gs_autoclose int fd = gs_open_in_root(rootfd, path, O_RDONLY, NULL);
-        if (fd < 0)
-                return -1;
-        size_t got = 0;
-        while (got + 1 < len) {
-                ssize_t n = read(fd, buf + got, len - 1 - got);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                got += (size_t)n;
-        }
-        buf[got] = '\0';
-        return (ssize_t)got;
-}
-
 /* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..." or
  * "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar ...": the first token
  * after "Module" made of digits and at least one dot. */
@@ -110,15 +92,11 @@ static bool has_mig_instances(int rootfd, unsigned minor, bool *capable)
 {
         char dir[128];
         snprintf(dir, sizeof(dir), "/proc/driver/nvidia/capabilities/gpu%u/mig", minor);
-        int fd = gs_open_in_root(rootfd, dir, O_RDONLY | O_DIRECTORY, NULL);
-        *capable = fd >= 0;
-        if (fd < 0)
-                return false;
-        DIR *d = fdopendir(fd);
-        if (d == NULL) {
-                close(fd);
-                return true; /* cannot tell: let NVML answer */
-        }
+        struct gs_error oerr = {0};
+        DIR *d = gs_opendir_in_root(rootfd, dir, &oerr);
+        *capable = d != NULL;
+        if (d == NULL) /* absent: not MIG-capable; there but unreadable: cannot tell, ask NVML */
+                return oerr.code != GS_ENOTFOUND;
         bool any = false;
         struct dirent *e;
         while ((e = readdir(d)) != NULL)
@@ -132,17 +110,12 @@ int gs_devices_from_procfs(struct gs_context *ctx, struct gs_device_info *out, s
 {
         char buf[4096];
         memset(out, 0, sizeof(*out));
-        if (read_small(ctx->rootfd, "/proc/driver/nvidia/version", buf, sizeof(buf)) < 0 ||
+        if (gs_read_in_root(ctx->rootfd, "/proc/driver/nvidia/version", buf, sizeof(buf), NULL) < 0 ||
             gs_parse_nvrm_version(buf, out->driver_version, sizeof(out->driver_version)) < 0)
                 return gs_error_set(err, GS_ENOTFOUND, "no readable /proc/driver/nvidia/version");
-        int fd = gs_open_in_root(ctx->rootfd, "/proc/driver/nvidia/gpus", O_RDONLY | O_DIRECTORY, NULL);
-        if (fd < 0)
-                return gs_error_set(err, GS_ENOTFOUND, "no /proc/driver/nvidia/gpus");
-        DIR *d = fdopendir(fd);
-        if (d == NULL) {
-                close(fd);
-                return gs_error_sys(err, "/proc/driver/nvidia/gpus");
-        }
+        DIR *d = gs_opendir_in_root(ctx->rootfd, "/proc/driver/nvidia/gpus", NULL);
+        if (d == NULL)
+                return gs_error_set(err, GS_ENOTFOUND, "no readable /proc/driver/nvidia/gpus");
         struct busdir dirs[GS_MAX_GPUS];
         size_t n = 0;
         struct dirent *e;
@@ -167,7 +140,7 @@ int gs_devices_from_procfs(struct gs_context *ctx, struct gs_device_info *out, s
         for (size_t i = 0; i < n; i++) {
                 char path[160], v[GS_STR_LONG];
                 snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s/information", dirs[i].name);
-                if (read_small(ctx->rootfd, path, buf, sizeof(buf)) < 0)
+                if (gs_read_in_root(ctx->rootfd, path, buf, sizeof(buf), NULL) < 0)
                         return gs_error_set(err, GS_ENOTFOUND, "cannot read %s", path);
                 if (field(buf, "GPU Excluded", v, sizeof(v)) != NULL && strcmp(v, "Yes") == 0)
                         continue; /* NVML does not enumerate excluded GPUs either */
