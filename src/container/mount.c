@@ -1078,6 +1078,32 @@ int gs_mount_tmpfs(struct gs_rootfs *r, const char *dst, const char *options, un
         return do_mount(r, NULL, dst, GS_NODE_DIR, options, flags, err);
 }
 
+/* Shared start of creating one node at dst: resolve and prepare its parent, room in the journal,
+ * the journal's copy of the path, then act as the owner (the caller calls owner_leave). Returns
+ * the parent fd, or -1 with nothing to undo but what the caller's fail path frees. */
+static int begin_create(struct gs_rootfs *r, const char *dst, char *name, size_t namelen, char **jp,
+                        struct fscreds *c, struct gs_error *err)
+{
+        char jpath[PATH_MAX];
+        int pfd = prepare_dst(r, dst, name, namelen, jpath, sizeof(jpath), err);
+        if (pfd < 0)
+                return -1;
+        if (journal_reserve(r, 1, err) < 0) {
+                close(pfd);
+                return -1;
+        }
+        if ((*jp = strdup(jpath)) == NULL) {
+                gs_error_set(err, GS_ENOMEM, "out of memory");
+                close(pfd);
+                return -1;
+        }
+        if (owner_enter(r, c, err) < 0) {
+                close(pfd);
+                return -1;
+        }
+        return pfd;
+}
+
 int gs_rootfs_write_file(struct gs_rootfs *r, const char *dst, const void *data, size_t len, mode_t mode,
                          struct gs_error *err)
 {
@@ -1085,21 +1111,13 @@ int gs_rootfs_write_file(struct gs_rootfs *r, const char *dst, const void *data,
                 return gs_error_set(err, GS_EINVAL, "invalid argument: file without rootfs, path or data");
 
         size_t mark = journal_len(r);
-        char name[NAME_MAX + 1], jpath[PATH_MAX];
+        char name[NAME_MAX + 1];
         int pfd = -1, fd = -1;
         char *jp = NULL;
         struct stat st;
         struct fscreds c;
-        pfd = prepare_dst(r, dst, name, sizeof(name), jpath, sizeof(jpath), err);
+        pfd = begin_create(r, dst, name, sizeof(name), &jp, &c, err);
         if (pfd < 0)
-                goto fail;
-        if (journal_reserve(r, 1, err) < 0)
-                goto fail;
-        if ((jp = strdup(jpath)) == NULL) {
-                gs_error_set(err, GS_ENOMEM, "out of memory");
-                goto fail;
-        }
-        if (owner_enter(r, &c, err) < 0)
                 goto fail;
         fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
         owner_leave(&c);
@@ -1164,21 +1182,13 @@ int gs_rootfs_symlink(struct gs_rootfs *r, const char *target, const char *dst, 
                 return gs_error_set(err, GS_EINVAL, "invalid argument: symlink without rootfs, target or path");
 
         size_t mark = journal_len(r);
-        char name[NAME_MAX + 1], jpath[PATH_MAX];
+        char name[NAME_MAX + 1];
         int pfd = -1;
         char *jp = NULL;
         struct stat st;
         struct fscreds c;
-        pfd = prepare_dst(r, dst, name, sizeof(name), jpath, sizeof(jpath), err);
+        pfd = begin_create(r, dst, name, sizeof(name), &jp, &c, err);
         if (pfd < 0)
-                goto fail;
-        if (journal_reserve(r, 1, err) < 0)
-                goto fail;
-        if ((jp = strdup(jpath)) == NULL) {
-                gs_error_set(err, GS_ENOMEM, "out of memory");
-                goto fail;
-        }
-        if (owner_enter(r, &c, err) < 0)
                 goto fail;
         int rc = symlinkat(target, pfd, name);
         owner_leave(&c);
