@@ -43,5 +43,6 @@ unsigned cli_caps_expand(unsigned caps);
 int cmd_info(const struct cli_globals *g, int argc, char **argv);
 int cmd_list(const struct cli_globals *g, int argc, char **argv);
 int cmd_configure(const struct cli_globals *g, int argc, char **argv);
+int cmd_exec(const struct cli_globals *g, int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const char global_help[] =
         "  info        report the driver and the GPUs it detected\n"
         "  list        list the driver files and devices a container would get\n"
         "  configure   put GPUs and the driver into a container (everything or nothing)\n"
+        "  exec        run a command with a GPU memory quota (the slicing interposer)\n"
         "\n"
         "Global options:\n"
         "  -r, --root=DIR            driver root (default /): libraries, binaries, ld.so.cache,\n"
@@ -186,6 +187,8 @@ int main(int argc, char **argv)
                 rv = cmd_list(&g, vargc, vargv);
         else if (strcmp(verb, "configure") == 0)
                 rv = cmd_configure(&g, vargc, vargv);
+        else if (strcmp(verb, "exec") == 0)
+                rv = cmd_exec(&g, vargc, vargv);
         else if (strcmp(verb, "help") == 0) {
                 fputs(global_help, stdout);
                 rv = 0;

@@ -8,9 +8,13 @@
  * NOT_FOUND for unknown UUIDs / bus ids, stable handles in static storage, MIG handles
  * distinct from GPU handles. Only the entry points in src/abi/nvml.h are exported
  * (the library is built with -fvisibility=hidden).
+ *
+ * Memory used and the running processes also include what processes using the fake
+ * libcuda.so.1 hold, read from the shared state file (fakegpu_state.h) at each query.
  */
 #include "abi/nvml.h"
 #include "fakegpu_config.h"
+#include "fakegpu_state.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -522,11 +526,23 @@ EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int 
     return NVML_SUCCESS;
 }
 
-/* Bytes used by listed processes on GPU g (m: only those on that MIG device). */
+/* Open the shared usage table of the fake libcuda (read-only). Returns 0, or -1 when no
+ * process has used the fake libcuda with this config yet. */
+static int state_open(struct fg_state *st)
+{
+    char path[512];
+
+    fg_state_path(&g_cfg, path, sizeof(path));
+    return fg_state_open(st, path, 0);
+}
+
+/* Bytes used by listed processes and fake-libcuda processes on GPU g (m: only those on that
+ * MIG device; NULL: the GPU with all its MIG devices). */
 static unsigned long long process_bytes(const struct fg_gpu *g, const struct fg_mig *m)
 {
     unsigned long long sum = 0;
     unsigned gi = gpu_index(g);
+    struct fg_state st;
 
     for (unsigned i = 0; i < g_cfg.nprocs; i++) {
         const struct fg_process *p = &g_cfg.procs[i];
@@ -534,6 +550,15 @@ static unsigned long long process_bytes(const struct fg_gpu *g, const struct fg_
         if (p->gpu != gi || (m != NULL && p->mig != (int)mig_slot(g, m)))
             continue;
         sum += p->used;
+    }
+    if (state_open(&st) == 0) {
+        if (m != NULL) {
+            sum += fg_state_unit_used(&st, fg_state_unit(gi, (int)mig_slot(g, m)), 0);
+        } else {
+            for (int u = -1; u < FG_MAX_MIG; u++)
+                sum += fg_state_unit_used(&st, fg_state_unit(gi, u), 0);
+        }
+        fg_state_close(&st);
     }
     return sum;
 }
@@ -607,13 +632,21 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtili
     return NVML_SUCCESS;
 }
 
-/* Processes on g (and MIG device m if not NULL). Calls fn(i, proc) for the first *count. */
+struct proc_entry {
+    unsigned pid;
+    unsigned long long used;
+    int mig;    /* index into the GPU's migs[], or -1 */
+};
+
+/* Processes on g (and MIG device m if not NULL): the config's `process` lines, then the
+ * processes using the fake libcuda. Calls fill(i, entry) for each. */
 static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *infoCount, void *infos,
                                       void (*fill)(void *infos, unsigned i, const struct fg_gpu *g,
-                                                   const struct fg_process *p))
+                                                   const struct proc_entry *p))
 {
-    const struct fg_process *match[FG_MAX_PROCS];
+    struct proc_entry match[FG_MAX_PROCS + FG_STATE_SLOTS * (1 + FG_MAX_MIG)];
     unsigned n = 0;
+    struct fg_state st;
 
     RESOLVE(device, g, m);
     if (infoCount == NULL)
@@ -622,7 +655,21 @@ static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *infoCou
         const struct fg_process *p = &g_cfg.procs[i];
 
         if (p->gpu == gpu_index(g) && (m == NULL || p->mig == (int)mig_slot(g, m)))
-            match[n++] = p;
+            match[n++] = (struct proc_entry){ p->pid, p->used, p->mig };
+    }
+    if (state_open(&st) == 0) {
+        for (int u = -1; u < FG_MAX_MIG; u++) {
+            unsigned pids[FG_STATE_SLOTS];
+            unsigned long long bytes[FG_STATE_SLOTS];
+            unsigned k;
+
+            if ((m != NULL && u != (int)mig_slot(g, m)) || (u >= 0 && (unsigned)u >= g->nmig))
+                continue;
+            k = fg_state_procs(&st, fg_state_unit(gpu_index(g), u), 0, pids, bytes, FG_STATE_SLOTS);
+            for (unsigned j = 0; j < k && j < FG_STATE_SLOTS; j++)
+                match[n++] = (struct proc_entry){ pids[j], bytes[j], u };
+        }
+        fg_state_close(&st);
     }
     if (*infoCount < n) {
         *infoCount = n;
@@ -631,12 +678,12 @@ static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *infoCou
     if (n > 0 && infos == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
     for (unsigned i = 0; i < n; i++)
-        fill(infos, i, g, match[i]);
+        fill(infos, i, g, &match[i]);
     *infoCount = n;
     return NVML_SUCCESS;
 }
 
-static void fill_v2(void *infos, unsigned i, const struct fg_gpu *g, const struct fg_process *p)
+static void fill_v2(void *infos, unsigned i, const struct fg_gpu *g, const struct proc_entry *p)
 {
     nvmlProcessInfo_t *out = (nvmlProcessInfo_t *)infos + i;
 
@@ -652,7 +699,7 @@ static void fill_v2(void *infos, unsigned i, const struct fg_gpu *g, const struc
     }
 }
 
-static void fill_v1(void *infos, unsigned i, const struct fg_gpu *g, const struct fg_process *p)
+static void fill_v1(void *infos, unsigned i, const struct fg_gpu *g, const struct proc_entry *p)
 {
     nvmlProcessInfo_v1_t *out = (nvmlProcessInfo_v1_t *)infos + i;
 

@@ -341,6 +341,12 @@ static int parse_gpu_key(struct parser *p, const char *key, char *val)
     }
     if (strcmp(key, "arch") == 0)
         return parse_cc(p, val, &g->cc_major, &g->cc_minor);
+    if (strcmp(key, "sm_count") == 0) {
+        if (parse_uint(val, 1024, &v) < 0 || v == 0)
+            return fail(p, "sm_count: expected 1..1024, got '%s'", val);
+        g->sm_count = (unsigned)v;
+        return 0;
+    }
     if (strcmp(key, "brand") == 0) {
         int b = fg_brand_from_name(val);
 
@@ -508,6 +514,14 @@ static int parse_line(struct parser *p, char *line)
         p->gpu = NULL;
         return copy_str(p, c->nvml_version, sizeof(c->nvml_version), val, "nvml");
     }
+    if (strcmp(key, "context_memory") == 0 || strcmp(key, "module_memory") == 0) {
+        unsigned long long *dst = key[0] == 'c' ? &c->context_memory : &c->module_memory;
+
+        p->gpu = NULL;
+        if (fg_parse_size(val, dst) < 0)
+            return fail(p, "%s: bad size '%s'", key, val);
+        return 0;
+    }
     if (strcmp(key, "gpu") == 0) {
         if (*val != '\0' && (parse_uint(val, FG_MAX_GPUS, &v) < 0 || v != c->ngpus))
             return fail(p, "gpu: GPUs are numbered in order; expected %u, got '%s'", c->ngpus, val);
@@ -556,6 +570,11 @@ int fg_config_parse(const char *text, const char *name, struct fg_config *cfg, c
     int rc = 0;
 
     memset(cfg, 0, sizeof(*cfg));
+    cfg->context_memory = FG_DEFAULT_CONTEXT_MEMORY;
+    cfg->module_memory = FG_DEFAULT_MODULE_MEMORY;
+    cfg->text_hash = 0xcbf29ce484222325ULL;             /* FNV-1a 64 */
+    for (const unsigned char *t = (const unsigned char *)text; *t != '\0'; t++)
+        cfg->text_hash = (cfg->text_hash ^ *t) * 0x100000001b3ULL;
     copy = strdup(text);
     if (copy == NULL)
         return fail(&p, "out of memory");
@@ -606,6 +625,22 @@ int fg_config_load(const char *path, struct fg_config *cfg, char *err, size_t er
     free(buf);
     fclose(f);
     return rc;
+}
+
+unsigned fg_gpu_sm_count(const struct fg_gpu *gpu)
+{
+    if (gpu->sm_count != 0)
+        return gpu->sm_count;
+    switch (gpu->cc_major * 10 + gpu->cc_minor) {
+    case 70: return 80;    /* V100 */
+    case 75: return 40;    /* T4 */
+    case 80: return 108;   /* A100 */
+    case 86: return 84;    /* A40 */
+    case 89: return 142;   /* L40S */
+    case 90: return 132;   /* H100 SXM */
+    case 100: return 148;  /* B200 */
+    default: return 80;
+    }
 }
 
 static int base_name_eq(const char *want, const char *func)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fakegpu configuration: the text file that describes the simulated GPUs, shared by the
- * fake libnvidia-ml.so.1 and (later) the fake libcuda.so.1. Format: see README.md.
+ * fake libnvidia-ml.so.1 and the fake libcuda.so.1. Format: see README.md.
  *
  * The parser has no global state and never exits: it fills a caller-provided struct and,
  * on error, a message "<path>:<line>: <what>".
@@ -44,6 +44,7 @@ struct fg_gpu {
     unsigned long long reserved;   /* bytes reserved by the driver (nvmlMemory_v2_t.reserved) */
     unsigned long long used;       /* bytes in use besides the listed processes */
     int cc_major, cc_minor;        /* compute capability ("arch") */
+    unsigned sm_count;             /* multiprocessors (default from arch, see fg_gpu_sm_count) */
     int brand;                     /* nvmlBrandType_t value */
     unsigned pci_device_id;        /* (device id << 16) | 0x10de */
     unsigned pci_subsystem_id;
@@ -86,7 +87,16 @@ struct fg_config {
     struct fg_process procs[FG_MAX_PROCS];
     unsigned nfaults;
     struct fg_fault faults[FG_MAX_FAULTS];
+    /* fake libcuda.so.1 */
+    unsigned long long context_memory;  /* charged per CUDA context (default FG_DEFAULT_CONTEXT_MEMORY) */
+    unsigned long long module_memory;   /* charged per loaded module (default FG_DEFAULT_MODULE_MEMORY) */
+    unsigned long long text_hash;       /* FNV-1a 64 of the config text (names the shared state file) */
 };
+
+/* Measured with tests/fakegpu/cuda_probe.c on an H200, driver 580.159.04 (NVML per-process
+ * usage): a context costs 518 MiB; a small PTX module adds nothing visible. */
+#define FG_DEFAULT_CONTEXT_MEMORY (518ULL << 20)
+#define FG_DEFAULT_MODULE_MEMORY  0ULL
 
 /* The config path: $FAKEGPU_CONFIG if set and non-empty, else FG_DEFAULT_CONFIG_PATH. */
 const char *fg_config_path(void);
@@ -112,6 +122,9 @@ int fg_brand_from_name(const char *s);
 
 /* nvmlBrandType_t value -> the name nvidia-container-cli prints ("Tesla", "Nvidia", ...). */
 const char *fg_brand_name(int brand);
+
+/* Multiprocessor count of gpu: its sm_count, else a typical value for its arch. */
+unsigned fg_gpu_sm_count(const struct fg_gpu *gpu);
 
 /* "00000000:3B:00.0" (NVML form) -> bus id string normalised to upper-case NVML form. */
 void fg_gpu_busid(const struct fg_gpu *gpu, char *buf, size_t len);

@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpuslice: our own declarations of the subset of the CUDA driver API (libcuda.so.1) that
+ * gpuslice uses.
+ *
+ * Written from the public CUDA Driver API reference; the numeric values, struct layouts and
+ * versioned symbol names are facts of the ABI (checked against the CUDA 13.0 toolkit), not
+ * copied declarations. Only what gpuslice (the interposer and the simulated GPU in
+ * tests/fakegpu) needs is declared.
+ *
+ * Every entry point is listed once in GS_CUDA_FUNCTIONS(X) as X(exported name, return type,
+ * parameter list). The list produces
+ *   - a function-pointer type `gs_<name>_fn` for callers that dlsym() / cuGetProcAddress the
+ *     real library (gs_cuMemAlloc_v2_fn, gs_cuGetProcAddress_v2_fn, ...);
+ *   - a prototype under the exported name, unless GS_CUDA_NO_PROTOTYPES is defined before
+ *     including (the interposer defines its own hooks with these names).
+ *
+ * Versioned names: the CUDA headers #define the plain names to the newest ABI (cuMemAlloc ->
+ * cuMemAlloc_v2, cuCtxCreate -> cuCtxCreate_v4, ...), and the library exports every version
+ * under its own name. We never #define the plain names: `cuMemAlloc` here is the legacy
+ * CUDA 2.0 entry point with 32-bit sizes, exactly as exported by libcuda.so.1.
+ *
+ * Per-thread default stream variants (`_ptsz` for stream-ordered calls, `_ptds` for the
+ * synchronous copies/sets) have the same signature as their base.
+ */
+#ifndef GPUSLICE_ABI_CUDA_H
+#define GPUSLICE_ABI_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The driver API version these declarations describe (cuDriverGetVersion form: 1000*major + 10*minor). */
+#define GS_CUDA_API_VERSION 13000
+
+/* ---------------------------------------------------------------------------------------- */
+/* Scalar and handle types                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef uint32_t cuuint32_t;
+typedef uint64_t cuuint64_t;
+
+typedef int CUdevice;                                  /* device ordinal */
+typedef unsigned long long CUdeviceptr;                /* 64-bit device address (CUdeviceptr_v2) */
+typedef unsigned int gs_CUdeviceptr_v1;                /* legacy 32-bit device address (CUDA 2.x ABI) */
+typedef unsigned long long CUmemGenericAllocationHandle;
+
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+
+/* Special stream handles. */
+#define CU_STREAM_LEGACY     ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
+
+/* cuStreamCreate flags */
+#define CU_STREAM_DEFAULT      0x0
+#define CU_STREAM_NON_BLOCKING 0x1
+
+typedef struct CUuuid_st {
+    char bytes[16];
+} CUuuid;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Return codes                                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef enum cudaError_enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_DEINITIALIZED = 4,
+    CUDA_ERROR_PROFILER_DISABLED = 5,
+    CUDA_ERROR_PROFILER_NOT_INITIALIZED = 6,
+    CUDA_ERROR_PROFILER_ALREADY_STARTED = 7,
+    CUDA_ERROR_PROFILER_ALREADY_STOPPED = 8,
+    CUDA_ERROR_STUB_LIBRARY = 34,
+    CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER = 36,
+    CUDA_ERROR_DEVICE_UNAVAILABLE = 46,
+    CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_DEVICE_NOT_LICENSED = 102,
+    CUDA_ERROR_INVALID_IMAGE = 200,
+    CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_CONTEXT_ALREADY_CURRENT = 202,
+    CUDA_ERROR_MAP_FAILED = 205,
+    CUDA_ERROR_UNMAP_FAILED = 206,
+    CUDA_ERROR_ARRAY_IS_MAPPED = 207,
+    CUDA_ERROR_ALREADY_MAPPED = 208,
+    CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+    CUDA_ERROR_ALREADY_ACQUIRED = 210,
+    CUDA_ERROR_NOT_MAPPED = 211,
+    CUDA_ERROR_NOT_MAPPED_AS_ARRAY = 212,
+    CUDA_ERROR_NOT_MAPPED_AS_POINTER = 213,
+    CUDA_ERROR_ECC_UNCORRECTABLE = 214,
+    CUDA_ERROR_UNSUPPORTED_LIMIT = 215,
+    CUDA_ERROR_CONTEXT_ALREADY_IN_USE = 216,
+    CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
+    CUDA_ERROR_INVALID_PTX = 218,
+    CUDA_ERROR_INVALID_GRAPHICS_CONTEXT = 219,
+    CUDA_ERROR_NVLINK_UNCORRECTABLE = 220,
+    CUDA_ERROR_JIT_COMPILER_NOT_FOUND = 221,
+    CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+    CUDA_ERROR_JIT_COMPILATION_DISABLED = 223,
+    CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY = 224,
+    CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC = 225,
+    CUDA_ERROR_CONTAINED = 226,
+    CUDA_ERROR_INVALID_SOURCE = 300,
+    CUDA_ERROR_FILE_NOT_FOUND = 301,
+    CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND = 302,
+    CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303,
+    CUDA_ERROR_OPERATING_SYSTEM = 304,
+    CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_ILLEGAL_STATE = 401,
+    CUDA_ERROR_LOSSY_QUERY = 402,
+    CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_NOT_READY = 600,
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+    CUDA_ERROR_LAUNCH_TIMEOUT = 702,
+    CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING = 703,
+    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+    CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
+    CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708,
+    CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+    CUDA_ERROR_ASSERT = 710,
+    CUDA_ERROR_TOO_MANY_PEERS = 711,
+    CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+    CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+    CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
+    CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
+    CUDA_ERROR_MISALIGNED_ADDRESS = 716,
+    CUDA_ERROR_INVALID_ADDRESS_SPACE = 717,
+    CUDA_ERROR_INVALID_PC = 718,
+    CUDA_ERROR_LAUNCH_FAILED = 719,
+    CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
+    CUDA_ERROR_TENSOR_MEMORY_LEAK = 721,
+    CUDA_ERROR_NOT_PERMITTED = 800,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
+    CUDA_ERROR_SYSTEM_NOT_READY = 802,
+    CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
+    CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804,
+    CUDA_ERROR_MPS_CONNECTION_FAILED = 805,
+    CUDA_ERROR_MPS_RPC_FAILURE = 806,
+    CUDA_ERROR_MPS_SERVER_NOT_READY = 807,
+    CUDA_ERROR_MPS_MAX_CLIENTS_REACHED = 808,
+    CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED = 809,
+    CUDA_ERROR_MPS_CLIENT_TERMINATED = 810,
+    CUDA_ERROR_CDP_NOT_SUPPORTED = 811,
+    CUDA_ERROR_CDP_VERSION_MISMATCH = 812,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    CUDA_ERROR_STREAM_CAPTURE_MERGE = 902,
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,
+    CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904,
+    CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
+    CUDA_ERROR_CAPTURED_EVENT = 907,
+    CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908,
+    CUDA_ERROR_TIMEOUT = 909,
+    CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910,
+    CUDA_ERROR_EXTERNAL_DEVICE = 911,
+    CUDA_ERROR_INVALID_CLUSTER_SIZE = 912,
+    CUDA_ERROR_FUNCTION_NOT_LOADED = 913,
+    CUDA_ERROR_INVALID_RESOURCE_TYPE = 914,
+    CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915,
+    CUDA_ERROR_KEY_ROTATION = 916,
+    CUDA_ERROR_UNKNOWN = 999
+} CUresult;
+
+/* ---------------------------------------------------------------------------------------- */
+/* cuGetProcAddress                                                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+/* flags */
+#define CU_GET_PROC_ADDRESS_DEFAULT                   0ULL
+#define CU_GET_PROC_ADDRESS_LEGACY_STREAM             (1ULL << 0)
+#define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (1ULL << 1)
+
+typedef enum CUdriverProcAddressQueryResult_enum {
+    CU_GET_PROC_ADDRESS_SUCCESS = 0,
+    CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+    CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
+} CUdriverProcAddressQueryResult;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Devices                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The attributes gpuslice reads or the fake answers (the full enum has ~150 values). */
+typedef enum CUdevice_attribute_enum {
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+    CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY = 9,
+    CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+    CU_DEVICE_ATTRIBUTE_MAX_PITCH = 11,
+    CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK = 12,
+    CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13,
+    CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT = 14,
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT = 17,
+    CU_DEVICE_ATTRIBUTE_INTEGRATED = 18,
+    CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY = 19,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20,
+    CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS = 31,
+    CU_DEVICE_ATTRIBUTE_ECC_ENABLED = 32,
+    CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
+    CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
+    CU_DEVICE_ATTRIBUTE_TCC_DRIVER = 35,
+    CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE = 36,
+    CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH = 37,
+    CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39,
+    CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT = 40,
+    CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
+    CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED = 78,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
+    CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR = 82,
+    CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
+    CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD = 84,
+    CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID = 85,
+    CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED = 90,
+    CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+    CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR = 106,
+    CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED = 107,
+    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
+    CU_DEVICE_ATTRIBUTE_GS_LAST_KNOWN_ = 0x7FFFFFFF   /* keeps the enum int-sized */
+} CUdevice_attribute;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Contexts                                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+/* cuCtxCreate flags */
+#define CU_CTX_SCHED_AUTO          0x00
+#define CU_CTX_SCHED_SPIN          0x01
+#define CU_CTX_SCHED_YIELD         0x02
+#define CU_CTX_SCHED_BLOCKING_SYNC 0x04
+#define CU_CTX_SCHED_MASK          0x07
+#define CU_CTX_MAP_HOST            0x08
+#define CU_CTX_LMEM_RESIZE_TO_MAX  0x10
+#define CU_CTX_COREDUMP_ENABLE     0x20
+#define CU_CTX_USER_COREDUMP_ENABLE 0x40
+#define CU_CTX_SYNC_MEMOPS         0x80
+#define CU_CTX_FLAGS_MASK          0xFF
+
+typedef enum CUexecAffinityType_enum {
+    CU_EXEC_AFFINITY_TYPE_SM_COUNT = 0
+} CUexecAffinityType;
+
+typedef struct CUexecAffinitySmCount_st {
+    unsigned int val;
+} CUexecAffinitySmCount;
+
+/* cuCtxCreate_v3 (CUDA 11.4) */
+typedef struct CUexecAffinityParam_st {
+    CUexecAffinityType type;
+    union {
+        CUexecAffinitySmCount smCount;
+    } param;
+} CUexecAffinityParam;
+
+typedef struct CUctxCigParam_st CUctxCigParam;   /* opaque here */
+
+/* cuCtxCreate_v4 (CUDA 12.5) */
+typedef struct CUctxCreateParams_st {
+    CUexecAffinityParam *execAffinityParams;
+    int numExecAffinityParams;
+    CUctxCigParam *cigParams;
+} CUctxCreateParams;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Memory                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef enum CUmemorytype_enum {
+    CU_MEMORYTYPE_HOST = 0x01,
+    CU_MEMORYTYPE_DEVICE = 0x02,
+    CU_MEMORYTYPE_ARRAY = 0x03,
+    CU_MEMORYTYPE_UNIFIED = 0x04
+} CUmemorytype;
+
+/* cuMemAllocManaged flags (CUmemAttach_flags) */
+#define CU_MEM_ATTACH_GLOBAL 0x1
+#define CU_MEM_ATTACH_HOST   0x2
+#define CU_MEM_ATTACH_SINGLE 0x4
+
+/* Virtual memory management (cuMemCreate & co, CUDA 10.2) and pools (CUDA 11.2). */
+typedef enum CUmemLocationType_enum {
+    CU_MEM_LOCATION_TYPE_INVALID = 0x0,
+    CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+    CU_MEM_LOCATION_TYPE_HOST = 0x2,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA = 0x3,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 0x4,
+    CU_MEM_LOCATION_TYPE_MAX = 0x7FFFFFFF
+} CUmemLocationType;
+
+typedef enum CUmemAllocationType_enum {
+    CU_MEM_ALLOCATION_TYPE_INVALID = 0x0,
+    CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+    CU_MEM_ALLOCATION_TYPE_MANAGED = 0x2,
+    CU_MEM_ALLOCATION_TYPE_MAX = 0x7FFFFFFF
+} CUmemAllocationType;
+
+typedef enum CUmemAllocationHandleType_enum {
+    CU_MEM_HANDLE_TYPE_NONE = 0x0,
+    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+    CU_MEM_HANDLE_TYPE_WIN32 = 0x2,
+    CU_MEM_HANDLE_TYPE_WIN32_KMT = 0x4,
+    CU_MEM_HANDLE_TYPE_FABRIC = 0x8,
+    CU_MEM_HANDLE_TYPE_MAX = 0x7FFFFFFF
+} CUmemAllocationHandleType;
+
+typedef enum CUmemAccess_flags_enum {
+    CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+    CU_MEM_ACCESS_FLAGS_PROT_READ = 0x1,
+    CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+    CU_MEM_ACCESS_FLAGS_PROT_MAX = 0x7FFFFFFF
+} CUmemAccess_flags;
+
+typedef enum CUmemAllocationGranularity_flags_enum {
+    CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,
+    CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1
+} CUmemAllocationGranularity_flags;
+
+typedef struct CUmemLocation_st {
+    CUmemLocationType type;
+    int id;                        /* device ordinal for CU_MEM_LOCATION_TYPE_DEVICE */
+} CUmemLocation;
+
+typedef struct CUmemAllocationProp_st {
+    CUmemAllocationType type;
+    CUmemAllocationHandleType requestedHandleTypes;
+    CUmemLocation location;
+    void *win32HandleMetaData;     /* must be NULL on Linux */
+    struct {
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} CUmemAllocationProp;
+
+typedef struct CUmemAccessDesc_st {
+    CUmemLocation location;
+    CUmemAccess_flags flags;
+} CUmemAccessDesc;
+
+typedef struct CUmemPoolProps_st {
+    CUmemAllocationType allocType;           /* must be CU_MEM_ALLOCATION_TYPE_PINNED */
+    CUmemAllocationHandleType handleTypes;
+    CUmemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;                          /* 0: system default */
+    unsigned short usage;
+    unsigned char reserved[54];              /* must be zero */
+} CUmemPoolProps;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Arrays                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The element formats (CUarray_format); the block-compressed and YUV formats are left out. */
+typedef enum CUarray_format_enum {
+    CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
+    CU_AD_FORMAT_UNSIGNED_INT16 = 0x02,
+    CU_AD_FORMAT_UNSIGNED_INT32 = 0x03,
+    CU_AD_FORMAT_SIGNED_INT8 = 0x08,
+    CU_AD_FORMAT_SIGNED_INT16 = 0x09,
+    CU_AD_FORMAT_SIGNED_INT32 = 0x0a,
+    CU_AD_FORMAT_HALF = 0x10,
+    CU_AD_FORMAT_FLOAT = 0x20,
+    CU_AD_FORMAT_UNORM_INT8X1 = 0xc0,
+    CU_AD_FORMAT_UNORM_INT8X2 = 0xc1,
+    CU_AD_FORMAT_UNORM_INT8X4 = 0xc2,
+    CU_AD_FORMAT_UNORM_INT16X1 = 0xc3,
+    CU_AD_FORMAT_UNORM_INT16X2 = 0xc4,
+    CU_AD_FORMAT_UNORM_INT16X4 = 0xc5,
+    CU_AD_FORMAT_SNORM_INT8X1 = 0xc6,
+    CU_AD_FORMAT_SNORM_INT8X2 = 0xc7,
+    CU_AD_FORMAT_SNORM_INT8X4 = 0xc8,
+    CU_AD_FORMAT_SNORM_INT16X1 = 0xc9,
+    CU_AD_FORMAT_SNORM_INT16X2 = 0xca,
+    CU_AD_FORMAT_SNORM_INT16X4 = 0xcb,
+    CU_AD_FORMAT_MAX = 0x7FFFFFFF
+} CUarray_format;
+
+/* CUDA_ARRAY3D_DESCRIPTOR.Flags */
+#define CUDA_ARRAY3D_LAYERED         0x01
+#define CUDA_ARRAY3D_SURFACE_LDST    0x02
+#define CUDA_ARRAY3D_CUBEMAP         0x04
+#define CUDA_ARRAY3D_TEXTURE_GATHER  0x08
+#define CUDA_ARRAY3D_SPARSE          0x40
+
+/* cuArrayCreate_v2 */
+typedef struct CUDA_ARRAY_DESCRIPTOR_st {
+    size_t Width;
+    size_t Height;
+    CUarray_format Format;
+    unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR;
+
+/* cuArray3DCreate_v2, cuMipmappedArrayCreate */
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
+    size_t Width;
+    size_t Height;
+    size_t Depth;
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Entry points: X(name, return type, parameter list)                                        */
+/* ---------------------------------------------------------------------------------------- */
+
+#define GS_CUDA_FUNCTIONS(X)                                                                      \
+    /* init, version, errors, entry-point lookup */                                               \
+    X(cuInit, CUresult, (unsigned int Flags))                                                     \
+    X(cuDriverGetVersion, CUresult, (int *driverVersion))                                         \
+    X(cuGetErrorString, CUresult, (CUresult error, const char **pStr))                            \
+    X(cuGetErrorName, CUresult, (CUresult error, const char **pStr))                              \
+    X(cuGetProcAddress, CUresult,                                                                 \
+      (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags))                        \
+    X(cuGetProcAddress_v2, CUresult,                                                              \
+      (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,                         \
+       CUdriverProcAddressQueryResult *symbolStatus))                                             \
+    X(cuGetExportTable, CUresult, (const void **ppExportTable, const CUuuid *pExportTableId))      \
+    /* devices */                                                                                 \
+    X(cuDeviceGet, CUresult, (CUdevice *device, int ordinal))                                     \
+    X(cuDeviceGetCount, CUresult, (int *count))                                                   \
+    X(cuDeviceGetName, CUresult, (char *name, int len, CUdevice dev))                             \
+    X(cuDeviceGetUuid, CUresult, (CUuuid *uuid, CUdevice dev))                                    \
+    X(cuDeviceGetUuid_v2, CUresult, (CUuuid *uuid, CUdevice dev))                                 \
+    X(cuDeviceTotalMem, CUresult, (unsigned int *bytes, CUdevice dev))                            \
+    X(cuDeviceTotalMem_v2, CUresult, (size_t *bytes, CUdevice dev))                               \
+    X(cuDeviceGetAttribute, CUresult, (int *pi, CUdevice_attribute attrib, CUdevice dev))         \
+    X(cuDeviceGetPCIBusId, CUresult, (char *pciBusId, int len, CUdevice dev))                     \
+    X(cuDeviceGetByPCIBusId, CUresult, (CUdevice *dev, const char *pciBusId))                     \
+    /* primary contexts */                                                                        \
+    X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext *pctx, CUdevice dev))                        \
+    X(cuDevicePrimaryCtxRelease, CUresult, (CUdevice dev))                                        \
+    X(cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice dev))                                     \
+    X(cuDevicePrimaryCtxReset, CUresult, (CUdevice dev))                                          \
+    X(cuDevicePrimaryCtxReset_v2, CUresult, (CUdevice dev))                                       \
+    X(cuDevicePrimaryCtxGetState, CUresult, (CUdevice dev, unsigned int *flags, int *active))     \
+    /* contexts */                                                                                \
+    X(cuCtxCreate, CUresult, (CUcontext *pctx, unsigned int flags, CUdevice dev))                 \
+    X(cuCtxCreate_v2, CUresult, (CUcontext *pctx, unsigned int flags, CUdevice dev))              \
+    X(cuCtxCreate_v3, CUresult,                                                                   \
+      (CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,      \
+       CUdevice dev))                                                                             \
+    X(cuCtxCreate_v4, CUresult,                                                                   \
+      (CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev))    \
+    X(cuCtxDestroy, CUresult, (CUcontext ctx))                                                    \
+    X(cuCtxDestroy_v2, CUresult, (CUcontext ctx))                                                 \
+    X(cuCtxGetCurrent, CUresult, (CUcontext *pctx))                                               \
+    X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                 \
+    X(cuCtxGetDevice, CUresult, (CUdevice *device))                                               \
+    X(cuCtxGetDevice_v2, CUresult, (CUdevice *device, CUcontext ctx))                             \
+    X(cuCtxPushCurrent, CUresult, (CUcontext ctx))                                                \
+    X(cuCtxPushCurrent_v2, CUresult, (CUcontext ctx))                                             \
+    X(cuCtxPopCurrent, CUresult, (CUcontext *pctx))                                               \
+    X(cuCtxPopCurrent_v2, CUresult, (CUcontext *pctx))                                            \
+    X(cuCtxSynchronize, CUresult, (void))                                                         \
+    X(cuCtxSynchronize_v2, CUresult, (CUcontext ctx))                                             \
+    /* linear device memory */                                                                    \
+    X(cuMemAlloc, CUresult, (gs_CUdeviceptr_v1 *dptr, unsigned int bytesize))                     \
+    X(cuMemAlloc_v2, CUresult, (CUdeviceptr *dptr, size_t bytesize))                              \
+    X(cuMemAllocPitch, CUresult,                                                                  \
+      (gs_CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,                  \
+       unsigned int Height, unsigned int ElementSizeBytes))                                       \
+    X(cuMemAllocPitch_v2, CUresult,                                                               \
+      (CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,                     \
+       unsigned int ElementSizeBytes))                                                            \
+    X(cuMemAllocManaged, CUresult, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags))      \
+    X(cuMemFree, CUresult, (gs_CUdeviceptr_v1 dptr))                                              \
+    X(cuMemFree_v2, CUresult, (CUdeviceptr dptr))                                                 \
+    X(cuMemGetInfo, CUresult, (unsigned int *free, unsigned int *total))                          \
+    X(cuMemGetInfo_v2, CUresult, (size_t *free, size_t *total))                                   \
+    X(cuMemAllocHost, CUresult, (void **pp, unsigned int bytesize))                               \
+    X(cuMemAllocHost_v2, CUresult, (void **pp, size_t bytesize))                                  \
+    X(cuMemFreeHost, CUresult, (void *p))                                                         \
+    /* virtual memory management */                                                               \
+    X(cuMemCreate, CUresult,                                                                      \
+      (CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,        \
+       unsigned long long flags))                                                                 \
+    X(cuMemRelease, CUresult, (CUmemGenericAllocationHandle handle))                              \
+    X(cuMemAddressReserve, CUresult,                                                              \
+      (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,                         \
+       unsigned long long flags))                                                                 \
+    X(cuMemAddressFree, CUresult, (CUdeviceptr ptr, size_t size))                                 \
+    X(cuMemMap, CUresult,                                                                         \
+      (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,          \
+       unsigned long long flags))                                                                 \
+    X(cuMemUnmap, CUresult, (CUdeviceptr ptr, size_t size))                                       \
+    X(cuMemSetAccess, CUresult,                                                                   \
+      (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count))                  \
+    X(cuMemGetAllocationGranularity, CUresult,                                                    \
+      (size_t *granularity, const CUmemAllocationProp *prop,                                      \
+       CUmemAllocationGranularity_flags option))                                                  \
+    /* stream-ordered allocation and pools */                                                     \
+    X(cuMemAllocAsync, CUresult, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream))          \
+    X(cuMemAllocAsync_ptsz, CUresult, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream))     \
+    X(cuMemFreeAsync, CUresult, (CUdeviceptr dptr, CUstream hStream))                             \
+    X(cuMemFreeAsync_ptsz, CUresult, (CUdeviceptr dptr, CUstream hStream))                        \
+    X(cuMemAllocFromPoolAsync, CUresult,                                                          \
+      (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream))                  \
+    X(cuMemAllocFromPoolAsync_ptsz, CUresult,                                                     \
+      (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream))                  \
+    X(cuMemPoolCreate, CUresult, (CUmemoryPool *pool, const CUmemPoolProps *poolProps))           \
+    X(cuMemPoolDestroy, CUresult, (CUmemoryPool pool))                                            \
+    X(cuMemPoolTrimTo, CUresult, (CUmemoryPool pool, size_t minBytesToKeep))                      \
+    X(cuDeviceGetDefaultMemPool, CUresult, (CUmemoryPool *pool_out, CUdevice dev))                \
+    /* arrays */                                                                                  \
+    X(cuArrayCreate_v2, CUresult, (CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)) \
+    X(cuArray3DCreate_v2, CUresult,                                                               \
+      (CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray))                          \
+    X(cuArrayDestroy, CUresult, (CUarray hArray))                                                 \
+    X(cuMipmappedArrayCreate, CUresult,                                                           \
+      (CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,             \
+       unsigned int numMipmapLevels))                                                             \
+    X(cuMipmappedArrayDestroy, CUresult, (CUmipmappedArray hMipmappedArray))                      \
+    /* modules and launches */                                                                    \
+    X(cuModuleLoadData, CUresult, (CUmodule *module, const void *image))                          \
+    X(cuModuleUnload, CUresult, (CUmodule hmod))                                                  \
+    X(cuModuleGetFunction, CUresult, (CUfunction *hfunc, CUmodule hmod, const char *name))        \
+    X(cuLaunchKernel, CUresult,                                                                   \
+      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra))         \
+    X(cuLaunchKernel_ptsz, CUresult,                                                              \
+      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra))         \
+    /* streams */                                                                                 \
+    X(cuStreamCreate, CUresult, (CUstream *phStream, unsigned int Flags))                         \
+    X(cuStreamDestroy, CUresult, (CUstream hStream))                                              \
+    X(cuStreamDestroy_v2, CUresult, (CUstream hStream))                                           \
+    X(cuStreamSynchronize, CUresult, (CUstream hStream))                                          \
+    X(cuStreamSynchronize_ptsz, CUresult, (CUstream hStream))                                     \
+    /* copies and sets */                                                                         \
+    X(cuMemcpyHtoD_v2, CUresult, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount))  \
+    X(cuMemcpyHtoD_v2_ptds, CUresult,                                                             \
+      (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount))                             \
+    X(cuMemcpyDtoH_v2, CUresult, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount))        \
+    X(cuMemcpyDtoH_v2_ptds, CUresult, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount))   \
+    X(cuMemsetD8_v2, CUresult, (CUdeviceptr dstDevice, unsigned char uc, size_t N))               \
+    X(cuMemsetD8_v2_ptds, CUresult, (CUdeviceptr dstDevice, unsigned char uc, size_t N))
+
+/* Function-pointer types: gs_cuInit_fn, gs_cuMemAlloc_v2_fn, ... */
+#define GS_CUDA_FN_TYPEDEF_(name, ret, params) typedef ret(*gs_##name##_fn) params;
+GS_CUDA_FUNCTIONS(GS_CUDA_FN_TYPEDEF_)
+#undef GS_CUDA_FN_TYPEDEF_
+
+#ifndef GS_CUDA_NO_PROTOTYPES
+#define GS_CUDA_PROTO_(name, ret, params) ret name params;
+GS_CUDA_FUNCTIONS(GS_CUDA_PROTO_)
+#undef GS_CUDA_PROTO_
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUSLICE_ABI_CUDA_H */

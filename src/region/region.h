@@ -1,0 +1,278 @@
+/*
+ * The per-container usage region: a small file mapped MAP_SHARED by every process of a sliced
+ * container (the interposer writes it) and read by the host observer. This header IS the ABI:
+ * the layout below is fixed by static_asserts and versioned by GS_REGION_VERSION; change it only
+ * by bumping the version (an attacher refuses a file of another version instead of guessing).
+ *
+ * Dependencies: libc only (the interposer links region.c directly).
+ *
+ * File layout (x86-64 / aarch64, little- or big-endian host; both sides run on one machine):
+ *
+ *   offset  size   field
+ *   ------  -----  ----------------------------------------------------------------------------
+ *   header (struct gs_region_header, 2048 bytes)
+ *        0      8  magic         the bytes "GSLICE\0\1", stored LAST at creation (release), so a
+ *                                file without it was never fully initialized
+ *        8      4  version       GS_REGION_VERSION (1)
+ *       12      4  header_size   2048 = offset of slots[0]
+ *       16      4  ndevices      1..16, devices in this container, in the creator's index order
+ *       20      4  max_procs     1024 (fixed)
+ *       24      4  slot_size     320
+ *       28      4  flags         0 (reserved)
+ *       32      8  region_size   header_size + max_procs * slot_size = 329728
+ *       40      8  created_ns    CLOCK_REALTIME at creation
+ *       48      4  creator_pid   pid (in the container's pid namespace) of the creator
+ *       52     12  (reserved, 0)
+ *       64     64  lock          process-shared ROBUST pthread mutex (glibc: 40 or 48 bytes)
+ *      128      4  slot_hwm      1 + highest slot index that may be live (bounds every scan)
+ *      132      4  (reserved, 0)
+ *      136      8  reaped        dead slots reclaimed since creation
+ *      144      8  recoveries    times a locker found the lock's owner dead (EOWNERDEAD)
+ *      152      8  refused       charges refused because the limit would be exceeded
+ *      160     32  (reserved, 0)
+ *      192    128  limit[16]     bytes per device, 0 = unlimited; written once by the creator
+ *      320   1536  uuid[16][96]  NUL-terminated device UUIDs ("GPU-..." / "MIG-..."), may be ""
+ *     1856    192  (reserved, 0)
+ *   slots[1024] at 2048, 320 bytes each (struct gs_region_slot); slots never move
+ *        0      4  pid           container-namespace pid; 0 = free. Stored last when claimed.
+ *        4      4  host_pid      host pid, 0 = unknown (filled by whoever learns it)
+ *        8      8  start_time    /proc/<pid>/stat field 22 (clock ticks after boot) at register;
+ *                                0 = unknown. A pid with another start time is a reused pid.
+ *       16      8  heartbeat_ns  CLOCK_REALTIME of the owner's last gs_region_heartbeat()
+ *       24      8  (reserved, 0)
+ *       32    128  used[16]      bytes charged by the interposer (gs_region_try_charge/uncharge)
+ *      160    128  extra[16]     driver-measured bytes not covered by used[] (context, modules,
+ *                                granularity rounding), written by the owner's reconciler
+ *      288     32  (reserved, 0)
+ *
+ * All counters are lock-free 64-bit atomics. A device's usage is the sum of used[dev] + extra[dev]
+ * over slots [0, slot_hwm) whose pid != 0.
+ *
+ * Concurrency and crash-safety
+ *   - Creation is serialized by flock(LOCK_EX) on the file (released by the kernel if the holder
+ *     dies); the initializer sets up everything and stores the magic last. A file whose magic is
+ *     still 0 is re-initialized by the next opener.
+ *   - One robust process-shared mutex serializes slot claiming/reaping and every charge against a
+ *     limited device, so two processes can never both pass the check for the last bytes. If a
+ *     holder dies (kill -9 at any instruction) the next locker gets EOWNERDEAD, repairs by reaping
+ *     (every multi-step update under the lock is ordered so a half-done one is either invisible or
+ *     completed by a reap) and marks the mutex consistent. Locking waits at most the handle's lock
+ *     timeout (default 10 s; a stopped holder) and then fails with ETIMEDOUT: never forever.
+ *   - Readers (gs_region_usage, the observer) never lock and never spin.
+ *   - Uncharges and extra[] updates are lock-free (decreases can only make the limit check
+ *     conservative; extra[] is a measurement of memory that already exists).
+ *   - Dead processes are reaped (counters zeroed, then pid cleared) on register, on a charge that
+ *     would be refused, after a lock recovery, and on gs_region_reap() (the interposer calls it
+ *     periodically). A process is dead when kill(pid, 0) fails with ESRCH, its /proc start time
+ *     differs from the slot's (pid reuse), or it is a zombie (state Z/X with one thread).
+ *   - Liveness is judged in the caller's pid namespace: register/charge/reap must be called from
+ *     inside the container. The host observer uses gs_region_open_snapshot() (pread, no mmap, no
+ *     lock, never writes) and must not reap.
+ *   - Not async-signal-safe: do not charge from a signal handler that may interrupt a charge.
+ *   - After fork() the child must gs_region_register() its own pid before charging; it must not
+ *     use the parent's slot (gs_region_unregister refuses a slot that is not the caller's).
+ */
+#ifndef GS_REGION_REGION_H
+#define GS_REGION_REGION_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GS_REGION_MAGIC_BYTES "GSLICE\0\1" /* 8 bytes, no terminator counted */
+#define GS_REGION_VERSION 1u
+#define GS_REGION_MAX_DEVICES 16
+#define GS_REGION_MAX_PROCS 1024
+#define GS_REGION_UUID_LEN 96
+#define GS_REGION_HEADER_SIZE 2048u
+#define GS_REGION_SLOT_SIZE 320u
+#define GS_REGION_SIZE (GS_REGION_HEADER_SIZE + GS_REGION_MAX_PROCS * GS_REGION_SLOT_SIZE)
+#define GS_REGION_LOCK_TIMEOUT_MS_DEFAULT 10000
+
+struct gs_region_slot {
+        _Atomic int32_t pid;
+        _Atomic int32_t host_pid;
+        _Atomic uint64_t start_time;
+        _Atomic uint64_t heartbeat_ns;
+        uint64_t reserved0;
+        _Atomic uint64_t used[GS_REGION_MAX_DEVICES];
+        _Atomic uint64_t extra[GS_REGION_MAX_DEVICES];
+        uint64_t reserved1[4];
+};
+
+struct gs_region_header {
+        _Atomic uint64_t magic;
+        uint32_t version;
+        uint32_t header_size;
+        uint32_t ndevices;
+        uint32_t max_procs;
+        uint32_t slot_size;
+        uint32_t flags;
+        uint64_t region_size;
+        uint64_t created_ns;
+        int32_t creator_pid;
+        uint32_t reserved0[3];
+        union {
+                pthread_mutex_t m;
+                unsigned char bytes[64];
+        } lock;
+        _Atomic uint32_t slot_hwm;
+        uint32_t reserved1;
+        _Atomic uint64_t reaped;
+        _Atomic uint64_t recoveries;
+        _Atomic uint64_t refused;
+        uint64_t reserved2[4];
+        uint64_t limit[GS_REGION_MAX_DEVICES];
+        char uuid[GS_REGION_MAX_DEVICES][GS_REGION_UUID_LEN];
+        unsigned char reserved3[192];
+};
+
+struct gs_region_file {
+        struct gs_region_header hdr;
+        struct gs_region_slot slots[GS_REGION_MAX_PROCS];
+};
+
+/* The ABI, checked at compile time on every side that includes this header. */
+static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
+              "shared-memory atomics must be lock-free (a process-local fallback lock would not be shared)");
+static_assert(sizeof(pthread_mutex_t) <= 64, "pthread_mutex_t must fit the 64-byte lock field");
+static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic int32_t) == 4, "atomic sizes");
+static_assert(offsetof(struct gs_region_slot, pid) == 0, "slot.pid");
+static_assert(offsetof(struct gs_region_slot, host_pid) == 4, "slot.host_pid");
+static_assert(offsetof(struct gs_region_slot, start_time) == 8, "slot.start_time");
+static_assert(offsetof(struct gs_region_slot, heartbeat_ns) == 16, "slot.heartbeat_ns");
+static_assert(offsetof(struct gs_region_slot, used) == 32, "slot.used");
+static_assert(offsetof(struct gs_region_slot, extra) == 160, "slot.extra");
+static_assert(sizeof(struct gs_region_slot) == GS_REGION_SLOT_SIZE, "slot size");
+static_assert(offsetof(struct gs_region_header, magic) == 0, "hdr.magic");
+static_assert(offsetof(struct gs_region_header, version) == 8, "hdr.version");
+static_assert(offsetof(struct gs_region_header, header_size) == 12, "hdr.header_size");
+static_assert(offsetof(struct gs_region_header, ndevices) == 16, "hdr.ndevices");
+static_assert(offsetof(struct gs_region_header, max_procs) == 20, "hdr.max_procs");
+static_assert(offsetof(struct gs_region_header, slot_size) == 24, "hdr.slot_size");
+static_assert(offsetof(struct gs_region_header, flags) == 28, "hdr.flags");
+static_assert(offsetof(struct gs_region_header, region_size) == 32, "hdr.region_size");
+static_assert(offsetof(struct gs_region_header, created_ns) == 40, "hdr.created_ns");
+static_assert(offsetof(struct gs_region_header, creator_pid) == 48, "hdr.creator_pid");
+static_assert(offsetof(struct gs_region_header, lock) == 64, "hdr.lock");
+static_assert(offsetof(struct gs_region_header, slot_hwm) == 128, "hdr.slot_hwm");
+static_assert(offsetof(struct gs_region_header, reaped) == 136, "hdr.reaped");
+static_assert(offsetof(struct gs_region_header, recoveries) == 144, "hdr.recoveries");
+static_assert(offsetof(struct gs_region_header, refused) == 152, "hdr.refused");
+static_assert(offsetof(struct gs_region_header, limit) == 192, "hdr.limit");
+static_assert(offsetof(struct gs_region_header, uuid) == 320, "hdr.uuid");
+static_assert(sizeof(struct gs_region_header) == GS_REGION_HEADER_SIZE, "header size");
+static_assert(offsetof(struct gs_region_file, slots) == GS_REGION_HEADER_SIZE, "slots offset");
+static_assert(sizeof(struct gs_region_file) == GS_REGION_SIZE, "region size");
+static_assert(GS_REGION_SIZE == 329728, "region size value");
+
+/* Opaque handle (process-local). */
+struct gs_region;
+
+/*
+ * Open (or create) the region at `path` read-write and map it. If the file is new (or was left
+ * uninitialized by a creator that died), it is created with mode 0666 and initialized with
+ * `ndevices` (1..16), `limits` (bytes, 0 = unlimited; NULL = all unlimited) and `uuids` (NULL =
+ * empty). If it exists, those arguments are ignored: the file's values win; compare them with
+ * gs_region_limits_match() and decide. Refuses a file of another format/version/size with a
+ * message. Returns 0 and *out, or -1 with `err` filled (errno set).
+ */
+int gs_region_open(const char *path, unsigned ndevices, const uint64_t *limits,
+                   const char (*uuids)[GS_REGION_UUID_LEN], struct gs_region **out, char *err,
+                   size_t errlen);
+
+/*
+ * Observer side: read the file with pread into a private copy (no mmap: a truncating container
+ * cannot SIGBUS the reader; no lock; nothing is ever written). All read functions work on it;
+ * the mutating ones fail with EROFS. gs_region_refresh() re-reads it. Contents are validated and
+ * clamped (a hostile file can only produce wrong numbers, not out-of-bounds accesses).
+ */
+int gs_region_open_snapshot(const char *path, struct gs_region **out, char *err, size_t errlen);
+int gs_region_refresh(struct gs_region *r, char *err, size_t errlen);
+
+/* Unmap / free. Does not unregister. NULL is fine. */
+void gs_region_close(struct gs_region *r);
+
+/*
+ * 1 if the file's device count, limits and (when `uuids` is not NULL) UUIDs equal the given ones;
+ * 0 otherwise, with the first difference described in `err` (e.g. the creator's limits differ
+ * from this process's environment).
+ */
+int gs_region_limits_match(const struct gs_region *r, unsigned ndevices, const uint64_t *limits,
+                           const char (*uuids)[GS_REGION_UUID_LEN], char *err, size_t errlen);
+
+/*
+ * Claim a slot for `pid` (normally getpid()): reaps dead slots, then reuses the slot of the same
+ * process (same pid and start time: e.g. after exec; its counters are reset) or takes the lowest
+ * free one. Returns 0 and *slot, or -1 with errno (ENOSPC: all 1024 slots are live; ETIMEDOUT,
+ * ENOTRECOVERABLE: lock; EROFS: snapshot; EINVAL).
+ */
+int gs_region_register(struct gs_region *r, int pid, int *slot);
+
+/* Clear the slot's counters then its pid. Lock-free; for atexit. Only the slot's own process may
+ * do this (EPERM otherwise: a forked child running inherited atexit handlers). */
+int gs_region_unregister(struct gs_region *r, int slot);
+
+/*
+ * Charge `bytes` on device `dev` to `slot`. Unlimited device (or 0 bytes): lock-free add, 0. Limited:
+ * under the lock, sum used+extra over live slots; if sum + bytes > limit, reap and re-check once;
+ * still over → return 1 (refused, nothing charged); else add and return 0. *usage (may be NULL)
+ * gets the device's usage including this charge (0) or the usage that caused the refusal (1).
+ * -1 with errno: EINVAL (bad slot/dev), ESTALE (slot not live: unregistered or reaped),
+ * ETIMEDOUT / ENOTRECOVERABLE (lock), EROFS (snapshot). No /proc access unless refusing.
+ */
+int gs_region_try_charge(struct gs_region *r, int slot, unsigned dev, uint64_t bytes,
+                         uint64_t *usage);
+
+/* Subtract, clamped at 0 (never underflows). Lock-free. -1/EINVAL, EROFS. */
+int gs_region_uncharge(struct gs_region *r, int slot, unsigned dev, uint64_t bytes);
+
+/* Set the slot's extra[dev] (driver-measured memory not in used[]). Lock-free. */
+int gs_region_set_extra(struct gs_region *r, int slot, unsigned dev, uint64_t bytes);
+
+/* Store CLOCK_REALTIME into the slot's heartbeat; store the host pid. Lock-free. */
+int gs_region_heartbeat(struct gs_region *r, int slot);
+int gs_region_set_host_pid(struct gs_region *r, int slot, int host_pid);
+
+/* Lock-free: sum of used+extra over live slots (saturating). -1/EINVAL for a bad dev. */
+int gs_region_usage(const struct gs_region *r, unsigned dev, uint64_t *used_total);
+
+/* Reap dead slots under the lock; returns how many were reaped, or -1 with errno. */
+int gs_region_reap(struct gs_region *r);
+
+/* Limit of `dev` in bytes (0 = unlimited or dev out of range). */
+uint64_t gs_region_limit(const struct gs_region *r, unsigned dev);
+unsigned gs_region_ndevices(const struct gs_region *r);
+/* Device index whose UUID equals `uuid`, or -1. */
+int gs_region_find_uuid(const struct gs_region *r, const char *uuid);
+
+/* Read-only view of the mapped (or snapshot) file, for the observer and tests. */
+const struct gs_region_file *gs_region_file(const struct gs_region *r);
+
+/* How long a locker waits for a live holder before failing with ETIMEDOUT (ms, > 0). */
+void gs_region_set_lock_timeout(struct gs_region *r, unsigned ms);
+
+/*
+ * Take / release the region lock directly (tools and tests; the API functions lock by
+ * themselves). Never hold it across anything that blocks. gs_region_lock returns 0, or 1 when it
+ * recovered the lock from a dead holder (already repaired), or -1 with errno.
+ */
+int gs_region_lock(struct gs_region *r);
+int gs_region_unlock(struct gs_region *r);
+
+/* Counters kept in the header, plus the live slots right now (lock-free). */
+struct gs_region_stats {
+        unsigned live;     /* slots with pid != 0 */
+        unsigned hwm;      /* slot_hwm */
+        uint64_t reaped;
+        uint64_t recoveries;
+        uint64_t refused;
+};
+int gs_region_stats(const struct gs_region *r, struct gs_region_stats *st);
+
+/* Start time (clock ticks after boot, /proc/<pid>/stat field 22) of `pid`; 0 if unknown. */
+uint64_t gs_region_proc_start_time(int pid);
+
+#endif

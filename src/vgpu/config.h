@@ -1,0 +1,46 @@
+/*
+ * The slice's configuration, as the interposer reads it (libc only):
+ *   GPUSLICE_MEMORY_LIMIT / CUDA_DEVICE_MEMORY_LIMIT          limit for every visible device
+ *   GPUSLICE_MEMORY_LIMIT_<i> / CUDA_DEVICE_MEMORY_LIMIT_<i>  per visible device i (wins)
+ *   GPUSLICE_REGION / CUDA_DEVICE_MEMORY_SHARED_CACHE         usage region file (shared by the
+ *                                                             container's processes)
+ *   GPUSLICE_DEVICES                                          visible devices: comma list of GPU
+ *                                                             UUIDs or host indexes (default all)
+ *   GPUSLICE_LOG_LEVEL / LIBCUDA_LOG_LEVEL                    0 errors .. 4 debug (default 1)
+ *   GPUSLICE_SLICE_FILE                                       read-only slice file (default
+ *                                                             /etc/gpuslice/slice.conf), KEY=VALUE
+ *                                                             lines with the GPUSLICE_* keys above;
+ *                                                             the environment wins over it
+ *   GPUSLICE_ON_CONFIG_ERROR=unlimited                        run without limits when the config is
+ *                                                             invalid (default: refuse: cuInit fails)
+ * Sizes: digits with an optional fraction, then K, M, G, T or Ki, Mi, Gi, Ti (any case; all powers
+ * of 1024, as HAMi reads K/M/G), or plain bytes; "0" or "unlimited" = no limit. Anything else is an
+ * error, reported on stderr, never a silent misparse.
+ */
+#ifndef GS_VGPU_CONFIG_H
+#define GS_VGPU_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GS_VGPU_MAX_DEVICES 16
+
+struct gs_vgpu_config {
+        uint64_t limit[GS_VGPU_MAX_DEVICES]; /* bytes per visible device; 0 = unlimited */
+        uint64_t limit_all;                  /* the global value (0 = unlimited) */
+        char region[512];                    /* usage region path ("" = none: process-local only) */
+        char devices[1024];                  /* GPUSLICE_DEVICES as given ("" = all) */
+        int log_level;
+        bool error;                          /* an invalid setting was found */
+        bool ignore_errors;                  /* GPUSLICE_ON_CONFIG_ERROR=unlimited */
+        char message[512];                   /* the first error */
+};
+
+/* Parse a size; 0 with *bytes set on success ("0"/"unlimited" give 0), -1 on error. */
+int gs_vgpu_parse_size(const char *s, uint64_t *bytes);
+
+/* Read the environment (and the slice file) into cfg. getenv_fn lets tests inject values. */
+void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*getenv_fn)(const char *name));
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * Every function the interposer exports, in one list. X(name) for CUDA driver entry points,
+ * N(name) for NVML. The exported-symbol test (tests/vgpu/check_exports.sh) reads this file.
+ */
+#ifndef GS_VGPU_HOOKS_H
+#define GS_VGPU_HOOKS_H
+
+#define GS_VGPU_CUDA_HOOKS(X)                                                                     \
+        X(cuInit)                                                                                 \
+        X(cuGetProcAddress)                                                                       \
+        X(cuGetProcAddress_v2)                                                                    \
+        X(cuDeviceGetCount)                                                                       \
+        X(cuDeviceGet)                                                                            \
+        X(cuDeviceTotalMem)                                                                       \
+        X(cuDeviceTotalMem_v2)                                                                    \
+        X(cuMemGetInfo)                                                                           \
+        X(cuMemGetInfo_v2)                                                                        \
+        X(cuMemAlloc)                                                                             \
+        X(cuMemAlloc_v2)                                                                          \
+        X(cuMemAllocPitch)                                                                        \
+        X(cuMemAllocPitch_v2)                                                                     \
+        X(cuMemAllocManaged)                                                                      \
+        X(cuMemFree)                                                                              \
+        X(cuMemFree_v2)                                                                           \
+        X(cuMemCreate)                                                                            \
+        X(cuMemRelease)                                                                           \
+        X(cuMemAllocAsync)                                                                        \
+        X(cuMemAllocAsync_ptsz)                                                                   \
+        X(cuMemAllocFromPoolAsync)                                                                \
+        X(cuMemAllocFromPoolAsync_ptsz)                                                           \
+        X(cuMemFreeAsync)                                                                         \
+        X(cuMemFreeAsync_ptsz)                                                                    \
+        X(cuArrayCreate_v2)                                                                       \
+        X(cuArray3DCreate_v2)                                                                     \
+        X(cuArrayDestroy)                                                                         \
+        X(cuMipmappedArrayCreate)                                                                 \
+        X(cuMipmappedArrayDestroy)
+
+#define GS_VGPU_NVML_HOOKS(N)                                                                     \
+        N(nvmlDeviceGetMemoryInfo)                                                                \
+        N(nvmlDeviceGetMemoryInfo_v2)                                                             \
+        N(nvmlDeviceGetCount)                                                                     \
+        N(nvmlDeviceGetCount_v2)                                                                  \
+        N(nvmlDeviceGetHandleByIndex)                                                             \
+        N(nvmlDeviceGetHandleByIndex_v2)
+
+#endif

@@ -1,0 +1,369 @@
+/*
+ * CUDA driver hooks: initialisation, device visibility, virtualized memory views, and every
+ * allocation path charged against the slice's quota (src/vgpu/vgpu.c). Allocations we did not
+ * track (made before us, or by a path we do not hook) are passed to the driver untouched.
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include "vgpu/vgpu.h"
+
+#define S gs_vgpu_state
+
+/* Call the real entry point, or report the driver as absent. */
+#define REAL(name, ...)                                                                            \
+        ((gs_vgpu_load_cuda() == 0 && S.cu.name != NULL) ? S.cu.name(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED)
+
+GS_EXPORT CUresult cuInit(unsigned int Flags)
+{
+        if (S.cfg.error && !S.cfg.ignore_errors) {
+                gs_vgpu_log(0, "refusing cuInit: %s", S.cfg.message);
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        CUresult rc = REAL(cuInit, Flags);
+        if (rc == CUDA_SUCCESS)
+                gs_vgpu_map_devices();
+        return rc;
+}
+
+static bool hiding(void) { return S.cfg.devices[0] != '\0'; }
+
+GS_EXPORT CUresult cuDeviceGetCount(int *count)
+{
+        CUresult rc = REAL(cuDeviceGetCount, count);
+        if (rc != CUDA_SUCCESS || count == NULL || !hiding())
+                return rc;
+        gs_vgpu_map_devices();
+        *count = S.nvisible > 0 ? S.nvisible : 0;
+        return rc;
+}
+
+GS_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+        if (!hiding())
+                return REAL(cuDeviceGet, device, ordinal);
+        gs_vgpu_map_devices();
+        if (ordinal < 0 || ordinal >= S.nvisible)
+                return device == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_DEVICE;
+        return REAL(cuDeviceGet, device, S.cuda_of[ordinal]);
+}
+
+/* min(quota, physical) for the visible device behind real ordinal dev. */
+static size_t total_view(CUdevice dev, size_t real_total)
+{
+        int vis = gs_vgpu_visible_of(dev);
+        uint64_t limit = vis >= 0 ? gs_vgpu_limit(vis) : 0;
+        return limit != 0 && limit < real_total ? (size_t)limit : real_total;
+}
+
+GS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+        CUresult rc = REAL(cuDeviceTotalMem_v2, bytes, dev);
+        if (rc == CUDA_SUCCESS && bytes != NULL)
+                *bytes = total_view(dev, *bytes);
+        return rc;
+}
+
+GS_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
+{
+        size_t b = 0;
+        if (bytes == NULL)
+                return CUDA_ERROR_INVALID_VALUE;
+        CUresult rc = REAL(cuDeviceTotalMem_v2, &b, dev);
+        if (rc != CUDA_SUCCESS)
+                return rc;
+        b = total_view(dev, b);
+        *bytes = b > 0xffffffffu ? 0xffffffffu : (unsigned int)b;
+        return rc;
+}
+
+/* free = min(real free, quota - slice usage), total = min(quota, real total); clamped, NULL-safe. */
+static CUresult mem_info(size_t *free_out, size_t *total_out)
+{
+        size_t f = 0, t = 0;
+        CUresult rc = REAL(cuMemGetInfo_v2, &f, &t);
+        if (rc != CUDA_SUCCESS)
+                return rc;
+        int vis = gs_vgpu_current_device();
+        uint64_t limit = vis >= 0 ? gs_vgpu_limit(vis) : 0;
+        if (limit != 0) {
+                gs_vgpu_charge(vis, 0); /* joins the region and measures the context once */
+                uint64_t used = gs_vgpu_usage(vis);
+                if (limit < t)
+                        t = (size_t)limit;
+                uint64_t left = used < t ? t - used : 0;
+                if (left < f)
+                        f = (size_t)left;
+        }
+        if (free_out != NULL)
+                *free_out = f;
+        if (total_out != NULL)
+                *total_out = t;
+        return CUDA_SUCCESS;
+}
+
+GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total) { return mem_info(free, total); }
+
+GS_EXPORT CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
+{
+        size_t f, t;
+        CUresult rc = mem_info(&f, &t);
+        if (rc != CUDA_SUCCESS)
+                return rc;
+        if (free != NULL)
+                *free = f > 0xffffffffu ? 0xffffffffu : (unsigned int)f;
+        if (total != NULL)
+                *total = t > 0xffffffffu ? 0xffffffffu : (unsigned int)t;
+        return rc;
+}
+
+/* ---- linear allocations -------------------------------------------------------------------- */
+
+/* Charge, allocate, track; undo the charge if the driver refuses. */
+#define ALLOC_CHARGED(kind, vis, bytes, key_expr, call)                                            \
+        do {                                                                                       \
+                if ((bytes) != 0 && gs_vgpu_charge((vis), (bytes)) < 0)                            \
+                        return CUDA_ERROR_OUT_OF_MEMORY;                                           \
+                CUresult rc_ = (call);                                                             \
+                if (rc_ != CUDA_SUCCESS) {                                                         \
+                        if ((bytes) != 0)                                                          \
+                                gs_vgpu_uncharge((vis), (bytes));                                  \
+                        return rc_;                                                                \
+                }                                                                                  \
+                if ((bytes) != 0 && gs_vgpu_track((kind), (uint64_t)(key_expr), (vis), (bytes)) < 0) \
+                        gs_vgpu_log(1, "allocation table full: %llu bytes stay charged",          \
+                                    (unsigned long long)(bytes));                                  \
+                return rc_;                                                                        \
+        } while (0)
+
+GS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+        if (dptr == NULL)
+                return REAL(cuMemAlloc_v2, dptr, bytesize);
+        int vis = gs_vgpu_current_device();
+        ALLOC_CHARGED(GS_ALLOC_PTR, vis, (uint64_t)bytesize, *dptr, REAL(cuMemAlloc_v2, dptr, bytesize));
+}
+
+GS_EXPORT CUresult cuMemAlloc(gs_CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+        if (dptr == NULL)
+                return REAL(cuMemAlloc, dptr, bytesize);
+        int vis = gs_vgpu_current_device();
+        ALLOC_CHARGED(GS_ALLOC_PTR, vis, (uint64_t)bytesize, *dptr, REAL(cuMemAlloc, dptr, bytesize));
+}
+
+GS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+        if (dptr == NULL)
+                return REAL(cuMemAllocManaged, dptr, bytesize, flags);
+        int vis = gs_vgpu_current_device();
+        ALLOC_CHARGED(GS_ALLOC_PTR, vis, (uint64_t)bytesize, *dptr, REAL(cuMemAllocManaged, dptr, bytesize, flags));
+}
+
+/* Pitched: the size is pitch*height, known only after the call; charge it then, and give the
+ * memory back if that is over the quota. */
+GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                      unsigned int ElementSizeBytes)
+{
+        CUresult rc = REAL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+        if (rc != CUDA_SUCCESS || dptr == NULL || pPitch == NULL)
+                return rc;
+        int vis = gs_vgpu_current_device();
+        uint64_t bytes = (uint64_t)*pPitch * Height;
+        if (bytes != 0 && gs_vgpu_charge(vis, bytes) < 0) {
+                REAL(cuMemFree_v2, *dptr);
+                *dptr = 0;
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        if (bytes != 0)
+                gs_vgpu_track(GS_ALLOC_PTR, *dptr, vis, bytes);
+        return rc;
+}
+
+GS_EXPORT CUresult cuMemAllocPitch(gs_CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
+                                   unsigned int Height, unsigned int ElementSizeBytes)
+{
+        CUresult rc = REAL(cuMemAllocPitch, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+        if (rc != CUDA_SUCCESS || dptr == NULL || pPitch == NULL)
+                return rc;
+        int vis = gs_vgpu_current_device();
+        uint64_t bytes = (uint64_t)*pPitch * Height;
+        if (bytes != 0 && gs_vgpu_charge(vis, bytes) < 0) {
+                REAL(cuMemFree, *dptr);
+                *dptr = 0;
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        if (bytes != 0)
+                gs_vgpu_track(GS_ALLOC_PTR, *dptr, vis, bytes);
+        return rc;
+}
+
+/* Free: the driver first; only what it really freed is uncharged. Unknown pointers pass through. */
+#define FREE_TRACKED(kind, key, call)                                                              \
+        do {                                                                                       \
+                int vis_;                                                                          \
+                uint64_t bytes_;                                                                   \
+                int known_ = gs_vgpu_untrack((kind), (uint64_t)(key), &vis_, &bytes_);             \
+                CUresult rc_ = (call);                                                             \
+                if (known_) {                                                                      \
+                        if (rc_ == CUDA_SUCCESS)                                                   \
+                                gs_vgpu_uncharge(vis_, bytes_);                                    \
+                        else                                                                       \
+                                gs_vgpu_track((kind), (uint64_t)(key), vis_, bytes_);              \
+                }                                                                                  \
+                return rc_;                                                                        \
+        } while (0)
+
+GS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) { FREE_TRACKED(GS_ALLOC_PTR, dptr, REAL(cuMemFree_v2, dptr)); }
+
+GS_EXPORT CUresult cuMemFree(gs_CUdeviceptr_v1 dptr) { FREE_TRACKED(GS_ALLOC_PTR, dptr, REAL(cuMemFree, dptr)); }
+
+/* ---- virtual memory management: physical memory is the handle ------------------------------ */
+
+GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                               unsigned long long flags)
+{
+        if (handle == NULL || prop == NULL || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+                return REAL(cuMemCreate, handle, size, prop, flags);
+        int vis = gs_vgpu_visible_of(prop->location.id);
+        ALLOC_CHARGED(GS_ALLOC_HANDLE, vis, (uint64_t)size, *handle, REAL(cuMemCreate, handle, size, prop, flags));
+}
+
+GS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+        FREE_TRACKED(GS_ALLOC_HANDLE, handle, REAL(cuMemRelease, handle));
+}
+
+/* ---- stream-ordered allocations (pools) ---------------------------------------------------- */
+
+GS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+        if (dptr == NULL)
+                return REAL(cuMemAllocAsync, dptr, bytesize, hStream);
+        int vis = gs_vgpu_current_device();
+        ALLOC_CHARGED(GS_ALLOC_PTR, vis, (uint64_t)bytesize, *dptr, REAL(cuMemAllocAsync, dptr, bytesize, hStream));
+}
+
+GS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+        if (dptr == NULL)
+                return REAL(cuMemAllocAsync_ptsz, dptr, bytesize, hStream);
+        int vis = gs_vgpu_current_device();
+        ALLOC_CHARGED(GS_ALLOC_PTR, vis, (uint64_t)bytesize, *dptr,
+                      REAL(cuMemAllocAsync_ptsz, dptr, bytesize, hStream));
+}
+
+GS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+{
+        if (dptr == NULL)
+                return REAL(cuMemAllocFromPoolAsync, dptr, bytesize, pool, hStream);
+        int vis = gs_vgpu_current_device();
+        ALLOC_CHARGED(GS_ALLOC_PTR, vis, (uint64_t)bytesize, *dptr,
+                      REAL(cuMemAllocFromPoolAsync, dptr, bytesize, pool, hStream));
+}
+
+GS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                                CUstream hStream)
+{
+        if (dptr == NULL)
+                return REAL(cuMemAllocFromPoolAsync_ptsz, dptr, bytesize, pool, hStream);
+        int vis = gs_vgpu_current_device();
+        ALLOC_CHARGED(GS_ALLOC_PTR, vis, (uint64_t)bytesize, *dptr,
+                      REAL(cuMemAllocFromPoolAsync_ptsz, dptr, bytesize, pool, hStream));
+}
+
+GS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+        FREE_TRACKED(GS_ALLOC_PTR, dptr, REAL(cuMemFreeAsync, dptr, hStream));
+}
+
+GS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+        FREE_TRACKED(GS_ALLOC_PTR, dptr, REAL(cuMemFreeAsync_ptsz, dptr, hStream));
+}
+
+/* ---- arrays: their size is the element count times the element size --------------------- */
+
+static uint64_t format_bytes(CUarray_format f)
+{
+        switch (f) {
+        case CU_AD_FORMAT_UNSIGNED_INT8:
+        case CU_AD_FORMAT_SIGNED_INT8:
+        case CU_AD_FORMAT_UNORM_INT8X1:
+        case CU_AD_FORMAT_SNORM_INT8X1:
+                return 1;
+        case CU_AD_FORMAT_UNSIGNED_INT16:
+        case CU_AD_FORMAT_SIGNED_INT16:
+        case CU_AD_FORMAT_HALF:
+        case CU_AD_FORMAT_UNORM_INT8X2:
+        case CU_AD_FORMAT_SNORM_INT8X2:
+        case CU_AD_FORMAT_UNORM_INT16X1:
+        case CU_AD_FORMAT_SNORM_INT16X1:
+                return 2;
+        case CU_AD_FORMAT_UNORM_INT8X4:
+        case CU_AD_FORMAT_SNORM_INT8X4:
+        case CU_AD_FORMAT_UNORM_INT16X2:
+        case CU_AD_FORMAT_SNORM_INT16X2:
+        case CU_AD_FORMAT_UNSIGNED_INT32:
+        case CU_AD_FORMAT_SIGNED_INT32:
+        case CU_AD_FORMAT_FLOAT:
+                return 4;
+        case CU_AD_FORMAT_UNORM_INT16X4:
+        case CU_AD_FORMAT_SNORM_INT16X4:
+                return 8;
+        default:
+                return 4;
+        }
+}
+
+static uint64_t dim(size_t v) { return v != 0 ? (uint64_t)v : 1; }
+
+static uint64_t array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch)
+{
+        unsigned __int128 b = (unsigned __int128)dim(w) * dim(h) * dim(d) * format_bytes(f) * (ch != 0 ? ch : 1);
+        return b > UINT64_MAX ? UINT64_MAX : (uint64_t)b;
+}
+
+GS_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+        if (pHandle == NULL || d == NULL)
+                return REAL(cuArrayCreate_v2, pHandle, d);
+        int vis = gs_vgpu_current_device();
+        uint64_t bytes = array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
+        ALLOC_CHARGED(GS_ALLOC_ARRAY, vis, bytes, (uintptr_t)*pHandle, REAL(cuArrayCreate_v2, pHandle, d));
+}
+
+GS_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+        if (pHandle == NULL || d == NULL)
+                return REAL(cuArray3DCreate_v2, pHandle, d);
+        int vis = gs_vgpu_current_device();
+        uint64_t bytes = array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
+        ALLOC_CHARGED(GS_ALLOC_ARRAY, vis, bytes, (uintptr_t)*pHandle, REAL(cuArray3DCreate_v2, pHandle, d));
+}
+
+GS_EXPORT CUresult cuArrayDestroy(CUarray hArray)
+{
+        FREE_TRACKED(GS_ALLOC_ARRAY, (uintptr_t)hArray, REAL(cuArrayDestroy, hArray));
+}
+
+GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d,
+                                          unsigned int levels)
+{
+        if (pHandle == NULL || d == NULL)
+                return REAL(cuMipmappedArrayCreate, pHandle, d, levels);
+        int vis = gs_vgpu_current_device();
+        uint64_t bytes = 0;
+        for (unsigned l = 0; l < (levels != 0 ? levels : 1) && l < 64; l++) {
+                uint64_t b = array_bytes(d->Width >> l, d->Height >> l, d->Depth >> l, d->Format, d->NumChannels);
+                bytes = bytes > UINT64_MAX - b ? UINT64_MAX : bytes + b;
+        }
+        ALLOC_CHARGED(GS_ALLOC_MIPMAP, vis, bytes, (uintptr_t)*pHandle,
+                      REAL(cuMipmappedArrayCreate, pHandle, d, levels));
+}
+
+GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
+{
+        FREE_TRACKED(GS_ALLOC_MIPMAP, (uintptr_t)h, REAL(cuMipmappedArrayDestroy, h));
+}

@@ -1,0 +1,133 @@
+/*
+ * NVML hooks: nvidia-smi and NVML-based tools inside the slice see the quota as the device's
+ * memory and the slice's usage as used memory, and only the slice's devices.
+ */
+
+#include <string.h>
+#include <strings.h>
+
+#include "vgpu/vgpu.h"
+
+#define S gs_vgpu_state
+
+#define NREAL(name, ...)                                                                           \
+        ((gs_vgpu_load_nvml() == 0 && S.nv.name != NULL) ? S.nv.name(__VA_ARGS__) : NVML_ERROR_UNINITIALIZED)
+
+static bool hiding(void) { return S.cfg.devices[0] != '\0'; }
+
+/* The slice's devices in visible order, as NVML handles (by UUID; works without CUDA). */
+static int visible_uuids(char (*uuids)[96], int max)
+{
+        if (!hiding()) {
+                unsigned n = 0;
+                if (NREAL(nvmlDeviceGetCount_v2, &n) != NVML_SUCCESS)
+                        return -1;
+                int k = 0;
+                for (unsigned i = 0; i < n && k < max; i++) {
+                        nvmlDevice_t h;
+                        if (NREAL(nvmlDeviceGetHandleByIndex_v2, i, &h) == NVML_SUCCESS &&
+                            NREAL(nvmlDeviceGetUUID, h, uuids[k], 96) == NVML_SUCCESS)
+                                k++;
+                }
+                return k;
+        }
+        char list[sizeof(S.cfg.devices)];
+        memcpy(list, S.cfg.devices, sizeof(list));
+        int k = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(list, ",", &save); t != NULL && k < max; t = strtok_r(NULL, ",", &save)) {
+                nvmlDevice_t h;
+                if (NREAL(nvmlDeviceGetHandleByUUID, t, &h) == NVML_SUCCESS &&
+                    NREAL(nvmlDeviceGetUUID, h, uuids[k], 96) == NVML_SUCCESS)
+                        k++;
+        }
+        return k;
+}
+
+/* Visible index of an NVML handle (by UUID), or -1. */
+static int visible_of_handle(nvmlDevice_t device)
+{
+        char uuid[96];
+        if (NREAL(nvmlDeviceGetUUID, device, uuid, sizeof(uuid)) != NVML_SUCCESS)
+                return -1;
+        char uuids[GS_VGPU_MAX_DEVICES][96];
+        int n = visible_uuids(uuids, GS_VGPU_MAX_DEVICES);
+        for (int i = 0; i < n; i++)
+                if (strcasecmp(uuids[i], uuid) == 0)
+                        return i;
+        return -1;
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+{
+        if (!hiding() || deviceCount == NULL)
+                return NREAL(nvmlDeviceGetCount_v2, deviceCount);
+        char uuids[GS_VGPU_MAX_DEVICES][96];
+        unsigned n = 0;
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetCount_v2, &n); /* also: uninitialised -> its error */
+        if (rc != NVML_SUCCESS)
+                return rc;
+        int k = visible_uuids(uuids, GS_VGPU_MAX_DEVICES);
+        *deviceCount = k > 0 ? (unsigned)k : 0;
+        return NVML_SUCCESS;
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) { return nvmlDeviceGetCount_v2(deviceCount); }
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+        if (!hiding())
+                return NREAL(nvmlDeviceGetHandleByIndex_v2, index, device);
+        if (device == NULL)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        char uuids[GS_VGPU_MAX_DEVICES][96];
+        unsigned n = 0;
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetCount_v2, &n);
+        if (rc != NVML_SUCCESS)
+                return rc;
+        int k = visible_uuids(uuids, GS_VGPU_MAX_DEVICES);
+        if ((int)index >= k)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        return NREAL(nvmlDeviceGetHandleByUUID, uuids[index], device);
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+{
+        return nvmlDeviceGetHandleByIndex_v2(index, device);
+}
+
+/* total = quota, used = the slice's usage (clamped), free = total - used. */
+static void view(nvmlDevice_t device, unsigned long long *total, unsigned long long *used, unsigned long long *free,
+                 unsigned long long *reserved)
+{
+        int vis = visible_of_handle(device);
+        uint64_t limit = vis >= 0 ? gs_vgpu_limit(vis) : 0;
+        if (limit == 0)
+                return;
+        uint64_t t = limit < *total ? limit : *total;
+        uint64_t u = gs_vgpu_usage(vis);
+        uint64_t r = reserved != NULL ? 0 : 0;
+        if (reserved != NULL)
+                *reserved = r;
+        if (u > t - r)
+                u = t - r;
+        *total = t;
+        *used = u;
+        *free = t - r - u;
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetMemoryInfo, device, memory);
+        if (rc == NVML_SUCCESS && memory != NULL)
+                view(device, &memory->total, &memory->used, &memory->free, NULL);
+        return rc;
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetMemoryInfo_v2, device, memory);
+        if (rc == NVML_SUCCESS && memory != NULL)
+                view(device, &memory->total, &memory->used, &memory->free, &memory->reserved);
+        return rc;
+}

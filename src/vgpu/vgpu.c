@@ -1,0 +1,544 @@
+/*
+ * libgpuslice-vgpu.so: state, lazy loading of the real libraries, the visible-device map, the
+ * quota (through the usage region), the allocation table and the reconciler.
+ */
+
+#include "vgpu/vgpu.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "region/region.h"
+#include "vgpu/hooks.h"
+
+struct gs_vgpu gs_vgpu_state = {
+        .slot = -1,
+        .nvisible = -1,
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+#define S gs_vgpu_state
+
+/* ------------------------------------------------------------------------------------------ */
+/* Logging: to stderr, prefixed, only at or below the configured level.                       */
+/* ------------------------------------------------------------------------------------------ */
+
+void gs_vgpu_log(int level, const char *fmt, ...)
+{
+        if (level > S.cfg.log_level)
+                return;
+        char buf[512];
+        static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
+        int n = snprintf(buf, sizeof(buf), "gpuslice-vgpu[%d]: %s: ", (int)getpid(), names[level < 0 ? 0 : level > 4 ? 4 : level]);
+        va_list ap;
+        va_start(ap, fmt);
+        if (n > 0 && (size_t)n < sizeof(buf))
+                vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+        va_end(ap);
+        size_t len = strlen(buf);
+        if (len + 1 < sizeof(buf))
+                buf[len++] = '\n';
+        if (write(STDERR_FILENO, buf, len) < 0) {
+                /* nothing to do */
+        }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Loading the real libraries (first use only).                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+int gs_vgpu_load_cuda(void)
+{
+        if (__atomic_load_n(&S.cuda_loaded, __ATOMIC_ACQUIRE))
+                return S.cuda_handle != NULL ? 0 : -1;
+        pthread_mutex_lock(&S.lock);
+        if (!S.cuda_loaded) {
+                S.cuda_handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+                if (S.cuda_handle == NULL) {
+                        gs_vgpu_log(0, "cannot load libcuda.so.1: %s", dlerror());
+                } else {
+#define GS_LOAD_(name, ret, params) S.cu.name = (gs_##name##_fn)gs_real_dlsym(S.cuda_handle, #name);
+                        GS_CUDA_FUNCTIONS(GS_LOAD_)
+#undef GS_LOAD_
+                }
+                __atomic_store_n(&S.cuda_loaded, true, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&S.lock);
+        return S.cuda_handle != NULL ? 0 : -1;
+}
+
+int gs_vgpu_load_nvml(void)
+{
+        if (__atomic_load_n(&S.nvml_loaded, __ATOMIC_ACQUIRE))
+                return S.nvml_handle != NULL ? 0 : -1;
+        pthread_mutex_lock(&S.lock);
+        if (!S.nvml_loaded) {
+                S.nvml_handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+                if (S.nvml_handle == NULL) {
+                        gs_vgpu_log(2, "cannot load libnvidia-ml.so.1: %s", dlerror());
+                } else {
+#define GS_LOAD_(name, ret, params) S.nv.name = (gs_##name##_fn)gs_real_dlsym(S.nvml_handle, #name);
+                        GS_NVML_FUNCTIONS(GS_LOAD_)
+#undef GS_LOAD_
+                }
+                __atomic_store_n(&S.nvml_loaded, true, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&S.lock);
+        return S.nvml_handle != NULL ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The visible-device map. Visible index order: GPUSLICE_DEVICES order when given, else PCI    */
+/* bus order (which is also NVML's index order), so CUDA and NVML agree on "device i".        */
+/* ------------------------------------------------------------------------------------------ */
+
+static void format_uuid(const CUuuid *u, char *out, size_t len)
+{
+        const unsigned char *b = (const unsigned char *)u->bytes;
+        snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static int cuda_uuid(CUdevice d, char *out, size_t len)
+{
+        CUuuid u;
+        CUresult rc = CUDA_ERROR_NOT_FOUND;
+        if (S.cu.cuDeviceGetUuid_v2 != NULL)
+                rc = S.cu.cuDeviceGetUuid_v2(&u, d);
+        else if (S.cu.cuDeviceGetUuid != NULL)
+                rc = S.cu.cuDeviceGetUuid(&u, d);
+        if (rc != CUDA_SUCCESS)
+                return -1;
+        format_uuid(&u, out, len);
+        return 0;
+}
+
+struct realdev {
+        CUdevice d;
+        char bus[32];
+        char uuid[96];
+};
+
+static int cmp_bus(const void *a, const void *b)
+{
+        return strcasecmp(((const struct realdev *)a)->bus, ((const struct realdev *)b)->bus);
+}
+
+void gs_vgpu_map_devices(void)
+{
+        if (__atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0)
+                return;
+        if (gs_vgpu_load_cuda() < 0 || S.cu.cuDeviceGetCount == NULL)
+                return;
+        pthread_mutex_lock(&S.lock);
+        if (S.nvisible >= 0) {
+                pthread_mutex_unlock(&S.lock);
+                return;
+        }
+        int n = 0;
+        struct realdev devs[GS_VGPU_MAX_DEVICES];
+        if (S.cu.cuDeviceGetCount(&n) != CUDA_SUCCESS)
+                n = 0;
+        if (n > GS_VGPU_MAX_DEVICES)
+                n = GS_VGPU_MAX_DEVICES;
+        int have = 0;
+        for (int i = 0; i < n; i++) {
+                memset(&devs[have], 0, sizeof(devs[have]));
+                devs[have].d = i;
+                if (S.cu.cuDeviceGetPCIBusId != NULL)
+                        S.cu.cuDeviceGetPCIBusId(devs[have].bus, sizeof(devs[have].bus), i);
+                if (cuda_uuid(i, devs[have].uuid, sizeof(devs[have].uuid)) == 0)
+                        have++;
+        }
+        qsort(devs, (size_t)have, sizeof(devs[0]), cmp_bus);
+        int nvis = 0;
+        if (S.cfg.devices[0] == '\0') {
+                for (int i = 0; i < have; i++) {
+                        S.cuda_of[nvis] = devs[i].d;
+                        memcpy(S.uuid_of[nvis], devs[i].uuid, sizeof(S.uuid_of[nvis]));
+                        nvis++;
+                }
+        } else {
+                char list[sizeof(S.cfg.devices)];
+                memcpy(list, S.cfg.devices, sizeof(list));
+                char *save = NULL;
+                for (char *t = strtok_r(list, ",", &save); t != NULL && nvis < GS_VGPU_MAX_DEVICES;
+                     t = strtok_r(NULL, ",", &save)) {
+                        for (int i = 0; i < have; i++) {
+                                if (strcasecmp(t, devs[i].uuid) != 0)
+                                        continue;
+                                S.cuda_of[nvis] = devs[i].d;
+                                memcpy(S.uuid_of[nvis], devs[i].uuid, sizeof(S.uuid_of[nvis]));
+                                nvis++;
+                        }
+                }
+        }
+        __atomic_store_n(&S.nvisible, nvis, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&S.lock);
+        gs_vgpu_log(3, "%d visible device(s)", nvis);
+}
+
+int gs_vgpu_visible_of(CUdevice real)
+{
+        gs_vgpu_map_devices();
+        for (int i = 0; i < S.nvisible; i++)
+                if (S.cuda_of[i] == real)
+                        return i;
+        return -1;
+}
+
+int gs_vgpu_current_device(void)
+{
+        CUdevice d;
+        if (gs_vgpu_load_cuda() < 0 || S.cu.cuCtxGetDevice == NULL || S.cu.cuCtxGetDevice(&d) != CUDA_SUCCESS)
+                return -1;
+        return gs_vgpu_visible_of(d);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The usage region: a file shared by the slice's processes (GPUSLICE_REGION), else a private  */
+/* memfd (the quota is then per process).                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+static void at_exit(void)
+{
+        if (S.region != NULL && S.slot >= 0)
+                gs_region_unregister(S.region, S.slot);
+}
+
+/* Open the region (and, with `reg`, claim our slot). Caller holds S.lock. */
+static int region_ready(bool reg)
+{
+        if (S.region == NULL) {
+                gs_vgpu_map_devices();
+                if (S.nvisible <= 0)
+                        return -1;
+                char path[600];
+                if (S.cfg.region[0] != '\0') {
+                        snprintf(path, sizeof(path), "%s", S.cfg.region);
+                } else {
+                        int fd = memfd_create("gpuslice-region", MFD_CLOEXEC);
+                        if (fd < 0)
+                                return -1;
+                        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+                }
+                uint64_t limits[GS_VGPU_MAX_DEVICES];
+                for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
+                        limits[i] = S.cfg.limit[i];
+                char err[256];
+                if (gs_region_open(path, (unsigned)S.nvisible, limits, (const char(*)[GS_REGION_UUID_LEN])S.uuid_of,
+                                   &S.region, err, sizeof(err)) < 0) {
+                        gs_vgpu_log(0, "usage region %s: %s", path, err);
+                        return -1;
+                }
+                if (!gs_region_limits_match(S.region, (unsigned)S.nvisible, limits, NULL, err, sizeof(err)))
+                        gs_vgpu_log(1, "usage region %s was created with other limits, which apply: %s", path, err);
+        }
+        if (reg && S.slot < 0) {
+                int slot;
+                if (gs_region_register(S.region, (int)getpid(), &slot) < 0) {
+                        gs_vgpu_log(0, "cannot register in the usage region: %s", strerror(errno));
+                        return -1;
+                }
+                S.slot = slot;
+                static bool registered_exit;
+                if (!registered_exit) {
+                        atexit(at_exit);
+                        registered_exit = true;
+                }
+        }
+        return 0;
+}
+
+uint64_t gs_vgpu_limit(int vis)
+{
+        if (vis < 0 || vis >= GS_VGPU_MAX_DEVICES)
+                return 0;
+        pthread_mutex_lock(&S.lock);
+        uint64_t l = region_ready(false) == 0 ? gs_region_limit(S.region, (unsigned)vis) : S.cfg.limit[vis];
+        pthread_mutex_unlock(&S.lock);
+        return l;
+}
+
+uint64_t gs_vgpu_usage(int vis)
+{
+        uint64_t u = 0;
+        pthread_mutex_lock(&S.lock);
+        if (region_ready(false) == 0)
+                gs_region_usage(S.region, (unsigned)vis, &u);
+        pthread_mutex_unlock(&S.lock);
+        return u;
+}
+
+static void start_reconciler(void);
+
+int gs_vgpu_charge(int vis, uint64_t bytes)
+{
+        if (vis < 0)
+                return 0; /* a device we do not know: not ours to limit */
+        pthread_mutex_lock(&S.lock);
+        int ok = region_ready(true);
+        bool first = ok == 0 && !S.measured[vis];
+        pthread_mutex_unlock(&S.lock);
+        if (ok < 0)
+                return S.cfg.limit[vis] == 0 ? 0 : -1; /* no region: refuse rather than run unlimited */
+        if (first) {
+                gs_vgpu_reconcile(vis); /* context memory counts from the first allocation */
+                start_reconciler();
+        }
+        uint64_t usage = 0;
+        int rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
+        if (rc == 1) {
+                gs_vgpu_log(1, "device %d: %llu bytes refused: %llu of %llu in use", vis, (unsigned long long)bytes,
+                            (unsigned long long)usage, (unsigned long long)gs_region_limit(S.region, (unsigned)vis));
+                return -1;
+        }
+        if (rc < 0 && errno == ESTALE) {
+                /* our slot was reaped (pid reuse after fork, or a long stall): claim a new one */
+                pthread_mutex_lock(&S.lock);
+                S.slot = -1;
+                ok = region_ready(true);
+                pthread_mutex_unlock(&S.lock);
+                if (ok == 0)
+                        rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
+        }
+        if (rc == 0)
+                __atomic_add_fetch(&S.mine[vis], bytes, __ATOMIC_RELAXED);
+        return rc == 0 ? 0 : -1;
+}
+
+void gs_vgpu_uncharge(int vis, uint64_t bytes)
+{
+        if (vis < 0 || S.region == NULL || S.slot < 0)
+                return;
+        gs_region_uncharge(S.region, S.slot, (unsigned)vis, bytes);
+        uint64_t cur = __atomic_load_n(&S.mine[vis], __ATOMIC_RELAXED);
+        uint64_t next;
+        do {
+                next = cur > bytes ? cur - bytes : 0;
+        } while (!__atomic_compare_exchange_n(&S.mine[vis], &cur, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Allocation table: open addressing, keyed by (kind, pointer/handle). Allocation paths only.  */
+/* ------------------------------------------------------------------------------------------ */
+
+struct entry {
+        uint64_t key;
+        uint64_t bytes;
+        int8_t kind; /* 0 empty, -1 deleted */
+        int8_t vis;
+};
+
+static struct entry *table;
+static size_t table_cap, table_used, table_live;
+
+static size_t slot_of(uint64_t key, int kind, size_t cap)
+{
+        uint64_t h = (key ^ ((uint64_t)kind << 56)) * 0x9E3779B97F4A7C15ull;
+        return (size_t)(h >> 17) & (cap - 1);
+}
+
+static int table_grow(void)
+{
+        size_t cap = table_cap != 0 ? table_cap * 2 : 1024;
+        struct entry *t = mmap(NULL, cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (t == MAP_FAILED)
+                return -1;
+        for (size_t i = 0; i < table_cap; i++) {
+                if (table[i].kind <= 0)
+                        continue;
+                size_t j = slot_of(table[i].key, table[i].kind, cap);
+                while (t[j].kind != 0)
+                        j = (j + 1) & (cap - 1);
+                t[j] = table[i];
+        }
+        if (table != NULL)
+                munmap(table, table_cap * sizeof(*table));
+        table = t;
+        table_cap = cap;
+        table_used = table_live;
+        return 0;
+}
+
+int gs_vgpu_track(enum gs_alloc_kind kind, uint64_t key, int vis, uint64_t bytes)
+{
+        pthread_mutex_lock(&S.lock);
+        int rc = 0;
+        if ((table_used + 1) * 4 >= table_cap * 3 && table_grow() < 0) {
+                rc = -1;
+        } else {
+                size_t j = slot_of(key, (int)kind, table_cap);
+                while (table[j].kind > 0 && !(table[j].key == key && table[j].kind == (int8_t)kind))
+                        j = (j + 1) & (table_cap - 1);
+                if (table[j].kind <= 0) {
+                        if (table[j].kind == 0)
+                                table_used++;
+                        table_live++;
+                }
+                table[j] = (struct entry){.key = key, .bytes = bytes, .kind = (int8_t)kind, .vis = (int8_t)vis};
+        }
+        pthread_mutex_unlock(&S.lock);
+        return rc;
+}
+
+int gs_vgpu_untrack(enum gs_alloc_kind kind, uint64_t key, int *vis, uint64_t *bytes)
+{
+        int found = 0;
+        pthread_mutex_lock(&S.lock);
+        if (table_cap != 0) {
+                size_t j = slot_of(key, (int)kind, table_cap);
+                while (table[j].kind != 0) {
+                        if (table[j].kind == (int8_t)kind && table[j].key == key) {
+                                *vis = table[j].vis;
+                                *bytes = table[j].bytes;
+                                table[j].kind = -1;
+                                table_live--;
+                                found = 1;
+                                break;
+                        }
+                        j = (j + 1) & (table_cap - 1);
+                }
+        }
+        pthread_mutex_unlock(&S.lock);
+        return found;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Reconciliation with the driver (NVML per-process used memory).                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Our pid as NVML reports it: only knowable here when we share the host's pid namespace. */
+static int host_pid(void)
+{
+        static int cached;
+        if (cached != 0)
+                return cached > 0 ? cached : 0;
+        cached = -1;
+        FILE *f = fopen("/proc/self/status", "re");
+        if (f != NULL) {
+                char line[256];
+                while (fgets(line, sizeof(line), f) != NULL) {
+                        if (strncmp(line, "NSpid:", 6) != 0)
+                                continue;
+                        int a, b;
+                        int n = sscanf(line + 6, "%d %d", &a, &b);
+                        if (n == 1)
+                                cached = a; /* one pid namespace level: ours is the host's */
+                        break;
+                }
+                fclose(f);
+        }
+        return cached > 0 ? cached : 0;
+}
+
+void gs_vgpu_reconcile(int vis)
+{
+        if (vis < 0 || vis >= GS_VGPU_MAX_DEVICES)
+                return;
+        S.measured[vis] = true;
+        int pid = host_pid();
+        if (pid == 0 || gs_vgpu_load_nvml() < 0 || S.nv.nvmlInit_v2 == NULL ||
+            S.nv.nvmlDeviceGetHandleByUUID == NULL || S.nv.nvmlDeviceGetComputeRunningProcesses_v3 == NULL)
+                return;
+        static bool nvml_up;
+        if (!nvml_up) {
+                if (S.nv.nvmlInit_v2() != NVML_SUCCESS)
+                        return;
+                nvml_up = true;
+        }
+        nvmlDevice_t h;
+        if (S.nv.nvmlDeviceGetHandleByUUID(S.uuid_of[vis], &h) != NVML_SUCCESS)
+                return;
+        nvmlProcessInfo_t infos[64];
+        unsigned count = 64;
+        if (S.nv.nvmlDeviceGetComputeRunningProcesses_v3(h, &count, infos) != NVML_SUCCESS)
+                return;
+        for (unsigned i = 0; i < count && i < 64; i++) {
+                if ((int)infos[i].pid != pid)
+                        continue;
+                uint64_t used = infos[i].usedGpuMemory;
+                uint64_t mine = __atomic_load_n(&S.mine[vis], __ATOMIC_RELAXED);
+                uint64_t extra = used > mine ? used - mine : 0;
+                if (S.region != NULL && S.slot >= 0) {
+                        gs_region_set_extra(S.region, S.slot, (unsigned)vis, extra);
+                        gs_region_heartbeat(S.region, S.slot);
+                }
+                gs_vgpu_log(3, "device %d: driver counts %llu bytes for us, %llu tracked, %llu extra", vis,
+                            (unsigned long long)used, (unsigned long long)mine, (unsigned long long)extra);
+                return;
+        }
+}
+
+static bool reconciler_running;
+
+static void *reconciler(void *arg)
+{
+        (void)arg;
+        for (;;) {
+                struct timespec ts = {1, 0};
+                nanosleep(&ts, NULL);
+                for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
+                        if (S.measured[i])
+                                gs_vgpu_reconcile(i);
+        }
+        return NULL;
+}
+
+static void start_reconciler(void)
+{
+        if (__atomic_exchange_n(&reconciler_running, true, __ATOMIC_ACQ_REL))
+                return;
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old); /* the application's signals stay with its threads */
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 64 * 1024);
+        if (pthread_create(&t, &attr, reconciler, NULL) != 0)
+                __atomic_store_n(&reconciler_running, false, __ATOMIC_RELEASE);
+        pthread_attr_destroy(&attr);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A forked child is another process: it gets its own slot and its own (empty) table. */
+static void after_fork_child(void)
+{
+        pthread_mutex_init(&S.lock, NULL);
+        S.slot = -1;
+        reconciler_running = false;
+        memset(S.measured, 0, sizeof(S.measured));
+        memset(S.mine, 0, sizeof(S.mine));
+        if (table != NULL) {
+                munmap(table, table_cap * sizeof(*table));
+                table = NULL;
+                table_cap = table_used = table_live = 0;
+        }
+}
+
+static const char *env_lookup(const char *name) { return getenv(name); }
+
+__attribute__((constructor(102))) static void vgpu_init(void)
+{
+        gs_vgpu_config_load(&S.cfg, env_lookup);
+        if (S.cfg.error)
+                gs_vgpu_log(0, "%s%s", S.cfg.message,
+                            S.cfg.ignore_errors ? "; running WITHOUT limits (GPUSLICE_ON_CONFIG_ERROR=unlimited)"
+                                                : "; CUDA will not initialise (set GPUSLICE_ON_CONFIG_ERROR=unlimited to run "
+                                                  "without limits)");
+        if (S.cfg.error && S.cfg.ignore_errors)
+                memset(S.cfg.limit, 0, sizeof(S.cfg.limit));
+        pthread_atfork(NULL, NULL, after_fork_child);
+}

@@ -1,0 +1,81 @@
+/*
+ * libgpuslice-vgpu.so internals. libc only (no libcap/json-c/src/common): the interposer lives in
+ * every process of a sliced container and must never break or slow it.
+ */
+#ifndef GS_VGPU_VGPU_H
+#define GS_VGPU_VGPU_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "abi/cuda.h"
+#include "abi/nvml.h"
+#include "vgpu/config.h"
+
+#define GS_EXPORT __attribute__((visibility("default")))
+#define GS_HIDDEN __attribute__((visibility("hidden")))
+
+/* Real entry points, resolved from libcuda.so.1 / libnvidia-ml.so.1 on first use. */
+struct gs_real_cuda {
+#define GS_REAL_MEMBER_(name, ret, params) gs_##name##_fn name;
+        GS_CUDA_FUNCTIONS(GS_REAL_MEMBER_)
+#undef GS_REAL_MEMBER_
+};
+struct gs_real_nvml {
+#define GS_REAL_MEMBER_(name, ret, params) gs_##name##_fn name;
+        GS_NVML_FUNCTIONS(GS_REAL_MEMBER_)
+#undef GS_REAL_MEMBER_
+};
+
+enum gs_alloc_kind { GS_ALLOC_PTR = 1, GS_ALLOC_HANDLE, GS_ALLOC_ARRAY, GS_ALLOC_MIPMAP };
+
+struct gs_vgpu {
+        struct gs_vgpu_config cfg;
+        bool cuda_loaded, nvml_loaded;
+        void *cuda_handle, *nvml_handle;
+        struct gs_real_cuda cu;
+        struct gs_real_nvml nv;
+        struct gs_region *region;
+        int slot;                       /* our slot in the region, -1 = none */
+        /* Visible devices: visible index i -> real CUDA ordinal / NVML handle */
+        int nvisible;                   /* -1 until the map is built */
+        CUdevice cuda_of[GS_VGPU_MAX_DEVICES];
+        char uuid_of[GS_VGPU_MAX_DEVICES][96];
+        bool measured[GS_VGPU_MAX_DEVICES]; /* context/module memory reconciled at least once */
+        uint64_t mine[GS_VGPU_MAX_DEVICES];  /* bytes this process has charged (tracked allocations) */
+        pthread_mutex_t lock;           /* allocation table and lazy init (never on launch paths) */
+};
+
+extern struct gs_vgpu gs_vgpu_state GS_HIDDEN;
+extern void *(*gs_real_dlsym)(void *, const char *) GS_HIDDEN;
+
+/* Lazy initialisation; 0 when the real driver library is usable. */
+int gs_vgpu_load_cuda(void) GS_HIDDEN;
+int gs_vgpu_load_nvml(void) GS_HIDDEN;
+/* Build the visible-device map (needs cuInit done). */
+void gs_vgpu_map_devices(void) GS_HIDDEN;
+/* Visible index of a real CUDA ordinal, or -1. */
+int gs_vgpu_visible_of(CUdevice real) GS_HIDDEN;
+/* Visible index of the current context's device, or -1. */
+int gs_vgpu_current_device(void) GS_HIDDEN;
+/* Limit and usage of a visible device (usage includes every process of the slice). */
+uint64_t gs_vgpu_limit(int vis) GS_HIDDEN;
+uint64_t gs_vgpu_usage(int vis) GS_HIDDEN;
+/* Reserve `bytes` on visible device vis for this process: 0 ok, -1 over the quota. */
+int gs_vgpu_charge(int vis, uint64_t bytes) GS_HIDDEN;
+void gs_vgpu_uncharge(int vis, uint64_t bytes) GS_HIDDEN;
+/* Allocation table (process-local). */
+int gs_vgpu_track(enum gs_alloc_kind kind, uint64_t key, int vis, uint64_t bytes) GS_HIDDEN;
+/* Remove and return the entry; 0 if unknown (then the caller passes the call through untouched). */
+int gs_vgpu_untrack(enum gs_alloc_kind kind, uint64_t key, int *vis, uint64_t *bytes) GS_HIDDEN;
+/* Measure the driver's view of this process's memory on vis (NVML) and record the part our
+ * table does not cover (context, modules, rounding) as extra usage. */
+void gs_vgpu_reconcile(int vis) GS_HIDDEN;
+/* Wrapper for a real entry point address, or NULL (cuGetProcAddress / dlsym redirection). */
+void *gs_vgpu_wrapper_for_real(void *real) GS_HIDDEN;
+void *gs_vgpu_wrapper_by_name(const char *name) GS_HIDDEN;
+
+void gs_vgpu_log(int level, const char *fmt, ...) GS_HIDDEN __attribute__((format(printf, 2, 3)));
+
+#endif

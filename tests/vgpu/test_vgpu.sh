@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The interposer against the simulated GPU (fake libcuda.so.1 + libnvidia-ml.so.1): quota on every
+# allocation path, OOM at the limit, memory views, NULL arguments, untracked frees, several
+# processes sharing one quota, kill -9 at random points, exports, config errors, gpuslice exec.
+set -uo pipefail
+SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
+unset LD_LIBRARY_PATH LD_PRELOAD
+LIB=$BUILD/libgpuslice-vgpu.so
+PROBE=$BUILD/tests/vgpu/vgpu-probe
+FAKE=$BUILD/tests/fakegpu
+TMP=$(mktemp -d /tmp/gs-vgpu.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
+export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf FAKEGPU_STATE=$TMP/fakegpu.state
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
+nok=0 nfail=0
+ok() { nok=$((nok + 1)); echo "ok - $1"; }
+not_ok() { nfail=$((nfail + 1)); echo "not ok - $1"; }
+# sliced ENV... -- CMD: run CMD with the interposer and the fake driver
+sliced() { env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" "$@"; }
+probe_ok() { # DESC ENV... -- probe args: every check inside must pass
+        local desc=$1; shift
+        if sliced "$@" >"$TMP/out" 2>&1; then ok "$desc"; else not_ok "$desc"; sed 's/^/    # /' "$TMP/out" | head -20; fi
+        grep -E '^(ok|FAIL) ' "$TMP/out" | sed 's/^/    # /'
+}
+
+"$SRC/tests/vgpu/check_exports.sh" "$SRC" "$LIB" && ok "every hook exported" || not_ok "exports"
+
+MIB=$((1024 * 1024))
+# OOM at the limit: 1 GiB quota, 64 MiB chunks. The fake context costs memory too (reconciled).
+sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$TMP/r1" "$PROBE" quota 64 >"$TMP/q" 2>&1
+got=$(awk '/^allocated/ {print $2}' "$TMP/q")
+grep -q "^ok the allocation past the quota fails with CUDA_ERROR_OUT_OF_MEMORY" "$TMP/q" &&
+        ok "past the quota: CUDA_ERROR_OUT_OF_MEMORY" || { not_ok "OOM code"; cat "$TMP/q"; }
+[ -n "$got" ] && [ "$got" -le 1024 ] && [ "$got" -ge 512 ] &&
+        ok "1 GiB quota: $got MiB granted in 64 MiB chunks (the rest is context memory)" || not_ok "quota granted ${got:-?} MiB"
+sliced CUDA_DEVICE_MEMORY_LIMIT=1g GPUSLICE_REGION="$TMP/r1b" "$PROBE" quota 64 >"$TMP/q2" 2>&1
+[ "$(awk '/^allocated/ {print $2}' "$TMP/q2")" = "$got" ] && ok "HAMi's CUDA_DEVICE_MEMORY_LIMIT=1g is the same quota" ||
+        not_ok "alias: $(head -1 "$TMP/q2")"
+
+probe_ok "every allocation path is charged and released" GPUSLICE_MEMORY_LIMIT=2Gi GPUSLICE_REGION="$TMP/r2" "$PROBE" paths 64
+probe_ok "memory views: total = quota, NULL-safe" GPUSLICE_MEMORY_LIMIT=3Gi EXPECT_TOTAL_MIB=3072 "$PROBE" meminfo
+probe_ok "cuGetProcAddress and dlsym return the wrapper of the requested ABI" GPUSLICE_MEMORY_LIMIT=1Gi "$PROBE" procaddr
+probe_ok "a free of an untracked pointer goes to the driver untouched" GPUSLICE_MEMORY_LIMIT=1Gi "$PROBE" untracked
+
+# Invalid sizes are an error, never a silent misparse (HAMi reads 1Gx as 1 GiB, 1Gi... as 1 byte).
+sliced GPUSLICE_MEMORY_LIMIT=1.5x "$PROBE" meminfo >"$TMP/bad" 2>&1
+grep -q "invalid GPUSLICE_MEMORY_LIMIT '1.5x'" "$TMP/bad" && grep -q "FAIL cuInit" "$TMP/bad" &&
+        ok "an invalid size is reported and CUDA refuses to start" || { not_ok "invalid size"; cat "$TMP/bad"; }
+sliced GPUSLICE_MEMORY_LIMIT=1.5x GPUSLICE_ON_CONFIG_ERROR=unlimited "$PROBE" meminfo >"$TMP/bad2" 2>&1 &&
+        ok "... unless GPUSLICE_ON_CONFIG_ERROR=unlimited asks to run without limits" || not_ok "ignore errors"
+sliced GPUSLICE_MEMORY_LIMIT=1536Mi EXPECT_TOTAL_MIB=1536 "$PROBE" meminfo >/dev/null 2>&1 && ok "1536Mi parses" || not_ok "1536Mi"
+sliced GPUSLICE_MEMORY_LIMIT=1.5G EXPECT_TOTAL_MIB=1536 "$PROBE" meminfo >/dev/null 2>&1 && ok "1.5G = 1536 MiB" || not_ok "1.5G"
+
+# Two processes share one quota: the first holds 600 MiB, the second gets the rest. Each also has
+# a context, whose memory the driver reports (300 MiB in 1gpu.conf): 2048 - 600 - 2*300 = 848.
+CTX=$(awk '$1 == "context_memory" {print $2}' "$FAKEGPU_CONFIG"); CTX=${CTX%MiB}; CTX=${CTX:-300}
+sliced GPUSLICE_MEMORY_LIMIT=2Gi GPUSLICE_REGION="$TMP/r3" "$PROBE" hold 600 4 >"$TMP/h1" 2>&1 &
+for _ in $(seq 50); do grep -q held "$TMP/h1" && break; sleep 0.1; done
+sliced GPUSLICE_MEMORY_LIMIT=2Gi GPUSLICE_REGION="$TMP/r3" "$PROBE" hold 2048 0 >"$TMP/h2" 2>&1
+a=$(awk '/^held/ {print $2}' "$TMP/h1") b=$(awk '/^held/ {print $2}' "$TMP/h2")
+[ "${a:-0}" = 600 ] && [ "${b:-0}" -gt 0 ] && [ $((a + b + 2 * CTX)) -le 2048 ] && [ $((a + b + 2 * CTX)) -ge 2040 ] &&
+        ok "two processes share one 2 GiB quota: $a + $b MiB + 2 contexts of $CTX MiB" || not_ok "sharing: ${a:-?} + ${b:-?} (+2x$CTX)"
+wait
+
+# kill -9 at random points: 6 churning processes, 40 kills; no deadlock; afterwards a new process
+# gets the whole quota back (minus its own context), i.e. dead processes' usage was reaped.
+R4=$TMP/r4
+for i in $(seq 6); do sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$R4" "$PROBE" churn 30 >/dev/null 2>&1 & done
+start=$(date +%s)
+for k in $(seq 40); do
+        sleep 0.$((RANDOM % 3 + 1))
+        victims=($(pgrep -f "vgpu-probe churn"))
+        [ ${#victims[@]} -gt 0 ] && kill -9 "${victims[RANDOM % ${#victims[@]}]}" 2>/dev/null
+        [ ${#victims[@]} -lt 6 ] && { sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$R4" "$PROBE" churn 30 >/dev/null 2>&1 & }
+done
+pkill -9 -f "vgpu-probe churn"; wait 2>/dev/null
+secs=$(( $(date +%s) - start ))
+sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$R4" timeout 20 "$PROBE" quota 16 >"$TMP/after" 2>&1
+rc=$?
+after=$(awk '/^allocated/ {print $2}' "$TMP/after")
+sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$TMP/r5" "$PROBE" quota 16 >"$TMP/fresh" 2>&1
+fresh=$(awk '/^allocated/ {print $2}' "$TMP/fresh")
+[ "$rc" != 124 ] && ok "no deadlock after 40 kill -9 ($secs s)" || not_ok "deadlock: the survivor timed out"
+[ -n "$after" ] && [ "$after" = "$fresh" ] && [ "$after" -gt 0 ] && ok "usage returns to the survivors' true sum: $after MiB available again, as in a fresh region" ||
+        not_ok "after the kills: ${after:-?} MiB available, a fresh region gives ${fresh:-?}"
+
+# gpuslice exec: the one-line way.
+"$BUILD/gpuslice" exec --memory 1Gi -- env LD_LIBRARY_PATH="$FAKE" "$PROBE" meminfo >"$TMP/exec" 2>&1 &&
+        grep -q "total .*1024 MiB\|free .* MiB, total 1024 MiB" "$TMP/exec" && ok "gpuslice exec --memory 1Gi" ||
+        { not_ok "gpuslice exec"; cat "$TMP/exec"; }
+"$BUILD/gpuslice" exec --memory 1Gi --memory-0 512Mi -- env LD_LIBRARY_PATH="$FAKE" EXPECT_TOTAL_MIB=512 "$PROBE" meminfo >"$TMP/exec2" 2>&1 &&
+        ok "gpuslice exec --memory-0 overrides --memory" || { not_ok "exec --memory-0"; cat "$TMP/exec2"; }
+"$BUILD/gpuslice" exec --memory 1Gx -- true >/dev/null 2>"$TMP/exec3"; rc=$?
+[ "$rc" = 2 ] && grep -q "invalid --memory: 1Gx" "$TMP/exec3" && ok "gpuslice exec rejects a bad size" || not_ok "exec bad size"
+"$BUILD/gpuslice" exec --memory 1Gi -- sh -c 'exit 7'; [ $? = 7 ] && ok "gpuslice exec returns the command's status" || not_ok "exec status"
+ls /dev/shm/gpuslice-exec-* >/dev/null 2>&1 && not_ok "exec left its region behind" || ok "exec removes its region"
+echo "# $nok ok, $nfail not ok"
+[ "$nfail" = 0 ]

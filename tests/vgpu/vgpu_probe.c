@@ -1,0 +1,270 @@
+/*
+ * vgpu_probe: a CUDA driver-API program for the interposer tests. It is linked to libcuda.so.1
+ * (the fake one in CI, the real one on the GPU host) and run with libgpuslice-vgpu.so preloaded.
+ *   vgpu_probe quota CHUNK_MIB          allocate CHUNK_MIB chunks until refused; print the total
+ *   vgpu_probe paths SIZE_MIB           every allocation path: charged while held, released after
+ *   vgpu_probe meminfo                  cuMemGetInfo / cuDeviceTotalMem views, NULL arguments
+ *   vgpu_probe procaddr                 cuGetProcAddress / dlsym redirection to the wrappers
+ *   vgpu_probe hold MIB SECONDS         allocate MIB in 1 MiB pieces, print "held", sleep
+ *   vgpu_probe churn SECONDS            allocate/free random sizes until time is up
+ *   vgpu_probe untracked                free a pointer the driver never gave out
+ * Prints "ok <check>" / "FAIL <check>" lines and exits non-zero on any FAIL.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "abi/cuda.h"
+
+static int fails;
+#define MIB ((size_t)1024 * 1024)
+#define CHECK(cond, ...)                                                                           \
+        do {                                                                                       \
+                if (cond) {                                                                        \
+                        printf("ok ");                                                             \
+                } else {                                                                           \
+                        printf("FAIL ");                                                           \
+                        fails++;                                                                   \
+                }                                                                                  \
+                printf(__VA_ARGS__);                                                               \
+                printf("\n");                                                                      \
+        } while (0)
+
+static CUcontext ctx;
+
+static int setup(void)
+{
+        CUdevice dev;
+        CUresult rc = cuInit(0);
+        if (rc != CUDA_SUCCESS) {
+                printf("FAIL cuInit: %d\n", rc);
+                return -1;
+        }
+        if (cuDeviceGet(&dev, 0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
+            cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+                printf("FAIL context\n");
+                return -1;
+        }
+        return 0;
+}
+
+static size_t free_mem(void)
+{
+        size_t f = 0, t = 0;
+        cuMemGetInfo_v2(&f, &t);
+        return f;
+}
+
+static int quota(unsigned chunk_mib)
+{
+        CUdeviceptr ptrs[4096];
+        unsigned n = 0;
+        CUresult rc = CUDA_SUCCESS;
+        while (n < 4096 && (rc = cuMemAlloc_v2(&ptrs[n], chunk_mib * MIB)) == CUDA_SUCCESS)
+                n++;
+        printf("allocated %u MiB in %u chunks, then %d\n", n * chunk_mib, n, rc);
+        CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "the allocation past the quota fails with CUDA_ERROR_OUT_OF_MEMORY (%d)", rc);
+        for (unsigned i = 0; i < n; i++)
+                cuMemFree_v2(ptrs[i]);
+        return 0;
+}
+
+static void charged(const char *what, size_t before, size_t bytes)
+{
+        size_t now = free_mem();
+        CHECK(before - now >= bytes, "%s: free memory dropped by %zu MiB (>= %zu MiB)", what, (before - now) / MIB,
+              bytes / MIB);
+}
+
+static void released(const char *what, size_t before)
+{
+        size_t now = free_mem();
+        CHECK(now == before, "%s: free memory back to %zu MiB (now %zu MiB)", what, before / MIB, now / MIB);
+}
+
+static int paths(unsigned mib)
+{
+        size_t sz = mib * MIB, base = free_mem();
+        CUdeviceptr p;
+        CHECK(cuMemAlloc_v2(&p, sz) == CUDA_SUCCESS, "cuMemAlloc_v2");
+        charged("cuMemAlloc_v2", base, sz);
+        cuMemFree_v2(p);
+        released("cuMemFree_v2", base);
+
+        size_t pitch = 0;
+        CHECK(cuMemAllocPitch_v2(&p, &pitch, 4096, mib * 256, 4) == CUDA_SUCCESS, "cuMemAllocPitch_v2");
+        charged("cuMemAllocPitch_v2", base, pitch * mib * 256);
+        cuMemFree_v2(p);
+        released("pitched free", base);
+
+        CHECK(cuMemAllocManaged(&p, sz, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS, "cuMemAllocManaged");
+        charged("cuMemAllocManaged", base, sz);
+        cuMemFree_v2(p);
+        released("managed free", base);
+
+        CUmemAllocationProp prop;
+        memset(&prop, 0, sizeof(prop));
+        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id = 0;
+        size_t gran = 0;
+        cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+        size_t vsz = gran != 0 ? (sz + gran - 1) / gran * gran : sz;
+        CUmemGenericAllocationHandle h;
+        CHECK(cuMemCreate(&h, vsz, &prop, 0) == CUDA_SUCCESS, "cuMemCreate");
+        charged("cuMemCreate", base, vsz);
+        cuMemRelease(h);
+        released("cuMemRelease", base);
+
+        CHECK(cuMemAllocAsync(&p, sz, NULL) == CUDA_SUCCESS, "cuMemAllocAsync");
+        charged("cuMemAllocAsync", base, sz);
+        cuMemFreeAsync(p, NULL);
+        cuStreamSynchronize(NULL);
+        released("cuMemFreeAsync", base);
+
+        CUmemoryPool pool;
+        if (cuDeviceGetDefaultMemPool(&pool, 0) == CUDA_SUCCESS) {
+                CHECK(cuMemAllocFromPoolAsync(&p, sz, pool, NULL) == CUDA_SUCCESS, "cuMemAllocFromPoolAsync");
+                charged("cuMemAllocFromPoolAsync", base, sz);
+                cuMemFreeAsync(p, NULL);
+                cuStreamSynchronize(NULL);
+                cuMemPoolTrimTo(pool, 0);
+                released("pool free", base);
+        }
+
+        CUDA_ARRAY_DESCRIPTOR ad = {.Width = 1024, .Height = mib * 64, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 4};
+        CUarray arr;
+        CHECK(cuArrayCreate_v2(&arr, &ad) == CUDA_SUCCESS, "cuArrayCreate_v2");
+        charged("cuArrayCreate_v2", base, sz);
+        cuArrayDestroy(arr);
+        released("cuArrayDestroy", base);
+
+        CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = 256, .Height = 256, .Depth = mib * 4, .Format = CU_AD_FORMAT_FLOAT,
+                                      .NumChannels = 1};
+        CHECK(cuArray3DCreate_v2(&arr, &d3) == CUDA_SUCCESS, "cuArray3DCreate_v2");
+        charged("cuArray3DCreate_v2", base, sz);
+        cuArrayDestroy(arr);
+        released("3D cuArrayDestroy", base);
+
+        CUmipmappedArray mm;
+        CUDA_ARRAY3D_DESCRIPTOR dm = {.Width = 1024, .Height = 256 * mib, .Depth = 0, .Format = CU_AD_FORMAT_FLOAT,
+                                      .NumChannels = 1};
+        CHECK(cuMipmappedArrayCreate(&mm, &dm, 4) == CUDA_SUCCESS, "cuMipmappedArrayCreate");
+        charged("cuMipmappedArrayCreate", base, sz);
+        cuMipmappedArrayDestroy(mm);
+        released("cuMipmappedArrayDestroy", base);
+        return 0;
+}
+
+static int meminfo(void)
+{
+        size_t f = 0, t = 0, tm = 0;
+        CHECK(cuMemGetInfo_v2(&f, &t) == CUDA_SUCCESS, "cuMemGetInfo_v2: free %zu MiB, total %zu MiB", f / MIB, t / MIB);
+        const char *q = getenv("EXPECT_TOTAL_MIB");
+        if (q != NULL)
+                CHECK(t == strtoull(q, NULL, 10) * MIB, "total is the quota (%s MiB)", q);
+        CHECK(f <= t, "free <= total");
+        CHECK(cuMemGetInfo_v2(NULL, &t) == CUDA_SUCCESS, "cuMemGetInfo_v2(NULL, &total) does not crash");
+        CHECK(cuMemGetInfo_v2(&f, NULL) == CUDA_SUCCESS, "cuMemGetInfo_v2(&free, NULL) does not crash");
+        CHECK(cuDeviceTotalMem_v2(&tm, 0) == CUDA_SUCCESS && tm == t, "cuDeviceTotalMem_v2 = total (%zu MiB)", tm / MIB);
+        unsigned int f32 = 0, t32 = 0;
+        CHECK(cuMemGetInfo(&f32, &t32) == CUDA_SUCCESS && t32 != 0, "legacy 32-bit cuMemGetInfo clamps (%u)", t32);
+        return 0;
+}
+
+static int procaddr(void)
+{
+        void *fn = NULL, *mine = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+        CUdriverProcAddressQueryResult st;
+        CHECK(cuGetProcAddress_v2("cuMemAlloc", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st) == CUDA_SUCCESS &&
+                      fn == mine,
+              "cuGetProcAddress_v2(cuMemAlloc, 12000) is the wrapper of cuMemAlloc_v2");
+        void *legacy = dlsym(RTLD_DEFAULT, "cuMemAlloc");
+        CHECK(cuGetProcAddress_v2("cuMemAlloc", &fn, 3000, 0, &st) == CUDA_SUCCESS && fn == legacy,
+              "cudaVersion 3000 gets the legacy cuMemAlloc wrapper");
+        void *ptsz = dlsym(RTLD_DEFAULT, "cuMemAllocAsync_ptsz");
+        CHECK(cuGetProcAddress_v2("cuMemAllocAsync", &fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st) ==
+                              CUDA_SUCCESS &&
+                      fn == ptsz,
+              "per-thread default stream gets the _ptsz wrapper");
+        void *gpa = dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2");
+        CHECK(cuGetProcAddress_v2("cuGetProcAddress", &fn, 12000, 0, &st) == CUDA_SUCCESS && fn == gpa,
+              "cuGetProcAddress itself resolves to the wrapper");
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        CHECK(h != NULL && dlsym(h, "cuMemAlloc_v2") == mine, "dlsym(libcuda handle, cuMemAlloc_v2) is the wrapper");
+        CHECK(h != NULL && dlsym(h, "cuMemcpyHtoD_v2") != NULL && dlsym(h, "cuMemcpyHtoD_v2") != dlsym(RTLD_DEFAULT, "dlsym"),
+              "unhooked names resolve to the driver");
+        CHECK(dlsym(RTLD_NEXT, "cuMemAlloc_v2") != NULL, "dlsym(RTLD_NEXT) still works for the caller");
+        CUresult rc = cuGetProcAddress_v2("cuNoSuchFunction", &fn, 12000, 0, &st);
+        CHECK(rc != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS,
+              "an unknown symbol is reported as not found (rc %d, status %d)", rc, st);
+        return 0;
+}
+
+static int hold(unsigned mib, unsigned seconds)
+{
+        unsigned got = 0;
+        CUdeviceptr p;
+        while (got < mib && cuMemAlloc_v2(&p, MIB) == CUDA_SUCCESS)
+                got++;
+        printf("held %u\n", got);
+        fflush(stdout);
+        sleep(seconds);
+        return 0;
+}
+
+static int churn(unsigned seconds)
+{
+        CUdeviceptr p[64] = {0};
+        size_t sz[64] = {0};
+        time_t end = time(NULL) + seconds;
+        unsigned seed = (unsigned)getpid();
+        while (time(NULL) < end) {
+                int i = (int)(rand_r(&seed) % 64);
+                if (p[i] != 0) {
+                        cuMemFree_v2(p[i]);
+                        p[i] = 0;
+                } else {
+                        sz[i] = (size_t)(rand_r(&seed) % 8 + 1) * MIB;
+                        if (cuMemAlloc_v2(&p[i], sz[i]) != CUDA_SUCCESS)
+                                p[i] = 0;
+                }
+        }
+        for (int i = 0; i < 64; i++)
+                if (p[i] != 0)
+                        cuMemFree_v2(p[i]);
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2)
+                return 2;
+        if (strcmp(argv[1], "untracked") == 0) {
+                if (setup() < 0)
+                        return 1;
+                CUresult rc = cuMemFree_v2((CUdeviceptr)0x123456789000ull);
+                CHECK(rc == CUDA_ERROR_INVALID_VALUE, "freeing an unknown pointer reaches the driver (%d)", rc);
+                return fails != 0;
+        }
+        if (setup() < 0)
+                return 1;
+        if (strcmp(argv[1], "quota") == 0)
+                quota(argc > 2 ? (unsigned)atoi(argv[2]) : 64);
+        else if (strcmp(argv[1], "paths") == 0)
+                paths(argc > 2 ? (unsigned)atoi(argv[2]) : 64);
+        else if (strcmp(argv[1], "meminfo") == 0)
+                meminfo();
+        else if (strcmp(argv[1], "procaddr") == 0)
+                procaddr();
+        else if (strcmp(argv[1], "hold") == 0)
+                hold(argc > 2 ? (unsigned)atoi(argv[2]) : 64, argc > 3 ? (unsigned)atoi(argv[3]) : 5);
+        else if (strcmp(argv[1], "churn") == 0)
+                churn(argc > 2 ? (unsigned)atoi(argv[2]) : 2);
+        else
+                return 2;
+        return fails != 0;
+}
