@@ -246,7 +246,7 @@ typedef enum CUdevice_attribute_enum {
     CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR = 106,
     CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED = 107,
     CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
-    CU_DEVICE_ATTRIBUTE_GS_LAST_KNOWN_ = 0x7FFFFFFF   /* keeps the enum int-sized */
+    GS_CU_DEVICE_ATTRIBUTE_FORCE_INT_ = 0x7FFFFFFF    /* ours: keeps the enum int-sized */
 } CUdevice_attribute;
 
 /* ---------------------------------------------------------------------------------------- */

@@ -807,6 +807,24 @@ int gs_region_usage(const struct gs_region *r, unsigned dev, uint64_t *used_tota
         return 0;
 }
 
+uint64_t gs_region_max_extra(const struct gs_region *r, unsigned dev)
+{
+        if (r == NULL || dev >= ndev_of(r))
+                return 0;
+        const struct gs_region_file *f = r->f;
+        unsigned hwm = hwm_of(r);
+        uint64_t max = 0;
+        for (unsigned i = 0; i < hwm; i++) {
+                const struct gs_region_slot *s = &f->slots[i];
+                if (atomic_load_explicit(&s->pid, memory_order_acquire) == 0)
+                        continue;
+                uint64_t e = atomic_load_explicit(&s->extra[dev], memory_order_relaxed);
+                if (e > max)
+                        max = e;
+        }
+        return max;
+}
+
 int gs_region_reap(struct gs_region *r)
 {
         if (r == NULL) {

@@ -239,6 +239,9 @@ int gs_region_set_host_pid(struct gs_region *r, int slot, int host_pid);
 /* Lock-free: sum of used+extra over live slots (saturating). -1/EINVAL for a bad dev. */
 int gs_region_usage(const struct gs_region *r, unsigned dev, uint64_t *used_total);
 
+/* Lock-free: the largest extra[dev] of a live slot (the biggest context measured), 0 if none. */
+uint64_t gs_region_max_extra(const struct gs_region *r, unsigned dev);
+
 /* Reap dead slots under the lock; returns how many were reaped, or -1 with errno. */
 int gs_region_reap(struct gs_region *r);
 

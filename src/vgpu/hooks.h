@@ -34,7 +34,12 @@
         X(cuArray3DCreate_v2)                                                                     \
         X(cuArrayDestroy)                                                                         \
         X(cuMipmappedArrayCreate)                                                                 \
-        X(cuMipmappedArrayDestroy)
+        X(cuMipmappedArrayDestroy)                                                                \
+        X(cuDevicePrimaryCtxRetain)                                                               \
+        X(cuCtxCreate)                                                                            \
+        X(cuCtxCreate_v2)                                                                         \
+        X(cuCtxCreate_v3)                                                                         \
+        X(cuCtxCreate_v4)
 
 #define GS_VGPU_NVML_HOOKS(N)                                                                     \
         N(nvmlDeviceGetMemoryInfo)                                                                \

@@ -367,3 +367,54 @@ GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
 {
         FREE_TRACKED(GS_ALLOC_MIPMAP, (uintptr_t)h, REAL(cuMipmappedArrayDestroy, h));
 }
+
+/* ---- contexts: a new one must fit in what is left of the quota ----------------------------- */
+
+/* Would a new context on real device dev fit? (An already active primary context costs nothing.) */
+static bool context_fits(CUdevice dev, bool primary)
+{
+        if (primary && S.cu.cuDevicePrimaryCtxGetState != NULL) {
+                unsigned flags = 0;
+                int active = 0;
+                if (S.cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active)
+                        return true;
+        }
+        return gs_vgpu_admit_context(gs_vgpu_visible_of(dev)) == 0;
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+        if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, true))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        return REAL(cuDevicePrimaryCtxRetain, pctx, dev);
+}
+
+GS_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+        if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, false))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        return REAL(cuCtxCreate_v2, pctx, flags, dev);
+}
+
+GS_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+        if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, false))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        return REAL(cuCtxCreate, pctx, flags, dev);
+}
+
+GS_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                                  unsigned int flags, CUdevice dev)
+{
+        if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, false))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        return REAL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev);
+}
+
+GS_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                                  CUdevice dev)
+{
+        if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, false))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        return REAL(cuCtxCreate_v4, pctx, ctxCreateParams, flags, dev);
+}

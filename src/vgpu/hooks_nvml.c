@@ -52,6 +52,8 @@ static int visible_of_handle(nvmlDevice_t device)
                 return -1;
         char uuids[GS_VGPU_MAX_DEVICES][96];
         int n = visible_uuids(uuids, GS_VGPU_MAX_DEVICES);
+        if (n > 0)
+                gs_vgpu_map_from_nvml(uuids, n);
         for (int i = 0; i < n; i++)
                 if (strcasecmp(uuids[i], uuid) == 0)
                         return i;

@@ -136,12 +136,12 @@ static int cmp_bus(const void *a, const void *b)
 
 void gs_vgpu_map_devices(void)
 {
-        if (__atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0)
+        if (__atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0 && !S.nvml_mapped)
                 return;
         if (gs_vgpu_load_cuda() < 0 || S.cu.cuDeviceGetCount == NULL)
                 return;
         pthread_mutex_lock(&S.lock);
-        if (S.nvisible >= 0) {
+        if (S.nvisible >= 0 && !S.nvml_mapped) {
                 pthread_mutex_unlock(&S.lock);
                 return;
         }
@@ -184,8 +184,25 @@ void gs_vgpu_map_devices(void)
                 }
         }
         __atomic_store_n(&S.nvisible, nvis, __ATOMIC_RELEASE);
+        S.nvml_mapped = false;
         pthread_mutex_unlock(&S.lock);
         gs_vgpu_log(3, "%d visible device(s)", nvis);
+}
+
+void gs_vgpu_map_from_nvml(char (*uuids)[96], int n)
+{
+        pthread_mutex_lock(&S.lock);
+        if (S.nvisible < 0) {
+                if (n > GS_VGPU_MAX_DEVICES)
+                        n = GS_VGPU_MAX_DEVICES;
+                for (int i = 0; i < n; i++) {
+                        S.cuda_of[i] = -1; /* not known without CUDA; gs_vgpu_map_devices redoes it */
+                        memcpy(S.uuid_of[i], uuids[i], sizeof(S.uuid_of[i]));
+                }
+                __atomic_store_n(&S.nvisible, n, __ATOMIC_RELEASE);
+                S.nvml_mapped = true;
+        }
+        pthread_mutex_unlock(&S.lock);
 }
 
 int gs_vgpu_visible_of(CUdevice real)
@@ -220,7 +237,9 @@ static void at_exit(void)
 static int region_ready(bool reg)
 {
         if (S.region == NULL) {
-                gs_vgpu_map_devices();
+                /* The device map is built by the caller, outside S.lock: from CUDA
+                 * (gs_vgpu_map_devices) or, in an NVML-only process such as nvidia-smi, from NVML
+                 * (gs_vgpu_map_from_nvml). */
                 if (S.nvisible <= 0)
                         return -1;
                 char path[600];
@@ -299,7 +318,7 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
         uint64_t usage = 0;
         int rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
         if (rc == 1) {
-                gs_vgpu_log(1, "device %d: %llu bytes refused: %llu of %llu in use", vis, (unsigned long long)bytes,
+                gs_vgpu_log(2, "device %d: %llu bytes refused: %llu of %llu in use", vis, (unsigned long long)bytes,
                             (unsigned long long)usage, (unsigned long long)gs_region_limit(S.region, (unsigned)vis));
                 return -1;
         }
@@ -315,6 +334,31 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
         if (rc == 0)
                 __atomic_add_fetch(&S.mine[vis], bytes, __ATOMIC_RELAXED);
         return rc == 0 ? 0 : -1;
+}
+
+int gs_vgpu_admit_context(int vis)
+{
+        if (vis < 0)
+                return 0;
+        uint64_t limit = gs_vgpu_limit(vis);
+        if (limit == 0 || S.region == NULL)
+                return 0;
+        /* The largest context another process of the slice has measured is what this one will
+         * cost; refuse it when that no longer fits (the driver would otherwise put it beyond the
+         * quota before we could see it). */
+        uint64_t ctx = gs_region_max_extra(S.region, (unsigned)vis);
+        uint64_t used = gs_vgpu_usage(vis);
+        if (ctx != 0 && used + ctx > limit && gs_region_reap(S.region) > 0) {
+                /* dead processes' memory is gone with them: look again */
+                ctx = gs_region_max_extra(S.region, (unsigned)vis);
+                used = gs_vgpu_usage(vis);
+        }
+        if (ctx != 0 && used + ctx > limit) {
+                gs_vgpu_log(2, "device %d: no room for a context of ~%llu bytes (%llu of %llu in use)", vis,
+                            (unsigned long long)ctx, (unsigned long long)used, (unsigned long long)limit);
+                return -1;
+        }
+        return 0;
 }
 
 void gs_vgpu_uncharge(int vis, uint64_t bytes)

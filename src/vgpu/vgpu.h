@@ -44,6 +44,7 @@ struct gs_vgpu {
         char uuid_of[GS_VGPU_MAX_DEVICES][96];
         bool measured[GS_VGPU_MAX_DEVICES]; /* context/module memory reconciled at least once */
         uint64_t mine[GS_VGPU_MAX_DEVICES];  /* bytes this process has charged (tracked allocations) */
+        bool nvml_mapped;               /* the map came from NVML (no CUDA in this process yet) */
         pthread_mutex_t lock;           /* allocation table and lazy init (never on launch paths) */
 };
 
@@ -55,6 +56,10 @@ int gs_vgpu_load_cuda(void) GS_HIDDEN;
 int gs_vgpu_load_nvml(void) GS_HIDDEN;
 /* Build the visible-device map (needs cuInit done). */
 void gs_vgpu_map_devices(void) GS_HIDDEN;
+/* The map from NVML's view (UUIDs in visible order) for processes that never touch CUDA. */
+void gs_vgpu_map_from_nvml(char (*uuids)[96], int n) GS_HIDDEN;
+/* 0 if a new context fits on vis (judged by the largest context measured in the slice), -1 not. */
+int gs_vgpu_admit_context(int vis) GS_HIDDEN;
 /* Visible index of a real CUDA ordinal, or -1. */
 int gs_vgpu_visible_of(CUdevice real) GS_HIDDEN;
 /* Visible index of the current context's device, or -1. */

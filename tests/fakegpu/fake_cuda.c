@@ -52,6 +52,7 @@
 #define GRAN          (2ULL << 20)      /* page size of device memory and VMM granularity */
 #define SMALL_ALIGN   512ULL            /* sub-allocations inside a 2 MiB chunk */
 #define PITCH_ALIGN   512ULL
+#define POOL_CHUNK    (32ULL << 20)     /* stream-ordered allocations under 2 MiB share 32 MiB blocks (seen) */
 #define MAX_DEV       FG_STATE_UNITS
 #define MAX_CTX       1024
 #define MAX_STREAMS   4096
@@ -833,6 +834,7 @@ static CUresult do_init(void)
 {
     char path[512];
 
+    g_cfg_loaded = 0;   /* cuInit reads the config afresh (cuDriverGetVersion may have read it) */
     load_config_locked();
     if (g_cfg_loaded < 0)
         return CUDA_ERROR_NO_DEVICE;
@@ -1480,9 +1482,8 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 }
 
 /* Synchronising a context returns the memory its device's pools hold (threshold 0). */
-static void pools_release_cached(int dev)
+static void pools_release_cached_locked(int dev)
 {
-    LOCK();
     for (int d = 0; d < g_ndev; d++) {
         if (dev >= 0 && d != dev)
             continue;
@@ -1499,6 +1500,12 @@ static void pools_release_cached(int dev)
             p->cached = 0;
         }
     }
+}
+
+static void pools_release_cached(int dev)
+{
+    LOCK();
+    pools_release_cached_locked(dev);
     UNLOCK();
 }
 
@@ -1530,6 +1537,26 @@ EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 /* Linear memory                                                                             */
 /* ---------------------------------------------------------------------------------------- */
 
+/* Record a sub-allocation of bytes at the chunk's bump offset (g_mu held). */
+static CUresult sub_insert(struct range *chunk, unsigned long long bytes, CUdeviceptr *out)
+{
+    struct sub s;
+    size_t i;
+
+    if (VEC_RESERVE(g_subs, g_subs.n + 1) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    s.base = chunk->base + chunk->next;
+    s.size = bytes;
+    chunk->next += round_up(bytes, SMALL_ALIGN);
+    chunk->nsubs++;
+    i = sub_lower(s.base);
+    memmove(&g_subs.v[i + 1], &g_subs.v[i], (g_subs.n - i) * sizeof(*g_subs.v));
+    g_subs.v[i] = s;
+    g_subs.n++;
+    *out = s.base;
+    return CUDA_SUCCESS;
+}
+
 /* Allocate bytes of linear device memory on c's device (g_mu held). */
 static CUresult linear_alloc(struct CUctx_st *c, unsigned long long bytes, CUdeviceptr *out)
 {
@@ -1540,13 +1567,11 @@ static CUresult linear_alloc(struct CUctx_st *c, unsigned long long bytes, CUdev
         /* Small: pack into the newest chunk of this context with room, else a new chunk. */
         unsigned long long need = round_up(bytes, SMALL_ALIGN);
         struct range *chunk = NULL;
-        struct sub s;
-        size_t i;
 
         for (size_t k = g_ranges.n; k-- > 0;) {
             struct range *cr = &g_ranges.v[k];
 
-            if (cr->kind == R_CHUNK && cr->ctx == c && cr->next + need <= GRAN) {
+            if (cr->kind == R_CHUNK && cr->ctx == c && cr->pool == NULL && cr->next + need <= cr->span) {
                 chunk = cr;
                 break;
             }
@@ -1569,18 +1594,7 @@ static CUresult linear_alloc(struct CUctx_st *c, unsigned long long bytes, CUdev
                 return CUDA_ERROR_OUT_OF_MEMORY;
             }
         }
-        if (VEC_RESERVE(g_subs, g_subs.n + 1) < 0)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        s.base = chunk->base + chunk->next;
-        s.size = bytes;
-        chunk->next += need;
-        chunk->nsubs++;
-        i = sub_lower(s.base);
-        memmove(&g_subs.v[i + 1], &g_subs.v[i], (g_subs.n - i) * sizeof(*g_subs.v));
-        g_subs.v[i] = s;
-        g_subs.n++;
-        *out = s.base;
-        return CUDA_SUCCESS;
+        return sub_insert(chunk, bytes, out);
     }
     memset(&r, 0, sizeof(r));
     r.span = round_up(bytes, GRAN);
@@ -1745,7 +1759,7 @@ static void free_range_locked(struct range *r)
         memmove(&g_subs.v[i], &g_subs.v[j], (g_subs.n - j) * sizeof(*g_subs.v));
         g_subs.n -= j - i;
     }
-    if (r->kind == R_POOL && r->pool != NULL) {
+    if ((r->kind == R_POOL || r->kind == R_CHUNK) && r->pool != NULL) {
         /* Freed with its context: the pool memory goes back too. */
         if (r->pool->outstanding > 0)
             r->pool->outstanding--;
@@ -1755,37 +1769,74 @@ static void free_range_locked(struct range *r)
     range_remove(r);
 }
 
-/* Free a pointer from cuMemAlloc*, cuMemAllocManaged (g_mu held). */
-static CUresult free_pointer(CUdeviceptr p)
+/* A stream-ordered allocation (or a 32 MiB block of them) goes back to its pool: the memory
+ * stays charged in the pool until a synchronize or trim (g_mu held); r is removed. */
+static void pool_retire(struct range *r)
+{
+    struct CUmemPoolHandle_st *pool = r->pool;
+
+    pool->cached += r->charge;
+    r->charge = 0;
+    if (pool->outstanding > 0)
+        pool->outstanding--;
+    range_remove(r);
+    if (pool->destroyed && pool->outstanding == 0) {
+        uncharge(pool->dev, pool->cached);
+        pool->cached = 0;
+        pool->live = 0;
+    }
+}
+
+/* Free a pointer from cuMemAlloc*, cuMemAllocManaged or the stream-ordered allocators
+ * (g_mu held). *pool_dev: the device whose pool got memory back, or -1. */
+static CUresult release_pointer(CUdeviceptr p, int *pool_dev)
 {
     struct range *r;
     size_t i;
 
+    *pool_dev = -1;
     i = sub_lower(p);
     if (i < g_subs.n && g_subs.v[i].base == p) {
         r = range_at(p);
         memmove(&g_subs.v[i], &g_subs.v[i + 1], (g_subs.n - i - 1) * sizeof(*g_subs.v));
         g_subs.n--;
-        if (r != NULL && r->kind == R_CHUNK && --r->nsubs == 0)
-            free_range_locked(r);
+        if (r != NULL && r->kind == R_CHUNK && --r->nsubs == 0) {
+            if (r->pool != NULL) {
+                *pool_dev = r->pool->dev;
+                pool_retire(r);
+            } else {
+                free_range_locked(r);
+            }
+        }
         return CUDA_SUCCESS;
     }
     r = range_at(p);
-    if (r == NULL || r->base != p || (r->kind != R_LINEAR && r->kind != R_MANAGED))
-        return CUDA_ERROR_INVALID_VALUE;   /* unknown, interior, pool, VMM: seen INVALID_VALUE */
-    free_range_locked(r);
+    if (r == NULL || r->base != p || (r->kind != R_LINEAR && r->kind != R_MANAGED && r->kind != R_POOL))
+        return CUDA_ERROR_INVALID_VALUE;   /* unknown, interior, VMM: seen INVALID_VALUE */
+    if (r->kind == R_POOL) {
+        *pool_dev = r->pool->dev;
+        pool_retire(r);
+    } else {
+        free_range_locked(r);
+    }
     return CUDA_SUCCESS;
 }
+
+static void pools_release_cached_locked(int dev);
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     CUresult rc;
+    int pool_dev;
 
     ENTER();
     if (dptr == 0)
         return CUDA_SUCCESS;   /* seen */
     LOCK();
-    rc = free_pointer(dptr);
+    rc = release_pointer(dptr, &pool_dev);
+    /* cuMemFree of a stream-ordered allocation synchronises: the pool lets the memory go. */
+    if (pool_dev >= 0)
+        pools_release_cached_locked(pool_dev);
     UNLOCK();
     return rc;
 }
@@ -2256,6 +2307,22 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytesize, struct CUmemPoolH
         UNLOCK();
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (bytesize < GRAN) {
+        /* Small: pack into the pool's newest 32 MiB block with room (seen: two 1000-byte
+         * allocations cost 32 MiB, 1 KiB apart). */
+        unsigned long long need = round_up(bytesize, SMALL_ALIGN);
+
+        for (size_t k = g_ranges.n; k-- > 0;) {
+            struct range *cr = &g_ranges.v[k];
+
+            if (cr->kind == R_CHUNK && cr->pool == pool && cr->ctx == c && cr->next + need <= cr->span) {
+                rc = sub_insert(cr, bytesize, dptr);
+                UNLOCK();
+                return rc;
+            }
+        }
+        span = POOL_CHUNK;
+    }
     /* Reuse what the pool holds, charge the rest. */
     if (pool->cached >= span) {
         pool->cached -= span;
@@ -2270,21 +2337,28 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytesize, struct CUmemPoolH
     memset(&r, 0, sizeof(r));
     r.base = va_find(span, GRAN, 0);
     r.span = span;
-    r.size = bytesize;
-    r.kind = R_POOL;
+    r.size = bytesize < GRAN ? span : bytesize;
+    r.kind = bytesize < GRAN ? R_CHUNK : R_POOL;
     r.dev = pool->dev;
     r.ctx = c;
     r.charge = span;
     r.pool = pool;
-    if (r.base == 0 || range_insert(&r) == NULL) {
-        uncharge(pool->dev, span);
-        UNLOCK();
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    {
+        struct range *nr = r.base == 0 ? NULL : range_insert(&r);
+
+        if (nr == NULL) {
+            uncharge(pool->dev, span);
+            UNLOCK();
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        pool->outstanding++;
+        if (nr->kind == R_CHUNK)
+            rc = sub_insert(nr, bytesize, dptr);
+        else
+            *dptr = nr->base;
     }
-    pool->outstanding++;
     UNLOCK();
-    *dptr = r.base;
-    return CUDA_SUCCESS;
+    return rc;
 }
 
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -2318,37 +2392,17 @@ EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 
 static CUresult pool_free(CUdeviceptr dptr, CUstream s)
 {
-    struct range *r;
-    struct CUmemPoolHandle_st *pool;
+    CUresult rc;
+    int pool_dev;
 
     if (!stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
     LOCK();
-    r = range_at(dptr);
-    if (r == NULL || r->base != dptr || (r->kind != R_POOL && r->kind != R_LINEAR)) {
-        UNLOCK();
-        return CUDA_ERROR_INVALID_VALUE;   /* seen for an unknown pointer */
-    }
-    if (r->kind == R_LINEAR) {
-        /* cuMemFreeAsync of a cuMemAlloc pointer frees it (after the stream's work). */
-        free_range_locked(r);
-        UNLOCK();
-        return CUDA_SUCCESS;
-    }
-    pool = r->pool;
-    /* The memory stays with the pool until the next synchronize / trim (threshold 0). */
-    pool->cached += r->charge;
-    if (pool->outstanding > 0)
-        pool->outstanding--;
-    r->charge = 0;
-    range_remove(r);
-    if (pool->destroyed && pool->outstanding == 0) {
-        uncharge(pool->dev, pool->cached);
-        pool->cached = 0;
-        pool->live = 0;
-    }
+    /* Any cuMemAlloc* / stream-ordered pointer (freed after the stream's work); unknown:
+     * INVALID_VALUE (seen). Pool memory stays with the pool until a synchronize / trim. */
+    rc = release_pointer(dptr, &pool_dev);
     UNLOCK();
-    return CUDA_SUCCESS;
+    return rc;
 }
 
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)

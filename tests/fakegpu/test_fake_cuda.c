@@ -1,1 +1,1254 @@
-int main(void){return 0;}
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Self-test of the fake libcuda.so.1: dlopen()s it (and the fake libnvidia-ml.so.1) and checks
+ * init, devices, CUDA_VISIBLE_DEVICES, MIG enumeration, contexts, memory accounting (linear,
+ * small sub-allocations, managed, host, VMM, pools, arrays, modules), copies, launches,
+ * cuGetProcAddress, fault injection, and the sharing of one simulated GPU between processes:
+ * a second process sees less free memory, NVML lists both, and a process killed with
+ * SIGKILL gives its memory back.
+ *
+ * Tests that need their own environment or config run in a child forked before this process
+ * calls cuInit (CUDA does not survive fork after init, in the fake as on the real driver).
+ *
+ * usage: test_fake_cuda LIBCUDA LIBNVIDIA_ML CONFIG_DIR
+ */
+#define GS_CUDA_NO_PROTOTYPES
+#define GS_NVML_NO_PROTOTYPES
+#include "abi/cuda.h"
+#include "abi/nvml.h"
+#include "fakegpu_config.h"
+#include "fakegpu_state.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct {
+#define X(name, ret, params) gs_##name##_fn name;
+    GS_CUDA_FUNCTIONS(X)
+#undef X
+} cu;
+
+static struct {
+#define X(name, ret, params) gs_##name##_fn name;
+    GS_NVML_FUNCTIONS(X)
+#undef X
+} nv;
+
+static void *g_cuda;
+static int nfail, nok;
+static const char *g_confdir;
+static char g_tmpdir[] = "/tmp/fakegpu-cuda-test.XXXXXX";
+
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        if (cond) {                                                                 \
+            nok++;                                                                  \
+        } else {                                                                    \
+            nfail++;                                                                \
+            printf("not ok - %s:%d: %s\n", __FILE__, __LINE__, #cond);              \
+        }                                                                           \
+    } while (0)
+
+#define CHECK_RC(expr, want)                                                        \
+    do {                                                                            \
+        int rc_ = (int)(expr);                                                      \
+        if (rc_ == (int)(want)) {                                                   \
+            nok++;                                                                  \
+        } else {                                                                    \
+            nfail++;                                                                \
+            printf("not ok - %s:%d: %s returned %d, wanted %d (%s)\n", __FILE__,    \
+                   __LINE__, #expr, rc_, (int)(want), #want);                       \
+        }                                                                           \
+    } while (0)
+
+#define OK(expr) CHECK_RC(expr, CUDA_SUCCESS)
+#define MiB (1024ULL * 1024ULL)
+#define GiB (1024ULL * MiB)
+#define HOLDER (256 * MiB + GiB)   /* what the holder process keeps on GPU 0 */
+
+/* GPU 0: 8 GiB - 512 MiB reserved = 7.5 GiB for CUDA. GPU 1: 4 GiB, 1 GiB used by "other"
+ * things and 512 MiB by a listed process: 2.5 GiB free for CUDA. */
+static const char g_conf_main[] =
+    "driver 580.159.04\n"
+    "cuda 13.0\n"
+    "context_memory 256MiB\n"
+    "module_memory 2MiB\n"
+    "gpu 0\n"
+    "  name NVIDIA H100 80GB HBM3\n"
+    "  uuid GPU-11111111-2222-3333-4444-555555555555\n"
+    "  bus 00000000:3b:00.0\n"
+    "  memory 8GiB\n"
+    "  reserved 512MiB\n"
+    "  arch 9.0\n"
+    "gpu 1\n"
+    "  name NVIDIA A100-SXM4-40GB\n"
+    "  uuid GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee\n"
+    "  memory 4GiB\n"
+    "  used 1GiB\n"
+    "  arch 8.0\n"
+    "  sm_count 100\n"
+    "process gpu=1 pid=4242 used=512MiB\n";
+
+static const char g_conf_mig[] =
+    "driver 580.159.04\n"
+    "cuda 12.8\n"
+    "gpu 0\n"
+    "  name NVIDIA A100-SXM4-40GB\n"
+    "  uuid GPU-aaaaaaaa-0000-0000-0000-000000000001\n"
+    "  memory 40GiB\n"
+    "  arch 8.0\n"
+    "  mig on\n"
+    "  mig_device gi=2 ci=0 uuid=MIG-bbbbbbbb-0000-0000-0000-000000000001 memory=20GiB profile=3g.20gb index=1\n"
+    "  mig_device gi=1 ci=0 uuid=MIG-bbbbbbbb-0000-0000-0000-000000000002 memory=10GiB profile=2g.10gb index=0\n"
+    "gpu 1\n"
+    "  name NVIDIA A100-SXM4-40GB\n"
+    "  uuid GPU-aaaaaaaa-0000-0000-0000-000000000002\n"
+    "  memory 40GiB\n"
+    "  arch 8.0\n"
+    "  mig off\n";
+
+static void write_conf(const char *name, const char *text)
+{
+    char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", g_tmpdir, name);
+    f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        exit(1);
+    }
+    fputs(text, f);
+    fclose(f);
+    setenv(FG_CONFIG_ENV, path, 1);
+}
+
+/* Run fn in a child (before this process initialises CUDA); count its failures. */
+static void run_child(const char *what, void (*fn)(void))
+{
+    pid_t pid;
+    int st;
+
+    fflush(stdout);
+    pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        exit(1);
+    }
+    if (pid == 0) {
+        nfail = nok = 0;
+        fn();
+        fflush(stdout);
+        _exit(nfail > 100 ? 100 : nfail);
+    }
+    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st)) {
+        printf("not ok - child %s died (status 0x%x)\n", what, st);
+        nfail++;
+        return;
+    }
+    nfail += WEXITSTATUS(st);
+    if (WEXITSTATUS(st) == 0)
+        nok++;
+}
+
+/* The mapping of the process that contains addr has permissions perms ("---p"). */
+static int mapped_as(uintptr_t addr, const char *perms)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned long lo, hi;
+        char p[8];
+
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, p) == 3 && addr >= lo && addr < hi) {
+            found = strcmp(p, perms) == 0;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static size_t cuda_free(void)
+{
+    size_t fr = 0, tot = 0;
+
+    if (cu.cuMemGetInfo_v2(&fr, &tot) != CUDA_SUCCESS)
+        return (size_t)-1;
+    return fr;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void test_before_init(void)
+{
+    int v = 0, n = -1;
+    CUdevice d;
+    CUcontext c;
+    CUdeviceptr p;
+    void *fn = NULL;
+    const char *s = NULL;
+
+    write_conf("main.conf", g_conf_main);
+    CHECK_RC(cu.cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+    CHECK_RC(cu.cuDeviceGet(&d, 0), CUDA_ERROR_NOT_INITIALIZED);
+    CHECK_RC(cu.cuCtxGetCurrent(&c), CUDA_ERROR_NOT_INITIALIZED);
+    CHECK_RC(cu.cuMemAlloc_v2(&p, 1), CUDA_ERROR_NOT_INITIALIZED);
+    OK(cu.cuDriverGetVersion(&v));
+    CHECK(v == 13000);
+    CHECK_RC(cu.cuDriverGetVersion(NULL), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuGetProcAddress_v2("cuInit", &fn, 13000, 0, NULL));
+    CHECK(fn == dlsym(g_cuda, "cuInit"));
+    OK(cu.cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    CHECK(s != NULL && strcmp(s, "out of memory") == 0);
+    OK(cu.cuGetErrorName(CUDA_ERROR_INVALID_CONTEXT, &s));
+    CHECK(s != NULL && strcmp(s, "CUDA_ERROR_INVALID_CONTEXT") == 0);
+    CHECK_RC(cu.cuGetErrorString((CUresult)12345, &s), CUDA_ERROR_INVALID_VALUE);
+    CHECK(s == NULL);
+    CHECK_RC(cu.cuGetErrorName(CUDA_SUCCESS, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* cuInit's own failures, in children. */
+static void child_init_bad_config(void)
+{
+    setenv(FG_CONFIG_ENV, "/nonexistent/gpus.conf", 1);
+    CHECK_RC(cu.cuInit(0), CUDA_ERROR_NO_DEVICE);
+    CHECK_RC(cu.cuInit(0), CUDA_ERROR_NO_DEVICE);
+    CHECK_RC(cu.cuDeviceGetCount(&(int){ 0 }), CUDA_ERROR_NOT_INITIALIZED);
+}
+
+static void child_init_fault(void)
+{
+    char text[sizeof(g_conf_main) + 128];
+
+    snprintf(text, sizeof(text), "%sfault cuInit error CUDA_ERROR_SYSTEM_DRIVER_MISMATCH\n"
+                                 "fault nvmlInit error driver_not_loaded\n", g_conf_main);
+    write_conf("fault-init.conf", text);
+    CHECK_RC(cu.cuInit(0), CUDA_ERROR_SYSTEM_DRIVER_MISMATCH);
+}
+
+static void child_call_faults(void)
+{
+    char text[sizeof(g_conf_main) + 256];
+    CUcontext c;
+    CUdeviceptr p;
+    size_t fr, tot;
+
+    snprintf(text, sizeof(text), "%sfault cuMemAlloc error out_of_memory\nfault cuMemGetInfo error 999\n"
+                                 "fault cuLaunchKernel delay 1\n", g_conf_main);
+    write_conf("fault-calls.conf", text);
+    OK(cu.cuInit(0));
+    OK(cu.cuDevicePrimaryCtxRetain(&c, 0));
+    OK(cu.cuCtxSetCurrent(c));
+    /* A fault on a base name covers every version of it (cuMemAlloc_v2). */
+    CHECK_RC(cu.cuMemAlloc_v2(&p, 1 << 20), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_RC(cu.cuMemGetInfo_v2(&fr, &tot), CUDA_ERROR_UNKNOWN);
+    CHECK_RC(cu.cuLaunchKernel_ptsz(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+}
+
+static void child_no_devices(void)
+{
+    write_conf("main.conf", g_conf_main);
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    CHECK_RC(cu.cuInit(0), CUDA_ERROR_NO_DEVICE);
+}
+
+static int visible_count(void)
+{
+    int n = -1;
+
+    if (cu.cuDeviceGetCount(&n) != CUDA_SUCCESS)
+        return -1;
+    return n;
+}
+
+static void child_visible_reorder(void)
+{
+    char name[128];
+    size_t tot;
+
+    write_conf("main.conf", g_conf_main);
+    setenv("CUDA_VISIBLE_DEVICES", "1,0", 1);
+    OK(cu.cuInit(0));
+    CHECK(visible_count() == 2);
+    OK(cu.cuDeviceGetName(name, sizeof(name), 0));
+    CHECK(strcmp(name, "NVIDIA A100-SXM4-40GB") == 0);
+    OK(cu.cuDeviceTotalMem_v2(&tot, 1));
+    CHECK(tot == 8 * GiB - 512 * MiB);
+}
+
+static void child_visible_uuid_and_stop(void)
+{
+    char name[128];
+
+    write_conf("main.conf", g_conf_main);
+    /* a UUID prefix selects; the list ends at the first invalid entry (here 7) */
+    setenv("CUDA_VISIBLE_DEVICES", "GPU-aaaa,7,0", 1);
+    OK(cu.cuInit(0));
+    CHECK(visible_count() == 1);
+    OK(cu.cuDeviceGetName(name, sizeof(name), 0));
+    CHECK(strcmp(name, "NVIDIA A100-SXM4-40GB") == 0);
+}
+
+static void child_visible_duplicate(void)
+{
+    write_conf("main.conf", g_conf_main);
+    setenv("CUDA_VISIBLE_DEVICES", "0,0,1", 1);
+    OK(cu.cuInit(0));
+    CHECK(visible_count() == 1);
+}
+
+static void child_mig(void)
+{
+    char name[128];
+    CUuuid u1, u2;
+    size_t tot;
+    int v;
+
+    write_conf("mig.conf", g_conf_mig);
+    OK(cu.cuInit(0));
+    /* the MIG-enabled GPU shows its MIG devices (in MIG index order), then GPU 1 */
+    CHECK(visible_count() == 3);
+    OK(cu.cuDeviceGetName(name, sizeof(name), 0));
+    CHECK(strcmp(name, "NVIDIA A100-SXM4-40GB MIG 2g.10gb") == 0);
+    OK(cu.cuDeviceTotalMem_v2(&tot, 0));
+    CHECK(tot == 10 * GiB);
+    OK(cu.cuDeviceTotalMem_v2(&tot, 1));
+    CHECK(tot == 20 * GiB);
+    /* cuDeviceGetUuid reports the parent GPU, _v2 the MIG device */
+    OK(cu.cuDeviceGetUuid(&u1, 0));
+    OK(cu.cuDeviceGetUuid_v2(&u2, 0));
+    CHECK((unsigned char)u1.bytes[0] == 0xaa && (unsigned char)u2.bytes[0] == 0xbb);
+    CHECK((unsigned char)u2.bytes[15] == 0x02);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    CHECK(v > 0 && v < 108);
+    OK(cu.cuDriverGetVersion(&v));
+    CHECK(v == 12080);
+}
+
+static void child_visible_mig_uuid(void)
+{
+    char name[128];
+
+    write_conf("mig.conf", g_conf_mig);
+    setenv("CUDA_VISIBLE_DEVICES", "MIG-bbbbbbbb-0000-0000-0000-000000000001", 1);
+    OK(cu.cuInit(0));
+    CHECK(visible_count() == 1);
+    OK(cu.cuDeviceGetName(name, sizeof(name), 0));
+    CHECK(strcmp(name, "NVIDIA A100-SXM4-40GB MIG 3g.20gb") == 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void test_devices(void)
+{
+    int n = -1, v = -1;
+    CUdevice d = -1;
+    char name[128], bus[32];
+    CUuuid u;
+    size_t tot;
+    unsigned int t32;
+    static const unsigned char want_uuid[16] = { 0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x33, 0x33,
+                                                 0x44, 0x44, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55 };
+
+    CHECK_RC(cu.cuInit(1), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuInit(0));
+    OK(cu.cuInit(0));
+    CHECK_RC(cu.cuDeviceGetCount(NULL), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuDeviceGetCount(&n));
+    CHECK(n == 2);
+    CHECK_RC(cu.cuDeviceGet(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDeviceGet(&d, 2), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_RC(cu.cuDeviceGet(&d, -1), CUDA_ERROR_INVALID_DEVICE);
+    OK(cu.cuDeviceGet(&d, 1));
+    CHECK(d == 1);
+    OK(cu.cuDeviceGetName(name, sizeof(name), 0));
+    CHECK(strcmp(name, "NVIDIA H100 80GB HBM3") == 0);
+    OK(cu.cuDeviceGetName(name, 4, 0));
+    CHECK(strcmp(name, "NVI") == 0);
+    CHECK_RC(cu.cuDeviceGetName(name, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDeviceGetName(name, sizeof(name), 5), CUDA_ERROR_INVALID_DEVICE);
+    OK(cu.cuDeviceGetUuid_v2(&u, 0));
+    CHECK(memcmp(u.bytes, want_uuid, 16) == 0);
+    OK(cu.cuDeviceGetUuid(&u, 0));
+    CHECK(memcmp(u.bytes, want_uuid, 16) == 0);
+    CHECK_RC(cu.cuDeviceGetUuid_v2(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuDeviceTotalMem_v2(&tot, 0));
+    CHECK(tot == 8 * GiB - 512 * MiB);
+    OK(cu.cuDeviceTotalMem(&t32, 0));
+    CHECK(t32 == 0xFFFFFFFFu);   /* clamped to 32 bits */
+    OK(cu.cuDeviceTotalMem_v2(&tot, 1));
+    CHECK(tot == 4 * GiB);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0));
+    CHECK(v == 9);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 1));
+    CHECK(v == 0);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    CHECK(v == 132);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1));
+    CHECK(v == 100);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0));
+    CHECK(v == 0x3b);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 0));
+    CHECK(v == 0);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0));
+    CHECK(v == 0);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0));
+    CHECK(v == 32);
+    CHECK_RC(cu.cuDeviceGetAttribute(&v, (CUdevice_attribute)100000, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDeviceGetAttribute(NULL, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 9), CUDA_ERROR_INVALID_DEVICE);
+    OK(cu.cuDeviceGetPCIBusId(bus, sizeof(bus), 0));
+    CHECK(strcmp(bus, "0000:3b:00.0") == 0);
+    CHECK_RC(cu.cuDeviceGetPCIBusId(bus, 12, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuDeviceGetByPCIBusId(&d, "0000:3B:00.0"));
+    CHECK(d == 0);
+    OK(cu.cuDeviceGetByPCIBusId(&d, "3b:00.0"));
+    CHECK(d == 0);
+    CHECK_RC(cu.cuDeviceGetByPCIBusId(&d, "0000:ff:00.0"), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_RC(cu.cuDeviceGetByPCIBusId(&d, "junk"), CUDA_ERROR_INVALID_VALUE);
+}
+
+static void test_contexts(void)
+{
+    CUcontext c = NULL, c0 = NULL, c1 = NULL, cc = NULL;
+    CUdevice d = -1;
+    CUdeviceptr p;
+    unsigned flags;
+    int active = -1;
+    size_t fr, tot, fr0;
+
+    /* no current context */
+    OK(cu.cuCtxGetCurrent(&c));
+    CHECK(c == NULL);
+    CHECK_RC(cu.cuCtxGetCurrent(NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuCtxGetDevice(&d), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuMemAlloc_v2(&p, 1 << 20), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuMemGetInfo_v2(&fr, &tot), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuCtxPopCurrent_v2(&c), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuCtxPushCurrent_v2(NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuCtxPushCurrent_v2((CUcontext)&d), CUDA_ERROR_INVALID_CONTEXT);
+
+    /* primary contexts: refcounted, charged once */
+    CHECK_RC(cu.cuDevicePrimaryCtxRelease_v2(0), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuDevicePrimaryCtxRetain(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDevicePrimaryCtxRetain(&c0, 7), CUDA_ERROR_INVALID_DEVICE);
+    OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK(active == 0);
+    OK(cu.cuDevicePrimaryCtxRetain(&c0, 0));
+    OK(cu.cuDevicePrimaryCtxRetain(&c, 0));
+    CHECK(c == c0);
+    OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK(active == 1);
+    CHECK_RC(cu.cuMemAlloc_v2(&p, 1 << 20), CUDA_ERROR_INVALID_CONTEXT);   /* retained, not current */
+    OK(cu.cuCtxSetCurrent(c0));
+    OK(cu.cuCtxGetDevice(&d));
+    CHECK(d == 0);
+    OK(cu.cuCtxGetDevice_v2(&d, NULL));
+    CHECK(d == 0);
+    OK(cu.cuCtxSynchronize());
+    OK(cu.cuMemGetInfo_v2(&fr0, &tot));
+    CHECK(tot == 8 * GiB - 512 * MiB);
+    CHECK(fr0 == tot - 256 * MiB - HOLDER);   /* the context costs context_memory */
+    OK(cu.cuMemGetInfo_v2(NULL, NULL));   /* accepted, like the real driver */
+    OK(cu.cuDevicePrimaryCtxRelease(0));   /* 2 -> 1: still active */
+    OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK(active == 1);
+
+    /* created contexts push themselves, cost context_memory, and take their memory along */
+    CHECK_RC(cu.cuCtxDestroy_v2(c0), CUDA_ERROR_INVALID_CONTEXT);   /* a primary context */
+    CHECK_RC(cu.cuCtxCreate_v2(&cc, 0, 5), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_RC(cu.cuCtxCreate_v2(NULL, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuCtxCreate_v4(&cc, NULL, 0, 0));
+    OK(cu.cuCtxGetCurrent(&c));
+    CHECK(c == cc);
+    CHECK(cuda_free() == fr0 - 256 * MiB);
+    OK(cu.cuMemAlloc_v2(&p, 100 * MiB));
+    CHECK(cuda_free() == fr0 - 256 * MiB - 100 * MiB);
+    OK(cu.cuCtxDestroy_v2(cc));
+    OK(cu.cuCtxGetCurrent(&c));
+    CHECK(c == c0);                     /* popped back to the primary context */
+    CHECK(cuda_free() == fr0);          /* context and its 100 MiB gone */
+    CHECK_RC(cu.cuMemFree_v2(p), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuCtxDestroy_v2(cc), CUDA_ERROR_INVALID_CONTEXT);
+
+    /* stack: push / pop / set */
+    OK(cu.cuCtxCreate_v2(&c1, 0, 1));
+    OK(cu.cuCtxGetDevice(&d));
+    CHECK(d == 1);
+    OK(cu.cuCtxPushCurrent_v2(c0));
+    OK(cu.cuCtxGetDevice(&d));
+    CHECK(d == 0);
+    OK(cu.cuCtxPopCurrent_v2(&c));
+    CHECK(c == c0);
+    OK(cu.cuCtxGetCurrent(&c));
+    CHECK(c == c1);
+    OK(cu.cuCtxSetCurrent(NULL));       /* unbinds the top */
+    OK(cu.cuCtxGetCurrent(&c));
+    CHECK(c == c0);
+    OK(cu.cuCtxDestroy(c1));
+
+    /* released primary context: still current, but destroyed */
+    OK(cu.cuMemAlloc_v2(&p, 64 * MiB));
+    OK(cu.cuDevicePrimaryCtxRelease_v2(0));
+    OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK(active == 0);
+    OK(cu.cuCtxGetCurrent(&c));
+    CHECK(c == c0);
+    CHECK_RC(cu.cuMemAlloc_v2(&p, MiB), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_RC(cu.cuCtxSynchronize(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_RC(cu.cuMemGetInfo_v2(&fr, &tot), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    OK(cu.cuCtxGetDevice(&d));
+    CHECK_RC(cu.cuDevicePrimaryCtxRelease_v2(0), CUDA_ERROR_INVALID_CONTEXT);
+
+    /* reset: frees everything, deactivates, keeps the retain count */
+    OK(cu.cuDevicePrimaryCtxRetain(&c, 0));
+    CHECK(c == c0);
+    CHECK(cuda_free() == fr0);          /* the 64 MiB went with the release */
+    OK(cu.cuMemAlloc_v2(&p, 64 * MiB));
+    OK(cu.cuDevicePrimaryCtxReset_v2(0));
+    OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK(active == 0);
+    CHECK_RC(cu.cuMemAlloc_v2(&p, MiB), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    OK(cu.cuDevicePrimaryCtxRetain(&c, 0));   /* reactivates */
+    CHECK(cuda_free() == fr0);
+    OK(cu.cuDevicePrimaryCtxRelease_v2(0));
+    OK(cu.cuDevicePrimaryCtxRelease_v2(0));
+    CHECK_RC(cu.cuDevicePrimaryCtxRelease_v2(0), CUDA_ERROR_INVALID_CONTEXT);
+    while (cu.cuCtxPopCurrent_v2(&c) == CUDA_SUCCESS)
+        ;
+}
+
+/* Leaves the primary context of device 0 retained and current. */
+static void test_linear_memory(void)
+{
+    CUcontext c;
+    CUdeviceptr p, q, ps[16], big[4];
+    size_t fr0, pitch, tot;
+    unsigned int u1, u2;
+    gs_CUdeviceptr_v1 lp;
+    void *hp;
+    char buf[64];
+    int i;
+
+    OK(cu.cuDevicePrimaryCtxRetain(&c, 0));
+    OK(cu.cuCtxSetCurrent(c));
+    fr0 = cuda_free();
+    CHECK(fr0 == 8 * GiB - 512 * MiB - 256 * MiB - HOLDER);
+
+    CHECK_RC(cu.cuMemAlloc_v2(&p, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemAlloc_v2(NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemAlloc_v2(&p, (size_t)1 << 50), CUDA_ERROR_OUT_OF_MEMORY);
+
+    /* 1 byte costs a 2 MiB page; small allocations share it, 512-byte aligned */
+    OK(cu.cuMemAlloc_v2(&p, 1));
+    CHECK(p % (2 * MiB) == 0);
+    CHECK(cuda_free() == fr0 - 2 * MiB);
+    CHECK(mapped_as((uintptr_t)p, "---p"));   /* never host memory */
+    for (i = 0; i < 16; i++)
+        OK(cu.cuMemAlloc_v2(&ps[i], 1000));
+    CHECK(ps[1] - ps[0] == 1024);
+    CHECK(cuda_free() == fr0 - 2 * MiB);
+    for (i = 0; i < 16; i++)
+        OK(cu.cuMemFree_v2(ps[i]));
+    OK(cu.cuMemFree_v2(p));
+    CHECK(cuda_free() == fr0);           /* the chunk goes when its last piece does */
+
+    /* big allocations round to 2 MiB, do not overlap */
+    OK(cu.cuMemAlloc_v2(&p, 3 * MiB));
+    OK(cu.cuMemAlloc_v2(&q, 64 * MiB));
+    CHECK(cuda_free() == fr0 - 68 * MiB);
+    CHECK(q >= p + 4 * MiB || p >= q + 64 * MiB);
+    CHECK(mapped_as((uintptr_t)q + 63 * MiB, "---p"));
+    CHECK_RC(cu.cuMemFree_v2(q + 16), CUDA_ERROR_INVALID_VALUE);   /* interior */
+    OK(cu.cuMemFree_v2(q));
+    CHECK_RC(cu.cuMemFree_v2(q), CUDA_ERROR_INVALID_VALUE);        /* double free */
+    CHECK_RC(cu.cuMemFree_v2(0x12345000), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemFree_v2(0));
+
+    /* copies and sets only check ranges */
+    OK(cu.cuMemcpyHtoD_v2(p, buf, sizeof(buf)));
+    OK(cu.cuMemcpyDtoH_v2(buf, p + 3 * MiB - 64, 64));
+    OK(cu.cuMemcpyHtoD_v2_ptds(p, buf, 0));
+    CHECK_RC(cu.cuMemcpyDtoH_v2(buf, p + 3 * MiB - 32, 64), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemcpyHtoD_v2(p, NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemcpyHtoD_v2(0x12345000, buf, 1), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemsetD8_v2(p, 0, 3 * MiB));
+    OK(cu.cuMemsetD8_v2_ptds(p + 1, 0, 3 * MiB - 1));
+    CHECK_RC(cu.cuMemsetD8_v2(p, 0, 3 * MiB + 1), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemFree_v2(p));
+    CHECK(cuda_free() == fr0);
+
+    /* exhaustion: exactly what is free can be had, one byte more cannot */
+    OK(cu.cuMemAlloc_v2(&big[0], fr0 - 4 * MiB));
+    CHECK_RC(cu.cuMemAlloc_v2(&big[1], 6 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cu.cuMemAlloc_v2(&big[1], 4 * MiB));
+    CHECK(cuda_free() == 0);
+    CHECK_RC(cu.cuMemAlloc_v2(&big[2], 1), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cu.cuMemFree_v2(big[0]));
+    OK(cu.cuMemFree_v2(big[1]));
+    CHECK(cuda_free() == fr0);
+
+    /* pitch */
+    OK(cu.cuMemAllocPitch_v2(&p, &pitch, 1000, 10, 4));
+    CHECK(pitch == 1024);
+    CHECK_RC(cu.cuMemAllocPitch_v2(&q, &pitch, 1000, 10, 3), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemFree_v2(p));
+
+    /* the 32-bit ABI: INVALID_CONTEXT in a 64-bit process, as the real driver answers */
+    CHECK_RC(cu.cuMemAlloc(&lp, 1024), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuMemGetInfo(&u1, &u2), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuMemFree(0x1000), CUDA_ERROR_INVALID_CONTEXT);
+
+    /* managed: real host memory, not charged */
+    CHECK_RC(cu.cuMemAllocManaged(&p, MiB, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemAllocManaged(&p, 64 * MiB, CU_MEM_ATTACH_GLOBAL));
+    CHECK(cuda_free() == fr0);
+    memset((void *)(uintptr_t)p, 7, 4096);
+    OK(cu.cuMemcpyDtoH_v2(buf, p + 10, 8));
+    CHECK(buf[0] == 7 && buf[7] == 7);
+    OK(cu.cuMemsetD8_v2(p, 9, 16));
+    CHECK(((char *)(uintptr_t)p)[15] == 9);
+    OK(cu.cuMemFree_v2(p));
+
+    /* pinned host memory */
+    OK(cu.cuMemAllocHost_v2(&hp, 8192));
+    memset(hp, 1, 8192);
+    OK(cu.cuMemFreeHost(hp));
+    CHECK_RC(cu.cuMemFreeHost(hp), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemFreeHost(buf), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemGetInfo_v2(&fr0, &tot));
+}
+
+static void test_vmm(void)
+{
+    CUmemAllocationProp prop;
+    CUmemAccessDesc ad;
+    CUmemGenericAllocationHandle h = 0, h2 = 0;
+    CUdeviceptr va, va2;
+    size_t gran = 0, fr0 = cuda_free();
+
+    memset(&prop, 0, sizeof(prop));
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    OK(cu.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CHECK(gran == 2 * MiB);
+    OK(cu.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    CHECK(gran == 2 * MiB);
+    CHECK_RC(cu.cuMemGetAllocationGranularity(NULL, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemGetAllocationGranularity(&gran, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+
+    CHECK_RC(cu.cuMemCreate(&h, 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemCreate(&h, 0, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemCreate(NULL, 2 * MiB, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    prop.location.id = 9;
+    CHECK_RC(cu.cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_ERROR_INVALID_DEVICE);
+    prop.location.id = 0;
+    CHECK_RC(cu.cuMemCreate(&h, 64 * GiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cu.cuMemCreate(&h, 32 * MiB, &prop, 0));
+    CHECK(cuda_free() == fr0 - 32 * MiB);   /* charged at creation */
+
+    CHECK_RC(cu.cuMemAddressReserve(&va, 4096, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemAddressReserve(&va, 64 * MiB, 0, 0, 0));
+    CHECK(va % (2 * MiB) == 0);
+    CHECK(cuda_free() == fr0 - 32 * MiB);   /* address space costs nothing */
+    CHECK(mapped_as((uintptr_t)va, "---p"));
+    /* a hint that is free is honoured */
+    OK(cu.cuMemAddressReserve(&va2, 4 * MiB, 0, va + 64 * MiB, 0));
+    CHECK(va2 == va + 64 * MiB);
+    OK(cu.cuMemAddressFree(va2, 4 * MiB));
+
+    CHECK_RC(cu.cuMemMap(va, 32 * MiB, 2 * MiB, h, 0), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_RC(cu.cuMemMap(va, 64 * MiB, 0, h, 0), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_RC(cu.cuMemMap(0x10000000, 32 * MiB, 0, h, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemMap(va, 32 * MiB, 0, 0xdead, 0), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuMemMap(va, 32 * MiB, 0, h, 0));
+    CHECK_RC(cu.cuMemMap(va, 32 * MiB, 0, h, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemsetD8_v2(va, 0, 1), CUDA_ERROR_ILLEGAL_ADDRESS);   /* no access yet */
+
+    memset(&ad, 0, sizeof(ad));
+    ad.location = prop.location;
+    ad.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CHECK_RC(cu.cuMemSetAccess(va + 32 * MiB, 32 * MiB, &ad, 1), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemSetAccess(va, 32 * MiB, &ad, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemSetAccess(va, 32 * MiB, NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemSetAccess(va, 32 * MiB, &ad, 1));
+    OK(cu.cuMemsetD8_v2(va, 0, 32 * MiB));
+    CHECK_RC(cu.cuMemsetD8_v2(va, 0, 32 * MiB + 1), CUDA_ERROR_INVALID_VALUE);
+
+    /* release while mapped: the memory stays until the unmap */
+    OK(cu.cuMemRelease(h));
+    CHECK(cuda_free() == fr0 - 32 * MiB);
+    CHECK_RC(cu.cuMemAddressFree(va, 64 * MiB), CUDA_ERROR_INVALID_VALUE);   /* still mapped */
+    CHECK_RC(cu.cuMemUnmap(va, 2 * MiB), CUDA_ERROR_INVALID_VALUE);          /* partial */
+    OK(cu.cuMemUnmap(va, 32 * MiB));
+    CHECK(cuda_free() == fr0);
+    CHECK_RC(cu.cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemRelease(0x4242), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuMemAddressFree(va, 2 * MiB), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemAddressFree(va, 64 * MiB));
+
+    /* unmapped but not released: still charged */
+    OK(cu.cuMemCreate(&h2, 4 * MiB, &prop, 0));
+    OK(cu.cuMemAddressReserve(&va, 4 * MiB, 0, 0, 0));
+    OK(cu.cuMemMap(va, 4 * MiB, 0, h2, 0));
+    OK(cu.cuMemUnmap(va, 4 * MiB));
+    CHECK(cuda_free() == fr0 - 4 * MiB);
+    OK(cu.cuMemRelease(h2));
+    CHECK(cuda_free() == fr0);
+    OK(cu.cuMemAddressFree(va, 4 * MiB));
+}
+
+static void test_pools(void)
+{
+    CUmemoryPool pool = NULL, defpool = NULL, other = NULL;
+    CUmemPoolProps pp;
+    CUdeviceptr p, q, r;
+    CUstream s = NULL;
+    size_t fr0 = cuda_free();
+
+    OK(cu.cuDeviceGetDefaultMemPool(&defpool, 0));
+    CHECK_RC(cu.cuDeviceGetDefaultMemPool(&pool, 5), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_RC(cu.cuDeviceGetDefaultMemPool(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemAllocAsync(&p, 64 * MiB, NULL));
+    CHECK(cuda_free() == fr0 - 64 * MiB);
+    OK(cu.cuMemAllocAsync(&q, 0, NULL));
+    CHECK(q == 0);
+    /* freed memory stays in the pool until a synchronize */
+    OK(cu.cuMemFreeAsync(p, NULL));
+    CHECK(cuda_free() == fr0 - 64 * MiB);
+    OK(cu.cuMemAllocAsync_ptsz(&p, 32 * MiB, CU_STREAM_PER_THREAD));   /* reuses the pool's memory */
+    CHECK(cuda_free() == fr0 - 64 * MiB);
+    OK(cu.cuMemFreeAsync_ptsz(p, CU_STREAM_PER_THREAD));
+    OK(cu.cuStreamSynchronize(NULL));
+    CHECK(cuda_free() == fr0);
+    CHECK_RC(cu.cuMemFreeAsync(0x12345000, NULL), CUDA_ERROR_INVALID_VALUE);
+
+    /* small stream-ordered allocations share a 32 MiB block */
+    OK(cu.cuMemAllocAsync(&p, 1000, NULL));
+    OK(cu.cuMemAllocAsync(&q, 1000, NULL));
+    CHECK(q - p == 1024);
+    CHECK(cuda_free() == fr0 - 32 * MiB);
+    OK(cu.cuMemFreeAsync(p, NULL));
+    OK(cu.cuMemFreeAsync(q, NULL));
+    OK(cu.cuMemPoolTrimTo(defpool, 0));
+    CHECK(cuda_free() == fr0);
+
+    /* trim keeps what it is asked to keep */
+    OK(cu.cuMemAllocAsync(&p, 16 * MiB, NULL));
+    OK(cu.cuMemFreeAsync(p, NULL));
+    OK(cu.cuMemPoolTrimTo(defpool, 4 * MiB));
+    CHECK(cuda_free() == fr0 - 4 * MiB);
+    OK(cu.cuCtxSynchronize());
+    CHECK(cuda_free() == fr0);
+
+    /* cuMemFree of a stream-ordered allocation synchronises */
+    OK(cu.cuMemAllocAsync(&p, 8 * MiB, NULL));
+    OK(cu.cuMemFree_v2(p));
+    CHECK(cuda_free() == fr0);
+
+    /* explicit pools */
+    memset(&pp, 0, sizeof(pp));
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = 9;
+    CHECK_RC(cu.cuMemPoolCreate(&pool, &pp), CUDA_ERROR_INVALID_DEVICE);
+    pp.location.id = 0;
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_INVALID;
+    CHECK_RC(cu.cuMemPoolCreate(&pool, &pp), CUDA_ERROR_INVALID_VALUE);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    OK(cu.cuMemPoolCreate(&pool, &pp));
+    OK(cu.cuMemPoolCreate(&other, &pp));
+    CHECK(pool != other && pool != defpool);
+    CHECK_RC(cu.cuMemAllocFromPoolAsync(&p, MiB, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cu.cuMemAllocFromPoolAsync(&p, 4 * MiB, pool, s));
+    OK(cu.cuMemAllocFromPoolAsync_ptsz(&r, 6 * MiB, other, s));
+    CHECK(cuda_free() == fr0 - 10 * MiB);
+    CHECK_RC(cu.cuMemPoolDestroy(defpool), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemPoolDestroy(pool));                   /* outstanding allocation: deferred */
+    CHECK(cuda_free() == fr0 - 10 * MiB);
+    OK(cu.cuMemFreeAsync(p, s));
+    CHECK(cuda_free() == fr0 - 6 * MiB);             /* last allocation of a destroyed pool */
+    CHECK_RC(cu.cuMemAllocFromPoolAsync(&p, MiB, pool, s), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuMemFreeAsync(r, s));
+    OK(cu.cuStreamSynchronize(s));
+    CHECK(cuda_free() == fr0);
+    OK(cu.cuMemPoolDestroy(other));
+    CHECK_RC(cu.cuMemPoolDestroy(other), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuStreamDestroy_v2(s));
+    CHECK_RC(cu.cuStreamDestroy_v2(s), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuStreamDestroy_v2(NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuMemAllocAsync(&p, MiB, s), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuStreamCreate(&s, 8), CUDA_ERROR_INVALID_VALUE);
+}
+
+static void test_arrays(void)
+{
+    CUDA_ARRAY_DESCRIPTOR d;
+    CUDA_ARRAY3D_DESCRIPTOR d3;
+    CUarray a, b;
+    CUmipmappedArray m;
+    size_t fr0 = cuda_free();
+
+    memset(&d, 0, sizeof(d));
+    d.Width = 1024;
+    d.Height = 1024;
+    d.Format = CU_AD_FORMAT_FLOAT;
+    d.NumChannels = 4;
+    OK(cu.cuArrayCreate_v2(&a, &d));
+    CHECK(cuda_free() == fr0 - 16 * MiB);
+    d.NumChannels = 3;
+    CHECK_RC(cu.cuArrayCreate_v2(&b, &d), CUDA_ERROR_INVALID_VALUE);
+    d.NumChannels = 1;
+    d.Format = (CUarray_format)0x77;
+    CHECK_RC(cu.cuArrayCreate_v2(&b, &d), CUDA_ERROR_INVALID_VALUE);
+    d.Format = CU_AD_FORMAT_HALF;
+    d.Width = 0;
+    CHECK_RC(cu.cuArrayCreate_v2(&b, &d), CUDA_ERROR_INVALID_VALUE);
+    /* 1-D, 1000 x half: rounds up to 2 MiB */
+    d.Width = 1000;
+    d.Height = 0;
+    OK(cu.cuArrayCreate_v2(&b, &d));
+    CHECK(cuda_free() == fr0 - 18 * MiB);
+    OK(cu.cuArrayDestroy(b));
+    CHECK_RC(cu.cuArrayDestroy(b), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuArrayDestroy(NULL), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuArrayDestroy(a));
+    CHECK(cuda_free() == fr0);
+
+    memset(&d3, 0, sizeof(d3));
+    d3.Width = 256;
+    d3.Height = 256;
+    d3.Depth = 64;
+    d3.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+    d3.NumChannels = 2;
+    OK(cu.cuArray3DCreate_v2(&a, &d3));   /* 256*256*64*2 = 8 MiB */
+    CHECK(cuda_free() == fr0 - 8 * MiB);
+    OK(cu.cuArrayDestroy(a));
+    d3.Depth = 5;
+    d3.Flags = CUDA_ARRAY3D_CUBEMAP;
+    CHECK_RC(cu.cuArray3DCreate_v2(&a, &d3), CUDA_ERROR_INVALID_VALUE);   /* cubemap needs depth 6 */
+    d3.Depth = 6;
+    OK(cu.cuArray3DCreate_v2(&a, &d3));   /* 256*256*2*6 = 768 KiB -> 2 MiB */
+    CHECK(cuda_free() == fr0 - 2 * MiB);
+    OK(cu.cuArrayDestroy(a));
+
+    /* mipmapped: the sum over the levels (1024^2*4 + 512^2*4 + 256^2*4 = 5.25 MiB -> 6 MiB) */
+    memset(&d3, 0, sizeof(d3));
+    d3.Width = 1024;
+    d3.Height = 1024;
+    d3.Format = CU_AD_FORMAT_UNSIGNED_INT32;
+    d3.NumChannels = 1;
+    OK(cu.cuMipmappedArrayCreate(&m, &d3, 3));
+    CHECK(cuda_free() == fr0 - 6 * MiB);
+    CHECK_RC(cu.cuMipmappedArrayCreate(&m, &d3, 12), CUDA_ERROR_INVALID_VALUE);   /* > 11 levels */
+    CHECK_RC(cu.cuArrayDestroy((CUarray)m), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuMipmappedArrayDestroy(m));
+    CHECK(cuda_free() == fr0);
+}
+
+static void test_modules_and_launch(void)
+{
+    static const char ptx[] = ".version 8.0\n.target sm_50\n.address_size 64\n\n"
+                              ".visible .entry kern_a()\n{\n\tret;\n}\n"
+                              ".visible .entry kern_b(.param .u64 p)\n{\n\tret;\n}\n";
+    CUmodule mod;
+    CUfunction f, g, f2;
+    CUstream s;
+    int x = 0;
+    void *params[] = { &x };
+    void *extra_empty[] = { NULL };
+    void *extra[] = { (void *)1, NULL, NULL };
+    size_t fr0 = cuda_free();
+
+    CHECK_RC(cu.cuModuleLoadData(&mod, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuModuleLoadData(&mod, "not a module, at all......"), CUDA_ERROR_INVALID_IMAGE);
+    OK(cu.cuModuleLoadData(&mod, ptx));
+    CHECK(cuda_free() == fr0 - 2 * MiB);   /* module_memory 2MiB in this config */
+    CHECK_RC(cu.cuModuleGetFunction(&f, mod, "kern_c"), CUDA_ERROR_NOT_FOUND);
+    CHECK_RC(cu.cuModuleGetFunction(&f, mod, NULL), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuModuleGetFunction(&f, mod, "kern_a"));
+    OK(cu.cuModuleGetFunction(&g, mod, "kern_b"));
+    OK(cu.cuModuleGetFunction(&f2, mod, "kern_a"));
+    CHECK(f == f2 && f != g);
+
+    OK(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    OK(cu.cuLaunchKernel(g, 1000, 2, 1, 256, 4, 1, 1024, CU_STREAM_LEGACY, params, extra_empty));
+    OK(cu.cuLaunchKernel_ptsz(f, 1, 1, 1, 1024, 1, 1, 0, CU_STREAM_PER_THREAD, NULL, NULL));
+    CHECK_RC(cu.cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuLaunchKernel((CUfunction)&x, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuLaunchKernel(f, 0, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 32, 2, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuLaunchKernel(g, 1, 1, 1, 32, 1, 1, 0, NULL, params, extra), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, (CUstream)&x, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuStreamCreate(&s, 0));
+    OK(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+    OK(cu.cuStreamSynchronize_ptsz(s));
+    OK(cu.cuStreamDestroy(s));
+    CHECK_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+
+    OK(cu.cuModuleUnload(mod));
+    CHECK(cuda_free() == fr0);
+    CHECK_RC(cu.cuModuleUnload(mod), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuGetExportTable(NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* cuGetProcAddress answers */
+static void expect_proc(const char *sym, int ver, unsigned long long flags, const char *want, int want_status)
+{
+    void *pfn = (void *)1;
+    CUdriverProcAddressQueryResult st = (CUdriverProcAddressQueryResult)77;
+    CUresult rc = cu.cuGetProcAddress_v2(sym, &pfn, ver, flags, &st);
+    void *w = want != NULL ? dlsym(g_cuda, want) : NULL;
+
+    if (rc != CUDA_SUCCESS || (int)st != want_status || pfn != w || (want != NULL && w == NULL)) {
+        nfail++;
+        printf("not ok - cuGetProcAddress_v2(%s, %d, %llu): rc %d status %d pfn %p, wanted %s (%p) status %d\n",
+               sym, ver, flags, (int)rc, (int)st, pfn, want ? want : "NULL", w, want_status);
+    } else {
+        nok++;
+    }
+}
+
+static void test_get_proc_address(void)
+{
+    const unsigned long long PT = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    const unsigned long long LEG = CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+    void *pfn = (void *)1;
+
+    expect_proc("cuMemAlloc", 13000, 0, "cuMemAlloc_v2", 0);
+    expect_proc("cuMemAlloc", 3020, 0, "cuMemAlloc_v2", 0);
+    expect_proc("cuMemAlloc", 3010, 0, "cuMemAlloc", 0);
+    expect_proc("cuMemAlloc", 1000, 0, NULL, 2);
+    expect_proc("cuMemAlloc", 0, 0, NULL, 2);
+    expect_proc("cuMemAlloc", -1, 0, "cuMemAlloc_v2", 0);
+    expect_proc("cuMemAlloc", 13000, PT, "cuMemAlloc_v2", 0);
+    expect_proc("cuMemAlloc_v2", 13000, 0, NULL, 1);
+    expect_proc("cuMemFree", 12000, 0, "cuMemFree_v2", 0);
+    expect_proc("cuMemFree", 2000, 0, "cuMemFree", 0);
+    expect_proc("cuMemGetInfo", 12000, 0, "cuMemGetInfo_v2", 0);
+    expect_proc("cuMemGetInfo", 3000, 0, "cuMemGetInfo", 0);
+    expect_proc("cuMemAllocPitch", 11000, 0, "cuMemAllocPitch_v2", 0);
+    expect_proc("cuMemAllocHost", 11000, 0, "cuMemAllocHost_v2", 0);
+    expect_proc("cuDeviceTotalMem", 3000, 0, "cuDeviceTotalMem", 0);
+    expect_proc("cuDeviceTotalMem", 11000, 0, "cuDeviceTotalMem_v2", 0);
+    expect_proc("cuCtxCreate", 3000, 0, "cuCtxCreate", 0);
+    expect_proc("cuCtxCreate", 11030, 0, "cuCtxCreate_v2", 0);
+    expect_proc("cuCtxCreate", 12000, 0, "cuCtxCreate_v3", 0);
+    expect_proc("cuCtxCreate", 12050, 0, "cuCtxCreate_v4", 0);
+    expect_proc("cuCtxCreate", 13000, 0, "cuCtxCreate_v4", 0);
+    expect_proc("cuCtxDestroy", 3020, 0, "cuCtxDestroy", 0);
+    expect_proc("cuCtxDestroy", 4000, 0, "cuCtxDestroy_v2", 0);
+    expect_proc("cuCtxPushCurrent", 12000, 0, "cuCtxPushCurrent_v2", 0);
+    expect_proc("cuCtxPopCurrent", 3020, 0, "cuCtxPopCurrent", 0);
+    expect_proc("cuCtxGetDevice", 12080, 0, "cuCtxGetDevice", 0);
+    expect_proc("cuCtxGetDevice", 13000, 0, "cuCtxGetDevice_v2", 0);
+    expect_proc("cuCtxSynchronize", 12000, 0, "cuCtxSynchronize", 0);
+    expect_proc("cuCtxSynchronize", 13000, 0, "cuCtxSynchronize_v2", 0);
+    expect_proc("cuDeviceGetUuid", 11030, 0, "cuDeviceGetUuid", 0);
+    expect_proc("cuDeviceGetUuid", 11040, 0, "cuDeviceGetUuid_v2", 0);
+    expect_proc("cuDeviceGetUuid", 9010, 0, NULL, 2);
+    expect_proc("cuDevicePrimaryCtxRelease", 10020, 0, "cuDevicePrimaryCtxRelease", 0);
+    expect_proc("cuDevicePrimaryCtxRelease", 11000, 0, "cuDevicePrimaryCtxRelease_v2", 0);
+    expect_proc("cuDevicePrimaryCtxReset", 11000, 0, "cuDevicePrimaryCtxReset_v2", 0);
+    expect_proc("cuGetProcAddress", 11030, 0, "cuGetProcAddress", 0);
+    expect_proc("cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2", 0);
+    expect_proc("cuStreamDestroy", 13000, 0, "cuStreamDestroy_v2", 0);
+    expect_proc("cuArrayCreate", 13000, 0, "cuArrayCreate_v2", 0);
+    expect_proc("cuArrayCreate", 3000, 0, NULL, 2);   /* the CUDA 2.x ABI is not simulated */
+    expect_proc("cuMemCreate", 10010, 0, NULL, 2);
+    expect_proc("cuMemCreate", 10020, 0, "cuMemCreate", 0);
+    /* per-thread default stream variants */
+    expect_proc("cuLaunchKernel", 13000, 0, "cuLaunchKernel", 0);
+    expect_proc("cuLaunchKernel", 13000, LEG, "cuLaunchKernel", 0);
+    expect_proc("cuLaunchKernel", 13000, PT, "cuLaunchKernel_ptsz", 0);
+    expect_proc("cuLaunchKernel", 13000, PT | LEG, "cuLaunchKernel_ptsz", 0);
+    expect_proc("cuLaunchKernel", 6050, PT, "cuLaunchKernel", 0);   /* _ptsz came with 7.0 */
+    expect_proc("cuLaunchKernel", 3020, 0, NULL, 2);
+    expect_proc("cuMemAllocAsync", 11010, 0, NULL, 2);
+    expect_proc("cuMemAllocAsync", 11020, PT, "cuMemAllocAsync_ptsz", 0);
+    expect_proc("cuMemFreeAsync", 12000, PT, "cuMemFreeAsync_ptsz", 0);
+    expect_proc("cuMemAllocFromPoolAsync", 12000, PT, "cuMemAllocFromPoolAsync_ptsz", 0);
+    expect_proc("cuStreamSynchronize", 12000, PT, "cuStreamSynchronize_ptsz", 0);
+    expect_proc("cuMemcpyHtoD", 12000, PT, "cuMemcpyHtoD_v2_ptds", 0);
+    expect_proc("cuMemcpyHtoD", 12000, 0, "cuMemcpyHtoD_v2", 0);
+    expect_proc("cuMemcpyDtoH", 12000, PT, "cuMemcpyDtoH_v2_ptds", 0);
+    expect_proc("cuMemsetD8", 12000, PT, "cuMemsetD8_v2_ptds", 0);
+    expect_proc("cuFakegpuNoSuchFunction", 13000, 0, NULL, 1);
+    expect_proc("", 13000, 0, NULL, 1);
+    /* errors that leave *pfn alone */
+    CHECK_RC(cu.cuGetProcAddress_v2("cuMemAlloc", &pfn, 13010, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGetProcAddress_v2("cuMemAlloc", &pfn, 13000, 4, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK(pfn == (void *)1);
+    CHECK_RC(cu.cuGetProcAddress_v2(NULL, &pfn, 13000, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGetProcAddress_v2("cuInit", NULL, 13000, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    /* the CUDA 11.3 entry point: NOT_FOUND, *pfn untouched */
+    CHECK_RC(cu.cuGetProcAddress("cuFakegpuNoSuchFunction", &pfn, 13000, 0), CUDA_ERROR_NOT_FOUND);
+    CHECK_RC(cu.cuGetProcAddress("cuMemAllocAsync", &pfn, 11010, 0), CUDA_ERROR_NOT_FOUND);
+    CHECK(pfn == (void *)1);
+    OK(cu.cuGetProcAddress("cuMemAlloc", &pfn, 12000, 0));
+    CHECK(pfn == dlsym(g_cuda, "cuMemAlloc_v2"));
+    OK(cu.cuGetProcAddress("cuLaunchKernel", &pfn, 12000, PT));
+    CHECK(pfn == dlsym(g_cuda, "cuLaunchKernel_ptsz"));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Two processes on one simulated GPU                                                        */
+/* ---------------------------------------------------------------------------------------- */
+
+static pid_t g_holder = -1;
+static int g_holder_pipe[2];
+
+/* Child: hold a context and 1 GiB on GPU 0, report, and wait to be killed. */
+static void start_holder(void)
+{
+    char ok = 0;
+
+    if (pipe(g_holder_pipe) < 0) {
+        perror("pipe");
+        exit(1);
+    }
+    fflush(stdout);
+    g_holder = fork();
+    if (g_holder == 0) {
+        CUcontext c;
+        CUdeviceptr p;
+
+        close(g_holder_pipe[0]);
+        if (cu.cuInit(0) == CUDA_SUCCESS && cu.cuDevicePrimaryCtxRetain(&c, 0) == CUDA_SUCCESS &&
+            cu.cuCtxSetCurrent(c) == CUDA_SUCCESS && cu.cuMemAlloc_v2(&p, GiB) == CUDA_SUCCESS)
+            ok = 1;
+        if (write(g_holder_pipe[1], &ok, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(g_holder_pipe[1]);
+}
+
+static int nvml_find(nvmlDevice_t dev, unsigned pid, unsigned long long *used)
+{
+    nvmlProcessInfo_t infos[32];
+    unsigned n = 32;
+
+    if (nv.nvmlDeviceGetComputeRunningProcesses_v3(dev, &n, infos) != NVML_SUCCESS)
+        return -1;
+    for (unsigned i = 0; i < n; i++)
+        if (infos[i].pid == pid) {
+            *used = infos[i].usedGpuMemory;
+            return 1;
+        }
+    return 0;
+}
+
+static int proc_state(pid_t pid)
+{
+    char path[64], buf[256], *p;
+    FILE *f;
+    int st = '?';
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL && p[1] == ' ')
+        st = p[2];
+    fclose(f);
+    return st;
+}
+
+static void test_two_processes(void)
+{
+    char ok = 0;
+    nvmlDevice_t dev0, dev1;
+    nvmlMemory_v2_t mem;
+    unsigned long long used = 0;
+    size_t fr0, fr1;
+    CUdeviceptr p;
+    unsigned n = 0;
+    int st;
+
+    (void)ok;
+    /* this process: the primary context of GPU 0 is current (test_linear_memory) */
+    fr0 = cuda_free();
+    CHECK(fr0 == 8 * GiB - 512 * MiB - 256 * MiB - HOLDER);   /* the holder's context + 1 GiB */
+
+    /* NVML sees both processes, with the context memory included */
+    OK(nv.nvmlInit_v2());
+    OK(nv.nvmlDeviceGetHandleByIndex_v2(0, &dev0));
+    OK(nv.nvmlDeviceGetHandleByIndex_v2(1, &dev1));
+    CHECK(nvml_find(dev0, (unsigned)g_holder, &used) == 1);
+    CHECK(used == 256 * MiB + GiB);
+    CHECK(nvml_find(dev0, (unsigned)getpid(), &used) == 1);
+    CHECK(used == 256 * MiB);
+    memset(&mem, 0, sizeof(mem));
+    mem.version = nvmlMemory_v2;
+    OK(nv.nvmlDeviceGetMemoryInfo_v2(dev0, &mem));
+    CHECK(mem.used == 2 * 256 * MiB + GiB);
+    CHECK(mem.free == 8 * GiB - 512 * MiB - mem.used);
+    /* GPU 1: only the config's process (and `used`) */
+    CHECK(nv.nvmlDeviceGetComputeRunningProcesses_v3(dev1, &n, NULL) == NVML_ERROR_INSUFFICIENT_SIZE && n == 1);
+
+    /* the other process's memory is not ours to take */
+    CHECK_RC(cu.cuMemAlloc_v2(&p, fr0 + 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cu.cuMemAlloc_v2(&p, 100 * MiB));
+    CHECK(nvml_find(dev0, (unsigned)getpid(), &used) == 1 && used == 356 * MiB);
+
+    /* kill -9: the holder's lock goes with it (already while it is a zombie) */
+    kill(g_holder, SIGKILL);
+    for (int i = 0; i < 500 && proc_state(g_holder) != 'Z'; i++)
+        usleep(10000);
+    CHECK(proc_state(g_holder) == 'Z');
+    CHECK(nvml_find(dev0, (unsigned)g_holder, &used) == 0);
+    fr1 = cuda_free();
+    CHECK(fr1 == fr0 - 100 * MiB + 256 * MiB + GiB);
+    CHECK(waitpid(g_holder, &st, 0) == g_holder && WIFSIGNALED(st));
+    OK(nv.nvmlDeviceGetMemoryInfo_v2(dev0, &mem));
+    CHECK(mem.used == 356 * MiB);
+    OK(cu.cuMemFree_v2(p));
+    CHECK(cuda_free() == fr1 + 100 * MiB);
+
+    /* the reaped slot is free again: the state file holds no trace of the holder */
+    {
+        char path[512];
+        struct fg_state st2;
+        int found = 0;
+
+        snprintf(path, sizeof(path), "%s", getenv(FG_STATE_ENV));
+        if (fg_state_open(&st2, path, 0) == 0) {
+            for (unsigned i = 0; i < FG_STATE_SLOTS; i++)
+                if (st2.map->slots[i].pid == (uint32_t)g_holder)
+                    found = 1;
+            fg_state_close(&st2);
+        }
+        CHECK(!found);
+    }
+    OK(nv.nvmlShutdown());
+}
+
+/* A child forked after cuInit cannot use CUDA; its exit leaves the parent's usage alone. */
+static void test_fork_after_init(void)
+{
+    pid_t pid;
+    int st;
+    size_t fr0 = cuda_free();
+    nvmlDevice_t dev0;
+    unsigned long long used = 0;
+
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        int n = 0;
+        CUdeviceptr p;
+
+        if (cu.cuDeviceGetCount(&n) != CUDA_ERROR_NOT_INITIALIZED || cu.cuInit(0) != CUDA_ERROR_NOT_INITIALIZED ||
+            cu.cuMemAlloc_v2(&p, MiB) != CUDA_ERROR_NOT_INITIALIZED)
+            _exit(1);
+        _exit(0);
+    }
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(cuda_free() == fr0);
+    OK(nv.nvmlInit_v2());
+    OK(nv.nvmlDeviceGetHandleByIndex_v2(0, &dev0));
+    CHECK(nvml_find(dev0, (unsigned)getpid(), &used) == 1 && used == 256 * MiB);
+    OK(nv.nvmlShutdown());
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void load(void **h, const char *path)
+{
+    *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (*h == NULL) {
+        fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    void *hn;
+    char path[512], cmd[600];
+
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s LIBCUDA LIBNVIDIA_ML CONFIG_DIR\n", argv[0]);
+        return 2;
+    }
+    g_confdir = argv[3];
+    if (mkdtemp(g_tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/state", g_tmpdir);
+    setenv(FG_STATE_ENV, path, 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    load(&g_cuda, argv[1]);
+    load(&hn, argv[2]);
+#define X(name, ret, params)                                      \
+    *(void **)&cu.name = dlsym(g_cuda, #name);                    \
+    if (cu.name == NULL) {                                        \
+        printf("not ok - %s is not exported\n", #name);           \
+        nfail++;                                                  \
+    }
+    GS_CUDA_FUNCTIONS(X)
+#undef X
+#define X(name, ret, params) *(void **)&nv.name = dlsym(hn, #name);
+    GS_NVML_FUNCTIONS(X)
+#undef X
+    if (nfail > 0)
+        return 1;
+
+    test_before_init();
+    run_child("init_bad_config", child_init_bad_config);
+    run_child("init_fault", child_init_fault);
+    run_child("call_faults", child_call_faults);
+    run_child("no_devices", child_no_devices);
+    run_child("visible_reorder", child_visible_reorder);
+    run_child("visible_uuid", child_visible_uuid_and_stop);
+    run_child("visible_duplicate", child_visible_duplicate);
+    run_child("mig", child_mig);
+    run_child("visible_mig_uuid", child_visible_mig_uuid);
+    write_conf("main.conf", g_conf_main);
+    start_holder();
+    {
+        char ok = 0;
+
+        CHECK(read(g_holder_pipe[0], &ok, 1) == 1 && ok == 1);
+        close(g_holder_pipe[0]);
+    }
+
+    test_devices();
+    test_contexts();
+    test_linear_memory();
+    test_vmm();
+    test_pools();
+    test_arrays();
+    test_modules_and_launch();
+    test_get_proc_address();
+    test_two_processes();
+    test_fork_after_init();
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", g_tmpdir);
+    printf("%d passed, %d failed\n", nok, nfail);
+    return nfail == 0 ? 0 : 1;
+}

@@ -141,6 +141,53 @@ if [ -x bench/configure.sh ] && [ -x "$CARRY/busybox" ]; then
         check "50 concurrent configures all succeed" test "${PIPESTATUS[0]}" = 0
 fi
 
+# --- issue 4: the memory quota on the real GPU ----------------------------------------------
+if [ -x "$CARRY/cuda_fill" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
+        Q=4096
+        "$GS" exec --memory 4Gi -- "$CARRY/cuda_fill" 4 >"$OUTDIR/fill.txt" 2>&1 &
+        for _ in $(seq 100); do grep -q filled "$OUTDIR/fill.txt" && break; sleep 0.1; done
+        fp=$(pgrep -x cuda_fill | head -1)
+        nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUTDIR/fill_nvml.txt"
+        wait
+        cat "$OUTDIR/fill.txt" "$OUTDIR/fill_nvml.txt"
+        filled=$(awk '/^filled/ {print $2}' "$OUTDIR/fill.txt")
+        used=$(awk -F', ' -v p="$fp" '$1 == p {print $2}' "$OUTDIR/fill_nvml.txt")
+        echo "quota $Q MiB: filled $filled MiB, NVML counts $used MiB for the process (context $((used - filled)) MiB)"
+        check "4 GiB quota: NVML's per-process count never passes the quota ($used <= $Q MiB)" test "${used:-99999}" -le $Q
+        check "4 GiB quota: filled >= quota - context - 1% ($filled >= $Q - $((used - filled)) - 41)" \
+                test "${filled:-0}" -ge $((Q - (used - filled) - 41))
+        "$GS" exec --memory 4Gi -- python3 tests/gpu/torch_quota.py $((4 << 30)) >"$OUTDIR/torch_quota.txt" 2>&1; rc=$?
+        cat "$OUTDIR/torch_quota.txt"
+        check "PyTorch: mem_get_info shows the quota, past it OutOfMemoryError, within it works" test "$rc" = 0
+        SR=/dev/shm/gs-gpu-share-$$
+        GS_FILL_CAP_MIB=1536 "$GS" exec --memory 4Gi --region "$SR" -- "$CARRY/cuda_fill" 6 >"$OUTDIR/share1.txt" 2>&1 &
+        for _ in $(seq 100); do grep -q filled "$OUTDIR/share1.txt" && break; sleep 0.1; done
+        "$GS" exec --memory 4Gi --region "$SR" -- "$CARRY/cuda_fill" 2 >"$OUTDIR/share2.txt" 2>&1 &
+        for _ in $(seq 100); do grep -q filled "$OUTDIR/share2.txt" && break; sleep 0.1; done
+        nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUTDIR/share_nvml.txt"
+        wait; rm -f "$SR"
+        cat "$OUTDIR/share1.txt" "$OUTDIR/share2.txt" "$OUTDIR/share_nvml.txt"
+        both=$(awk -F', ' '{s += $2} END {print s + 0}' "$OUTDIR/share_nvml.txt")
+        check "two processes share one 4 GiB quota: NVML counts $both MiB for both (<= $Q)" test "$both" -le $Q
+        check "... and together they reach it (>= $((Q - 41)) MiB)" test "$both" -ge $((Q - 41))
+        "$GS" exec --memory 4Gi --region "$SR.full" -- "$CARRY/cuda_fill" 6 >"$OUTDIR/full1.txt" 2>&1 &
+        for _ in $(seq 100); do grep -q filled "$OUTDIR/full1.txt" && break; sleep 0.1; done
+        "$GS" exec --memory 4Gi --region "$SR.full" -- "$CARRY/cuda_fill" 0 >"$OUTDIR/full2.txt" 2>&1
+        nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUTDIR/full_nvml.txt"
+        wait; rm -f "$SR.full"
+        cat "$OUTDIR/full2.txt" | tail -2
+        full=$(awk -F', ' '{s += $2} END {print s + 0}' "$OUTDIR/full_nvml.txt")
+        check "a process starting in a full slice gets no context beyond the quota (NVML: $full MiB)" test "$full" -le $Q
+        check "... and the second one got memory too" test "$(awk '/^filled/ {print $2}' "$OUTDIR/share2.txt")" -gt 0
+        smi_total=$("$GS" exec --memory 4Gi -- nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+        check "nvidia-smi in the slice shows the quota ($smi_total MiB)" test "$smi_total" = $Q
+        "$GS" exec --memory 4Gi -- nvidia-smi >"$OUTDIR/smi_slice.txt" 2>&1
+        grep -E "MiB" "$OUTDIR/smi_slice.txt" | head -3
+        if [ -x "$CARRY/vgpu_bench" ]; then
+                bench/vgpu.sh "$BUILD" 5 | tee "$OUTDIR/bench_vgpu.txt"
+        fi
+fi
+
 # --- speed (issue 2) -------------------------------------------------------------------------
 if [ -x "$BUILD/bench/timecmd" ]; then
         bench/run.sh "$BUILD" | tee "$OUTDIR/bench.txt"

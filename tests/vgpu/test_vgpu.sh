@@ -62,6 +62,15 @@ a=$(awk '/^held/ {print $2}' "$TMP/h1") b=$(awk '/^held/ {print $2}' "$TMP/h2")
         ok "two processes share one 2 GiB quota: $a + $b MiB + 2 contexts of $CTX MiB" || not_ok "sharing: ${a:-?} + ${b:-?} (+2x$CTX)"
 wait
 
+# A process starting in a full slice: its context would go past the quota, so it is refused
+# (judged by the context size the first process measured).
+sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$TMP/r6" "$PROBE" hold 2048 3 >"$TMP/f1" 2>&1 &
+for _ in $(seq 50); do grep -q held "$TMP/f1" && break; sleep 0.1; done
+sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$TMP/r6" "$PROBE" hold 10 0 >"$TMP/f2" 2>&1
+grep -q "FAIL context" "$TMP/f2" && ok "a new context in a full slice is refused (CUDA_ERROR_OUT_OF_MEMORY)" ||
+        { not_ok "context admission"; cat "$TMP/f2"; }
+wait
+
 # kill -9 at random points: 6 churning processes, 40 kills; no deadlock; afterwards a new process
 # gets the whole quota back (minus its own context), i.e. dead processes' usage was reaped.
 R4=$TMP/r4
