@@ -23,4 +23,19 @@ printf '%-44s %12s %12s %9s\n' "measure (median of $ROUNDS interleaved runs)" na
 printf '%-44s %12s %12s %9.4f\n' "empty-kernel launch, us (rate ratio)" "$nl" "$sl" "$(awk -v a="$nl" -v b="$sl" 'BEGIN {print a / b}')"
 printf '%-44s %12s %12s %9.4f\n' "cudaMalloc+cudaFree 1 MiB, us (time ratio)" "$nm" "$sm" "$(awk -v a="$sm" -v b="$nm" 'BEGIN {print a / b}')"
 printf '%-44s %12s %12s %9.4f\n' "PyTorch 24x256 MLP, steps/s (rate ratio)" "$nt" "$st" "$(awk -v a="$st" -v b="$nt" 'BEGIN {print a / b}')"
+# Process start: a short CUDA process (context + one cudaMalloc/cudaFree), native vs sliced,
+# first alone in its slice, then with 16 other processes of the slice alive and registered.
+T=$PWD/$BUILD/bench/timecmd S=$PWD/$BUILD/gpu-carry/cuda_startup
+if [ -x "$T" ] && [ -x "$S" ]; then
+        R=/dev/shm/gs-bench-start-$$
+        echo "process start (context + 1 MiB cudaMalloc/cudaFree + exit), 10 interleaved rounds:"
+        "$T" -n 10 -w 2 -- "$S" -- "$GS" exec --memory 70Gi --region "$R" -- "$S"
+        for i in $(seq 16); do
+                GS_FILL_CAP_MIB=64 "$GS" exec --memory 70Gi --region "$R" -- "$PWD/$BUILD/gpu-carry/cuda_fill" 30 >/dev/null 2>&1 &
+        done
+        sleep 8
+        echo "... with 16 other processes alive in the same slice:"
+        "$T" -n 10 -w 2 -- "$S" -- "$GS" exec --memory 70Gi --region "$R" -- "$S"
+        pkill -f "gpu-carry/cuda_fill" ; wait 2>/dev/null; rm -f "$R"
+fi
 rm -rf "$W"

@@ -312,7 +312,17 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
         if (ok < 0)
                 return S.cfg.limit[vis] == 0 ? 0 : -1; /* no region: refuse rather than run unlimited */
         if (first) {
-                gs_vgpu_reconcile(vis); /* context memory counts from the first allocation */
+                /* Context memory counts from the first allocation. The slice's first process
+                 * measures it (NVML, once); later ones start from the largest context already
+                 * measured in the slice and let the reconciler correct it, so their start-up
+                 * makes no NVML call and stays flat in the number of processes. */
+                uint64_t known = gs_region_max_extra(S.region, (unsigned)vis);
+                if (known != 0 && S.slot >= 0) {
+                        gs_region_set_extra(S.region, S.slot, (unsigned)vis, known);
+                        S.measured[vis] = true;
+                } else {
+                        gs_vgpu_reconcile(vis);
+                }
                 start_reconciler();
         }
         uint64_t usage = 0;
