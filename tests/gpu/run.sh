@@ -184,7 +184,7 @@ if [ -x "$CARRY/cuda_fill" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
         "$GS" exec --memory 4Gi -- nvidia-smi >"$OUTDIR/smi_slice.txt" 2>&1
         grep -E "MiB" "$OUTDIR/smi_slice.txt" | head -3
         if [ -x "$CARRY/vgpu_bench" ]; then
-                bench/vgpu.sh "$BUILD" 5 | tee "$OUTDIR/bench_vgpu.txt"
+                bench/vgpu.sh "$BUILD" 11 2>&1 | tee "$OUTDIR/bench_vgpu.txt"
         fi
 fi
 
