@@ -29,14 +29,18 @@ T=$PWD/$BUILD/bench/timecmd S=$PWD/$BUILD/gpu-carry/cuda_startup
 if [ -x "$T" ] && [ -x "$S" ]; then
         R=/dev/shm/gs-bench-start-$$
         echo "process start (context + 1 MiB cudaMalloc/cudaFree + exit), 10 interleaved rounds:"
+        echo "  rows: native; interposer preloaded (quota set); the same through gpuslice exec"
         # timecmd splits its commands at "--": hide gpuslice's own "--" inside sh -c (both sides)
-        "$T" -n 10 -w 2 -- sh -c "exec '$S'" -- sh -c "exec '$GS' exec --memory 70Gi --region '$R' -- '$S'"
+        L=$PWD/$BUILD/libgpuslice-vgpu.so
+        "$T" -n 10 -w 2 -- sh -c "exec '$S'" -- sh -c "exec env LD_PRELOAD='$L' GPUSLICE_MEMORY_LIMIT=70Gi GPUSLICE_REGION='$R' '$S'" \
+                -- sh -c "exec '$GS' exec --memory 70Gi --region '$R' -- '$S'"
         for i in $(seq 16); do
                 GS_FILL_CAP_MIB=64 "$GS" exec --memory 70Gi --region "$R" -- "$PWD/$BUILD/gpu-carry/cuda_fill" 30 >/dev/null 2>&1 &
         done
         sleep 8
         echo "... with 16 other processes alive in the same slice:"
-        "$T" -n 10 -w 2 -- sh -c "exec '$S'" -- sh -c "exec '$GS' exec --memory 70Gi --region '$R' -- '$S'"
+        "$T" -n 10 -w 2 -- sh -c "exec '$S'" -- sh -c "exec env LD_PRELOAD='$L' GPUSLICE_MEMORY_LIMIT=70Gi GPUSLICE_REGION='$R' '$S'" \
+                -- sh -c "exec '$GS' exec --memory 70Gi --region '$R' -- '$S'"
         pkill -f "gpu-carry/cuda_fill" ; wait 2>/dev/null; rm -f "$R"
 fi
 rm -rf "$W"

@@ -300,6 +300,7 @@ uint64_t gs_vgpu_usage(int vis)
 }
 
 static void start_reconciler(void);
+static uint64_t alloc_generation; /* bumped by every charge/uncharge: the reconciler looks then */
 
 int gs_vgpu_charge(int vis, uint64_t bytes)
 {
@@ -341,8 +342,10 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
                 if (ok == 0)
                         rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
         }
-        if (rc == 0)
+        if (rc == 0 && bytes != 0) {
                 __atomic_add_fetch(&S.mine[vis], bytes, __ATOMIC_RELAXED);
+                __atomic_add_fetch(&alloc_generation, 1, __ATOMIC_RELAXED);
+        }
         return rc == 0 ? 0 : -1;
 }
 
@@ -376,6 +379,7 @@ void gs_vgpu_uncharge(int vis, uint64_t bytes)
         if (vis < 0 || S.region == NULL || S.slot < 0)
                 return;
         gs_region_uncharge(S.region, S.slot, (unsigned)vis, bytes);
+        __atomic_add_fetch(&alloc_generation, 1, __ATOMIC_RELAXED);
         uint64_t cur = __atomic_load_n(&S.mine[vis], __ATOMIC_RELAXED);
         uint64_t next;
         do {
@@ -536,15 +540,27 @@ void gs_vgpu_reconcile(int vis)
 
 static bool reconciler_running;
 
+/* Every second, but only when this process's allocations changed since the last look (the
+ * driver's per-process count moves with them; a steady training loop costs no NVML call), and at
+ * least every 30 s to catch module and context growth. */
 static void *reconciler(void *arg)
 {
         (void)arg;
+        uint64_t seen = 0;
+        unsigned idle = 0;
         for (;;) {
                 struct timespec ts = {1, 0};
                 nanosleep(&ts, NULL);
+                uint64_t gen = __atomic_load_n(&alloc_generation, __ATOMIC_RELAXED);
+                if (gen == seen && ++idle < 30)
+                        continue;
+                seen = gen;
+                idle = 0;
                 for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
                         if (S.measured[i])
                                 gs_vgpu_reconcile(i);
+                if (S.region != NULL)
+                        gs_region_reap(S.region);
         }
         return NULL;
 }
