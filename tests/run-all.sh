@@ -40,6 +40,19 @@ if [ -z "${FUZZ_ONLY:-}" ]; then
                 -Db_sanitize=address,undefined -Db_lundef=false
 fi
 
+# Every interposer hook must be exported in a release build too (HAMi's Release build exports
+# none of its hooks and silently disables itself).
+if [ -z "${FUZZ_ONLY:-}" ]; then
+        echo "=== release build of libgpuslice-vgpu.so: exported hooks"
+        if { [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release -Dtests=false >/dev/null; } &&
+                ninja -C build-release libgpuslice-vgpu.so >/dev/null &&
+                tests/vgpu/check_exports.sh . build-release/libgpuslice-vgpu.so; then
+                passed=$((passed + 1))
+        else
+                failed=$((failed + 1)); failures+=("release: libgpuslice-vgpu.so exports")
+        fi
+fi
+
 echo "=== fuzz: configure + build ($BUILD_FUZZ)"
 if { [ -f "$BUILD_FUZZ/build.ninja" ] || CC=clang meson setup "$BUILD_FUZZ" -Dfuzz=true -Dtests=true \
         --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link; } &&

@@ -93,6 +93,26 @@ fresh=$(awk '/^allocated/ {print $2}' "$TMP/fresh")
 [ -n "$after" ] && [ "$after" = "$fresh" ] && [ "$after" -gt 0 ] && ok "usage returns to the survivors' true sum: $after MiB available again, as in a fresh region" ||
         not_ok "after the kills: ${after:-?} MiB available, a fresh region gives ${fresh:-?}"
 
+# Device visibility (two simulated GPUs): only the slice's device exists, for CUDA and for NVML.
+G2=$SRC/tests/fakegpu/configs/2gpu.conf
+U1=GPU-9e3a5b7c-1d2f-4a6b-8c0d-2e4f6a8b0c1d
+sliced FAKEGPU_CONFIG="$G2" "$PROBE" devices >"$TMP/d0" 2>&1
+sliced FAKEGPU_CONFIG="$G2" GPUSLICE_DEVICES=$U1 "$PROBE" devices >"$TMP/d1" 2>&1
+grep -qx "count 2" "$TMP/d0" && grep -qx "count 1" "$TMP/d1" && grep -qix "device 0 $U1" "$TMP/d1" &&
+        ok "GPUSLICE_DEVICES: CUDA sees only that GPU, as device 0" || { not_ok "CUDA visibility"; cat "$TMP/d0" "$TMP/d1"; }
+sliced FAKEGPU_CONFIG="$G2" GPUSLICE_DEVICES=$U1 GPUSLICE_MEMORY_LIMIT=1Gi "$FAKE/nvidia-smi" -L >"$TMP/smiL" 2>&1
+[ "$(grep -c '^GPU ' "$TMP/smiL")" = 1 ] && grep -qi "$U1" "$TMP/smiL" && ok "... and NVML (nvidia-smi -L) too" ||
+        { not_ok "NVML visibility"; cat "$TMP/smiL"; }
+sliced FAKEGPU_CONFIG="$G2" GPUSLICE_MEMORY_LIMIT=2Gi CUDA_DEVICE_MEMORY_LIMIT_1=1Gi "$FAKE/nvidia-smi" -q >"$TMP/smiq" 2>&1
+[ "$(grep -A1 'FB Memory Usage' "$TMP/smiq" | grep -oE '[0-9]+ MiB' | tr '\n' ' ')" = "2048 MiB 1024 MiB " ] &&
+        ok "nvidia-smi -q shows each device's quota (HAMi's CUDA_DEVICE_MEMORY_LIMIT_1 for device 1)" ||
+        { not_ok "per-device quota in nvidia-smi"; grep -A1 'FB Memory Usage' "$TMP/smiq"; }
+printf 'GPUSLICE_MEMORY_LIMIT=768Mi\n' >"$TMP/slice.conf"
+sliced GPUSLICE_SLICE_FILE="$TMP/slice.conf" EXPECT_TOTAL_MIB=768 "$PROBE" meminfo >/dev/null 2>&1 &&
+        ok "the slice file sets the quota" || not_ok "slice file"
+sliced GPUSLICE_SLICE_FILE="$TMP/slice.conf" GPUSLICE_MEMORY_LIMIT=512Mi EXPECT_TOTAL_MIB=512 "$PROBE" meminfo >/dev/null 2>&1 &&
+        ok "... and the environment wins over it" || not_ok "env over slice file"
+
 # gpuslice exec: the one-line way.
 "$BUILD/gpuslice" exec --memory 1Gi -- env LD_LIBRARY_PATH="$FAKE" "$PROBE" meminfo >"$TMP/exec" 2>&1 &&
         grep -q "total .*1024 MiB\|free .* MiB, total 1024 MiB" "$TMP/exec" && ok "gpuslice exec --memory 1Gi" ||

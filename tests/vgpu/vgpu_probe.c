@@ -250,6 +250,23 @@ int main(int argc, char **argv)
                 CHECK(rc == CUDA_ERROR_INVALID_VALUE, "freeing an unknown pointer reaches the driver (%d)", rc);
                 return fails != 0;
         }
+        if (strcmp(argv[1], "devices") == 0) {
+                int n = -1;
+                if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&n) != CUDA_SUCCESS)
+                        return 1;
+                printf("count %d\n", n);
+                for (int i = 0; i < n; i++) {
+                        CUdevice d;
+                        CUuuid u;
+                        if (cuDeviceGet(&d, i) != CUDA_SUCCESS || cuDeviceGetUuid_v2(&u, d) != CUDA_SUCCESS)
+                                return 1;
+                        const unsigned char *b = (const unsigned char *)u.bytes;
+                        printf("device %d GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", i,
+                               b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                               b[14], b[15]);
+                }
+                return 0;
+        }
         if (setup() < 0)
                 return 1;
         if (strcmp(argv[1], "quota") == 0)
