@@ -70,6 +70,15 @@ void *gs_vgpu_wrapper_for_real(void *real)
         return NULL;
 }
 
+/* For the stub when dlsym is called before our constructors ran (a sanitizer runtime's early
+ * init does that): resolve the real dlsym without touching the caller's arguments. */
+__attribute__((visibility("hidden"), used)) void *gs_resolve_real_dlsym(void)
+{
+        if (gs_real_dlsym == NULL)
+                resolve_dlsym();
+        return (void *)gs_real_dlsym;
+}
+
 __attribute__((visibility("hidden"), used)) void *gs_dlsym_impl(void *handle, const char *symbol)
 {
         if (gs_real_dlsym == NULL)
@@ -98,7 +107,17 @@ __asm__(".text\n"
         "  jne gs_dlsym_impl\n"
         "  movq gs_real_dlsym(%rip), %rax\n"
         "  testq %rax, %rax\n"
+        "  jne 1f\n"
+        "  pushq %rdi\n" /* not resolved yet: resolve, keeping the arguments */
+        "  pushq %rsi\n"
+        "  subq $8, %rsp\n"
+        "  call gs_resolve_real_dlsym\n"
+        "  addq $8, %rsp\n"
+        "  popq %rsi\n"
+        "  popq %rdi\n"
+        "  testq %rax, %rax\n"
         "  je gs_dlsym_impl\n"
+        "1:\n"
         "  jmp *%rax\n"
         ".size dlsym, .-dlsym\n");
 #elif defined(__aarch64__)
@@ -111,7 +130,15 @@ __asm__(".text\n"
         "  b.ne gs_dlsym_impl\n"
         "  adrp x16, gs_real_dlsym\n"
         "  ldr x16, [x16, :lo12:gs_real_dlsym]\n"
+        "  cbnz x16, 1f\n"
+        "  stp x0, x1, [sp, #-32]!\n"
+        "  str x30, [sp, #16]\n"
+        "  bl gs_resolve_real_dlsym\n"
+        "  mov x16, x0\n"
+        "  ldr x30, [sp, #16]\n"
+        "  ldp x0, x1, [sp], #32\n"
         "  cbz x16, gs_dlsym_impl\n"
+        "1:\n"
         "  br x16\n"
         ".size dlsym, .-dlsym\n");
 #else
