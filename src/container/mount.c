@@ -408,6 +408,23 @@ static void owner_leave(const struct fscreds *saved)
         errno = e;
 }
 
+/* Room for one more journal entry, the entry's copy of `path`, then act as the container owner
+ * (the caller calls owner_leave). 0, or -1 with nothing held. */
+static int journal_enter(struct gs_rootfs *r, const char *path, char **jp, struct fscreds *c,
+                         struct gs_error *err)
+{
+        if (journal_reserve(r, 1, err) < 0)
+                return -1;
+        if ((*jp = strdup(path)) == NULL)
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
+        if (owner_enter(r, c, err) < 0) {
+                free(*jp);
+                *jp = NULL;
+                return -1;
+        }
+        return 0;
+}
+
 static int mnt_id_of(int fd, uint64_t *id)
 {
         struct statx stx;
@@ -614,16 +631,10 @@ static int create_parents(struct gs_rootfs *r, const char *canon, const char *ds
                                 break;
                         if (errno != ENOENT) /* ENOTDIR: a file or a symlink appeared here */
                                 return gs_error_sys(err, "file creation failed: %s: %s", dst, prefix);
-                        if (journal_reserve(r, 1, err) < 0)
-                                return -1;
-                        char *jpath = strdup(prefix);
-                        if (jpath == NULL)
-                                return gs_error_set(err, GS_ENOMEM, "out of memory");
+                        char *jpath;
                         struct fscreds c;
-                        if (owner_enter(r, &c, err) < 0) {
-                                free(jpath);
+                        if (journal_enter(r, prefix, &jpath, &c, err) < 0)
                                 return -1;
-                        }
                         int rc = mkdirat(cur, name, 0755);
                         owner_leave(&c);
                         if (rc < 0) {
@@ -693,16 +704,10 @@ static int make_node(struct gs_rootfs *r, int pfd, const char *name, const char 
                 if (errno != ENOENT)
                         return gs_error_sys(err, "file creation failed: %s", dst);
 
-                if (journal_reserve(r, 1, err) < 0)
-                        return -1;
-                char *jpath = strdup(jpath_in);
-                if (jpath == NULL)
-                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+                char *jpath;
                 struct fscreds c;
-                if (owner_enter(r, &c, err) < 0) {
-                        free(jpath);
+                if (journal_enter(r, jpath_in, &jpath, &c, err) < 0)
                         return -1;
-                }
                 int cfd;
                 if (kind == GS_NODE_DIR) {
                         cfd = mkdirat(pfd, name, perm);
@@ -1088,16 +1093,7 @@ static int begin_create(struct gs_rootfs *r, const char *dst, char *name, size_t
         int pfd = prepare_dst(r, dst, name, namelen, jpath, sizeof(jpath), err);
         if (pfd < 0)
                 return -1;
-        if (journal_reserve(r, 1, err) < 0) {
-                close(pfd);
-                return -1;
-        }
-        if ((*jp = strdup(jpath)) == NULL) {
-                gs_error_set(err, GS_ENOMEM, "out of memory");
-                close(pfd);
-                return -1;
-        }
-        if (owner_enter(r, c, err) < 0) {
+        if (journal_enter(r, jpath, jp, c, err) < 0) {
                 close(pfd);
                 return -1;
         }
