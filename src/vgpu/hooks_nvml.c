@@ -107,15 +107,15 @@ static void view(nvmlDevice_t device, unsigned long long *total, unsigned long l
         if (limit == 0)
                 return;
         uint64_t t = limit < *total ? limit : *total;
+        /* the slice has no driver-reserved part of its own: v2's reserved is 0 */
         uint64_t u = gs_vgpu_usage(vis);
-        uint64_t r = reserved != NULL ? 0 : 0;
         if (reserved != NULL)
-                *reserved = r;
-        if (u > t - r)
-                u = t - r;
+                *reserved = 0;
+        if (u > t)
+                u = t;
         *total = t;
         *used = u;
-        *free = t - r - u;
+        *free = t - u;
 }
 
 GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
