@@ -16,7 +16,16 @@ expect_rc hang 1 "a hung nvmlInit is killed"
 expect_err hang "gpuslice: initialization error: nvml helper timed out after 1.0 s" "... with a clear message"
 if [ "$secs" -lt 5000 ]; then ok "... within the deadline (${secs} ms)"; else not_ok "hung NVML took ${secs} ms"; fi
 # The helper is killed at the deadline (what is left may be a zombie until init reaps it).
-live_helpers() { ps -eo stat=,comm= | awk '$2 == "gpuslice-nvml" && $1 !~ /^Z/' | grep -c . ; }
+# Only helpers chrooted into this root count: other tests may run their own helpers meanwhile.
+HANG_ROOT=$(readlink -f "$ROOT")
+live_helpers() {
+        local n=0 p
+        for p in $(pgrep -x gpuslice-nvml); do
+                [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$HANG_ROOT" ] || continue
+                case "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" in Z|X|"") ;; *) n=$((n + 1)) ;; esac
+        done
+        echo $n
+}
 for _ in $(seq 20); do [ "$(live_helpers)" = 0 ] && break; sleep 0.1; done
 if [ "$(live_helpers)" != 0 ]; then not_ok "the hung helper is left running"; else ok "no live helper left behind"; fi
 
