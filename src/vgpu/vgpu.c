@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -300,6 +301,47 @@ uint64_t gs_vgpu_usage(int vis)
 }
 
 static void start_reconciler(void);
+
+/* The context size last measured on this GPU on this host, by any slice (/dev/shm, per GPU
+ * UUID): the first process of a new slice starts from it instead of measuring synchronously;
+ * the reconciler corrects it within a second of the first allocation. */
+static void context_cache_path(int vis, char *buf, size_t len)
+{
+        snprintf(buf, len, "/dev/shm/gpuslice-context-%s", S.uuid_of[vis]);
+}
+
+static uint64_t context_cache_read(int vis)
+{
+        char path[200], buf[32];
+        context_cache_path(vis, path, sizeof(path));
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        uint64_t v = strtoull(buf, NULL, 10);
+        return v < (64ull << 30) ? v : 0; /* a context is never 64 GiB: ignore nonsense */
+}
+
+static void context_cache_write(int vis, uint64_t bytes)
+{
+        char path[200], tmp[240], buf[32];
+        context_cache_path(vis, path, sizeof(path));
+        snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return;
+        int n = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)bytes);
+        bool ok = write(fd, buf, (size_t)n) == n;
+        fchmod(fd, 0666);
+        close(fd);
+        if (!ok || rename(tmp, path) < 0)
+                unlink(tmp);
+}
+
 static uint64_t alloc_generation; /* bumped by every charge/uncharge: the reconciler looks then */
 
 int gs_vgpu_charge(int vis, uint64_t bytes)
@@ -318,9 +360,17 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
                  * measured in the slice and let the reconciler correct it, so their start-up
                  * makes no NVML call and stays flat in the number of processes. */
                 uint64_t known = gs_region_max_extra(S.region, (unsigned)vis);
+                const char *from = "the slice";
+                if (known == 0) {
+                        known = context_cache_read(vis);
+                        from = "this host's last measurement";
+                }
                 if (known != 0 && S.slot >= 0) {
                         gs_region_set_extra(S.region, S.slot, (unsigned)vis, known);
                         S.measured[vis] = true;
+                        __atomic_add_fetch(&alloc_generation, 1, __ATOMIC_RELAXED); /* reconcile soon */
+                        gs_vgpu_log(3, "device %d: context estimated at %llu bytes from %s", vis,
+                                    (unsigned long long)known, from);
                 } else {
                         gs_vgpu_reconcile(vis);
                 }
@@ -531,6 +581,11 @@ void gs_vgpu_reconcile(int vis)
                 if (S.region != NULL && S.slot >= 0) {
                         gs_region_set_extra(S.region, S.slot, (unsigned)vis, extra);
                         gs_region_heartbeat(S.region, S.slot);
+                }
+                static bool cached[GS_VGPU_MAX_DEVICES];
+                if (!cached[vis] && mine == 0 && extra != 0) {
+                        context_cache_write(vis, extra); /* nothing allocated yet: the context alone */
+                        cached[vis] = true;
                 }
                 gs_vgpu_log(3, "device %d: driver counts %llu bytes for us, %llu tracked, %llu extra", vis,
                             (unsigned long long)used, (unsigned long long)mine, (unsigned long long)extra);

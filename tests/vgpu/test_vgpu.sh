@@ -37,6 +37,14 @@ sliced CUDA_DEVICE_MEMORY_LIMIT=1g GPUSLICE_REGION="$TMP/r1b" "$PROBE" quota 64 
 [ "$(awk '/^allocated/ {print $2}' "$TMP/q2")" = "$got" ] && ok "HAMi's CUDA_DEVICE_MEMORY_LIMIT=1g is the same quota" ||
         not_ok "alias: $(head -1 "$TMP/q2")"
 
+# The first process of a new slice starts from this host's last context measurement (no NVML call
+# on its start-up path); the reconciler corrects it later.
+sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$TMP/r1c" GPUSLICE_LOG_LEVEL=3 "$PROBE" meminfo >"$TMP/est" 2>&1
+grep -qE "context estimated at [1-9][0-9]* bytes from this host's last measurement" "$TMP/est" &&
+        ! grep -q "driver counts" "$TMP/est" && grep -q "^ok total is\|total 1024 MiB" "$TMP/est" &&
+        ok "a new slice's first process starts from the host's last context measurement (no NVML call)" ||
+        { not_ok "context estimate"; cat "$TMP/est"; }
+
 probe_ok "every allocation path is charged and released" GPUSLICE_MEMORY_LIMIT=2Gi GPUSLICE_REGION="$TMP/r2" "$PROBE" paths 64
 probe_ok "memory views: total = quota, NULL-safe" GPUSLICE_MEMORY_LIMIT=3Gi EXPECT_TOTAL_MIB=3072 "$PROBE" meminfo
 probe_ok "cuGetProcAddress and dlsym return the wrapper of the requested ABI" GPUSLICE_MEMORY_LIMIT=1Gi "$PROBE" procaddr
