@@ -5,6 +5,7 @@
 #endif
 #include "fakegpu_state.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -162,6 +163,58 @@ void fg_state_reap(struct fg_state *st)
     }
 }
 
+/* The caller's pid namespace, as an inode number (0 when /proc cannot say). */
+static uint32_t own_pidns(void)
+{
+    struct stat sb;
+
+    return stat("/proc/self/ns/pid", &sb) == 0 ? (uint32_t)sb.st_ino : 0;
+}
+
+/* The pid, in the caller's namespace, of the process that is `pid` in namespace `ns`; 0 when the
+ * caller cannot see it (the real driver translates with pid_vnr() and hides those). */
+static unsigned pid_seen_from_here(uint32_t ns, unsigned pid)
+{
+    uint32_t here = own_pidns();
+    DIR *d;
+    struct dirent *e;
+    unsigned found = 0;
+
+    if (ns == 0 || here == 0 || ns == here)
+        return pid;
+    d = opendir("/proc");
+    if (d == NULL)
+        return 0;
+    while (found == 0 && (e = readdir(d)) != NULL) {
+        char path[300], line[256];
+        struct stat sb;
+        FILE *f;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/ns/pid", e->d_name);
+        if (stat(path, &sb) < 0 || (uint32_t)sb.st_ino != ns)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+        f = fopen(path, "re");
+        if (f == NULL)
+            continue;
+        while (fgets(line, sizeof(line), f) != NULL) {
+            char *last;
+
+            if (strncmp(line, "NSpid:", 6) != 0)
+                continue;
+            last = strrchr(line, '\t');
+            if (last != NULL && (unsigned)strtoul(last + 1, NULL, 10) == pid)
+                found = (unsigned)strtoul(e->d_name, NULL, 10);
+            break;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
 int fg_state_claim(struct fg_state *st, unsigned pid)
 {
     if (st->map == NULL || !st->writable)
@@ -175,6 +228,7 @@ int fg_state_claim(struct fg_state *st, unsigned pid)
         if (ofd_lock(st->fd, F_WRLCK, slot_offset(i), F_OFD_SETLK) < 0)
             continue;   /* a dying owner still holds it: try the next one */
         memset(s->used, 0, sizeof(s->used));
+        s->pidns = own_pidns();
         __atomic_store_n(&s->pid, pid, __ATOMIC_RELEASE);
         st->slot = (int)i;
         return (int)i;
@@ -225,6 +279,9 @@ unsigned fg_state_procs(struct fg_state *st, unsigned unit, int all_migs, unsign
         for (unsigned u = first; u <= last; u++)
             b += __atomic_load_n(&st->map->slots[i].used[u], __ATOMIC_RELAXED);
         if (b == 0 || pid == 0)
+            continue;
+        pid = pid_seen_from_here(st->map->slots[i].pidns, pid);
+        if (pid == 0)
             continue;
         if (n < max) {
             pids[n] = pid;

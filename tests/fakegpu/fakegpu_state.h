@@ -33,8 +33,8 @@
 #define FG_STATE_MAGIC          "FGSTATE1"
 
 struct fg_state_slot {
-    uint32_t pid;                       /* owner (0: free) */
-    uint32_t pad_;
+    uint32_t pid;                       /* owner (0: free), in its own pid namespace */
+    uint32_t pidns;                     /* that namespace (inode of /proc/self/ns/pid; 0 unknown) */
     uint64_t used[FG_STATE_UNITS];      /* bytes charged per unit */
 };
 
@@ -86,7 +86,9 @@ unsigned long long fg_state_unit_used(struct fg_state *st, unsigned unit, int sk
 void fg_state_set_own(struct fg_state *st, unsigned unit, unsigned long long bytes);
 
 /* Live processes with used[unit] > 0 (or, for a whole-GPU unit with all_migs, any unit of
- * that GPU): fills up to max (pid, bytes) pairs, returns the total count. */
+ * that GPU): fills up to max (pid, bytes) pairs, returns the total count. As the real driver
+ * does, pids are given in the caller's pid namespace, and processes that namespace cannot see
+ * are left out (the caller's /proc is taken to be its own namespace's). */
 unsigned fg_state_procs(struct fg_state *st, unsigned unit, int all_migs, unsigned *pids,
                         unsigned long long *bytes, unsigned max);
 
