@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,10 @@ static int reap_locked(struct gs_region *r)
         struct gs_region_file *f = r->f;
         unsigned top = 0;
         int n = 0, saved_errno = errno; /* kill()/open() failures here are answers, not errors */
+        /* The /proc reads below are cancellation points: a thread cancelled here would leave the
+         * lock held by a live process. Nothing else done under the lock is one. */
+        int oldcs;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldcs);
         /* All slots, not just [0, slot_hwm): this also repairs a damaged slot_hwm, and the pid
          * loads cost nothing next to one /proc read. */
         for (unsigned i = 0; i < GS_REGION_MAX_PROCS; i++) {
@@ -218,16 +223,17 @@ static int reap_locked(struct gs_region *r)
         atomic_store_explicit(&f->hdr.slot_hwm, top, memory_order_release);
         if (n > 0)
                 atomic_fetch_add_explicit(&f->hdr.reaped, (uint64_t)n, memory_order_relaxed);
+        pthread_setcancelstate(oldcs, NULL);
         errno = saved_errno;
         return n;
 }
 
-/* 0 locked, 1 locked after recovering from a dead holder, -1 errno. Cancellation is disabled
- * while the lock is held (the reaper's open/read are cancellation points). */
-static int lock_region(struct gs_region *r, int *oldcs)
+/* 0 locked, 1 locked after recovering from a dead holder, -1 errno. No cancellation point is
+ * reached while the lock is held, except in reap_locked, which disables cancellation itself (the
+ * allocation fast path pays no pthread_setcancelstate). */
+static int lock_region(struct gs_region *r)
 {
         pthread_mutex_t *m = &r->f->hdr.lock.m;
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, oldcs);
         int rc = pthread_mutex_trylock(m);
         if (rc == EBUSY) {
                 struct timespec ts;
@@ -250,24 +256,21 @@ static int lock_region(struct gs_region *r, int *oldcs)
                 rc = pthread_mutex_consistent(m);
                 if (rc != 0) {
                         pthread_mutex_unlock(m);
-                        pthread_setcancelstate(*oldcs, NULL);
                         errno = rc;
                         return -1;
                 }
                 return 1;
         }
         if (rc != 0) {
-                pthread_setcancelstate(*oldcs, NULL);
                 errno = rc;
                 return -1;
         }
         return 0;
 }
 
-static void unlock_region(struct gs_region *r, int oldcs)
+static void unlock_region(struct gs_region *r)
 {
         pthread_mutex_unlock(&r->f->hdr.lock.m);
-        pthread_setcancelstate(oldcs, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -630,11 +633,14 @@ int gs_region_register(struct gs_region *r, int pid, int *slot)
                 return -1;
         }
         uint64_t st = gs_region_proc_start_time(pid); /* outside the lock: a /proc read */
-        int oldcs;
-        if (lock_region(r, &oldcs) < 0)
+        if (lock_region(r) < 0)
                 return -1;
         struct gs_region_file *f = r->f;
-        reap_locked(r);
+        /* No reap here: a process's start-up must not cost a /proc read per live process (the
+         * slice's processes leave their slots at exit; usage of killed ones is reaped when a
+         * charge would not fit, by the reconciler, and below when no slot is free). */
+        bool reaped = false;
+again:;
         unsigned hwm = hwm_of(r);
         int freeslot = -1, idx = -1;
         for (unsigned i = 0; i < hwm; i++) {
@@ -650,8 +656,13 @@ int gs_region_register(struct gs_region *r, int pid, int *slot)
         }
         if (idx < 0 && freeslot < 0 && hwm < GS_REGION_MAX_PROCS)
                 freeslot = (int)hwm;
+        if (idx < 0 && freeslot < 0 && !reaped) {
+                reap_locked(r);
+                reaped = true;
+                goto again;
+        }
         if (idx < 0 && freeslot < 0) {
-                unlock_region(r, oldcs);
+                unlock_region(r);
                 errno = ENOSPC;
                 return -1;
         }
@@ -671,7 +682,7 @@ int gs_region_register(struct gs_region *r, int pid, int *slot)
                 clear_slot_counters(s);
                 atomic_store_explicit(&s->heartbeat_ns, realtime_ns(), memory_order_relaxed);
         }
-        unlock_region(r, oldcs);
+        unlock_region(r);
         *slot = idx;
         return 0;
 }
@@ -728,11 +739,10 @@ int gs_region_try_charge(struct gs_region *r, int slot, unsigned dev, uint64_t b
                         *usage = sum_usage(r, dev);
                 return 0;
         }
-        int oldcs;
-        if (lock_region(r, &oldcs) < 0)
+        if (lock_region(r) < 0)
                 return -1;
         if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0) {
-                unlock_region(r, oldcs);
+                unlock_region(r);
                 errno = ESTALE;
                 return -1;
         }
@@ -741,21 +751,21 @@ int gs_region_try_charge(struct gs_region *r, int slot, unsigned dev, uint64_t b
                 /* Dead processes may still hold usage: reap (the only /proc access) and re-check. */
                 reap_locked(r);
                 if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0) {
-                        unlock_region(r, oldcs);
+                        unlock_region(r);
                         errno = ESTALE;
                         return -1;
                 }
                 sum = sum_usage(r, dev);
                 if (sat_add(sum, bytes) > limit) {
                         atomic_fetch_add_explicit(&f->hdr.refused, 1, memory_order_relaxed);
-                        unlock_region(r, oldcs);
+                        unlock_region(r);
                         if (usage != NULL)
                                 *usage = sum;
                         return 1;
                 }
         }
         atomic_fetch_add_explicit(&s->used[dev], bytes, memory_order_relaxed);
-        unlock_region(r, oldcs);
+        unlock_region(r);
         if (usage != NULL)
                 *usage = sum + bytes;
         return 0;
@@ -835,11 +845,10 @@ int gs_region_reap(struct gs_region *r)
                 errno = EROFS;
                 return -1;
         }
-        int oldcs;
-        if (lock_region(r, &oldcs) < 0)
+        if (lock_region(r) < 0)
                 return -1;
         int n = reap_locked(r);
-        unlock_region(r, oldcs);
+        unlock_region(r);
         return n;
 }
 
@@ -876,17 +885,14 @@ void gs_region_set_lock_timeout(struct gs_region *r, unsigned ms)
                 r->lock_timeout_ms = ms;
 }
 
-/* The public lock keeps no cancel state: callers of these are tools and tests. */
+/* For tools and tests. */
 int gs_region_lock(struct gs_region *r)
 {
         if (r == NULL || r->snapshot) {
                 errno = r == NULL ? EINVAL : EROFS;
                 return -1;
         }
-        int oldcs, rc = lock_region(r, &oldcs);
-        if (rc >= 0)
-                pthread_setcancelstate(oldcs, NULL);
-        return rc;
+        return lock_region(r);
 }
 
 int gs_region_unlock(struct gs_region *r)
