@@ -6,7 +6,9 @@
  * for a hooked name whenever the real lookup finds the symbol. RTLD_NEXT must stay relative to the
  * *caller*, which glibc derives from the return address: so dlsym is a tiny assembly stub that
  * tail-jumps to the real dlsym for RTLD_NEXT (the caller's return address is untouched) and calls
- * our C code otherwise. dlvsym is not overridden.
+ * our C code otherwise. dlvsym gets the same treatment. The real dlsym and dlvsym are found in
+ * libc's (or, before glibc 2.34, libdl's) own symbol table through its GNU hash, so no lookup of
+ * ours ever goes through the overridden functions.
  *
  * cuGetProcAddress(_v2): the driver picks the ABI variant for the caller's cudaVersion and flags
  * (per-thread default stream included); we ask it, then swap its answer for our wrapper of exactly
@@ -15,18 +17,98 @@
  */
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "vgpu/hooks.h"
 #include "vgpu/vgpu.h"
 
 void *(*gs_real_dlsym)(void *, const char *) = NULL;
+__attribute__((visibility("hidden"))) void *(*gs_real_dlvsym)(void *, const char *, const char *) = NULL;
+
+/* A dynamic-section address: glibc relocates these entries in place; other loaders may not. */
+static uintptr_t dyn_addr(ElfW(Addr) base, ElfW(Addr) v) { return v < base ? base + v : v; }
+
+struct libc_lookup {
+        const char *lib; /* soname prefix */
+        const char *names[2];
+        void *found[2];
+};
+
+/* The defined function `name` in one object, by its GNU hash table. */
+static void *gnu_hash_find(ElfW(Addr) base, const uint32_t *gh, const ElfW(Sym) *symtab, const char *strtab,
+                           const char *name)
+{
+        uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_words = gh[2];
+        if (nbuckets == 0)
+                return NULL;
+        const ElfW(Addr) *bloom = (const ElfW(Addr) *)(const void *)&gh[4];
+        const uint32_t *buckets = (const uint32_t *)(const void *)&bloom[bloom_words];
+        const uint32_t *chain = &buckets[nbuckets];
+        uint32_t h = 5381;
+        for (const unsigned char *c = (const unsigned char *)name; *c != '\0'; c++)
+                h = h * 33 + *c;
+        uint32_t i = buckets[h % nbuckets];
+        if (i < symoffset)
+                return NULL;
+        for (;; i++) {
+                uint32_t h2 = chain[i - symoffset];
+                const ElfW(Sym) *sym = &symtab[i];
+                if ((h | 1) == (h2 | 1) && sym->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym->st_info) == STT_FUNC &&
+                    strcmp(strtab + sym->st_name, name) == 0)
+                        return (void *)(base + sym->st_value);
+                if (h2 & 1)
+                        return NULL;
+        }
+}
+
+static int lookup_in_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+        (void)size;
+        struct libc_lookup *q = data;
+        const char *base = info->dlpi_name != NULL ? strrchr(info->dlpi_name, '/') : NULL;
+        base = base != NULL ? base + 1 : info->dlpi_name;
+        if (base == NULL || strncmp(base, q->lib, strlen(q->lib)) != 0)
+                return 0;
+        for (int p = 0; p < info->dlpi_phnum; p++) {
+                if (info->dlpi_phdr[p].p_type != PT_DYNAMIC)
+                        continue;
+                const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[p].p_vaddr);
+                const uint32_t *gh = NULL;
+                const ElfW(Sym) *symtab = NULL;
+                const char *strtab = NULL;
+                for (; dyn->d_tag != DT_NULL; dyn++) {
+                        if (dyn->d_tag == DT_GNU_HASH)
+                                gh = (const uint32_t *)dyn_addr(info->dlpi_addr, dyn->d_un.d_ptr);
+                        else if (dyn->d_tag == DT_SYMTAB)
+                                symtab = (const ElfW(Sym) *)dyn_addr(info->dlpi_addr, dyn->d_un.d_ptr);
+                        else if (dyn->d_tag == DT_STRTAB)
+                                strtab = (const char *)dyn_addr(info->dlpi_addr, dyn->d_un.d_ptr);
+                }
+                if (gh == NULL || symtab == NULL || strtab == NULL)
+                        return 0;
+                for (int n = 0; n < 2; n++)
+                        if (q->found[n] == NULL)
+                                q->found[n] = gnu_hash_find(info->dlpi_addr, gh, symtab, strtab, q->names[n]);
+                return q->found[0] != NULL && q->found[1] != NULL;
+        }
+        return 0;
+}
 
 __attribute__((constructor(101))) static void resolve_dlsym(void)
 {
-        static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"};
-        for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]) && gs_real_dlsym == NULL; i++)
-                gs_real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+        static const char *const libs[] = {"libc.so.", "libdl.so."};
+        for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && (gs_real_dlsym == NULL || gs_real_dlvsym == NULL); i++) {
+                struct libc_lookup q = {.lib = libs[i], .names = {"dlsym", "dlvsym"}};
+                dl_iterate_phdr(lookup_in_object, &q);
+                if (gs_real_dlsym == NULL && q.found[0] != NULL)
+                        gs_real_dlsym = (void *(*)(void *, const char *))q.found[0];
+                if (gs_real_dlvsym == NULL && q.found[1] != NULL)
+                        gs_real_dlvsym = (void *(*)(void *, const char *, const char *))q.found[1];
+        }
 }
 
 /* Our wrappers, by name. */
@@ -52,9 +134,24 @@ void *gs_vgpu_wrapper_by_name(const char *name)
         return NULL;
 }
 
-void *gs_vgpu_wrapper_for_real(void *real)
+/* Could the driver's answer for `symbol` (a base name such as "cuMemAlloc", as the CUDA runtime
+ * asks) be one of our hooks, i.e. is some hook named symbol or symbol_<suffix>? Most of the
+ * several hundred entry points a runtime fetches at start-up are not: they skip the lookup. */
+static bool may_be_hooked(const char *symbol)
 {
-        if (real == NULL)
+        if (symbol == NULL)
+                return true;
+        size_t len = strlen(symbol);
+        for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
+                if (strncmp(wrappers[i].name, symbol, len) == 0 &&
+                    (wrappers[i].name[len] == '\0' || wrappers[i].name[len] == '_'))
+                        return true;
+        return false;
+}
+
+void *gs_vgpu_wrapper_for_real(const char *symbol, void *real)
+{
+        if (real == NULL || !may_be_hooked(symbol))
                 return NULL;
         for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
                 if (wrappers[i].fn == real)
@@ -65,8 +162,13 @@ void *gs_vgpu_wrapper_for_real(void *real)
         GS_VGPU_CUDA_HOOKS(GS_MATCH_)
 #undef GS_MATCH_
         Dl_info info;
-        if (dladdr(real, &info) != 0 && info.dli_saddr == real && info.dli_sname != NULL)
-                return gs_vgpu_wrapper_by_name(info.dli_sname);
+        if (dladdr(real, &info) != 0 && info.dli_saddr == real && info.dli_sname != NULL) {
+                void *w = gs_vgpu_wrapper_by_name(info.dli_sname);
+                if (w != NULL)
+                        gs_vgpu_log(4, "%s: the driver's answer is %s (matched by name)", symbol ? symbol : "?",
+                                    info.dli_sname);
+                return w;
+        }
         return NULL;
 }
 
@@ -96,54 +198,83 @@ __attribute__((visibility("hidden"), used)) void *gs_dlsym_impl(void *handle, co
         return r;
 }
 
+__attribute__((visibility("hidden"), used)) void *gs_resolve_real_dlvsym(void)
+{
+        if (gs_real_dlvsym == NULL)
+                resolve_dlsym();
+        return (void *)gs_real_dlvsym;
+}
+
+__attribute__((visibility("hidden"), used)) void *gs_dlvsym_impl(void *handle, const char *symbol, const char *version)
+{
+        if (gs_real_dlvsym == NULL)
+                resolve_dlsym();
+        if (gs_real_dlvsym == NULL)
+                return NULL;
+        void *r = gs_real_dlvsym(handle, symbol, version);
+        if (r == NULL || symbol == NULL)
+                return r;
+        if ((symbol[0] == 'c' && symbol[1] == 'u') || strncmp(symbol, "nvml", 4) == 0) {
+                void *w = gs_vgpu_wrapper_by_name(symbol);
+                if (w != NULL)
+                        return w;
+        }
+        return r;
+}
+
+/* dlsym and dlvsym: RTLD_NEXT (-1) tail-jumps to the real function with the caller's return
+ * address intact; anything else goes to the C implementation. */
 #if defined(__x86_64__)
-__asm__(".text\n"
-        ".globl dlsym\n"
-        ".type dlsym, @function\n"
-        ".p2align 4\n"
-        "dlsym:\n"
-        "  endbr64\n"
-        "  cmpq $-1, %rdi\n" /* RTLD_NEXT */
-        "  jne gs_dlsym_impl\n"
-        "  movq gs_real_dlsym(%rip), %rax\n"
-        "  testq %rax, %rax\n"
-        "  jne 1f\n"
-        "  pushq %rdi\n" /* not resolved yet: resolve, keeping the arguments */
-        "  pushq %rsi\n"
-        "  subq $8, %rsp\n"
-        "  call gs_resolve_real_dlsym\n"
-        "  addq $8, %rsp\n"
-        "  popq %rsi\n"
-        "  popq %rdi\n"
-        "  testq %rax, %rax\n"
-        "  je gs_dlsym_impl\n"
-        "1:\n"
-        "  jmp *%rax\n"
-        ".size dlsym, .-dlsym\n");
+#define GS_STUB_(name, real, resolve, impl)                                                          \
+        __asm__(".text\n"                                                                            \
+                ".globl " #name "\n"                                                                 \
+                ".type " #name ", @function\n"                                                       \
+                ".p2align 4\n" #name ":\n"                                                           \
+                "  endbr64\n"                                                                        \
+                "  cmpq $-1, %rdi\n"                                                                 \
+                "  jne " #impl "\n"                                                                  \
+                "  movq " #real "(%rip), %rax\n"                                                     \
+                "  testq %rax, %rax\n"                                                               \
+                "  jne 1f\n"                                                                         \
+                "  pushq %rdi\n"                                                                     \
+                "  pushq %rsi\n"                                                                     \
+                "  pushq %rdx\n"                                                                     \
+                "  call " #resolve "\n"                                                              \
+                "  popq %rdx\n"                                                                      \
+                "  popq %rsi\n"                                                                      \
+                "  popq %rdi\n"                                                                      \
+                "  testq %rax, %rax\n"                                                               \
+                "  je " #impl "\n"                                                                   \
+                "1:\n"                                                                               \
+                "  jmp *%rax\n"                                                                      \
+                ".size " #name ", .-" #name "\n");
 #elif defined(__aarch64__)
-__asm__(".text\n"
-        ".globl dlsym\n"
-        ".type dlsym, %function\n"
-        ".p2align 4\n"
-        "dlsym:\n"
-        "  cmn x0, #1\n"
-        "  b.ne gs_dlsym_impl\n"
-        "  adrp x16, gs_real_dlsym\n"
-        "  ldr x16, [x16, :lo12:gs_real_dlsym]\n"
-        "  cbnz x16, 1f\n"
-        "  stp x0, x1, [sp, #-32]!\n"
-        "  str x30, [sp, #16]\n"
-        "  bl gs_resolve_real_dlsym\n"
-        "  mov x16, x0\n"
-        "  ldr x30, [sp, #16]\n"
-        "  ldp x0, x1, [sp], #32\n"
-        "  cbz x16, gs_dlsym_impl\n"
-        "1:\n"
-        "  br x16\n"
-        ".size dlsym, .-dlsym\n");
+#define GS_STUB_(name, real, resolve, impl)                                                          \
+        __asm__(".text\n"                                                                            \
+                ".globl " #name "\n"                                                                 \
+                ".type " #name ", %function\n"                                                       \
+                ".p2align 4\n" #name ":\n"                                                           \
+                "  cmn x0, #1\n"                                                                     \
+                "  b.ne " #impl "\n"                                                                 \
+                "  adrp x16, " #real "\n"                                                            \
+                "  ldr x16, [x16, :lo12:" #real "]\n"                                                \
+                "  cbnz x16, 1f\n"                                                                   \
+                "  stp x0, x1, [sp, #-32]!\n"                                                        \
+                "  stp x2, x30, [sp, #16]\n"                                                         \
+                "  bl " #resolve "\n"                                                                \
+                "  mov x16, x0\n"                                                                    \
+                "  ldp x2, x30, [sp, #16]\n"                                                         \
+                "  ldp x0, x1, [sp], #32\n"                                                          \
+                "  cbz x16, " #impl "\n"                                                             \
+                "1:\n"                                                                               \
+                "  br x16\n"                                                                         \
+                ".size " #name ", .-" #name "\n");
 #else
 #error "dlsym stub: add this architecture"
 #endif
+GS_STUB_(dlsym, gs_real_dlsym, gs_resolve_real_dlsym, gs_dlsym_impl)
+GS_STUB_(dlvsym, gs_real_dlvsym, gs_resolve_real_dlvsym, gs_dlvsym_impl)
+
 
 GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
@@ -151,9 +282,11 @@ GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
                 return CUDA_ERROR_NOT_INITIALIZED;
         CUresult rc = gs_vgpu_state.cu.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
         if (rc == CUDA_SUCCESS && pfn != NULL && *pfn != NULL) {
-                void *w = gs_vgpu_wrapper_for_real(*pfn);
+                uint64_t t0 = gs_vgpu_clock();
+                void *w = gs_vgpu_wrapper_for_real(symbol, *pfn);
                 if (w != NULL)
                         *pfn = w;
+                gs_vgpu_spent(GS_PHASE_PROCADDR, t0);
         }
         return rc;
 }
@@ -165,9 +298,11 @@ GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
                 return CUDA_ERROR_NOT_INITIALIZED;
         CUresult rc = gs_vgpu_state.cu.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
         if (rc == CUDA_SUCCESS && pfn != NULL && *pfn != NULL) {
-                void *w = gs_vgpu_wrapper_for_real(*pfn);
+                uint64_t t0 = gs_vgpu_clock();
+                void *w = gs_vgpu_wrapper_for_real(symbol, *pfn);
                 if (w != NULL)
                         *pfn = w;
+                gs_vgpu_spent(GS_PHASE_PROCADDR, t0);
         }
         return rc;
 }

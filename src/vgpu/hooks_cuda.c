@@ -373,13 +373,18 @@ GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
 /* Would a new context on real device dev fit? (An already active primary context costs nothing.) */
 static bool context_fits(CUdevice dev, bool primary)
 {
+        uint64_t t0 = gs_vgpu_clock();
+        bool fits = false;
         if (primary && S.cu.cuDevicePrimaryCtxGetState != NULL) {
                 unsigned flags = 0;
                 int active = 0;
                 if (S.cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active)
-                        return true;
+                        fits = true;
         }
-        return gs_vgpu_admit_context(gs_vgpu_visible_of(dev)) == 0;
+        if (!fits)
+                fits = gs_vgpu_admit_context(gs_vgpu_visible_of(dev)) == 0;
+        gs_vgpu_spent(GS_PHASE_CONTEXT, t0);
+        return fits;
 }
 
 GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)

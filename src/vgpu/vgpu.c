@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,6 +30,10 @@ struct gs_vgpu gs_vgpu_state = {
 };
 
 #define S gs_vgpu_state
+
+bool gs_vgpu_timing;
+uint64_t gs_vgpu_phase_ns[GS_PHASE_COUNT];
+unsigned gs_vgpu_phase_calls[GS_PHASE_COUNT];
 
 /* ------------------------------------------------------------------------------------------ */
 /* Logging: to stderr, prefixed, only at or below the configured level.                       */
@@ -62,6 +67,7 @@ int gs_vgpu_load_cuda(void)
 {
         if (__atomic_load_n(&S.cuda_loaded, __ATOMIC_ACQUIRE))
                 return S.cuda_handle != NULL ? 0 : -1;
+        uint64_t t0 = gs_vgpu_clock();
         pthread_mutex_lock(&S.lock);
         if (!S.cuda_loaded) {
                 S.cuda_handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
@@ -75,6 +81,7 @@ int gs_vgpu_load_cuda(void)
                 __atomic_store_n(&S.cuda_loaded, true, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&S.lock);
+        gs_vgpu_spent(GS_PHASE_LOAD, t0);
         return S.cuda_handle != NULL ? 0 : -1;
 }
 
@@ -82,6 +89,7 @@ int gs_vgpu_load_nvml(void)
 {
         if (__atomic_load_n(&S.nvml_loaded, __ATOMIC_ACQUIRE))
                 return S.nvml_handle != NULL ? 0 : -1;
+        uint64_t t0 = gs_vgpu_clock();
         pthread_mutex_lock(&S.lock);
         if (!S.nvml_loaded) {
                 S.nvml_handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
@@ -95,6 +103,7 @@ int gs_vgpu_load_nvml(void)
                 __atomic_store_n(&S.nvml_loaded, true, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&S.lock);
+        gs_vgpu_spent(GS_PHASE_LOAD, t0);
         return S.nvml_handle != NULL ? 0 : -1;
 }
 
@@ -141,6 +150,7 @@ void gs_vgpu_map_devices(void)
                 return;
         if (gs_vgpu_load_cuda() < 0 || S.cu.cuDeviceGetCount == NULL)
                 return;
+        uint64_t t0 = gs_vgpu_clock();
         pthread_mutex_lock(&S.lock);
         if (S.nvisible >= 0 && !S.nvml_mapped) {
                 pthread_mutex_unlock(&S.lock);
@@ -187,6 +197,7 @@ void gs_vgpu_map_devices(void)
         __atomic_store_n(&S.nvisible, nvis, __ATOMIC_RELEASE);
         S.nvml_mapped = false;
         pthread_mutex_unlock(&S.lock);
+        gs_vgpu_spent(GS_PHASE_MAP, t0);
         gs_vgpu_log(3, "%d visible device(s)", nvis);
 }
 
@@ -230,8 +241,28 @@ int gs_vgpu_current_device(void)
 
 static void at_exit(void)
 {
+        uint64_t t0 = gs_vgpu_clock();
         if (S.region != NULL && S.slot >= 0)
                 gs_region_unregister(S.region, S.slot);
+        gs_vgpu_spent(GS_PHASE_EXIT, t0);
+}
+
+/* Registered first (so it runs last): the start-up cost report of a GPUSLICE_LOG_LEVEL>=3 run. */
+static void report_startup_cost(void)
+{
+        const uint64_t *ns = gs_vgpu_phase_ns;
+        uint64_t total = 0;
+        for (int i = 0; i < GS_PHASE_EXIT; i++)
+                total += ns[i];
+        gs_vgpu_log(3,
+                    "start-up cost: %llu us in gpuslice (constructor %llu, loading the driver %llu, "
+                    "cuGetProcAddress %llu in %u calls, device map %llu, context admission %llu, first "
+                    "allocation %llu); exit %llu us",
+                    (unsigned long long)(total / 1000), (unsigned long long)(ns[GS_PHASE_CTOR] / 1000),
+                    (unsigned long long)(ns[GS_PHASE_LOAD] / 1000), (unsigned long long)(ns[GS_PHASE_PROCADDR] / 1000),
+                    gs_vgpu_phase_calls[GS_PHASE_PROCADDR], (unsigned long long)(ns[GS_PHASE_MAP] / 1000),
+                    (unsigned long long)(ns[GS_PHASE_CONTEXT] / 1000), (unsigned long long)(ns[GS_PHASE_FIRST] / 1000),
+                    (unsigned long long)(ns[GS_PHASE_EXIT] / 1000));
 }
 
 /* Open the region (and, with `reg`, claim our slot). Caller holds S.lock. */
@@ -270,7 +301,7 @@ static int region_ready(bool reg)
                         gs_vgpu_log(0, "cannot register in the usage region: %s", strerror(errno));
                         return -1;
                 }
-                S.slot = slot;
+                __atomic_store_n(&S.slot, slot, __ATOMIC_RELEASE); /* after S.region: the fast path reads them in this order */
                 static bool registered_exit;
                 if (!registered_exit) {
                         atexit(at_exit);
@@ -348,33 +379,40 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
 {
         if (vis < 0)
                 return 0; /* a device we do not know: not ours to limit */
-        pthread_mutex_lock(&S.lock);
-        int ok = region_ready(true);
-        bool first = ok == 0 && !S.measured[vis];
-        pthread_mutex_unlock(&S.lock);
-        if (ok < 0)
-                return S.cfg.limit[vis] == 0 ? 0 : -1; /* no region: refuse rather than run unlimited */
-        if (first) {
-                /* Context memory counts from the first allocation. The slice's first process
-                 * measures it (NVML, once); later ones start from the largest context already
-                 * measured in the slice and let the reconciler correct it, so their start-up
-                 * makes no NVML call and stays flat in the number of processes. */
-                uint64_t known = gs_region_max_extra(S.region, (unsigned)vis);
-                const char *from = "the slice";
-                if (known == 0) {
-                        known = context_cache_read(vis);
-                        from = "this host's last measurement";
+        /* Fast path (every allocation after the first): registered, context counted. No
+         * process-wide lock; the region's own lock makes the check-and-charge exact. */
+        if (!(__atomic_load_n(&S.slot, __ATOMIC_ACQUIRE) >= 0 && __atomic_load_n(&S.measured[vis], __ATOMIC_ACQUIRE))) {
+                uint64_t t0 = gs_vgpu_clock();
+                pthread_mutex_lock(&S.lock);
+                int ok = region_ready(true);
+                bool first = ok == 0 && !S.measured[vis];
+                pthread_mutex_unlock(&S.lock);
+                if (ok < 0)
+                        return S.cfg.limit[vis] == 0 ? 0 : -1; /* no region: refuse rather than run unlimited */
+                if (first) {
+                        /* Context memory counts from the first allocation. The slice's first
+                         * process measures it (NVML, once); later ones start from the largest
+                         * context already measured in the slice and let the reconciler correct
+                         * it, so their start-up makes no NVML call and stays flat in the number
+                         * of processes. */
+                        uint64_t known = gs_region_max_extra(S.region, (unsigned)vis);
+                        const char *from = "the slice";
+                        if (known == 0) {
+                                known = context_cache_read(vis);
+                                from = "this host's last measurement";
+                        }
+                        if (known != 0 && S.slot >= 0) {
+                                gs_region_set_extra(S.region, S.slot, (unsigned)vis, known);
+                                __atomic_store_n(&S.measured[vis], true, __ATOMIC_RELEASE);
+                                __atomic_add_fetch(&alloc_generation, 1, __ATOMIC_RELAXED); /* reconcile soon */
+                                gs_vgpu_log(3, "device %d: context estimated at %llu bytes from %s", vis,
+                                            (unsigned long long)known, from);
+                        } else {
+                                gs_vgpu_reconcile(vis);
+                        }
+                        start_reconciler();
                 }
-                if (known != 0 && S.slot >= 0) {
-                        gs_region_set_extra(S.region, S.slot, (unsigned)vis, known);
-                        S.measured[vis] = true;
-                        __atomic_add_fetch(&alloc_generation, 1, __ATOMIC_RELAXED); /* reconcile soon */
-                        gs_vgpu_log(3, "device %d: context estimated at %llu bytes from %s", vis,
-                                    (unsigned long long)known, from);
-                } else {
-                        gs_vgpu_reconcile(vis);
-                }
-                start_reconciler();
+                gs_vgpu_spent(GS_PHASE_FIRST, t0);
         }
         uint64_t usage = 0;
         int rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
@@ -386,8 +424,8 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
         if (rc < 0 && errno == ESTALE) {
                 /* our slot was reaped (pid reuse after fork, or a long stall): claim a new one */
                 pthread_mutex_lock(&S.lock);
-                S.slot = -1;
-                ok = region_ready(true);
+                __atomic_store_n(&S.slot, -1, __ATOMIC_RELEASE);
+                int ok = region_ready(true);
                 pthread_mutex_unlock(&S.lock);
                 if (ok == 0)
                         rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
@@ -451,6 +489,27 @@ struct entry {
 static struct entry *table;
 static size_t table_cap, table_used, table_live;
 
+/* The table's own lock: a test-and-test-and-set spinlock (a few instructions uncontended; the
+ * critical sections are a handful of probes, and growth, which is rare). */
+static int table_lock;
+
+static void table_acquire(void)
+{
+        unsigned spins = 0;
+        while (__atomic_exchange_n(&table_lock, 1, __ATOMIC_ACQUIRE) != 0)
+                while (__atomic_load_n(&table_lock, __ATOMIC_RELAXED) != 0) {
+                        if (++spins % 128 == 0)
+                                sched_yield(); /* the holder may have been preempted */
+#if defined(__x86_64__)
+                        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+                        __asm__ volatile("yield");
+#endif
+                }
+}
+
+static void table_release(void) { __atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE); }
+
 static size_t slot_of(uint64_t key, int kind, size_t cap)
 {
         uint64_t h = (key ^ ((uint64_t)kind << 56)) * 0x9E3779B97F4A7C15ull;
@@ -481,7 +540,7 @@ static int table_grow(void)
 
 int gs_vgpu_track(enum gs_alloc_kind kind, uint64_t key, int vis, uint64_t bytes)
 {
-        pthread_mutex_lock(&S.lock);
+        table_acquire();
         int rc = 0;
         if ((table_used + 1) * 4 >= table_cap * 3 && table_grow() < 0) {
                 rc = -1;
@@ -496,14 +555,14 @@ int gs_vgpu_track(enum gs_alloc_kind kind, uint64_t key, int vis, uint64_t bytes
                 }
                 table[j] = (struct entry){.key = key, .bytes = bytes, .kind = (int8_t)kind, .vis = (int8_t)vis};
         }
-        pthread_mutex_unlock(&S.lock);
+        table_release();
         return rc;
 }
 
 int gs_vgpu_untrack(enum gs_alloc_kind kind, uint64_t key, int *vis, uint64_t *bytes)
 {
         int found = 0;
-        pthread_mutex_lock(&S.lock);
+        table_acquire();
         if (table_cap != 0) {
                 size_t j = slot_of(key, (int)kind, table_cap);
                 while (table[j].kind != 0) {
@@ -518,7 +577,7 @@ int gs_vgpu_untrack(enum gs_alloc_kind kind, uint64_t key, int *vis, uint64_t *b
                         j = (j + 1) & (table_cap - 1);
                 }
         }
-        pthread_mutex_unlock(&S.lock);
+        table_release();
         return found;
 }
 
@@ -526,37 +585,16 @@ int gs_vgpu_untrack(enum gs_alloc_kind kind, uint64_t key, int *vis, uint64_t *b
 /* Reconciliation with the driver (NVML per-process used memory).                              */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Our pid as NVML reports it: only knowable here when we share the host's pid namespace. */
-static int host_pid(void)
-{
-        static int cached;
-        if (cached != 0)
-                return cached > 0 ? cached : 0;
-        cached = -1;
-        FILE *f = fopen("/proc/self/status", "re");
-        if (f != NULL) {
-                char line[256];
-                while (fgets(line, sizeof(line), f) != NULL) {
-                        if (strncmp(line, "NSpid:", 6) != 0)
-                                continue;
-                        int a, b;
-                        int n = sscanf(line + 6, "%d %d", &a, &b);
-                        if (n == 1)
-                                cached = a; /* one pid namespace level: ours is the host's */
-                        break;
-                }
-                fclose(f);
-        }
-        return cached > 0 ? cached : 0;
-}
-
 void gs_vgpu_reconcile(int vis)
 {
         if (vis < 0 || vis >= GS_VGPU_MAX_DEVICES)
                 return;
         S.measured[vis] = true;
-        int pid = host_pid();
-        if (pid == 0 || gs_vgpu_load_nvml() < 0 || S.nv.nvmlInit_v2 == NULL ||
+        /* The driver reports each process by its pid in the *caller's* pid namespace (it
+         * translates with the kernel's pid_vnr() and leaves out processes the caller cannot see),
+         * so getpid() is the right key in a container's pid namespace too; no host pid needed. */
+        int pid = (int)getpid();
+        if (gs_vgpu_load_nvml() < 0 || S.nv.nvmlInit_v2 == NULL ||
             S.nv.nvmlDeviceGetHandleByUUID == NULL || S.nv.nvmlDeviceGetComputeRunningProcesses_v3 == NULL)
                 return;
         static bool nvml_up;
@@ -646,6 +684,7 @@ static void after_fork_child(void)
         reconciler_running = false;
         memset(S.measured, 0, sizeof(S.measured));
         memset(S.mine, 0, sizeof(S.mine));
+        table_lock = 0;
         if (table != NULL) {
                 munmap(table, table_cap * sizeof(*table));
                 table = NULL;
@@ -657,6 +696,8 @@ static const char *env_lookup(const char *name) { return getenv(name); }
 
 __attribute__((constructor(102))) static void vgpu_init(void)
 {
+        struct timespec ts0;
+        clock_gettime(CLOCK_MONOTONIC, &ts0);
         gs_vgpu_config_load(&S.cfg, env_lookup);
         if (S.cfg.error)
                 gs_vgpu_log(0, "%s%s", S.cfg.message,
@@ -666,4 +707,9 @@ __attribute__((constructor(102))) static void vgpu_init(void)
         if (S.cfg.error && S.cfg.ignore_errors)
                 memset(S.cfg.limit, 0, sizeof(S.cfg.limit));
         pthread_atfork(NULL, NULL, after_fork_child);
+        if (S.cfg.log_level >= 3) {
+                gs_vgpu_timing = true;
+                atexit(report_startup_cost);
+                gs_vgpu_spent(GS_PHASE_CTOR, (uint64_t)ts0.tv_sec * 1000000000u + (uint64_t)ts0.tv_nsec);
+        }
 }

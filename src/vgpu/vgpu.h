@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "abi/cuda.h"
 #include "abi/nvml.h"
@@ -78,8 +79,40 @@ int gs_vgpu_untrack(enum gs_alloc_kind kind, uint64_t key, int *vis, uint64_t *b
  * table does not cover (context, modules, rounding) as extra usage. */
 void gs_vgpu_reconcile(int vis) GS_HIDDEN;
 /* Wrapper for a real entry point address, or NULL (cuGetProcAddress / dlsym redirection). */
-void *gs_vgpu_wrapper_for_real(void *real) GS_HIDDEN;
+void *gs_vgpu_wrapper_for_real(const char *symbol, void *real) GS_HIDDEN;
 void *gs_vgpu_wrapper_by_name(const char *name) GS_HIDDEN;
+
+/* Start-up cost: with GPUSLICE_LOG_LEVEL=debug (3) or above, the time spent in our own code on a
+ * process's start-up path is added up per phase and logged at exit (bench/vgpu.sh reads it). At
+ * lower levels gs_vgpu_clock() is one predictable branch and nothing is measured. */
+enum gs_vgpu_phase {
+        GS_PHASE_CTOR,        /* constructor: configuration */
+        GS_PHASE_LOAD,        /* loading the real libcuda.so.1 / libnvidia-ml.so.1 entry points */
+        GS_PHASE_PROCADDR,    /* cuGetProcAddress answers swapped for wrappers */
+        GS_PHASE_MAP,         /* the visible-device map */
+        GS_PHASE_CONTEXT,     /* context admission (opens the usage region) */
+        GS_PHASE_FIRST,       /* the first charge: slot, context estimate, reconciler thread */
+        GS_PHASE_EXIT,        /* leaving the region at exit */
+        GS_PHASE_COUNT
+};
+extern bool gs_vgpu_timing GS_HIDDEN;
+extern uint64_t gs_vgpu_phase_ns[GS_PHASE_COUNT] GS_HIDDEN;
+extern unsigned gs_vgpu_phase_calls[GS_PHASE_COUNT] GS_HIDDEN;
+static inline uint64_t gs_vgpu_clock(void)
+{
+        if (__builtin_expect(!gs_vgpu_timing, 1))
+                return 0;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static inline void gs_vgpu_spent(enum gs_vgpu_phase phase, uint64_t since)
+{
+        if (__builtin_expect(!gs_vgpu_timing, 1))
+                return;
+        __atomic_add_fetch(&gs_vgpu_phase_ns[phase], gs_vgpu_clock() - since, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&gs_vgpu_phase_calls[phase], 1, __ATOMIC_RELAXED);
+}
 
 void gs_vgpu_log(int level, const char *fmt, ...) GS_HIDDEN __attribute__((format(printf, 2, 3)));
 

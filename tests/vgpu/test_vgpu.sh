@@ -44,6 +44,9 @@ grep -qE "context estimated at [1-9][0-9]* bytes from this host's last measureme
         ! grep -q "driver counts" "$TMP/est" && grep -q "^ok total is\|total 1024 MiB" "$TMP/est" &&
         ok "a new slice's first process starts from the host's last context measurement (no NVML call)" ||
         { not_ok "context estimate"; cat "$TMP/est"; }
+# At debug level the interposer reports its own start-up cost at exit (bench/vgpu.sh reads it).
+grep -qE "start-up cost: [0-9]+ us in gpuslice \(constructor [0-9]+, .*cuGetProcAddress [0-9]+ in [0-9]+ calls.*first allocation [0-9]+\)" "$TMP/est" &&
+        ok "GPUSLICE_LOG_LEVEL=3 reports the interposer's start-up cost by phase" || { not_ok "start-up cost report"; cat "$TMP/est"; }
 
 probe_ok "every allocation path is charged and released" GPUSLICE_MEMORY_LIMIT=2Gi GPUSLICE_REGION="$TMP/r2" "$PROBE" paths 64
 probe_ok "memory views: total = quota, NULL-safe" GPUSLICE_MEMORY_LIMIT=3Gi EXPECT_TOTAL_MIB=3072 "$PROBE" meminfo
@@ -78,6 +81,25 @@ sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$TMP/r6" "$PROBE" hold 10 0 >"
 grep -q "FAIL context" "$TMP/f2" && ok "a new context in a full slice is refused (CUDA_ERROR_OUT_OF_MEMORY)" ||
         { not_ok "context admission"; cat "$TMP/f2"; }
 wait
+
+# In a container's pid namespace the driver reports processes by their pid in the caller's
+# namespace (seen on the GPU host: NVML inside `unshare -pf --mount-proc` gives the namespace pid;
+# the fake does the same, as pid_vnr does); the reconciler must still find its own count. (With
+# the host's /proc left in a new pid namespace, real CUDA refuses to start:
+# cudaErrorOperatingSystem; containers always mount their own.)
+unshare -pf --mount-proc env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_MEMORY_LIMIT=1Gi \
+        GPUSLICE_REGION="$TMP/rns" GPUSLICE_LOG_LEVEL=3 "$PROBE" hold 100 3 >"$TMP/ns" 2>&1
+grep -qE "driver counts [1-9][0-9]* bytes for us" "$TMP/ns" &&
+        ok "in a pid namespace the reconciler finds its own driver count" ||
+        { not_ok "reconcile in a pid namespace"; cat "$TMP/ns"; }
+# ... and the host sees the same process under its host pid.
+unshare -pf --mount-proc env LD_LIBRARY_PATH="$FAKE" GPUSLICE_MEMORY_LIMIT=1Gi "$PROBE" hold 100 3 >"$TMP/ns2" 2>&1 &
+for _ in $(seq 50); do grep -q held "$TMP/ns2" && break; sleep 0.1; done
+hp=$(pgrep -x vgpu-probe)
+env LD_LIBRARY_PATH="$FAKE" "$PROBE" procs >"$TMP/ns2.host" 2>&1
+wait
+grep -qE "^proc ${hp:-none} [1-9]" "$TMP/ns2.host" && ok "the host's NVML lists the namespaced process by its host pid ($hp)" ||
+        { not_ok "host view of a namespaced process (pid ${hp:-?})"; cat "$TMP/ns2.host"; }
 
 # kill -9 at random points: 6 churning processes, 40 kills; no deadlock; afterwards a new process
 # gets the whole quota back (minus its own context), i.e. dead processes' usage was reaped.

@@ -8,6 +8,7 @@
  *   vgpu_probe hold MIB SECONDS         allocate MIB in 1 MiB pieces, print "held", sleep
  *   vgpu_probe churn SECONDS            allocate/free random sizes until time is up
  *   vgpu_probe untracked                free a pointer the driver never gave out
+ *   vgpu_probe procs                    NVML's compute processes on device 0: "proc PID MIB" lines
  * Prints "ok <check>" / "FAIL <check>" lines and exits non-zero on any FAIL.
  */
 #include <dlfcn.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "abi/cuda.h"
+#include "abi/nvml.h"
 
 static int fails;
 #define MIB ((size_t)1024 * 1024)
@@ -197,7 +199,21 @@ static int procaddr(void)
         CHECK(h != NULL && dlsym(h, "cuMemAlloc_v2") == mine, "dlsym(libcuda handle, cuMemAlloc_v2) is the wrapper");
         CHECK(h != NULL && dlsym(h, "cuMemcpyHtoD_v2") != NULL && dlsym(h, "cuMemcpyHtoD_v2") != dlsym(RTLD_DEFAULT, "dlsym"),
               "unhooked names resolve to the driver");
-        CHECK(dlsym(RTLD_NEXT, "cuMemAlloc_v2") != NULL, "dlsym(RTLD_NEXT) still works for the caller");
+        /* RTLD_NEXT is relative to the caller (this program): the next definition is the
+         * preloaded interposer's. Were the stub to change the caller, it would be the driver's. */
+        CHECK(dlsym(RTLD_NEXT, "cuMemAlloc_v2") == mine, "dlsym(RTLD_NEXT) stays relative to the caller");
+        /* glibc's dlvsym never matches an unversioned definition (the driver's are unversioned):
+         * ours must answer the same, not invent a wrapper. */
+        CHECK(h != NULL && dlvsym(h, "cuMemAlloc_v2", "CUDA_ANY") == NULL,
+              "dlvsym(libcuda handle, cuMemAlloc_v2, any version) is NULL, as glibc answers");
+        void *real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+        if (real_dlsym == NULL)
+                real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+        CHECK(real_dlsym != NULL && real_dlsym != dlsym(RTLD_DEFAULT, "dlsym"),
+              "dlvsym(RTLD_NEXT, dlsym) reaches libc's dlsym past the interposer's");
+        CHECK(dlvsym(RTLD_DEFAULT, "strlen", "GLIBC_2.2.5") == dlsym(RTLD_DEFAULT, "strlen") &&
+                      dlsym(RTLD_DEFAULT, "strlen") != NULL,
+              "dlvsym of other names is the real answer");
         CUresult rc = cuGetProcAddress_v2("cuNoSuchFunction", &fn, 12000, 0, &st);
         CHECK(rc != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS,
               "an unknown symbol is reported as not found (rc %d, status %d)", rc, st);
@@ -249,6 +265,24 @@ int main(int argc, char **argv)
                 CUresult rc = cuMemFree_v2((CUdeviceptr)0x123456789000ull);
                 CHECK(rc == CUDA_ERROR_INVALID_VALUE, "freeing an unknown pointer reaches the driver (%d)", rc);
                 return fails != 0;
+        }
+        if (strcmp(argv[1], "procs") == 0) {
+                void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+                gs_nvmlInit_v2_fn init = h ? (gs_nvmlInit_v2_fn)dlsym(h, "nvmlInit_v2") : NULL;
+                gs_nvmlDeviceGetHandleByIndex_v2_fn get =
+                        h ? (gs_nvmlDeviceGetHandleByIndex_v2_fn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2") : NULL;
+                gs_nvmlDeviceGetComputeRunningProcesses_v3_fn procs =
+                        h ? (gs_nvmlDeviceGetComputeRunningProcesses_v3_fn)dlsym(h, "nvmlDeviceGetComputeRunningProcesses_v3")
+                          : NULL;
+                nvmlDevice_t dev;
+                nvmlProcessInfo_t infos[64];
+                unsigned n = 64;
+                if (init == NULL || get == NULL || procs == NULL || init() != NVML_SUCCESS ||
+                    get(0, &dev) != NVML_SUCCESS || procs(dev, &n, infos) != NVML_SUCCESS)
+                        return 1;
+                for (unsigned i = 0; i < n && i < 64; i++)
+                        printf("proc %u %llu\n", infos[i].pid, (unsigned long long)(infos[i].usedGpuMemory / MIB));
+                return 0;
         }
         if (strcmp(argv[1], "devices") == 0) {
                 int n = -1;
