@@ -1,10 +1,13 @@
 /*
  * timecmd: run several commands interleaved, N rounds each, and print each one's median, min and
- * max wall time in ms, and its median as a ratio to the first command (the baseline).
+ * max wall time in ms, its median as a ratio to the first command (the baseline), and the median
+ * of its paired differences to the baseline (same round) with a distribution-free 95% confidence
+ * interval: the pairing cancels the slow drift that separate medians keep.
  *   timecmd [-n ROUNDS] [-w WARMUP] -- CMD1 ARGS... -- CMD2 ARGS... [-- ...]
  * stdout of the commands goes to /dev/null; a command that fails makes timecmd fail.
  */
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +77,25 @@ int main(int argc, char **argv)
                         if (r >= 0)
                                 t[c * rounds + r] = ms;
                 }
+        /* paired differences to the baseline, before the per-command sort */
+        double *d = calloc((size_t)(ncmds * rounds), sizeof(double));
+        if (d == NULL)
+                return 1;
+        for (int c = 1; c < ncmds; c++) {
+                for (int r = 0; r < rounds; r++)
+                        d[c * rounds + r] = t[c * rounds + r] - t[r];
+                qsort(&d[c * rounds], (size_t)rounds, sizeof(double), cmp_double);
+        }
+        /* ranks of a 95% interval for the median (normal approximation of the binomial) */
+        int lo = (int)((rounds - 1.96 * sqrt((double)rounds)) / 2.0);
+        int hi = rounds - 1 - lo;
+        if (lo < 0)
+                lo = 0;
+        if (hi >= rounds)
+                hi = rounds - 1;
         double base = 0;
-        printf("%-48s %9s %9s %9s %7s\n", "command", "median_ms", "min_ms", "max_ms", "ratio");
+        printf("%-48s %9s %9s %9s %7s %s\n", "command", "median_ms", "min_ms", "max_ms", "ratio",
+               "paired_diff_ms [95% CI]");
         for (int c = 0; c < ncmds; c++) {
                 double *v = &t[c * rounds];
                 qsort(v, (size_t)rounds, sizeof(double), cmp_double);
@@ -91,8 +111,15 @@ int main(int argc, char **argv)
                                 strcat(name, s);
                         }
                 }
-                printf("%-48s %9.2f %9.2f %9.2f %7.2f\n", name, med, v[0], v[rounds - 1], med / base);
+                printf("%-48s %9.2f %9.2f %9.2f %7.3f", name, med, v[0], v[rounds - 1], med / base);
+                if (c > 0) {
+                        double *e = &d[c * rounds];
+                        double dm = rounds % 2 ? e[rounds / 2] : (e[rounds / 2 - 1] + e[rounds / 2]) / 2;
+                        printf(" %+.2f [%+.2f, %+.2f]", dm, e[lo], e[hi]);
+                }
+                printf("\n");
         }
+        free(d);
         free(t);
         return 0;
 }

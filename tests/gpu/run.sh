@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Real-GPU checks, the one entry point on the GPU host:  bash tests/gpu/run.sh [BUILD_DIR]
+# (prepare what it carries first: tests/gpu/prepare.sh BUILD_DIR). GS_GPU_BENCH=0 skips the
+# benchmarks (bench/run.sh, bench/configure.sh, bench/vgpu.sh).
 # Without an NVIDIA GPU it exits 77, which meson (and `make test`) report as SKIPPED.
 # Results and raw outputs go to $OUT (or a temp dir); the last line is "N passed, N failed".
 set -uo pipefail
@@ -136,7 +138,7 @@ for t in cgroup mount ldconfig; do
         tail -3 "$OUTDIR/unit_$t.txt"
         check "unit tests of src/container/$t.c on this host" test "$rc" = 0
 done
-if [ -x bench/configure.sh ] && [ -x "$CARRY/busybox" ]; then
+if [ -x bench/configure.sh ] && [ -x "$CARRY/busybox" ] && [ "${GS_GPU_BENCH:-1}" = 1 ]; then
         BUSYBOX=$CARRY/busybox bench/configure.sh "$BUILD" 20 50 / | tee "$OUTDIR/bench_configure.txt"
         check "50 concurrent configures all succeed" test "${PIPESTATUS[0]}" = 0
 fi
@@ -183,13 +185,86 @@ if [ -x "$CARRY/cuda_fill" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
         check "nvidia-smi in the slice shows the quota ($smi_total MiB)" test "$smi_total" = $Q
         "$GS" exec --memory 4Gi -- nvidia-smi >"$OUTDIR/smi_slice.txt" 2>&1
         grep -E "MiB" "$OUTDIR/smi_slice.txt" | head -3
-        if [ -x "$CARRY/vgpu_bench" ]; then
-                bench/vgpu.sh "$BUILD" 11 2>&1 | tee "$OUTDIR/bench_vgpu.txt"
+
+        # Every CUDA runtime we can build (tests/gpu/prepare.sh): 11.8 and 12.4 from Debian, 13.0;
+        # static and shared cudart, and the per-thread default stream (the _ptsz/_ptds entry points).
+        for b in "$CARRY"/cudart_paths-*; do
+                [ -x "$b" ] || continue
+                v=${b##*/cudart_paths-}
+                "$GS" exec --memory 4Gi -- "$b" $Q >"$OUTDIR/paths-$v.txt" 2>&1; rc=$?
+                head -1 "$OUTDIR/paths-$v.txt"; grep FAIL "$OUTDIR/paths-$v.txt"
+                check "CUDA runtime $v: quota views, kernel, 8 allocation paths charged and released, OOM past the quota" \
+                        test "$rc" = 0
+        done
+        for b in "$CARRY"/cuda_fill-*; do
+                [ -x "$b" ] || continue
+                v=${b##*/cuda_fill-}
+                "$GS" exec --memory 4Gi -- "$b" 3 >"$OUTDIR/fill-$v.txt" 2>&1 &
+                for _ in $(seq 100); do grep -q filled "$OUTDIR/fill-$v.txt" && break; sleep 0.1; done
+                fp=$(pgrep -f "^[^ ]*gpu-carry/cuda_fill-$v" | head -1)
+                used=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | awk -F', ' -v p="$fp" '$1 == p {print $2}')
+                wait
+                filled=$(awk '/^filled/ {print $2}' "$OUTDIR/fill-$v.txt")
+                echo "runtime $v: filled $filled MiB, NVML counts ${used:-?} MiB"
+                check "CUDA runtime $v: filled ${filled:-?} MiB of 4 GiB, NVML counts ${used:-?} MiB (<= $Q)" \
+                        test "${used:-99999}" -le $Q -a "${filled:-0}" -ge $((Q - (${used:-0} - ${filled:-0}) - 41))
+        done
+
+        # Other frameworks, where the host has them: CuPy and JAX see the quota and hit OOM past it.
+        if python3 -c 'import cupy' 2>/dev/null; then
+                "$GS" exec --memory 4Gi -- python3 - >"$OUTDIR/cupy.txt" 2>&1 <<'PY'
+import cupy
+f, t = cupy.cuda.runtime.memGetInfo()
+assert t == 4 << 30, t
+try:
+    cupy.empty(5 << 30, dtype=cupy.uint8)
+    raise SystemExit("5 GiB not refused")
+except cupy.cuda.memory.OutOfMemoryError:
+    pass
+a = cupy.ones(1 << 28, dtype=cupy.uint8)
+assert int(a.sum()) == 1 << 28
+print("cupy", cupy.__version__, "runtime", cupy.cuda.runtime.runtimeGetVersion(), "total", t, "free", f)
+PY
+                rc=$?; tail -1 "$OUTDIR/cupy.txt"
+                check "CuPy: memGetInfo shows the quota, 5 GiB raises OutOfMemoryError, 256 MiB works" test "$rc" = 0
+        fi
+        if python3 -c 'import jax' 2>/dev/null; then
+                "$GS" exec --memory 4Gi -- python3 - >"$OUTDIR/jax.txt" 2>&1 <<'PY'
+import jax, jax.numpy as jnp
+lim = jax.devices()[0].memory_stats()["bytes_limit"]
+assert 0 < lim <= 4 << 30, lim   # JAX preallocates a fraction of what cuMemGetInfo reports
+x = jnp.ones((1024, 1024))
+assert float(x.sum()) == 1024 * 1024
+try:
+    jnp.ones((2 << 30,), dtype=jnp.float32).block_until_ready()
+    raise SystemExit("8 GiB not refused")
+except Exception as e:
+    if "RESOURCE_EXHAUSTED" not in str(e):
+        raise
+print("jax", jax.__version__, "bytes_limit", lim)
+PY
+                rc=$?; tail -1 "$OUTDIR/jax.txt"
+                check "JAX: its allocator is sized from the quota, 8 GiB raises RESOURCE_EXHAUSTED" test "$rc" = 0
+        fi
+
+        # In a container's own pid namespace the driver reports container pids (measured here:
+        # NVML inside gives the namespace pid), so the reconciler still finds its own count.
+        unshare -pf --mount-proc env GPUSLICE_LOG_LEVEL=3 "$GS" exec --memory 4Gi -- "$CARRY/cuda_fill" 3 >"$OUTDIR/pidns.txt" 2>&1 &
+        for _ in $(seq 100); do grep -q filled "$OUTDIR/pidns.txt" && break; sleep 0.1; done
+        nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUTDIR/pidns_nvml.txt"
+        wait
+        grep -E "driver counts|filled" "$OUTDIR/pidns.txt" | head -3
+        ns_used=$(awk -F', ' '{s += $2} END {print s + 0}' "$OUTDIR/pidns_nvml.txt")
+        check "in a pid namespace the reconciler finds the driver's count for its process" \
+                grep -qE "driver counts [1-9][0-9]* bytes for us" "$OUTDIR/pidns.txt"
+        check "... and the 4 GiB quota holds there (NVML: $ns_used MiB)" test "$ns_used" -le $Q -a "$ns_used" -gt 0
+        if [ -x "$CARRY/vgpu_bench" ] && [ "${GS_GPU_BENCH:-1}" = 1 ]; then
+                bench/vgpu.sh "$BUILD" 2>&1 | tee "$OUTDIR/bench_vgpu.txt"
         fi
 fi
 
 # --- speed (issue 2) -------------------------------------------------------------------------
-if [ -x "$BUILD/bench/timecmd" ]; then
+if [ -x "$BUILD/bench/timecmd" ] && [ "${GS_GPU_BENCH:-1}" = 1 ]; then
         bench/run.sh "$BUILD" | tee "$OUTDIR/bench.txt"
 fi
 

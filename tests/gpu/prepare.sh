@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Prepare what tests/gpu/run.sh carries to the GPU host (which has no package registry):
+#   tests/gpu/prepare.sh [BUILD_DIR]
+# - BUILD/runtime-libs: the Debian shared libraries our binaries need and Ubuntu may lack;
+# - BUILD/gpu-carry: a static busybox, and the CUDA test programs built by three toolkits:
+#   CUDA 13.0 (/usr/local/cuda), and CUDA 11.8 and 12.4 from Debian's non-free archive
+#   (bookworm, trixie). Those two are downloaded as .deb files into a private cache
+#   ($GS_CUDA_CACHE, default /var/cache/gpuslice-cuda) with a private apt state, and unpacked
+#   there: nothing is installed, the system's apt sources are not touched, and no libcuda.so.1
+#   lands on this machine. Each runtime is linked statically and shared (its libcudart.so
+#   goes along, found through RPATH $ORIGIN/cudart-VER).
+set -euo pipefail
+BUILD=${1:-build}
+cd "$(dirname "$0")/../.."
+CARRY=$BUILD/gpu-carry
+mkdir -p "$BUILD/runtime-libs" "$CARRY"
+for l in /usr/lib/x86_64-linux-gnu/libjson-c.so.5 /lib/x86_64-linux-gnu/libcap.so.2 /usr/lib/x86_64-linux-gnu/libcmocka.so.0; do
+        cp -L "$l" "$BUILD/runtime-libs/"
+done
+[ -x /bin/busybox ] || apt-get install -y -q busybox-static >/dev/null
+cp /bin/busybox "$CARRY/"
+
+NVCC13=${NVCC:-/usr/local/cuda/bin/nvcc}
+ARCH=-arch=sm_90
+"$NVCC13" -O2 $ARCH -o "$CARRY/cuda_smoke" tests/gpu/cuda_smoke.cu
+"$NVCC13" -O2 $ARCH -o "$CARRY/cuda_fill" tests/gpu/cuda_fill.cu
+"$NVCC13" -O2 $ARCH -o "$CARRY/vgpu_bench" bench/vgpu_bench.cu
+"$NVCC13" -O2 $ARCH -o "$CARRY/cuda_startup" bench/cuda_startup.cu
+"$NVCC13" -O2 $ARCH -o "$CARRY/cudart_paths-13.0-static" tests/gpu/cudart_paths.cu
+"$NVCC13" -O2 $ARCH --default-stream per-thread -o "$CARRY/cudart_paths-13.0-ptds" tests/gpu/cudart_paths.cu
+
+# --- CUDA 11.8 and 12.4 from Debian non-free, unpacked into a private cache ------------------
+CACHE=${GS_CUDA_CACHE:-/var/cache/gpuslice-cuda}
+A=$CACHE/apt
+mkdir -p "$A/lists/partial" "$A/archives/partial" "$A/cache"
+K=/usr/share/keyrings/debian-archive-keyring.gpg
+cat >"$A/sources.list" <<EOF
+deb [signed-by=$K] http://deb.debian.org/debian bookworm non-free
+deb [signed-by=$K] http://deb.debian.org/debian trixie non-free
+EOF
+APT=(-o Dir::Etc::sourcelist="$A/sources.list" -o Dir::Etc::sourceparts=/nonexistent -o Dir::State::Lists="$A/lists"
+        -o Dir::Cache="$A/cache" -o Dir::State::status=/var/lib/dpkg/status -o APT::Sandbox::User=root)
+declare -A VER=([11.8]="11.8.89~11.8.0-5~deb12u1" [12.4]="12.4.127~12.4.1-2")
+declare -A TKVER=([11.8]="11.8.89~11.8.0-5~deb12u1" [12.4]="12.4.131~12.4.1-2")
+declare -A RTPKG=([11.8]=libcudart11.0 [12.4]=libcudart12)
+need_update=1
+for v in 11.8 12.4; do
+        X=$CACHE/cuda-$v
+        if [ ! -x "$X/usr/lib/nvidia-cuda-toolkit/bin/nvcc" ]; then
+                if [ $need_update = 1 ]; then
+                        echo "prepare: fetching Debian's non-free package lists (private state in $A)"
+                        apt-get "${APT[@]}" update -q >/dev/null
+                        need_update=0
+                fi
+                D=$CACHE/debs-$v
+                mkdir -p "$D" "$X"
+                echo "prepare: downloading CUDA $v (nvidia-cuda-toolkit, nvidia-cuda-dev, ${RTPKG[$v]}; ~1 GB)"
+                (cd "$D" && apt-get "${APT[@]}" download -q "nvidia-cuda-toolkit=${TKVER[$v]}" \
+                        "nvidia-cuda-dev=${VER[$v]}" "${RTPKG[$v]}=${VER[$v]}" >/dev/null)
+                for deb in "$D"/*.deb; do dpkg-deb -x "$deb" "$X"; done
+                rm -rf "$D"
+                # Debian's nvcc reads /etc/nvcc.profile: give it one that points into the cache.
+                T=$X/usr
+                rm -f "$T/lib/nvidia-cuda-toolkit/bin/nvcc.profile"
+                cat >"$T/lib/nvidia-cuda-toolkit/bin/nvcc.profile" <<EOF
+NVVMIR_LIBRARY_DIR = $T/lib/nvidia-cuda-toolkit/libdevice
+PATH += $T/lib/nvidia-cuda-toolkit/bin:$T/bin:
+INCLUDES += "-I$T/include" \$(_SPACE_)
+LIBRARIES =+ \$(_SPACE_) -L$T/lib/x86_64-linux-gnu
+EOF
+        fi
+        T=$X/usr
+        # Debian pairs these toolkits with gcc 11/12; this machine's gcc 12 works for host code.
+        nvcc() { PATH=$T/bin:$PATH "$T/lib/nvidia-cuda-toolkit/bin/nvcc" -ccbin /usr/bin/g++ -allow-unsupported-compiler -O2 $ARCH "$@"; }
+        mkdir -p "$CARRY/cudart-$v"
+        cp -L "$T/lib/x86_64-linux-gnu/libcudart.so.${RTPKG[$v]#libcudart}" "$CARRY/cudart-$v/"
+        SHARED=(-cudart shared -Xlinker -rpath -Xlinker "\$ORIGIN/cudart-$v")
+        nvcc -o "$CARRY/cudart_paths-$v-static" tests/gpu/cudart_paths.cu
+        nvcc --default-stream per-thread -o "$CARRY/cudart_paths-$v-ptds" tests/gpu/cudart_paths.cu
+        nvcc "${SHARED[@]}" -o "$CARRY/cudart_paths-$v-shared" tests/gpu/cudart_paths.cu
+        nvcc -o "$CARRY/cuda_fill-$v-static" tests/gpu/cuda_fill.cu
+        nvcc "${SHARED[@]}" -o "$CARRY/cuda_fill-$v-shared" tests/gpu/cuda_fill.cu
+done
+du -sh "$CARRY" "$BUILD/runtime-libs"
