@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Slicing overhead on the GPU host, native and sliced runs interleaved in one session:
-#   bench/vgpu.sh BUILD [ROUNDS=30] [TORCH_ROUNDS=12]
+#   bench/vgpu.sh BUILD [ROUNDS=30] [TORCH_ROUNDS=12]      (0 skips a part)
 # 1. empty-kernel launch time and cudaMalloc+cudaFree (1 MiB) time (bench/vgpu_bench.cu),
 #    ROUNDS rounds of native / sliced / native again (an A/A control that shows the noise floor),
 #    the order reversed every other round;
@@ -40,7 +40,7 @@ python3 bench/pairs.py "$W/data" native "launch_us:lower:empty-kernel launch, us
 
 # --- process start ----------------------------------------------------------------------------
 T=$PWD/$BUILD/bench/timecmd S=$PWD/$BUILD/gpu-carry/cuda_startup F=$PWD/$BUILD/gpu-carry/cuda_fill
-[ -x "$T" ] && [ -x "$S" ] || exit 0
+[ -x "$T" ] && [ -x "$S" ] && [ "$ROUNDS" -gt 0 ] || exit 0
 R=/dev/shm/gs-bench-start-$$
 cost() { # LABEL: 20 processes in the slice $R, their own start-up cost (us) as the interposer logs it
         for i in $(seq 20); do
