@@ -181,21 +181,26 @@ __attribute__((visibility("hidden"), used)) void *gs_resolve_real_dlsym(void)
         return (void *)gs_real_dlsym;
 }
 
+/* What a dlsym/dlvsym lookup found: our wrapper instead when the name is one of our hooks. */
+static void *swap_found(const char *symbol, void *found)
+{
+        if (found == NULL || symbol == NULL)
+                return found;
+        if ((symbol[0] == 'c' && symbol[1] == 'u') || strncmp(symbol, "nvml", 4) == 0) {
+                void *w = gs_vgpu_wrapper_by_name(symbol);
+                if (w != NULL)
+                        return w;
+        }
+        return found;
+}
+
 __attribute__((visibility("hidden"), used)) void *gs_dlsym_impl(void *handle, const char *symbol)
 {
         if (gs_real_dlsym == NULL)
                 resolve_dlsym();
         if (gs_real_dlsym == NULL)
                 return NULL;
-        void *r = gs_real_dlsym(handle, symbol);
-        if (r == NULL || symbol == NULL)
-                return r;
-        if ((symbol[0] == 'c' && symbol[1] == 'u') || strncmp(symbol, "nvml", 4) == 0) {
-                void *w = gs_vgpu_wrapper_by_name(symbol);
-                if (w != NULL)
-                        return w;
-        }
-        return r;
+        return swap_found(symbol, gs_real_dlsym(handle, symbol));
 }
 
 __attribute__((visibility("hidden"), used)) void *gs_resolve_real_dlvsym(void)
@@ -211,15 +216,7 @@ __attribute__((visibility("hidden"), used)) void *gs_dlvsym_impl(void *handle, c
                 resolve_dlsym();
         if (gs_real_dlvsym == NULL)
                 return NULL;
-        void *r = gs_real_dlvsym(handle, symbol, version);
-        if (r == NULL || symbol == NULL)
-                return r;
-        if ((symbol[0] == 'c' && symbol[1] == 'u') || strncmp(symbol, "nvml", 4) == 0) {
-                void *w = gs_vgpu_wrapper_by_name(symbol);
-                if (w != NULL)
-                        return w;
-        }
-        return r;
+        return swap_found(symbol, gs_real_dlvsym(handle, symbol, version));
 }
 
 /* dlsym and dlvsym: RTLD_NEXT (-1) tail-jumps to the real function with the caller's return
