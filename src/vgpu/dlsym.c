@@ -29,14 +29,31 @@
 void *(*gs_real_dlsym)(void *, const char *) = NULL;
 __attribute__((visibility("hidden"))) void *(*gs_real_dlvsym)(void *, const char *, const char *) = NULL;
 
+/* This runs before anything else of ours, possibly inside a sanitizer runtime's own start-up
+ * (which calls dlsym while its interceptors of strcmp, dl_iterate_phdr, ... are not set up yet):
+ * so no libc call at all, only the loader's link map (_r_debug, a data symbol) and plain loops. */
+
 /* A dynamic-section address: glibc relocates these entries in place; other loaders may not. */
 static uintptr_t dyn_addr(ElfW(Addr) base, ElfW(Addr) v) { return v < base ? base + v : v; }
 
-struct libc_lookup {
-        const char *lib; /* soname prefix */
-        const char *names[2];
-        void *found[2];
-};
+static bool same_str(const char *a, const char *b)
+{
+        while (*a != '\0' && *a == *b)
+                a++, b++;
+        return *a == *b;
+}
+
+/* Is the file name of path (after the last '/') prefix...? */
+static bool basename_starts(const char *path, const char *prefix)
+{
+        const char *base = path;
+        for (const char *c = path; *c != '\0'; c++)
+                if (*c == '/')
+                        base = c + 1;
+        while (*prefix != '\0' && *base == *prefix)
+                base++, prefix++;
+        return *prefix == '\0';
+}
 
 /* The defined function `name` in one object, by its GNU hash table. */
 static void *gnu_hash_find(ElfW(Addr) base, const uint32_t *gh, const ElfW(Sym) *symtab, const char *strtab,
@@ -58,56 +75,44 @@ static void *gnu_hash_find(ElfW(Addr) base, const uint32_t *gh, const ElfW(Sym) 
                 uint32_t h2 = chain[i - symoffset];
                 const ElfW(Sym) *sym = &symtab[i];
                 if ((h | 1) == (h2 | 1) && sym->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym->st_info) == STT_FUNC &&
-                    strcmp(strtab + sym->st_name, name) == 0)
+                    same_str(strtab + sym->st_name, name))
                         return (void *)(base + sym->st_value);
                 if (h2 & 1)
                         return NULL;
         }
 }
 
-static int lookup_in_object(struct dl_phdr_info *info, size_t size, void *data)
+/* `name` defined in the first loaded object whose file name starts with lib, or NULL. */
+static void *find_in_lib(const char *lib, const char *name)
 {
-        (void)size;
-        struct libc_lookup *q = data;
-        const char *base = info->dlpi_name != NULL ? strrchr(info->dlpi_name, '/') : NULL;
-        base = base != NULL ? base + 1 : info->dlpi_name;
-        if (base == NULL || strncmp(base, q->lib, strlen(q->lib)) != 0)
-                return 0;
-        for (int p = 0; p < info->dlpi_phnum; p++) {
-                if (info->dlpi_phdr[p].p_type != PT_DYNAMIC)
+        for (const struct link_map *m = _r_debug.r_map; m != NULL; m = m->l_next) {
+                if (m->l_name == NULL || m->l_ld == NULL || !basename_starts(m->l_name, lib))
                         continue;
-                const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[p].p_vaddr);
                 const uint32_t *gh = NULL;
                 const ElfW(Sym) *symtab = NULL;
                 const char *strtab = NULL;
-                for (; dyn->d_tag != DT_NULL; dyn++) {
+                for (const ElfW(Dyn) *dyn = m->l_ld; dyn->d_tag != DT_NULL; dyn++) {
                         if (dyn->d_tag == DT_GNU_HASH)
-                                gh = (const uint32_t *)dyn_addr(info->dlpi_addr, dyn->d_un.d_ptr);
+                                gh = (const uint32_t *)dyn_addr(m->l_addr, dyn->d_un.d_ptr);
                         else if (dyn->d_tag == DT_SYMTAB)
-                                symtab = (const ElfW(Sym) *)dyn_addr(info->dlpi_addr, dyn->d_un.d_ptr);
+                                symtab = (const ElfW(Sym) *)dyn_addr(m->l_addr, dyn->d_un.d_ptr);
                         else if (dyn->d_tag == DT_STRTAB)
-                                strtab = (const char *)dyn_addr(info->dlpi_addr, dyn->d_un.d_ptr);
+                                strtab = (const char *)dyn_addr(m->l_addr, dyn->d_un.d_ptr);
                 }
-                if (gh == NULL || symtab == NULL || strtab == NULL)
-                        return 0;
-                for (int n = 0; n < 2; n++)
-                        if (q->found[n] == NULL)
-                                q->found[n] = gnu_hash_find(info->dlpi_addr, gh, symtab, strtab, q->names[n]);
-                return q->found[0] != NULL && q->found[1] != NULL;
+                if (gh != NULL && symtab != NULL && strtab != NULL)
+                        return gnu_hash_find(m->l_addr, gh, symtab, strtab, name);
         }
-        return 0;
+        return NULL;
 }
 
 __attribute__((constructor(101))) static void resolve_dlsym(void)
 {
-        static const char *const libs[] = {"libc.so.", "libdl.so."};
-        for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && (gs_real_dlsym == NULL || gs_real_dlvsym == NULL); i++) {
-                struct libc_lookup q = {.lib = libs[i], .names = {"dlsym", "dlvsym"}};
-                dl_iterate_phdr(lookup_in_object, &q);
-                if (gs_real_dlsym == NULL && q.found[0] != NULL)
-                        gs_real_dlsym = (void *(*)(void *, const char *))q.found[0];
-                if (gs_real_dlvsym == NULL && q.found[1] != NULL)
-                        gs_real_dlvsym = (void *(*)(void *, const char *, const char *))q.found[1];
+        static const char *const libs[] = {"libc.so.", "libdl.so."}; /* dlsym moved to libc in 2.34 */
+        for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+                if (gs_real_dlsym == NULL)
+                        gs_real_dlsym = (void *(*)(void *, const char *))find_in_lib(libs[i], "dlsym");
+                if (gs_real_dlvsym == NULL)
+                        gs_real_dlvsym = (void *(*)(void *, const char *, const char *))find_in_lib(libs[i], "dlvsym");
         }
 }
 
@@ -129,7 +134,7 @@ static const struct {
 void *gs_vgpu_wrapper_by_name(const char *name)
 {
         for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
-                if (strcmp(wrappers[i].name, name) == 0)
+                if (same_str(wrappers[i].name, name))
                         return wrappers[i].fn;
         return NULL;
 }
@@ -186,7 +191,9 @@ static void *swap_found(const char *symbol, void *found)
 {
         if (found == NULL || symbol == NULL)
                 return found;
-        if ((symbol[0] == 'c' && symbol[1] == 'u') || strncmp(symbol, "nvml", 4) == 0) {
+        /* no libc call: this can run inside a sanitizer runtime's start-up */
+        if ((symbol[0] == 'c' && symbol[1] == 'u') ||
+            (symbol[0] == 'n' && symbol[1] == 'v' && symbol[2] == 'm' && symbol[3] == 'l')) {
                 void *w = gs_vgpu_wrapper_by_name(symbol);
                 if (w != NULL)
                         return w;

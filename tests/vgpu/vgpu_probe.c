@@ -211,9 +211,14 @@ static int procaddr(void)
                 real_dlsym = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
         CHECK(real_dlsym != NULL && real_dlsym != dlsym(RTLD_DEFAULT, "dlsym"),
               "dlvsym(RTLD_NEXT, dlsym) reaches libc's dlsym past the interposer's");
-        CHECK(dlvsym(RTLD_DEFAULT, "strlen", "GLIBC_2.2.5") == dlsym(RTLD_DEFAULT, "strlen") &&
-                      dlsym(RTLD_DEFAULT, "strlen") != NULL,
-              "dlvsym of other names is the real answer");
+        void *(*real_dlvsym)(void *, const char *, const char *) =
+                (void *(*)(void *, const char *, const char *))dlvsym(RTLD_NEXT, "dlvsym", "GLIBC_2.34");
+        if (real_dlvsym == NULL)
+                real_dlvsym = (void *(*)(void *, const char *, const char *))dlvsym(RTLD_NEXT, "dlvsym", "GLIBC_2.2.5");
+        CHECK(real_dlvsym != NULL && real_dlvsym != (void *)dlsym(RTLD_DEFAULT, "dlvsym") &&
+                      dlvsym(RTLD_DEFAULT, "strlen", "GLIBC_2.2.5") != NULL &&
+                      dlvsym(RTLD_DEFAULT, "strlen", "GLIBC_2.2.5") == real_dlvsym(RTLD_DEFAULT, "strlen", "GLIBC_2.2.5"),
+              "dlvsym of other names is libc's own dlvsym's answer");
         CUresult rc = cuGetProcAddress_v2("cuNoSuchFunction", &fn, 12000, 0, &st);
         CHECK(rc != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS,
               "an unknown symbol is reported as not found (rc %d, status %d)", rc, st);
