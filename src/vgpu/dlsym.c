@@ -280,11 +280,9 @@ GS_STUB_(dlsym, gs_real_dlsym, gs_resolve_real_dlsym, gs_dlsym_impl)
 GS_STUB_(dlvsym, gs_real_dlvsym, gs_resolve_real_dlvsym, gs_dlvsym_impl)
 
 
-GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+/* The driver answered a cuGetProcAddress(_v2): swap a hooked entry point for our wrapper. */
+static CUresult swap_answer(CUresult rc, const char *symbol, void **pfn)
 {
-        if (gs_vgpu_load_cuda() < 0 || gs_vgpu_state.cu.cuGetProcAddress == NULL)
-                return CUDA_ERROR_NOT_INITIALIZED;
-        CUresult rc = gs_vgpu_state.cu.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
         if (rc == CUDA_SUCCESS && pfn != NULL && *pfn != NULL) {
                 uint64_t t0 = gs_vgpu_clock();
                 void *w = gs_vgpu_wrapper_for_real(symbol, *pfn);
@@ -295,18 +293,18 @@ GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
         return rc;
 }
 
+GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+        if (gs_vgpu_load_cuda() < 0 || gs_vgpu_state.cu.cuGetProcAddress == NULL)
+                return CUDA_ERROR_NOT_INITIALIZED;
+        return swap_answer(gs_vgpu_state.cu.cuGetProcAddress(symbol, pfn, cudaVersion, flags), symbol, pfn);
+}
+
 GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                        CUdriverProcAddressQueryResult *symbolStatus)
 {
         if (gs_vgpu_load_cuda() < 0 || gs_vgpu_state.cu.cuGetProcAddress_v2 == NULL)
                 return CUDA_ERROR_NOT_INITIALIZED;
-        CUresult rc = gs_vgpu_state.cu.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
-        if (rc == CUDA_SUCCESS && pfn != NULL && *pfn != NULL) {
-                uint64_t t0 = gs_vgpu_clock();
-                void *w = gs_vgpu_wrapper_for_real(symbol, *pfn);
-                if (w != NULL)
-                        *pfn = w;
-                gs_vgpu_spent(GS_PHASE_PROCADDR, t0);
-        }
-        return rc;
+        return swap_answer(gs_vgpu_state.cu.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus),
+                           symbol, pfn);
 }

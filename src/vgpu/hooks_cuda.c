@@ -162,22 +162,29 @@ GS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
 }
 
 /* Pitched: the size is pitch*height, known only after the call; charge it then, and give the
- * memory back if that is over the quota. */
+ * memory back if that is over the quota. charge_made: false when over the quota. */
+static bool charge_made(uint64_t dptr, uint64_t bytes)
+{
+        if (bytes == 0)
+                return true;
+        int vis = gs_vgpu_current_device();
+        if (gs_vgpu_charge(vis, bytes) < 0)
+                return false;
+        gs_vgpu_track(GS_ALLOC_PTR, dptr, vis, bytes);
+        return true;
+}
+
 GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
                                       unsigned int ElementSizeBytes)
 {
         CUresult rc = REAL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
         if (rc != CUDA_SUCCESS || dptr == NULL || pPitch == NULL)
                 return rc;
-        int vis = gs_vgpu_current_device();
-        uint64_t bytes = (uint64_t)*pPitch * Height;
-        if (bytes != 0 && gs_vgpu_charge(vis, bytes) < 0) {
+        if (!charge_made(*dptr, (uint64_t)*pPitch * Height)) {
                 REAL(cuMemFree_v2, *dptr);
                 *dptr = 0;
                 return CUDA_ERROR_OUT_OF_MEMORY;
         }
-        if (bytes != 0)
-                gs_vgpu_track(GS_ALLOC_PTR, *dptr, vis, bytes);
         return rc;
 }
 
@@ -187,15 +194,11 @@ GS_EXPORT CUresult cuMemAllocPitch(gs_CUdeviceptr_v1 *dptr, unsigned int *pPitch
         CUresult rc = REAL(cuMemAllocPitch, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
         if (rc != CUDA_SUCCESS || dptr == NULL || pPitch == NULL)
                 return rc;
-        int vis = gs_vgpu_current_device();
-        uint64_t bytes = (uint64_t)*pPitch * Height;
-        if (bytes != 0 && gs_vgpu_charge(vis, bytes) < 0) {
+        if (!charge_made(*dptr, (uint64_t)*pPitch * Height)) {
                 REAL(cuMemFree, *dptr);
                 *dptr = 0;
                 return CUDA_ERROR_OUT_OF_MEMORY;
         }
-        if (bytes != 0)
-                gs_vgpu_track(GS_ALLOC_PTR, *dptr, vis, bytes);
         return rc;
 }
 

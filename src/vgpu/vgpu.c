@@ -63,48 +63,47 @@ void gs_vgpu_log(int level, const char *fmt, ...)
 /* Loading the real libraries (first use only).                                               */
 /* ------------------------------------------------------------------------------------------ */
 
-int gs_vgpu_load_cuda(void)
+static void resolve_cuda(void *h)
 {
-        if (__atomic_load_n(&S.cuda_loaded, __ATOMIC_ACQUIRE))
-                return S.cuda_handle != NULL ? 0 : -1;
+#define GS_LOAD_(name, ret, params) S.cu.name = (gs_##name##_fn)gs_real_dlsym(h, #name);
+        GS_CUDA_FUNCTIONS(GS_LOAD_)
+#undef GS_LOAD_
+}
+
+static void resolve_nvml(void *h)
+{
+#define GS_LOAD_(name, ret, params) S.nv.name = (gs_##name##_fn)gs_real_dlsym(h, #name);
+        GS_NVML_FUNCTIONS(GS_LOAD_)
+#undef GS_LOAD_
+}
+
+/* dlopen soname and resolve its entry points, once; 0 when the library is usable. A missing
+ * library is logged at missing_level. */
+static inline int load_once(bool *loaded, void **handle, const char *soname, int missing_level,
+                            void (*resolve)(void *))
+{
+        if (__atomic_load_n(loaded, __ATOMIC_ACQUIRE))
+                return *handle != NULL ? 0 : -1;
         uint64_t t0 = gs_vgpu_clock();
         pthread_mutex_lock(&S.lock);
-        if (!S.cuda_loaded) {
-                S.cuda_handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
-                if (S.cuda_handle == NULL) {
-                        gs_vgpu_log(0, "cannot load libcuda.so.1: %s", dlerror());
-                } else {
-#define GS_LOAD_(name, ret, params) S.cu.name = (gs_##name##_fn)gs_real_dlsym(S.cuda_handle, #name);
-                        GS_CUDA_FUNCTIONS(GS_LOAD_)
-#undef GS_LOAD_
-                }
-                __atomic_store_n(&S.cuda_loaded, true, __ATOMIC_RELEASE);
+        if (!*loaded) {
+                *handle = dlopen(soname, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+                if (*handle == NULL)
+                        gs_vgpu_log(missing_level, "cannot load %s: %s", soname, dlerror());
+                else
+                        resolve(*handle);
+                __atomic_store_n(loaded, true, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&S.lock);
         gs_vgpu_spent(GS_PHASE_LOAD, t0);
-        return S.cuda_handle != NULL ? 0 : -1;
+        return *handle != NULL ? 0 : -1;
 }
+
+int gs_vgpu_load_cuda(void) { return load_once(&S.cuda_loaded, &S.cuda_handle, "libcuda.so.1", 0, resolve_cuda); }
 
 int gs_vgpu_load_nvml(void)
 {
-        if (__atomic_load_n(&S.nvml_loaded, __ATOMIC_ACQUIRE))
-                return S.nvml_handle != NULL ? 0 : -1;
-        uint64_t t0 = gs_vgpu_clock();
-        pthread_mutex_lock(&S.lock);
-        if (!S.nvml_loaded) {
-                S.nvml_handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
-                if (S.nvml_handle == NULL) {
-                        gs_vgpu_log(2, "cannot load libnvidia-ml.so.1: %s", dlerror());
-                } else {
-#define GS_LOAD_(name, ret, params) S.nv.name = (gs_##name##_fn)gs_real_dlsym(S.nvml_handle, #name);
-                        GS_NVML_FUNCTIONS(GS_LOAD_)
-#undef GS_LOAD_
-                }
-                __atomic_store_n(&S.nvml_loaded, true, __ATOMIC_RELEASE);
-        }
-        pthread_mutex_unlock(&S.lock);
-        gs_vgpu_spent(GS_PHASE_LOAD, t0);
-        return S.nvml_handle != NULL ? 0 : -1;
+        return load_once(&S.nvml_loaded, &S.nvml_handle, "libnvidia-ml.so.1", 2, resolve_nvml);
 }
 
 /* ------------------------------------------------------------------------------------------ */
