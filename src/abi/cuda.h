@@ -575,6 +575,13 @@ typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
 GS_CUDA_FUNCTIONS(GS_CUDA_FN_TYPEDEF_)
 #undef GS_CUDA_FN_TYPEDEF_
 
+/* A table of every entry point above, for programs that dlsym them. */
+struct gs_cuda_fns {
+#define GS_CUDA_FN_MEMBER_(name, ret, params) gs_##name##_fn name;
+        GS_CUDA_FUNCTIONS(GS_CUDA_FN_MEMBER_)
+#undef GS_CUDA_FN_MEMBER_
+};
+
 #ifndef GS_CUDA_NO_PROTOTYPES
 #define GS_CUDA_PROTO_(name, ret, params) ret name params;
 GS_CUDA_FUNCTIONS(GS_CUDA_PROTO_)

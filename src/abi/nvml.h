@@ -254,6 +254,13 @@ typedef enum nvmlBrandType_enum {
 GS_NVML_FUNCTIONS(GS_NVML_FN_TYPEDEF_)
 #undef GS_NVML_FN_TYPEDEF_
 
+/* A table of every entry point above, for programs that dlsym them. */
+struct gs_nvml_fns {
+#define GS_NVML_FN_MEMBER_(name, ret, params) gs_##name##_fn name;
+        GS_NVML_FUNCTIONS(GS_NVML_FN_MEMBER_)
+#undef GS_NVML_FN_MEMBER_
+};
+
 #ifndef GS_NVML_NO_PROTOTYPES
 #define GS_NVML_PROTO_(name, ret, params) ret name params;
 GS_NVML_FUNCTIONS(GS_NVML_PROTO_)

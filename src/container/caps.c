@@ -37,6 +37,17 @@ static const struct {
 
 static bool active(void) { return geteuid() == 0; }
 
+/* Set `flag` in `to` for each capability of `stage` that `from` has permitted. */
+static void set_if_permitted(cap_t from, cap_t to, cap_flag_t flag, enum gs_stage stage)
+{
+        for (int i = 0; i < stages[stage].n; i++) {
+                cap_flag_value_t have = CAP_CLEAR;
+                cap_get_flag(from, stages[stage].v[i], CAP_PERMITTED, &have);
+                if (have == CAP_SET)
+                        cap_set_flag(to, flag, 1, &stages[stage].v[i], CAP_SET);
+        }
+}
+
 int gs_caps_init(struct gs_error *err)
 {
         if (!active())
@@ -49,12 +60,7 @@ int gs_caps_init(struct gs_error *err)
                 return gs_error_sys(err, "capabilities");
         }
         for (size_t s = 0; s < GS_ARRAY_SIZE(stages); s++)
-                for (int i = 0; i < stages[s].n; i++) {
-                        cap_flag_value_t have = CAP_CLEAR;
-                        cap_get_flag(cur, stages[s].v[i], CAP_PERMITTED, &have);
-                        if (have == CAP_SET)
-                                cap_set_flag(c, CAP_PERMITTED, 1, &stages[s].v[i], CAP_SET);
-                }
+                set_if_permitted(cur, c, CAP_PERMITTED, (enum gs_stage)s);
         int rc = cap_set_proc(c);
         cap_free(cur);
         cap_free(c);
@@ -71,12 +77,7 @@ int gs_caps_enter(enum gs_stage stage, struct gs_error *err)
         if (c == NULL)
                 return gs_error_sys(err, "capabilities");
         cap_clear_flag(c, CAP_EFFECTIVE);
-        for (int i = 0; i < stages[stage].n; i++) {
-                cap_flag_value_t have = CAP_CLEAR;
-                cap_get_flag(c, stages[stage].v[i], CAP_PERMITTED, &have);
-                if (have == CAP_SET)
-                        cap_set_flag(c, CAP_EFFECTIVE, 1, &stages[stage].v[i], CAP_SET);
-        }
+        set_if_permitted(c, c, CAP_EFFECTIVE, stage);
         int rc = cap_set_proc(c);
         cap_free(c);
         if (rc < 0)

@@ -70,14 +70,12 @@ const char *gs_brand_name(int brand)
 
 struct nvml {
         void *h;
-#define GS_NVML_MEMBER_(name, ret, params) gs_##name##_fn name;
-        GS_NVML_FUNCTIONS(GS_NVML_MEMBER_)
-#undef GS_NVML_MEMBER_
+        struct gs_nvml_fns fn;
 };
 
 static const char *nvml_strerror(const struct nvml *n, nvmlReturn_t rc)
 {
-        const char *s = n->nvmlErrorString != NULL ? n->nvmlErrorString(rc) : NULL;
+        const char *s = n->fn.nvmlErrorString != NULL ? n->fn.nvmlErrorString(rc) : NULL;
         return s != NULL ? s : "unknown error";
 }
 
@@ -95,20 +93,20 @@ static const char *nvml_strerror(const struct nvml *n, nvmlReturn_t rc)
 static void query_mig(const struct nvml *n, nvmlDevice_t dev, struct gs_gpu *g, struct reply *r)
 {
         unsigned max = 0;
-        QUERY(r, n->nvmlDeviceGetMaxMigDeviceCount(dev, &max), "nvmlDeviceGetMaxMigDeviceCount", g->index);
+        QUERY(r, n->fn.nvmlDeviceGetMaxMigDeviceCount(dev, &max), "nvmlDeviceGetMaxMigDeviceCount", g->index);
         for (unsigned i = 0; i < max && g->nmigs < GS_MAX_MIGS; i++) {
                 nvmlDevice_t mig;
-                nvmlReturn_t rc = n->nvmlDeviceGetMigDeviceHandleByIndex(dev, i, &mig);
+                nvmlReturn_t rc = n->fn.nvmlDeviceGetMigDeviceHandleByIndex(dev, i, &mig);
                 if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_INVALID_ARGUMENT)
                         continue;
                 QUERY(r, rc, "nvmlDeviceGetMigDeviceHandleByIndex", g->index);
                 struct gs_mig_device *m = &g->migs[g->nmigs];
                 m->index = i;
-                QUERY(r, n->nvmlDeviceGetUUID(mig, m->uuid, sizeof(m->uuid)), "nvmlDeviceGetUUID", g->index);
-                QUERY(r, n->nvmlDeviceGetGpuInstanceId(mig, &m->gi), "nvmlDeviceGetGpuInstanceId", g->index);
-                QUERY(r, n->nvmlDeviceGetComputeInstanceId(mig, &m->ci), "nvmlDeviceGetComputeInstanceId", g->index);
+                QUERY(r, n->fn.nvmlDeviceGetUUID(mig, m->uuid, sizeof(m->uuid)), "nvmlDeviceGetUUID", g->index);
+                QUERY(r, n->fn.nvmlDeviceGetGpuInstanceId(mig, &m->gi), "nvmlDeviceGetGpuInstanceId", g->index);
+                QUERY(r, n->fn.nvmlDeviceGetComputeInstanceId(mig, &m->ci), "nvmlDeviceGetComputeInstanceId", g->index);
                 nvmlMemory_t mem;
-                if (n->nvmlDeviceGetMemoryInfo(mig, &mem) == NVML_SUCCESS)
+                if (n->fn.nvmlDeviceGetMemoryInfo(mig, &mem) == NVML_SUCCESS)
                         m->memory_total = mem.total;
                 g->nmigs++;
         }
@@ -118,14 +116,14 @@ static void query_all(const struct nvml *n, struct reply *r)
 {
         struct gs_device_info *info = &r->info;
         char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
-        QUERY(r, n->nvmlSystemGetDriverVersion(buf, sizeof(buf)), "nvmlSystemGetDriverVersion", 0);
+        QUERY(r, n->fn.nvmlSystemGetDriverVersion(buf, sizeof(buf)), "nvmlSystemGetDriverVersion", 0);
         gs_strlcpy(info->driver_version, buf, sizeof(info->driver_version));
         int cuda = 0;
-        QUERY(r, n->nvmlSystemGetCudaDriverVersion(&cuda), "nvmlSystemGetCudaDriverVersion", 0);
+        QUERY(r, n->fn.nvmlSystemGetCudaDriverVersion(&cuda), "nvmlSystemGetCudaDriverVersion", 0);
         snprintf(info->cuda_version, sizeof(info->cuda_version), "%d.%d", NVML_CUDA_DRIVER_VERSION_MAJOR(cuda),
                  NVML_CUDA_DRIVER_VERSION_MINOR(cuda));
         unsigned count = 0;
-        QUERY(r, n->nvmlDeviceGetCount_v2(&count), "nvmlDeviceGetCount", 0);
+        QUERY(r, n->fn.nvmlDeviceGetCount_v2(&count), "nvmlDeviceGetCount", 0);
         if (count > GS_MAX_GPUS) {
                 snprintf(r->msg, sizeof(r->msg), "%u GPUs found, at most %d are supported", count, GS_MAX_GPUS);
                 r->status = REPLY_QUERY_FAILED;
@@ -135,26 +133,26 @@ static void query_all(const struct nvml *n, struct reply *r)
                 struct gs_gpu *g = &info->gpus[i];
                 nvmlDevice_t dev;
                 g->index = i;
-                QUERY(r, n->nvmlDeviceGetHandleByIndex_v2(i, &dev), "nvmlDeviceGetHandleByIndex", i);
-                QUERY(r, n->nvmlDeviceGetMinorNumber(dev, &g->minor), "nvmlDeviceGetMinorNumber", i);
-                QUERY(r, n->nvmlDeviceGetName(dev, g->model, sizeof(g->model)), "nvmlDeviceGetName", i);
+                QUERY(r, n->fn.nvmlDeviceGetHandleByIndex_v2(i, &dev), "nvmlDeviceGetHandleByIndex", i);
+                QUERY(r, n->fn.nvmlDeviceGetMinorNumber(dev, &g->minor), "nvmlDeviceGetMinorNumber", i);
+                QUERY(r, n->fn.nvmlDeviceGetName(dev, g->model, sizeof(g->model)), "nvmlDeviceGetName", i);
                 nvmlBrandType_t brand = NVML_BRAND_UNKNOWN;
-                QUERY(r, n->nvmlDeviceGetBrand(dev, &brand), "nvmlDeviceGetBrand", i);
+                QUERY(r, n->fn.nvmlDeviceGetBrand(dev, &brand), "nvmlDeviceGetBrand", i);
                 gs_strlcpy(g->brand, gs_brand_name((int)brand), sizeof(g->brand));
-                QUERY(r, n->nvmlDeviceGetUUID(dev, g->uuid, sizeof(g->uuid)), "nvmlDeviceGetUUID", i);
+                QUERY(r, n->fn.nvmlDeviceGetUUID(dev, g->uuid, sizeof(g->uuid)), "nvmlDeviceGetUUID", i);
                 nvmlPciInfo_t pci;
                 memset(&pci, 0, sizeof(pci));
-                QUERY(r, n->nvmlDeviceGetPciInfo_v3(dev, &pci), "nvmlDeviceGetPciInfo", i);
+                QUERY(r, n->fn.nvmlDeviceGetPciInfo_v3(dev, &pci), "nvmlDeviceGetPciInfo", i);
                 snprintf(g->bus_id, sizeof(g->bus_id), "%08x:%02x:%02x.0", pci.domain, pci.bus, pci.device);
                 int major = 0, minor = 0;
-                QUERY(r, n->nvmlDeviceGetCudaComputeCapability(dev, &major, &minor),
+                QUERY(r, n->fn.nvmlDeviceGetCudaComputeCapability(dev, &major, &minor),
                       "nvmlDeviceGetCudaComputeCapability", i);
                 snprintf(g->arch, sizeof(g->arch), "%d.%d", major, minor);
                 nvmlMemory_t mem;
-                QUERY(r, n->nvmlDeviceGetMemoryInfo(dev, &mem), "nvmlDeviceGetMemoryInfo", i);
+                QUERY(r, n->fn.nvmlDeviceGetMemoryInfo(dev, &mem), "nvmlDeviceGetMemoryInfo", i);
                 g->memory_total = mem.total;
                 unsigned cur = 0, pending = 0;
-                nvmlReturn_t rc = n->nvmlDeviceGetMigMode(dev, &cur, &pending);
+                nvmlReturn_t rc = n->fn.nvmlDeviceGetMigMode(dev, &cur, &pending);
                 if (rc == NVML_SUCCESS) {
                         g->mig_capable = true;
                         g->mig_enabled = cur == NVML_DEVICE_MIG_ENABLE;
@@ -186,54 +184,54 @@ static int nvml_load(struct nvml *n, const char *path, struct reply *r)
                 snprintf(r->msg, sizeof(r->msg), "load library failed: %s", e != NULL ? e : "unknown error");
                 return -1;
         }
-        n->nvmlInit_v2 = (gs_nvmlInit_v2_fn)sym2(n->h, "nvmlInit_v2", "nvmlInit");
-        n->nvmlShutdown = (gs_nvmlShutdown_fn)dlsym(n->h, "nvmlShutdown");
-        n->nvmlErrorString = (gs_nvmlErrorString_fn)dlsym(n->h, "nvmlErrorString");
-        n->nvmlSystemGetDriverVersion = (gs_nvmlSystemGetDriverVersion_fn)dlsym(n->h, "nvmlSystemGetDriverVersion");
-        n->nvmlSystemGetCudaDriverVersion = (gs_nvmlSystemGetCudaDriverVersion_fn)sym2(
+        n->fn.nvmlInit_v2 = (gs_nvmlInit_v2_fn)sym2(n->h, "nvmlInit_v2", "nvmlInit");
+        n->fn.nvmlShutdown = (gs_nvmlShutdown_fn)dlsym(n->h, "nvmlShutdown");
+        n->fn.nvmlErrorString = (gs_nvmlErrorString_fn)dlsym(n->h, "nvmlErrorString");
+        n->fn.nvmlSystemGetDriverVersion = (gs_nvmlSystemGetDriverVersion_fn)dlsym(n->h, "nvmlSystemGetDriverVersion");
+        n->fn.nvmlSystemGetCudaDriverVersion = (gs_nvmlSystemGetCudaDriverVersion_fn)sym2(
                 n->h, "nvmlSystemGetCudaDriverVersion", "nvmlSystemGetCudaDriverVersion_v2");
-        n->nvmlDeviceGetCount_v2 = (gs_nvmlDeviceGetCount_v2_fn)sym2(n->h, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-        n->nvmlDeviceGetHandleByIndex_v2 = (gs_nvmlDeviceGetHandleByIndex_v2_fn)sym2(
+        n->fn.nvmlDeviceGetCount_v2 = (gs_nvmlDeviceGetCount_v2_fn)sym2(n->h, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
+        n->fn.nvmlDeviceGetHandleByIndex_v2 = (gs_nvmlDeviceGetHandleByIndex_v2_fn)sym2(
                 n->h, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
-        n->nvmlDeviceGetMinorNumber = (gs_nvmlDeviceGetMinorNumber_fn)dlsym(n->h, "nvmlDeviceGetMinorNumber");
-        n->nvmlDeviceGetName = (gs_nvmlDeviceGetName_fn)dlsym(n->h, "nvmlDeviceGetName");
-        n->nvmlDeviceGetBrand = (gs_nvmlDeviceGetBrand_fn)dlsym(n->h, "nvmlDeviceGetBrand");
-        n->nvmlDeviceGetUUID = (gs_nvmlDeviceGetUUID_fn)dlsym(n->h, "nvmlDeviceGetUUID");
-        n->nvmlDeviceGetPciInfo_v3 = (gs_nvmlDeviceGetPciInfo_v3_fn)sym2(n->h, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2");
-        if (n->nvmlDeviceGetPciInfo_v3 == NULL)
-                n->nvmlDeviceGetPciInfo_v3 = (gs_nvmlDeviceGetPciInfo_v3_fn)dlsym(n->h, "nvmlDeviceGetPciInfo");
-        n->nvmlDeviceGetCudaComputeCapability =
+        n->fn.nvmlDeviceGetMinorNumber = (gs_nvmlDeviceGetMinorNumber_fn)dlsym(n->h, "nvmlDeviceGetMinorNumber");
+        n->fn.nvmlDeviceGetName = (gs_nvmlDeviceGetName_fn)dlsym(n->h, "nvmlDeviceGetName");
+        n->fn.nvmlDeviceGetBrand = (gs_nvmlDeviceGetBrand_fn)dlsym(n->h, "nvmlDeviceGetBrand");
+        n->fn.nvmlDeviceGetUUID = (gs_nvmlDeviceGetUUID_fn)dlsym(n->h, "nvmlDeviceGetUUID");
+        n->fn.nvmlDeviceGetPciInfo_v3 = (gs_nvmlDeviceGetPciInfo_v3_fn)sym2(n->h, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2");
+        if (n->fn.nvmlDeviceGetPciInfo_v3 == NULL)
+                n->fn.nvmlDeviceGetPciInfo_v3 = (gs_nvmlDeviceGetPciInfo_v3_fn)dlsym(n->h, "nvmlDeviceGetPciInfo");
+        n->fn.nvmlDeviceGetCudaComputeCapability =
                 (gs_nvmlDeviceGetCudaComputeCapability_fn)dlsym(n->h, "nvmlDeviceGetCudaComputeCapability");
-        n->nvmlDeviceGetMemoryInfo = (gs_nvmlDeviceGetMemoryInfo_fn)dlsym(n->h, "nvmlDeviceGetMemoryInfo");
-        n->nvmlDeviceGetMigMode = (gs_nvmlDeviceGetMigMode_fn)dlsym(n->h, "nvmlDeviceGetMigMode");
-        n->nvmlDeviceGetMaxMigDeviceCount = (gs_nvmlDeviceGetMaxMigDeviceCount_fn)dlsym(n->h, "nvmlDeviceGetMaxMigDeviceCount");
-        n->nvmlDeviceGetMigDeviceHandleByIndex =
+        n->fn.nvmlDeviceGetMemoryInfo = (gs_nvmlDeviceGetMemoryInfo_fn)dlsym(n->h, "nvmlDeviceGetMemoryInfo");
+        n->fn.nvmlDeviceGetMigMode = (gs_nvmlDeviceGetMigMode_fn)dlsym(n->h, "nvmlDeviceGetMigMode");
+        n->fn.nvmlDeviceGetMaxMigDeviceCount = (gs_nvmlDeviceGetMaxMigDeviceCount_fn)dlsym(n->h, "nvmlDeviceGetMaxMigDeviceCount");
+        n->fn.nvmlDeviceGetMigDeviceHandleByIndex =
                 (gs_nvmlDeviceGetMigDeviceHandleByIndex_fn)dlsym(n->h, "nvmlDeviceGetMigDeviceHandleByIndex");
-        n->nvmlDeviceGetGpuInstanceId = (gs_nvmlDeviceGetGpuInstanceId_fn)dlsym(n->h, "nvmlDeviceGetGpuInstanceId");
-        n->nvmlDeviceGetComputeInstanceId = (gs_nvmlDeviceGetComputeInstanceId_fn)dlsym(n->h, "nvmlDeviceGetComputeInstanceId");
+        n->fn.nvmlDeviceGetGpuInstanceId = (gs_nvmlDeviceGetGpuInstanceId_fn)dlsym(n->h, "nvmlDeviceGetGpuInstanceId");
+        n->fn.nvmlDeviceGetComputeInstanceId = (gs_nvmlDeviceGetComputeInstanceId_fn)dlsym(n->h, "nvmlDeviceGetComputeInstanceId");
 
         const struct {
                 const char *name;
                 const void *p;
         } required[] = {
-                {"nvmlInit_v2", (const void *)n->nvmlInit_v2},
-                {"nvmlShutdown", (const void *)n->nvmlShutdown},
-                {"nvmlSystemGetDriverVersion", (const void *)n->nvmlSystemGetDriverVersion},
-                {"nvmlSystemGetCudaDriverVersion", (const void *)n->nvmlSystemGetCudaDriverVersion},
-                {"nvmlDeviceGetCount", (const void *)n->nvmlDeviceGetCount_v2},
-                {"nvmlDeviceGetHandleByIndex", (const void *)n->nvmlDeviceGetHandleByIndex_v2},
-                {"nvmlDeviceGetMinorNumber", (const void *)n->nvmlDeviceGetMinorNumber},
-                {"nvmlDeviceGetName", (const void *)n->nvmlDeviceGetName},
-                {"nvmlDeviceGetBrand", (const void *)n->nvmlDeviceGetBrand},
-                {"nvmlDeviceGetUUID", (const void *)n->nvmlDeviceGetUUID},
-                {"nvmlDeviceGetPciInfo", (const void *)n->nvmlDeviceGetPciInfo_v3},
-                {"nvmlDeviceGetCudaComputeCapability", (const void *)n->nvmlDeviceGetCudaComputeCapability},
-                {"nvmlDeviceGetMemoryInfo", (const void *)n->nvmlDeviceGetMemoryInfo},
-                {"nvmlDeviceGetMigMode", (const void *)n->nvmlDeviceGetMigMode},
-                {"nvmlDeviceGetMaxMigDeviceCount", (const void *)n->nvmlDeviceGetMaxMigDeviceCount},
-                {"nvmlDeviceGetMigDeviceHandleByIndex", (const void *)n->nvmlDeviceGetMigDeviceHandleByIndex},
-                {"nvmlDeviceGetGpuInstanceId", (const void *)n->nvmlDeviceGetGpuInstanceId},
-                {"nvmlDeviceGetComputeInstanceId", (const void *)n->nvmlDeviceGetComputeInstanceId},
+                {"nvmlInit_v2", (const void *)n->fn.nvmlInit_v2},
+                {"nvmlShutdown", (const void *)n->fn.nvmlShutdown},
+                {"nvmlSystemGetDriverVersion", (const void *)n->fn.nvmlSystemGetDriverVersion},
+                {"nvmlSystemGetCudaDriverVersion", (const void *)n->fn.nvmlSystemGetCudaDriverVersion},
+                {"nvmlDeviceGetCount", (const void *)n->fn.nvmlDeviceGetCount_v2},
+                {"nvmlDeviceGetHandleByIndex", (const void *)n->fn.nvmlDeviceGetHandleByIndex_v2},
+                {"nvmlDeviceGetMinorNumber", (const void *)n->fn.nvmlDeviceGetMinorNumber},
+                {"nvmlDeviceGetName", (const void *)n->fn.nvmlDeviceGetName},
+                {"nvmlDeviceGetBrand", (const void *)n->fn.nvmlDeviceGetBrand},
+                {"nvmlDeviceGetUUID", (const void *)n->fn.nvmlDeviceGetUUID},
+                {"nvmlDeviceGetPciInfo", (const void *)n->fn.nvmlDeviceGetPciInfo_v3},
+                {"nvmlDeviceGetCudaComputeCapability", (const void *)n->fn.nvmlDeviceGetCudaComputeCapability},
+                {"nvmlDeviceGetMemoryInfo", (const void *)n->fn.nvmlDeviceGetMemoryInfo},
+                {"nvmlDeviceGetMigMode", (const void *)n->fn.nvmlDeviceGetMigMode},
+                {"nvmlDeviceGetMaxMigDeviceCount", (const void *)n->fn.nvmlDeviceGetMaxMigDeviceCount},
+                {"nvmlDeviceGetMigDeviceHandleByIndex", (const void *)n->fn.nvmlDeviceGetMigDeviceHandleByIndex},
+                {"nvmlDeviceGetGpuInstanceId", (const void *)n->fn.nvmlDeviceGetGpuInstanceId},
+                {"nvmlDeviceGetComputeInstanceId", (const void *)n->fn.nvmlDeviceGetComputeInstanceId},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(required); i++) {
                 if (required[i].p == NULL) {
@@ -346,7 +344,7 @@ static __attribute__((noreturn)) void helper_main(const struct gs_context *ctx, 
                 goto reply;
         /* nvmlInitWithFlags(NO_ATTACH) would be faster but enumerates no GPUs (seen on driver
          * 580.159.04), so the plain init it is. */
-        nvmlReturn_t rc = n.nvmlInit_v2();
+        nvmlReturn_t rc = n.fn.nvmlInit_v2();
         if (rc != NVML_SUCCESS) {
                 snprintf(r.msg, sizeof(r.msg), "nvml error: %s", nvml_strerror(&n, rc));
                 goto reply;

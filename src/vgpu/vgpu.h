@@ -17,17 +17,6 @@
 #define GS_EXPORT __attribute__((visibility("default")))
 #define GS_HIDDEN __attribute__((visibility("hidden")))
 
-/* Real entry points, resolved from libcuda.so.1 / libnvidia-ml.so.1 on first use. */
-struct gs_real_cuda {
-#define GS_REAL_MEMBER_(name, ret, params) gs_##name##_fn name;
-        GS_CUDA_FUNCTIONS(GS_REAL_MEMBER_)
-#undef GS_REAL_MEMBER_
-};
-struct gs_real_nvml {
-#define GS_REAL_MEMBER_(name, ret, params) gs_##name##_fn name;
-        GS_NVML_FUNCTIONS(GS_REAL_MEMBER_)
-#undef GS_REAL_MEMBER_
-};
 
 enum gs_alloc_kind { GS_ALLOC_PTR = 1, GS_ALLOC_HANDLE, GS_ALLOC_ARRAY, GS_ALLOC_MIPMAP };
 
@@ -35,8 +24,8 @@ struct gs_vgpu {
         struct gs_vgpu_config cfg;
         bool cuda_loaded, nvml_loaded;
         void *cuda_handle, *nvml_handle;
-        struct gs_real_cuda cu;
-        struct gs_real_nvml nv;
+        struct gs_cuda_fns cu;          /* real entry points, resolved on first use */
+        struct gs_nvml_fns nv;
         struct gs_region *region;
         int slot;                       /* our slot in the region, -1 = none */
         /* Visible devices: visible index i -> real CUDA ordinal / NVML handle */

@@ -18,11 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-static struct {
-#define X(name, ret, params) gs_##name##_fn name;
-    GS_NVML_FUNCTIONS(X)
-#undef X
-} nv;
+static struct gs_nvml_fns nv;
 
 static int load(void)
 {

@@ -30,47 +30,17 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct {
-#define X(name, ret, params) gs_##name##_fn name;
-    GS_CUDA_FUNCTIONS(X)
-#undef X
-} cu;
+#include "selftest.h"
 
-static struct {
-#define X(name, ret, params) gs_##name##_fn name;
-    GS_NVML_FUNCTIONS(X)
-#undef X
-} nv;
+static struct gs_cuda_fns cu;
+
+static struct gs_nvml_fns nv;
 
 static void *g_cuda;
-static int nfail, nok;
 static const char *g_confdir;
 static char g_tmpdir[] = "/tmp/fakegpu-cuda-test.XXXXXX";
 
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        if (cond) {                                                                 \
-            nok++;                                                                  \
-        } else {                                                                    \
-            nfail++;                                                                \
-            printf("not ok - %s:%d: %s\n", __FILE__, __LINE__, #cond);              \
-        }                                                                           \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                        \
-    do {                                                                            \
-        int rc_ = (int)(expr);                                                      \
-        if (rc_ == (int)(want)) {                                                   \
-            nok++;                                                                  \
-        } else {                                                                    \
-            nfail++;                                                                \
-            printf("not ok - %s:%d: %s returned %d, wanted %d (%s)\n", __FILE__,    \
-                   __LINE__, #expr, rc_, (int)(want), #want);                       \
-        }                                                                           \
-    } while (0)
-
 #define OK(expr) CHECK_RC(expr, CUDA_SUCCESS)
-#define MiB (1024ULL * 1024ULL)
 #define GiB (1024ULL * MiB)
 #define HOLDER (256 * MiB + GiB)   /* what the holder process keeps on GPU 0 */
 

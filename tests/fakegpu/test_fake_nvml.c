@@ -22,40 +22,14 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct {
-#define X(name, ret, params) gs_##name##_fn name;
-    GS_NVML_FUNCTIONS(X)
-#undef X
-} nv;
+#include "selftest.h"
 
-static int nfail, nok;
+static struct gs_nvml_fns nv;
+
 static const char *g_confdir;
 static char g_tmpdir[] = "/tmp/fakegpu-test.XXXXXX";
 
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        if (cond) {                                                                 \
-            nok++;                                                                  \
-        } else {                                                                    \
-            nfail++;                                                                \
-            printf("not ok - %s:%d: %s\n", __FILE__, __LINE__, #cond);              \
-        }                                                                           \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                        \
-    do {                                                                            \
-        nvmlReturn_t rc_ = (expr);                                                  \
-        if (rc_ == (want)) {                                                        \
-            nok++;                                                                  \
-        } else {                                                                    \
-            nfail++;                                                                \
-            printf("not ok - %s:%d: %s returned %d, wanted %d (%s)\n", __FILE__,    \
-                   __LINE__, #expr, rc_, (int)(want), #want);                       \
-        }                                                                           \
-    } while (0)
-
 #define OK(expr) CHECK_RC(expr, NVML_SUCCESS)
-#define MiB (1024ULL * 1024ULL)
 
 static void use_sample(const char *name)
 {

@@ -232,6 +232,14 @@ static void attach(int cgfd, int prog, uint32_t flags)
                 fail_msg("attach: %s", strerror(errno));
 }
 
+/* A runtime-style device program attached to cgfd, as runc leaves it. */
+static void attach_runtime(int cgfd, uint32_t flags)
+{
+        int rt = load_runtime(0);
+        attach(cgfd, rt, flags);
+        close(rt);
+}
+
 /* Ids of the device programs attached to cgfd. */
 static size_t query(int cgfd, uint32_t *ids, size_t cap)
 {
@@ -478,9 +486,7 @@ static void test_v2_urandom_still_denied(void **state)
         struct fix *f = *state;
         NEED(f);
         struct gs_cgroup cg = v2_of(f);
-        int rt = load_runtime(0);
-        attach(f->cgfd, rt, BPF_F_ALLOW_MULTI);
-        close(rt);
+        attach_runtime(f->cgfd, BPF_F_ALLOW_MULTI);
         struct gs_devrule r8 = {1, 8};
         allow_ok(&cg, &r8, 1, 0);
         allow_ok(&cg, &r8, 1, 0);
@@ -510,9 +516,7 @@ static void test_v2_no_replace(void **state)
         struct fix *f = *state;
         NEED(f);
         struct gs_cgroup cg = v2_of(f);
-        int rt = load_runtime(0);
-        attach(f->cgfd, rt, BPF_F_ALLOW_MULTI);
-        close(rt);
+        attach_runtime(f->cgfd, BPF_F_ALLOW_MULTI);
         struct gs_devrule r8 = {1, 8};
         allow_ok(&cg, &r8, 1, GS_CGROUP_NO_REPLACE);
         assert_int_equal(nprogs(&cg), 1);
@@ -524,9 +528,7 @@ static void test_v2_single_mode(void **state)
         struct fix *f = *state;
         NEED(f);
         struct gs_cgroup cg = v2_of(f);
-        int rt = load_runtime(0);
-        attach(f->cgfd, rt, 0); /* no BPF_F_ALLOW_MULTI */
-        close(rt);
+        attach_runtime(f->cgfd, 0); /* no BPF_F_ALLOW_MULTI */
         assert_int_equal(child_probe(&f->child), MASK_RUNTIME);
         struct gs_devrule r8 = {1, 8};
         allow_ok(&cg, &r8, 1, 0);
@@ -632,9 +634,7 @@ static void test_v2_eperm(void **state)
 {
         struct fix *f = *state;
         NEED(f);
-        int rt = load_runtime(0);
-        attach(f->cgfd, rt, BPF_F_ALLOW_MULTI);
-        close(rt);
+        attach_runtime(f->cgfd, BPF_F_ALLOW_MULTI);
         int p[2];
         assert_int_equal(pipe(p), 0);
         pid_t pid = fork();
