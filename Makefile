@@ -32,8 +32,10 @@ deps:
 test-deps:
 	$(call install_missing,$(TEST_DEPS))
 
-$(BUILD)/build.ninja:
-	meson setup $(BUILD) --buildtype=debugoptimized
+# Tests off: `make run` needs only BUILD_DEPS. The simulated GPU (tests/fakegpu) is built all the
+# same; tests/run-all.sh turns the tests on in this directory when `make test` runs.
+$(BUILD)/build.ninja: | deps
+	meson setup $(BUILD) --buildtype=debugoptimized -Dtests=false
 
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)

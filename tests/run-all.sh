@@ -24,8 +24,12 @@ count_meson() { # build dir, label
 run_suite() { # build dir, label, meson setup args...
         local dir=$1 label=$2; shift 2
         echo "=== $label: configure + build ($dir)"
-        if [ ! -f "$dir/build.ninja" ]; then
-                if ! meson setup "$dir" "$@"; then failed=$((failed + 1)); failures+=("$label: configure"); return; fi
+        # A directory first configured by `make run` has the tests off (-Dtests=false): turn them on
+        # (and apply this suite's options) so every test is built and run.
+        local reconf=()
+        [ -f "$dir/build.ninja" ] && reconf=(--reconfigure)
+        if ! meson setup "${reconf[@]+"${reconf[@]}"}" "$dir" "$@" -Dtests=true; then
+                failed=$((failed + 1)); failures+=("$label: configure"); return
         fi
         if ! ninja -C "$dir"; then failed=$((failed + 1)); failures+=("$label: build"); return; fi
         echo "=== $label: test"

@@ -22,7 +22,8 @@ static const char list_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] list [OPTIONS]\n"
         "\n"
         "Query the driver and list what configuring a container with GPU support would use.\n"
-        "With no options: --device=all --compat32 -l -b -i -f. Paths are inside the driver root.\n"
+        "With no options (or only --require, --json): --device=all --compat32 -l -b -i -f.\n"
+        "Paths are inside the driver root.\n"
         "\n"
         "  -d, --device=LIST         devices to list nodes for (repeatable; comma list): all, none,\n"
         "                            index, GPU-UUID, PCI bus id ([domain:]bus:dev.fn), MIG-UUID,\n"
@@ -280,10 +281,12 @@ int cmd_list(const struct cli_globals *g, int argc, char **argv)
                 {0},
         };
         struct list_opts lo = {0};
-        bool listing_opt = false; /* any option other than --json */
+        /* Any option other than --json and --require: a requirement is a gate, not a selection,
+         * so `list --require EXPR` lists what `list` lists (when EXPR holds). */
+        bool listing_opt = false;
         int c, idx = 0, rv = CLI_EXIT_USAGE;
         while ((c = getopt_long(argc, argv, "+:d:lbifh", opts, &idx)) != -1) {
-                if (c != O_JSON)
+                if (c != O_JSON && c != O_REQUIRE)
                         listing_opt = true;
                 switch (c) {
                 case 'd':

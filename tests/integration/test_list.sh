@@ -90,6 +90,30 @@ expect_err req4 "gpuslice: requirement error: invalid expression" "a malformed r
 run req5 -- "$GS" --root "$ROOT" list --require 'arch>=9.0' -l
 expect_rc req5 0 "arch requirements pass with no device selected (missing data passes)"
 
+# A requirement is a gate, not a selection: with only --require (and --json) list lists what a
+# plain list lists.
+run reqonly -- "$GS" --root "$ROOT" list --require 'cuda>=12.0'
+expect_rc reqonly 0 "list --require alone, satisfied"
+expect_same reqonly "$EXPECTED/2gpu.list" "list --require 'cuda>=12.0' prints the same as plain list"
+run reqtwo -- "$GS" --root "$ROOT" list --require 'cuda>=12.0' --require 'driver>=500 arch>=8.0'
+expect_same reqtwo "$EXPECTED/2gpu.list" "list with two satisfied --require prints the same as plain list"
+run jsonplain -- "$GS" --root "$ROOT" list --json
+run jsonreq -- "$GS" --root "$ROOT" list --json --require 'cuda>=12.0'
+expect_rc jsonreq 0 "list --json --require, satisfied"
+expect_same jsonreq "$TMP/jsonplain.out" "list --json --require 'cuda>=12.0' equals list --json"
+run reqjson -- "$GS" --root "$ROOT" list --require 'cuda>=12.0' --json
+expect_same reqjson "$TMP/jsonplain.out" "... in either option order"
+run requnsat -- "$GS" --root "$ROOT" list --require 'cuda>=13.1'
+expect_rc requnsat 1 "list --require alone, unsatisfied, fails"
+expect_err requnsat "gpuslice: requirement error: unsatisfied condition: cuda>=13.1, please update your driver to a newer version, or use an earlier cuda container" "... with nvidia-container-cli's message"
+expect_empty_out requnsat "... and prints nothing"
+run requnsatjson -- "$GS" --root "$ROOT" list --json --require 'brand=tesla'
+expect_rc requnsatjson 1 "list --json --require, unsatisfied (checked on every GPU: --device=all), fails"
+expect_err requnsatjson "gpuslice: requirement error: unsatisfied condition: brand=tesla" "... naming the condition"
+expect_empty_out requnsatjson "... and prints no JSON"
+run reqsel -- "$GS" --root "$ROOT" list --require 'cuda>=12.0' -l
+expect_same reqsel "$EXPECTED/2gpu.list-l" "--require with -l still lists only what -l selects"
+
 # Alternative ld.so.cache location (--ldcache, inside the root)
 cp "$ROOT/etc/ld.so.cache" "$ROOT/etc/other.cache"
 run ldc -- "$GS" --root "$ROOT" --ldcache /etc/other.cache list -l
