@@ -193,7 +193,10 @@ static int lookup_libraries(struct gs_context *ctx, const char *version, unsigne
         return rv;
 }
 
-static bool is_regular_in_root(int rootfd, const char *path, char *canon, size_t len)
+/* A driver binary: a regular ELF executable of this architecture inside the root. A wrapper
+ * script (some hosts have /usr/bin/nvidia-smi exec the real one elsewhere) is passed over: its
+ * target would not be in the container. */
+static bool is_binary_in_root(int rootfd, const char *path, char *canon, size_t len)
 {
         int fd = -1;
         if (gs_path_resolve(rootfd, path, canon, len, false, &fd, NULL) < 0)
@@ -201,7 +204,15 @@ static bool is_regular_in_root(int rootfd, const char *path, char *canon, size_t
         struct stat st;
         bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
         close(fd);
-        return ok;
+        if (!ok)
+                return false;
+        gs_autoclose int rfd = gs_open_in_root(rootfd, canon, O_RDONLY | O_NOFOLLOW, NULL);
+        struct gs_elf_info ei;
+        if (rfd < 0 || gs_elf_inspect(rfd, &ei, NULL) < 0 || !gs_elf_matches_arch(&ei, false)) {
+                gs_log_info("skipping %s: not an ELF executable for this machine (a wrapper script?)", canon);
+                return false;
+        }
+        return true;
 }
 
 static int lookup_binaries(struct gs_context *ctx, unsigned opts, struct gs_file_list *out, struct gs_error *err)
@@ -220,7 +231,7 @@ static int lookup_binaries(struct gs_context *ctx, unsigned opts, struct gs_file
                         int n = snprintf(cand, sizeof(cand), "%.*s/%s", (int)dlen, dlen ? dir : ".", b->name);
                         /* Relative PATH entries make no sense inside another root: skip them. */
                         if (n > 0 && (size_t)n < sizeof(cand) && cand[0] == '/' &&
-                            is_regular_in_root(ctx->rootfd, cand, canon, sizeof(canon))) {
+                            is_binary_in_root(ctx->rootfd, cand, canon, sizeof(canon))) {
                                 if (gs_file_list_add(out, canon, b->caps, err) < 0)
                                         return -1;
                                 gs_log_info("selecting %s", canon);

@@ -114,6 +114,16 @@ expect_empty_out requnsatjson "... and prints no JSON"
 run reqsel -- "$GS" --root "$ROOT" list --require 'cuda>=12.0' -l
 expect_same reqsel "$EXPECTED/2gpu.list-l" "--require with -l still lists only what -l selects"
 
+# A wrapper script on PATH (as /usr/bin/nvidia-smi on some hosts) is passed over for the real
+# ELF binary further along PATH: the script's target would not be in the container.
+WR=$(mkroot wrapped 2gpu.conf)
+mkdir -p "$WR/usr/local/nvidia/bin"
+mv "$WR/usr/bin/nvidia-smi" "$WR/usr/local/nvidia/bin/nvidia-smi"
+printf '#!/bin/sh\nexec /usr/local/nvidia/bin/nvidia-smi "$@"\n' >"$WR/usr/bin/nvidia-smi"; chmod 755 "$WR/usr/bin/nvidia-smi"
+run wrapped -- env PATH=/usr/bin:/usr/local/nvidia/bin:/bin "$GS" --root "$WR" list -b
+expect_out_has wrapped /usr/local/nvidia/bin/nvidia-smi "a wrapper script on PATH is passed over for the ELF binary"
+expect_out_lacks wrapped /usr/bin/nvidia-smi "... and is not listed"
+
 # Alternative ld.so.cache location (--ldcache, inside the root)
 cp "$ROOT/etc/ld.so.cache" "$ROOT/etc/other.cache"
 run ldc -- "$GS" --root "$ROOT" --ldcache /etc/other.cache list -l
