@@ -241,6 +241,33 @@ int gs_nvcaps_node(struct gs_context *ctx, const char *proc_path, char *node, si
  */
 enum gs_compat_mode { GS_COMPAT_LDCONFIG = 0, GS_COMPAT_MOUNT, GS_COMPAT_DISABLED };
 
+/* A GPU slice: limits enforced inside the container by libgpuslice-vgpu.so. When any limit is
+ * set, configure also (everything-or-nothing, as the mounts): creates the container's host
+ * directory <regions_dir>/<container_id>/ (owner record, slice file, usage region), bind-mounts
+ * the interposer read-only at GS_SLICE_LIB_PATH, the slice file read-only at GS_SLICE_FILE_PATH,
+ * the region directory at GS_SLICE_RUN_DIR, and a read-only /etc/ld.so.preload holding the
+ * image's own lines (kept) plus the interposer's. */
+#define GS_SLICE_MAX_DEVICES 16
+#define GS_SLICE_LIB_PATH "/usr/lib/gpuslice/libgpuslice-vgpu.so"
+#define GS_SLICE_FILE_PATH "/etc/gpuslice/slice.conf"
+#define GS_SLICE_RUN_DIR "/run/gpuslice"
+#define GS_SLICE_REGIONS_DIR "/run/gpuslice/slices"
+
+struct gs_slice_opts {
+        const char *memory;                              /* size for every visible device, or NULL */
+        const char *memory_dev[GS_SLICE_MAX_DEVICES];    /* per visible device (wins), or NULL */
+        const char *compute;                             /* percent 1..100, or NULL */
+        const char *compute_dev[GS_SLICE_MAX_DEVICES];
+        const char *compute_mode;                        /* cap|share|off, or NULL */
+        const char *container_id;  /* names the host directory; NULL: "pid-<pid>" */
+        const char *regions_dir;   /* NULL: GS_SLICE_REGIONS_DIR */
+        const char *vgpu_lib;      /* host path of libgpuslice-vgpu.so; NULL: next to the gpuslice
+                                      executable, then <prefix>/lib/gpuslice */
+};
+
+/* True when the slice sets any limit. */
+bool gs_slice_requested(const struct gs_slice_opts *s);
+
 struct gs_configure_opts {
         pid_t pid;                      /* container init (supervised); 0 = standalone */
         const char *rootfs;             /* absolute, as seen in the container's mount namespace */
@@ -255,6 +282,8 @@ struct gs_configure_opts {
         const char *imex_channels;      /* comma list of channel ids or NULL */
         bool no_cgroups, no_devbind, no_pivot;
         enum gs_compat_mode compat_mode;
+        bool no_gpu;                    /* mount nothing of the driver: only the slice (if any) */
+        struct gs_slice_opts slice;
 };
 
 /* Everything or nothing: on failure every mount and node already made is undone; err->stage

@@ -19,6 +19,8 @@ struct cli_globals {
         unsigned nvml_timeout_ms;
         bool load_kmods;
         bool no_pivot;
+        bool from_nvidia_name;  /* run as nvidia-container-runtime-hook */
+        bool root_set, ldcache_set, user_set, timeout_set; /* given on the command line */
 };
 
 /* "gpuslice: <stage> error: <message>" on stderr. */
@@ -32,17 +34,22 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct gs_context *cli_open_context(const struct cli_globals *g);
 const struct gs_device_info *cli_query_devices(struct gs_context *ctx, bool basic);
 
+/* --user[=UID[:GID]] (numbers or names) into g->uid/gid; a usage error code on failure. */
+int cli_parse_user(struct cli_globals *g, const char *arg);
+
 /* Append `arg` to a comma-joined list (repeatable options such as --device). */
 int cli_join(char **list, const char *arg);
 
-/* Capability flags shared by list/configure: returns the GS_CAP_* bit for a long option name. */
-unsigned cli_cap_flag(const char *name);
-/* video implies compute, display implies graphics (what each flag mounts). */
-unsigned cli_caps_expand(unsigned caps);
+/* Take the options --<name>-<i>[=]VALUE (i < max; not a fixed getopt name) out of argv, up to "--":
+ * vals[i] = VALUE; the other arguments go to `out` (room for argc + 1). Returns the new argc, or -1
+ * after printing a usage error. */
+int cli_take_indexed(const char *verb, int argc, char **argv, char **out, const char *name, const char **vals,
+                     int max);
 
 int cmd_info(const struct cli_globals *g, int argc, char **argv);
 int cmd_list(const struct cli_globals *g, int argc, char **argv);
 int cmd_configure(const struct cli_globals *g, int argc, char **argv);
 int cmd_exec(const struct cli_globals *g, int argc, char **argv);
+int cmd_hook(const struct cli_globals *g, int argc, char **argv);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "common/strutil.h"
+#include "vgpu/config.h"
 
 static const char configure_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] configure [OPTIONS] ROOTFS\n"
@@ -30,141 +31,190 @@ static const char configure_help[] =
         "      --no-devbind          do not bind-mount device nodes (the caller creates them)\n"
         "      --no-persistenced, --no-fabricmanager, --no-gsp-firmware\n"
         "      --cuda-compat-mode=disabled|mount|ldconfig   (default ldconfig)\n"
+        "\n"
+        "A GPU slice (libgpuslice-vgpu.so is preloaded into every process of the container):\n"
+        "      --memory=SIZE         memory quota per visible device (K/M/G/T or Ki/Mi/Gi/Ti)\n"
+        "      --memory-<i>=SIZE     quota of visible device i (wins over --memory)\n"
+        "      --slice-id=ID         names the slice's host directory (default pid-<PID>)\n"
+        "      --regions-dir=DIR     where slice directories live (default " GS_SLICE_REGIONS_DIR ")\n"
         "  -h, --help\n"
         "\n"
         "Errors: 'gpuslice: <stage> error: <message>' with nvidia-container-cli's stage names.\n";
 
-int cmd_configure(const struct cli_globals *g, int argc, char **argv)
-{
-        enum { O_COMPAT32 = 0x100, O_MIGCONF, O_MIGMON, O_IMEX, O_NOCG, O_NODEVBIND, O_NOPERS, O_NOFM, O_NOGSP, O_COMPAT };
-        static const struct option opts[] = {
-                {"pid", required_argument, NULL, 'p'},
-                {"device", required_argument, NULL, 'd'},
-                {"require", required_argument, NULL, 'r'},
-                {"ldconfig", required_argument, NULL, 'l'},
-                {"compute", no_argument, NULL, 'c'},
-                {"utility", no_argument, NULL, 'u'},
-                {"video", no_argument, NULL, 'v'},
-                {"graphics", no_argument, NULL, 'g'},
-                {"display", no_argument, NULL, 'D'},
-                {"ngx", no_argument, NULL, 'n'},
-                {"compat32", no_argument, NULL, O_COMPAT32},
-                {"mig-config", required_argument, NULL, O_MIGCONF},
-                {"mig-monitor", required_argument, NULL, O_MIGMON},
-                {"imex-channel", required_argument, NULL, O_IMEX},
-                {"no-cgroups", no_argument, NULL, O_NOCG},
-                {"no-devbind", no_argument, NULL, O_NODEVBIND},
-                {"no-persistenced", no_argument, NULL, O_NOPERS},
-                {"no-fabricmanager", no_argument, NULL, O_NOFM},
-                {"no-gsp-firmware", no_argument, NULL, O_NOGSP},
-                {"cuda-compat-mode", required_argument, NULL, O_COMPAT},
-                {"help", no_argument, NULL, 'h'},
-                {0},
-        };
-        struct gs_configure_opts o = {.compat_mode = GS_COMPAT_LDCONFIG};
+enum { O_COMPAT32 = 0x100, O_MIGCONF, O_MIGMON, O_IMEX, O_NOCG, O_NODEVBIND, O_NOPERS, O_NOFM, O_NOGSP, O_COMPAT,
+       O_MEMORY, O_SLICEID, O_REGIONS };
+
+static const struct option opts[] = {
+        {"pid", required_argument, NULL, 'p'},
+        {"device", required_argument, NULL, 'd'},
+        {"require", required_argument, NULL, 'r'},
+        {"ldconfig", required_argument, NULL, 'l'},
+        {"compute", no_argument, NULL, 'c'},
+        {"utility", no_argument, NULL, 'u'},
+        {"video", no_argument, NULL, 'v'},
+        {"graphics", no_argument, NULL, 'g'},
+        {"display", no_argument, NULL, 'D'},
+        {"ngx", no_argument, NULL, 'n'},
+        {"compat32", no_argument, NULL, O_COMPAT32},
+        {"mig-config", required_argument, NULL, O_MIGCONF},
+        {"mig-monitor", required_argument, NULL, O_MIGMON},
+        {"imex-channel", required_argument, NULL, O_IMEX},
+        {"no-cgroups", no_argument, NULL, O_NOCG},
+        {"no-devbind", no_argument, NULL, O_NODEVBIND},
+        {"no-persistenced", no_argument, NULL, O_NOPERS},
+        {"no-fabricmanager", no_argument, NULL, O_NOFM},
+        {"no-gsp-firmware", no_argument, NULL, O_NOGSP},
+        {"cuda-compat-mode", required_argument, NULL, O_COMPAT},
+        {"memory", required_argument, NULL, O_MEMORY},
+        {"slice-id", required_argument, NULL, O_SLICEID},
+        {"regions-dir", required_argument, NULL, O_REGIONS},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+};
+
+/* What the command line asks for; the strings of `o` point into argv and the lists here. */
+struct args {
+        struct gs_configure_opts o;
         const char *requires[GS_MAX_REQUIRES];
-        char *devices = NULL, *imex = NULL;
-        int c, rv = CLI_EXIT_USAGE;
+        char *devices, *imex;
+        char **argv; /* argv without the --memory-<i> options */
+};
+
+#define SIZE_HINT "(bytes, or K/M/G/T or Ki/Mi/Gi/Ti)"
+
+/* One option (not the slice's sizes or the ones that only set a flag); -1 to go on, else the
+ * exit code. */
+static int take_option(struct args *a, int c, char **argv)
+{
+        struct gs_configure_opts *o = &a->o;
         unsigned long long pid;
+        uint64_t bytes;
+        switch (c) {
+        case 'p':
+                if (gs_parse_uint(optarg, 0x3fffffff, &pid) < 0 || pid == 0)
+                        return cli_usage_error("configure", "invalid --pid: %s", optarg);
+                o->pid = (pid_t)pid;
+                return -1;
+        case 'd':
+        case O_IMEX:
+                if (cli_join(c == 'd' ? &a->devices : &a->imex, optarg) < 0) {
+                        cli_error("input", "out of memory");
+                        return CLI_EXIT_FAILURE;
+                }
+                return -1;
+        case 'r':
+                if (o->nrequires >= GS_MAX_REQUIRES) {
+                        cli_error("requirement", "too many requirements");
+                        return CLI_EXIT_FAILURE;
+                }
+                a->requires[o->nrequires++] = optarg;
+                return -1;
+        case O_COMPAT:
+                if (strcmp(optarg, "ldconfig") == 0)
+                        o->compat_mode = GS_COMPAT_LDCONFIG;
+                else if (strcmp(optarg, "mount") == 0)
+                        o->compat_mode = GS_COMPAT_MOUNT;
+                else if (strcmp(optarg, "disabled") == 0)
+                        o->compat_mode = GS_COMPAT_DISABLED;
+                else
+                        return cli_usage_error("configure", "invalid --cuda-compat-mode: %s", optarg);
+                return -1;
+        case O_MEMORY:
+                if (gs_vgpu_parse_size(optarg, &bytes) < 0)
+                        return cli_usage_error("configure", "invalid --memory: %s " SIZE_HINT, optarg);
+                o->slice.memory = optarg;
+                return -1;
+        case O_REGIONS:
+                if (optarg[0] != '/')
+                        return cli_usage_error("configure", "--regions-dir must be an absolute path: %s", optarg);
+                o->slice.regions_dir = optarg;
+                return -1;
+        case 'h':
+                fputs(configure_help, stdout);
+                return 0;
+        case ':':
+                return cli_usage_error("configure", "option '%s' needs a value", argv[optind - 1]);
+        default:
+                return cli_usage_error("configure", "unknown option '%s'", argv[optind - 1]);
+        }
+}
+
+/* Parse the command line into a; -1 to go on, else the exit code. */
+static int parse_args(struct args *a, int argc, char **argv)
+{
+        struct gs_configure_opts *o = &a->o;
+        /* --memory-<i> is not a fixed option name: take it out of argv before getopt runs. */
+        a->argv = calloc((size_t)argc + 1, sizeof(char *));
+        if (a->argv == NULL) {
+                cli_error("input", "out of memory");
+                return CLI_EXIT_FAILURE;
+        }
+        argc = cli_take_indexed("configure", argc, argv, a->argv, "memory", o->slice.memory_dev, GS_SLICE_MAX_DEVICES);
+        if (argc < 0)
+                return CLI_EXIT_USAGE;
+        argv = a->argv;
+        for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++) {
+                uint64_t bytes;
+                if (o->slice.memory_dev[i] != NULL && gs_vgpu_parse_size(o->slice.memory_dev[i], &bytes) < 0)
+                        return cli_usage_error("configure", "invalid --memory-%d: %s " SIZE_HINT, i, o->slice.memory_dev[i]);
+        }
+        int c;
         while ((c = getopt_long(argc, argv, "+:p:d:r:l:cuvgDnh", opts, NULL)) != -1) {
                 switch (c) {
-                case 'p':
-                        if (gs_parse_uint(optarg, 0x3fffffff, &pid) < 0 || pid == 0) {
-                                rv = cli_usage_error("configure", "invalid --pid: %s", optarg);
-                                goto done;
-                        }
-                        o.pid = (pid_t)pid;
-                        break;
-                case 'd':
-                        if (cli_join(&devices, optarg) < 0)
-                                goto nomem;
-                        break;
-                case 'r':
-                        if (o.nrequires >= GS_MAX_REQUIRES) {
-                                cli_error("requirement", "too many requirements");
-                                rv = CLI_EXIT_FAILURE;
-                                goto done;
-                        }
-                        requires[o.nrequires++] = optarg;
-                        break;
-                case 'l': o.ldconfig = optarg; break;
-                case 'c': o.caps |= GS_CAP_COMPUTE; break;
-                case 'u': o.caps |= GS_CAP_UTILITY; break;
-                case 'v': o.caps |= GS_CAP_VIDEO; break;
-                case 'g': o.caps |= GS_CAP_GRAPHICS; break;
-                case 'D': o.caps |= GS_CAP_DISPLAY; break;
-                case 'n': o.caps |= GS_CAP_NGX; break;
-                case O_COMPAT32: o.caps |= GS_CAP_COMPAT32; break;
-                case O_MIGCONF: o.mig_config = optarg; break;
-                case O_MIGMON: o.mig_monitor = optarg; break;
-                case O_IMEX:
-                        if (cli_join(&imex, optarg) < 0)
-                                goto nomem;
-                        break;
-                case O_NOCG: o.no_cgroups = true; break;
-                case O_NODEVBIND: o.no_devbind = true; break;
-                case O_NOPERS: o.drvopts |= GS_DRV_NO_PERSISTENCED; break;
-                case O_NOFM: o.drvopts |= GS_DRV_NO_FABRICMANAGER; break;
-                case O_NOGSP: o.drvopts |= GS_DRV_NO_GSP_FIRMWARE; break;
-                case O_COMPAT:
-                        if (strcmp(optarg, "ldconfig") == 0)
-                                o.compat_mode = GS_COMPAT_LDCONFIG;
-                        else if (strcmp(optarg, "mount") == 0)
-                                o.compat_mode = GS_COMPAT_MOUNT;
-                        else if (strcmp(optarg, "disabled") == 0)
-                                o.compat_mode = GS_COMPAT_DISABLED;
-                        else {
-                                rv = cli_usage_error("configure", "invalid --cuda-compat-mode: %s", optarg);
-                                goto done;
-                        }
-                        break;
-                case 'h':
-                        fputs(configure_help, stdout);
-                        rv = 0;
-                        goto done;
-                case ':':
-                        rv = cli_usage_error("configure", "option '%s' needs a value", argv[optind - 1]);
-                        goto done;
-                default:
-                        rv = cli_usage_error("configure", "unknown option '%s'", argv[optind - 1]);
-                        goto done;
+                case 'l': o->ldconfig = optarg; break;
+                case 'c': o->caps |= GS_CAP_COMPUTE; break;
+                case 'u': o->caps |= GS_CAP_UTILITY; break;
+                case 'v': o->caps |= GS_CAP_VIDEO; break;
+                case 'g': o->caps |= GS_CAP_GRAPHICS; break;
+                case 'D': o->caps |= GS_CAP_DISPLAY; break;
+                case 'n': o->caps |= GS_CAP_NGX; break;
+                case O_COMPAT32: o->caps |= GS_CAP_COMPAT32; break;
+                case O_MIGCONF: o->mig_config = optarg; break;
+                case O_MIGMON: o->mig_monitor = optarg; break;
+                case O_NOCG: o->no_cgroups = true; break;
+                case O_NODEVBIND: o->no_devbind = true; break;
+                case O_NOPERS: o->drvopts |= GS_DRV_NO_PERSISTENCED; break;
+                case O_NOFM: o->drvopts |= GS_DRV_NO_FABRICMANAGER; break;
+                case O_NOGSP: o->drvopts |= GS_DRV_NO_GSP_FIRMWARE; break;
+                case O_SLICEID: o->slice.container_id = optarg; break;
+                default: {
+                        int rc = take_option(a, c, argv);
+                        if (rc >= 0)
+                                return rc;
+                }
                 }
         }
-        if (optind != argc - 1) {
-                rv = cli_usage_error("configure", optind >= argc ? "missing ROOTFS" : "unexpected argument '%s'",
-                                     optind < argc ? argv[optind + 1] : "");
-                goto done;
-        }
-        o.rootfs = argv[optind];
-        if (o.rootfs[0] != '/' || strspn(o.rootfs, "/") == strlen(o.rootfs)) {
+        if (optind != argc - 1)
+                return cli_usage_error("configure", optind >= argc ? "missing ROOTFS" : "unexpected argument '%s'",
+                                       optind < argc ? argv[optind + 1] : "");
+        o->rootfs = argv[optind];
+        if (o->rootfs[0] != '/' || strspn(o->rootfs, "/") == strlen(o->rootfs)) {
                 cli_error("input", "invalid rootfs directory");
-                rv = CLI_EXIT_FAILURE;
-                goto done;
+                return CLI_EXIT_FAILURE;
         }
-        o.devices = devices;
-        o.imex_channels = imex;
-        o.requires = requires;
-        o.no_pivot = g->no_pivot;
+        o->devices = a->devices;
+        o->imex_channels = a->imex;
+        o->requires = a->requires;
+        return -1;
+}
 
-        struct gs_error err = {0};
-        struct gs_context *ctx = cli_open_context(g);
-        if (ctx == NULL) {
+int cmd_configure(const struct cli_globals *g, int argc, char **argv)
+{
+        struct args a = {.o = {.compat_mode = GS_COMPAT_LDCONFIG}};
+        int rv = parse_args(&a, argc, argv);
+        if (rv < 0) {
+                a.o.no_pivot = g->no_pivot;
+                struct gs_error err = {0};
+                struct gs_context *ctx = cli_open_context(g);
                 rv = CLI_EXIT_FAILURE;
-                goto done;
+                if (ctx != NULL && gs_configure(ctx, &a.o, &err) < 0)
+                        cli_error(err.stage != NULL ? err.stage : "configure", "%s", err.msg);
+                else if (ctx != NULL)
+                        rv = 0;
+                gs_context_free(ctx);
         }
-        if (gs_configure(ctx, &o, &err) < 0) {
-                cli_error(err.stage != NULL ? err.stage : "configure", "%s", err.msg);
-                rv = CLI_EXIT_FAILURE;
-        } else {
-                rv = 0;
-        }
-        gs_context_free(ctx);
-        goto done;
-nomem:
-        cli_error("input", "out of memory");
-        rv = CLI_EXIT_FAILURE;
-done:
-        free(devices);
-        free(imex);
+        free(a.devices);
+        free(a.imex);
+        free(a.argv);
         return rv;
 }

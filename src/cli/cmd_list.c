@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "runtime/request.h"
 #include "common/path.h"
 #include "common/strutil.h"
 
@@ -83,7 +84,7 @@ struct list_opts {
 
 static bool want(const struct list_opts *lo, unsigned item_caps)
 {
-        return lo->caps == 0 || item_caps == 0 || (item_caps & cli_caps_expand(lo->caps)) != 0;
+        return lo->caps == 0 || gs_caps_want(gs_caps_expand(lo->caps), item_caps);
 }
 
 /* stat an in-root path (links resolved inside the root); false if it does not exist. */
@@ -318,7 +319,12 @@ int cmd_list(const struct cli_globals *g, int argc, char **argv)
                 case O_NOFM: lo.drvopts |= GS_DRV_NO_FABRICMANAGER; break;
                 case O_NOGSP: lo.drvopts |= GS_DRV_NO_GSP_FIRMWARE; break;
                 case O_JSON: lo.json = true; break;
-                case O_CAP: lo.caps |= cli_cap_flag(opts[idx].name); break;
+                case O_CAP: {
+                        unsigned cap = 0;
+                        gs_caps_parse(opts[idx].name, &cap, NULL);
+                        lo.caps |= cap;
+                        break;
+                }
                 case 'h':
                         fputs(list_help, stdout);
                         rv = 0;

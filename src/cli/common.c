@@ -84,27 +84,31 @@ int cli_join(char **list, const char *arg)
         return 0;
 }
 
-unsigned cli_cap_flag(const char *name)
+int cli_take_indexed(const char *verb, int argc, char **argv, char **out, const char *name, const char **vals, int max)
 {
-        static const struct {
-                const char *name;
-                unsigned cap;
-        } caps[] = {
-                {"utility", GS_CAP_UTILITY}, {"compute", GS_CAP_COMPUTE}, {"video", GS_CAP_VIDEO},
-                {"graphics", GS_CAP_GRAPHICS}, {"display", GS_CAP_DISPLAY}, {"ngx", GS_CAP_NGX},
-                {"compat32", GS_CAP_COMPAT32},
-        };
-        for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
-                if (strcmp(name, caps[i].name) == 0)
-                        return caps[i].cap;
-        return 0;
-}
-
-unsigned cli_caps_expand(unsigned caps)
-{
-        if (caps & GS_CAP_VIDEO)
-                caps |= GS_CAP_COMPUTE;
-        if (caps & GS_CAP_DISPLAY)
-                caps |= GS_CAP_GRAPHICS;
-        return caps;
+        int n = 0;
+        size_t nlen = strlen(name);
+        bool rest = false;
+        for (int i = 0; i < argc; i++) {
+                unsigned idx;
+                int off = 0;
+                if (!rest && strcmp(argv[i], "--") == 0)
+                        rest = true;
+                if (rest || strncmp(argv[i], "--", 2) != 0 || strncmp(argv[i] + 2, name, nlen) != 0 ||
+                    argv[i][2 + nlen] != '-' || sscanf(argv[i] + 3 + nlen, "%u%n", &idx, &off) != 1 ||
+                    (argv[i][3 + nlen + off] != '=' && argv[i][3 + nlen + off] != '\0')) {
+                        out[n++] = argv[i];
+                        continue;
+                }
+                const char *opt = argv[i], *eq = argv[i] + 3 + nlen + off;
+                const char *val = *eq == '=' ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+                if (val == NULL || idx >= (unsigned)max) {
+                        cli_usage_error(verb, "invalid %s: %s (device index < %d)", opt,
+                                        val != NULL ? val : "missing value", max);
+                        return -1;
+                }
+                vals[idx] = val;
+        }
+        out[n] = NULL;
+        return n;
 }

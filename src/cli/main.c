@@ -61,7 +61,7 @@ static int parse_id(const char *s, bool group, unsigned long *out)
         return 0;
 }
 
-static int parse_user(struct cli_globals *g, const char *arg)
+int cli_parse_user(struct cli_globals *g, const char *arg)
 {
         if (arg == NULL) {
                 g->uid = geteuid();
@@ -103,9 +103,29 @@ static int parse_timeout(struct cli_globals *g, const char *arg)
         return 0;
 }
 
+/* Installed also as nvidia-container-runtime-hook: `nvidia-container-runtime-hook prestart` (docker
+ * --gpus, podman hooks.d) is `gpuslice hook prestart`. NVIDIA's hook flags (-config, -debug) are
+ * accepted by the hook verb. */
+static bool invoked_as_nvidia_hook(const char *argv0)
+{
+        const char *b = strrchr(argv0, '/');
+        return strcmp(b != NULL ? b + 1 : argv0, "nvidia-container-runtime-hook") == 0;
+}
+
 int main(int argc, char **argv)
 {
         struct cli_globals g = {.uid = (uid_t)-1, .gid = (gid_t)-1};
+        if (argc > 0 && invoked_as_nvidia_hook(argv[0])) {
+                struct gs_error cerr = {0};
+                if (gs_caps_init(&cerr) < 0 || gs_caps_enter(GS_STAGE_INIT, &cerr) < 0) {
+                        cli_error("permission", "%s", cerr.msg);
+                        return CLI_EXIT_FAILURE;
+                }
+                g.from_nvidia_name = true;
+                int rv = cmd_hook(&g, argc, argv);
+                gs_log_close();
+                return rv;
+        }
         static const struct option opts[] = {
                 {"root", required_argument, NULL, 'r'},
                 {"ldcache", required_argument, NULL, 'l'},
@@ -127,18 +147,22 @@ int main(int argc, char **argv)
                         if (optarg[0] != '/')
                                 return cli_usage_error(NULL, "--root must be an absolute path: %s", optarg);
                         g.root = optarg;
+                        g.root_set = true;
                         break;
                 case 'l':
                         g.ldcache = optarg;
+                        g.ldcache_set = true;
                         break;
                 case 'u':
-                        rc = parse_user(&g, optarg);
+                        rc = cli_parse_user(&g, optarg);
+                        g.user_set = true;
                         break;
                 case 'd':
                         g.debug = optarg;
                         break;
                 case 0x100:
                         rc = parse_timeout(&g, optarg);
+                        g.timeout_set = true;
                         break;
                 case 'k':
                         g.load_kmods = true;
@@ -164,7 +188,9 @@ int main(int argc, char **argv)
                 fputs(global_help, stderr);
                 return CLI_EXIT_USAGE;
         }
-        if (g.debug == NULL)
+        /* A hook's environment may be the image's (a runtime that runs hooks without an explicit
+         * env): it names no file we write to. */
+        if (g.debug == NULL && strcmp(argv[optind], "hook") != 0)
                 g.debug = secure_getenv("GPUSLICE_DEBUG_FILE");
         if (g.debug != NULL && gs_log_open(g.debug) < 0)
                 cli_warn("cannot open debug log %s: %s", g.debug, strerror(errno));
@@ -189,6 +215,8 @@ int main(int argc, char **argv)
                 rv = cmd_configure(&g, vargc, vargv);
         else if (strcmp(verb, "exec") == 0)
                 rv = cmd_exec(&g, vargc, vargv);
+        else if (strcmp(verb, "hook") == 0)
+                rv = cmd_hook(&g, vargc, vargv);
         else if (strcmp(verb, "help") == 0) {
                 fputs(global_help, stdout);
                 rv = 0;

@@ -77,3 +77,14 @@ void gs_file_list_release(struct gs_file_list *l)
         l->v = NULL;
         l->n = 0;
 }
+
+int gs_hex_digit(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}

@@ -8,6 +8,8 @@
 
 #include <gpuslice/gpuslice.h>
 
+/* Value of a hex digit (0-9, a-f, A-F), or -1. */
+int gs_hex_digit(char c);
 bool gs_str_has_prefix(const char *s, const char *prefix);
 bool gs_str_has_suffix(const char *s, const char *suffix);
 /* Copy with truncation, always NUL-terminated; returns false if truncated. */

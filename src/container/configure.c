@@ -7,8 +7,12 @@
  *   container   the container's owner and mount namespace
  *   mount       inside its mount namespace: /proc/driver/nvidia masked, binaries, libraries,
  *               links, firmware, IPC, device nodes, MIG caps (all journalled)
+ *   slice       (when a GPU slice is asked for) the container's host directory, slice file and
+ *               usage region; in the container: the interposer, slice file, region, ld.so.preload
  *   cgroup      device cgroup rules for every node made (unless --no-cgroups)
  *   ldcache     ldconfig in the sandbox
+ * With no_gpu only the container and slice stages run (a slice for a container whose GPUs come
+ * from elsewhere, e.g. a CDI spec).
  * A failure after the first mount rolls every mount and node back before returning.
  */
 #include <dirent.h>
@@ -36,6 +40,8 @@
 #include "container/ldconfig.h"
 #include "container/mount.h"
 #include "driver/context.h"
+#include "runtime/request.h"
+#include "runtime/slice.h"
 
 #ifndef PROC_SUPER_MAGIC
 #define PROC_SUPER_MAGIC 0x9fa0
@@ -59,6 +65,9 @@ struct run {
         const char *compat_dir;   /* CUDA forward-compat dir for ldconfig, or NULL */
         unsigned long fail_after; /* test hook: fail before mount operation N (0 = never) */
         unsigned long ops;
+        bool mounted;             /* the mount stage began: roll back on failure */
+        struct gs_slice_host slice;
+        bool slice_ready;         /* slice directory prepared */
 };
 
 static int fail(struct gs_error *err, const char *stage)
@@ -89,7 +98,7 @@ static void host_path(const struct run *x, const char *in_root, char *out, size_
 
 static bool wanted(const struct run *x, unsigned item_caps)
 {
-        return item_caps == 0 || (item_caps & x->caps) != 0;
+        return gs_caps_want(x->caps, item_caps);
 }
 
 static int add_rule(struct run *x, dev_t rdev, struct gs_error *err)
@@ -243,15 +252,8 @@ static int mount_files(struct run *x, const struct gs_file_list *l, const char *
 /* libcuda.so -> libcuda.so.1 style links next to the mounted libraries. */
 static int make_links(struct run *x, struct gs_error *err)
 {
-        static const struct {
-                const char *lib, *link, *target;
-                unsigned caps;
-        } links[] = {
-                {"libcuda.so.", "libcuda.so", "libcuda.so.1", GS_CAP_COMPUTE},
-                {"libnvidia-opticalflow.so.", "libnvidia-opticalflow.so", "libnvidia-opticalflow.so.1", GS_CAP_VIDEO},
-                {"libGLX_nvidia.so.", "libGLX_indirect.so.0", NULL, GS_CAP_GRAPHICS},
-        };
-        for (size_t k = 0; k < GS_ARRAY_SIZE(links); k++) {
+        const struct gs_lib_link *links = gs_lib_links;
+        for (size_t k = 0; k < gs_nlib_links; k++) {
                 if (!(x->caps & links[k].caps))
                         continue;
                 for (size_t i = 0; i < x->drv.libs.n; i++) {
@@ -443,6 +445,185 @@ static const char *default_ldconfig(void)
         return stat("/sbin/ldconfig.real", &st) == 0 ? "@/sbin/ldconfig.real" : "@/sbin/ldconfig";
 }
 
+/* detection, device, mig-config/mig-monitor, requirement: nothing in the container is touched
+ * before these pass. */
+static int stage_detect(struct run *x, struct gs_error *err)
+{
+        const struct gs_configure_opts *o = x->o;
+        if (gs_caps_enter(GS_STAGE_INIT, err) < 0)
+                return fail(err, "permission");
+        x->dev = o->nrequires > 0 ? gs_devices(x->ctx, err) : gs_devices_basic(x->ctx, err);
+        if (x->dev == NULL)
+                return fail(err, err != NULL && (err->code == GS_EINIT || err->code == GS_ETIMEOUT || err->code == GS_EHELPER)
+                                         ? "initialization"
+                                         : "detection");
+        if (gs_driver_discover(x->ctx, x->dev->driver_version, gs_caps_drvopts(x->caps, o->drvopts), &x->drv, err) < 0)
+                return fail(err, "detection");
+        if (gs_select_devices(o->devices, x->dev, &x->sel, err) < 0)
+                return fail(err, "device");
+        for (int k = 0; k < 2; k++) {
+                const char *v = k == 0 ? o->mig_config : o->mig_monitor;
+                const char *stage = k == 0 ? "mig-config" : "mig-monitor";
+                if (v == NULL)
+                        continue;
+                if (strcasecmp(v, "all") != 0) {
+                        gs_error_set(err, GS_EINVAL, "only 'all' devices are currently supported");
+                        return fail(err, stage);
+                }
+                if (x->sel.nmigs > 0 && !x->sel.all) {
+                        gs_error_set(err, GS_EINVAL, "cannot enable %s with specific MIG devices selected", stage);
+                        return fail(err, stage);
+                }
+        }
+        if (gs_require_check_all(o->requires, o->nrequires, x->dev, &x->sel, err) < 0)
+                return fail(err, "requirement");
+        return 0;
+}
+
+/* slice (host side): the container's directory under the regions dir, its slice file (with the
+ * selected GPUs' UUIDs: the interposer's visible devices) and usage region. */
+static int stage_slice_prepare(struct run *x, struct gs_error *err)
+{
+        char uuids[GS_MAX_GPUS * (GS_STR_LONG + 1)] = "";
+        for (unsigned i = 0; x->dev != NULL && i < x->dev->ngpus; i++) {
+                if (!gs_selection_uses_gpu(&x->sel, i) || x->dev->gpus[i].uuid[0] == '\0')
+                        continue;
+                if (uuids[0] != '\0')
+                        strcat(uuids, ",");
+                strcat(uuids, x->dev->gpus[i].uuid);
+        }
+        pid_t owner = x->o->pid > 0 ? x->o->pid : getppid();
+        if (gs_slice_prepare(&x->o->slice, owner, uuids, &x->slice, err) < 0)
+                return fail(err, "slice");
+        x->slice_ready = true;
+        return 0;
+}
+
+/* slice (in the container): the interposer, the slice file, the usage region and the preload
+ * list that makes every process load the interposer. */
+static int mount_slice(struct run *x, struct gs_error *err)
+{
+        if (!x->slice_ready || x->slice.already)
+                return 0;
+        char image[65536], host[PATH_MAX];
+        struct gs_error rerr = {0};
+        ssize_t n = gs_read_in_root(x->r.fd, "/etc/ld.so.preload", image, sizeof(image), &rerr);
+        if (n < 0 && rerr.sys_errno != ENOENT && rerr.code != GS_ENOTFOUND)
+                return gs_error_set(err, rerr.code, "/etc/ld.so.preload: %s", rerr.msg);
+        if (n >= (ssize_t)sizeof(image) - 1)
+                return gs_error_set(err, GS_EFORMAT, "/etc/ld.so.preload: larger than %zu bytes", sizeof(image) - 2);
+        if (gs_slice_write_preload(&x->slice, image, n > 0 ? (size_t)n : 0, err) < 0)
+                return -1;
+        static const struct {
+                const char *name, *dst;
+                enum gs_node_kind kind;
+                unsigned long flags;
+        } files[] = {
+                {NULL, GS_SLICE_LIB_PATH, GS_NODE_FILE, GS_MNT_RO_LIB},
+                {"slice.conf", GS_SLICE_FILE_PATH, GS_NODE_FILE, GS_MNT_PROC},
+                {"usage", GS_SLICE_USAGE_PATH, GS_NODE_FILE, GS_MNT_IPC},
+                {"ld.so.preload", "/etc/ld.so.preload", GS_NODE_FILE, GS_MNT_PROC},
+        };
+        for (size_t i = 0; i < GS_ARRAY_SIZE(files); i++) {
+                if (files[i].name == NULL)
+                        snprintf(host, sizeof(host), "%s", x->slice.lib);
+                else
+                        snprintf(host, sizeof(host), "%s/%s", x->slice.dir, files[i].name);
+                if (count_op(x, files[i].dst, err) < 0)
+                        return -1;
+                gs_log_info("mounting %s at %s%s", host, x->c.rootfs, files[i].dst);
+                if (gs_mount_bind(&x->r, host, files[i].dst, files[i].kind, files[i].flags, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* container, mount: enter its mount namespace, make every mount (journalled), come back. */
+static int stage_mount(struct run *x, struct gs_error *err)
+{
+        const struct gs_configure_opts *o = x->o;
+        if (gs_caps_enter(GS_STAGE_CONTAINER, err) < 0 || gs_container_open(&x->c, o->pid, o->rootfs, err) < 0)
+                return fail(err, "container");
+        if (gs_caps_enter(GS_STAGE_MOUNT, err) < 0 || gs_container_enter(&x->c, err) < 0 ||
+            gs_rootfs_open(&x->r, o->rootfs, x->c.uid, x->c.gid, err) < 0)
+                return fail(err, "mount");
+        x->rootfs_open = true;
+        x->mounted = true;
+        if (!o->no_gpu && do_mounts(x, err) < 0)
+                return fail(err, "mount");
+        if (mount_slice(x, err) < 0)
+                return fail(err, "slice");
+        if (gs_container_leave(&x->c, err) < 0)
+                return fail(err, "mount");
+        return 0;
+}
+
+static int stage_cgroup(struct run *x, struct gs_error *err)
+{
+        struct gs_cgroup cg;
+        if (gs_caps_enter(GS_STAGE_CGROUP, err) < 0 || count_op(x, "cgroup", err) < 0 ||
+            gs_cgroup_find(x->o->pid > 0 ? x->o->pid : getppid(), &cg, err) < 0 ||
+            gs_cgroup_allow(&cg, x->rules, x->nrules, err) < 0)
+                return fail(err, "cgroup");
+        return 0;
+}
+
+static int stage_ldcache(struct run *x, struct gs_error *err)
+{
+        /* The compat dir first: its newer libcuda must win over the host's. */
+        const char *dirs[3];
+        size_t ndirs = 0;
+        if (x->compat_dir != NULL)
+                dirs[ndirs++] = x->compat_dir;
+        dirs[ndirs++] = x->c.libs_dir;
+        if (x->caps & GS_CAP_COMPAT32)
+                dirs[ndirs++] = x->c.libs32_dir;
+        struct gs_ldconfig_opts lo = {
+                .mntns_pid = x->o->pid,
+                .rootfs = x->o->rootfs,
+                .ldconfig = x->o->ldconfig != NULL ? x->o->ldconfig : default_ldconfig(),
+                .dirs = dirs,
+                .ndirs = ndirs,
+                .uid = x->c.uid,
+                .gid = x->c.gid,
+                .no_pivot = x->o->no_pivot,
+                .log_fd = -1,
+        };
+        if (gs_caps_enter(GS_STAGE_LDCACHE, err) < 0 || count_op(x, "ldconfig", err) < 0 ||
+            gs_ldconfig_run(&lo, err) < 0)
+                return fail(err, "ldcache");
+        return 0;
+}
+
+static int run_stages(struct run *x, struct gs_error *err)
+{
+        const struct gs_configure_opts *o = x->o;
+        bool gpu = !o->no_gpu;
+        if (gpu && stage_detect(x, err) < 0)
+                return -1;
+        if (gs_slice_requested(&o->slice) && stage_slice_prepare(x, err) < 0)
+                return -1;
+        if (stage_mount(x, err) < 0)
+                return -1;
+        if (gpu && !o->no_cgroups && stage_cgroup(x, err) < 0)
+                return -1;
+        if (gpu && stage_ldcache(x, err) < 0)
+                return -1;
+        return 0;
+}
+
+/* Roll every mount back from inside the container's mount namespace. */
+static void rollback(struct run *x)
+{
+        struct gs_error lerr = {0};
+        gs_caps_enter(GS_STAGE_MOUNT, &lerr);
+        if (gs_container_enter(&x->c, &lerr) == 0)
+                gs_mount_rollback(&x->r);
+        else
+                gs_log_err("rollback impossible: %s", lerr.msg);
+        gs_log_info("rolled back %lu operation(s)", x->ops);
+}
+
 int gs_configure(struct gs_context *ctx, const struct gs_configure_opts *o, struct gs_error *err)
 {
         struct run *x = calloc(1, sizeof(*x));
@@ -451,143 +632,23 @@ int gs_configure(struct gs_context *ctx, const struct gs_configure_opts *o, stru
         x->ctx = ctx;
         x->o = o;
         x->c.ns_fd = x->c.self_ns_fd = -1;
-        unsigned caps = o->caps;
-        if (caps & GS_CAP_VIDEO)
-                caps |= GS_CAP_COMPUTE;
-        if (caps & GS_CAP_DISPLAY)
-                caps |= GS_CAP_GRAPHICS;
-        x->caps = caps;
+        x->slice.dirfd = -1;
+        x->caps = gs_caps_expand(o->caps);
         const char *fa = secure_getenv("GPUSLICE_TEST_FAIL_AT");
         if (fa != NULL)
                 x->fail_after = strtoul(fa, NULL, 10);
-        int rv = -1;
-        bool mounted = false;
 
-        /* detection */
-        if (gs_caps_enter(GS_STAGE_INIT, err) < 0) {
-                fail(err, "permission");
-                goto out;
-        }
-        x->dev = o->nrequires > 0 ? gs_devices(ctx, err) : gs_devices_basic(ctx, err);
-        if (x->dev == NULL) {
-                fail(err, err != NULL && (err->code == GS_EINIT || err->code == GS_ETIMEOUT || err->code == GS_EHELPER)
-                                  ? "initialization"
-                                  : "detection");
-                goto out;
-        }
-        unsigned drvopts = o->drvopts | ((x->caps & GS_CAP_COMPAT32) ? 0 : GS_DRV_NO_LIBS32);
-        if (!(x->caps & GS_CAP_COMPUTE))
-                drvopts |= GS_DRV_NO_MPS | GS_DRV_NO_UVM; /* MPS and UVM are compute-only */
-        if (!(x->caps & GS_CAP_DISPLAY))
-                drvopts |= GS_DRV_NO_MODESET;
-        if (gs_driver_discover(ctx, x->dev->driver_version, drvopts, &x->drv, err) < 0) {
-                fail(err, "detection");
-                goto out;
-        }
-        /* selection and requirements: nothing is touched before they pass */
-        if (gs_select_devices(o->devices, x->dev, &x->sel, err) < 0) {
-                fail(err, "device");
-                goto out;
-        }
-        for (int k = 0; k < 2; k++) {
-                const char *v = k == 0 ? o->mig_config : o->mig_monitor;
-                const char *stage = k == 0 ? "mig-config" : "mig-monitor";
-                if (v == NULL)
-                        continue;
-                if (strcasecmp(v, "all") != 0) {
-                        gs_error_set(err, GS_EINVAL, "only 'all' devices are currently supported");
-                        fail(err, stage);
-                        goto out;
-                }
-                if (x->sel.nmigs > 0 && !x->sel.all) {
-                        gs_error_set(err, GS_EINVAL, "cannot enable %s with specific MIG devices selected", stage);
-                        fail(err, stage);
-                        goto out;
-                }
-        }
-        if (gs_require_check_all(o->requires, o->nrequires, x->dev, &x->sel, err) < 0) {
-                fail(err, "requirement");
-                goto out;
-        }
-
-        /* container */
-        if (gs_caps_enter(GS_STAGE_CONTAINER, err) < 0 || gs_container_open(&x->c, o->pid, o->rootfs, err) < 0) {
-                fail(err, "container");
-                goto out;
-        }
-
-        /* mount */
-        if (gs_caps_enter(GS_STAGE_MOUNT, err) < 0 || gs_container_enter(&x->c, err) < 0 ||
-            gs_rootfs_open(&x->r, o->rootfs, x->c.uid, x->c.gid, err) < 0) {
-                fail(err, "mount");
-                goto out;
-        }
-        x->rootfs_open = true;
-        mounted = true;
-        if (do_mounts(x, err) < 0) {
-                fail(err, "mount");
-                goto out;
-        }
-        if (gs_container_leave(&x->c, err) < 0) {
-                fail(err, "mount");
-                goto out;
-        }
-
-        /* cgroup */
-        if (!o->no_cgroups) {
-                struct gs_cgroup cg;
-                if (gs_caps_enter(GS_STAGE_CGROUP, err) < 0 || count_op(x, "cgroup", err) < 0 ||
-                    gs_cgroup_find(o->pid > 0 ? o->pid : getppid(), &cg, err) < 0 ||
-                    gs_cgroup_allow(&cg, x->rules, x->nrules, err) < 0) {
-                        fail(err, "cgroup");
-                        goto out;
-                }
-        }
-
-        /* ldcache */
-        {
-                /* The compat dir first: its newer libcuda must win over the host's. */
-                const char *dirs[3];
-                size_t ndirs = 0;
-                if (x->compat_dir != NULL)
-                        dirs[ndirs++] = x->compat_dir;
-                dirs[ndirs++] = x->c.libs_dir;
-                if (x->caps & GS_CAP_COMPAT32)
-                        dirs[ndirs++] = x->c.libs32_dir;
-                struct gs_ldconfig_opts lo = {
-                        .mntns_pid = o->pid,
-                        .rootfs = o->rootfs,
-                        .ldconfig = o->ldconfig != NULL ? o->ldconfig : default_ldconfig(),
-                        .dirs = dirs,
-                        .ndirs = ndirs,
-                        .uid = x->c.uid,
-                        .gid = x->c.gid,
-                        .no_pivot = o->no_pivot,
-                        .log_fd = -1,
-                };
-                if (gs_caps_enter(GS_STAGE_LDCACHE, err) < 0 || count_op(x, "ldconfig", err) < 0 ||
-                    gs_ldconfig_run(&lo, err) < 0) {
-                        fail(err, "ldcache");
-                        goto out;
-                }
-        }
-        rv = 0;
-out:
+        int rv = run_stages(x, err);
         if (x->rootfs_open) {
-                if (rv == 0) {
+                if (rv == 0)
                         gs_mount_commit(&x->r);
-                } else if (mounted) {
-                        /* Roll back from inside the container's mount namespace. */
-                        struct gs_error lerr = {0};
-                        gs_caps_enter(GS_STAGE_MOUNT, &lerr);
-                        if (gs_container_enter(&x->c, &lerr) == 0)
-                                gs_mount_rollback(&x->r);
-                        else
-                                gs_log_err("rollback impossible: %s", lerr.msg);
-                        gs_log_info("rolled back %lu operation(s)", x->ops);
-                }
+                else if (x->mounted)
+                        rollback(x);
                 gs_rootfs_close(&x->r);
         }
+        if (rv != 0)
+                gs_slice_abort(&x->slice);
+        gs_slice_close(&x->slice);
         gs_container_close(&x->c);
         gs_caps_enter(GS_STAGE_SHUTDOWN, NULL);
         gs_driver_info_release(&x->drv);

@@ -39,6 +39,7 @@
 #include <strings.h>
 
 #include "common/error.h"
+#include "common/strutil.h"
 
 /* No valid token is longer than this (UUIDs are < GS_STR_LONG); longer ones are unknown. */
 #define TOKEN_MAX 255
@@ -56,17 +57,6 @@ struct busid {
 };
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-static int hex_value(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
 
 /* Plain decimal (digits only, at least one, leading zeros allowed) that fits `max`. */
 static bool parse_dec(struct slice s, unsigned max, unsigned *out)
@@ -105,7 +95,7 @@ static bool parse_hex(struct slice s, size_t maxdigits, unsigned long *out)
         if (s.n == 0 || s.n > maxdigits)
                 return false;
         for (size_t i = 0; i < s.n; i++) {
-                int d = hex_value(s.p[i]);
+                int d = gs_hex_digit(s.p[i]);
                 if (d < 0)
                         return false;
                 v = (v << 4) | (unsigned long)d;

@@ -86,7 +86,7 @@ static void fail(struct gs_vgpu_config *cfg, const char *fmt, ...)
         cfg->error = true;
 }
 
-/* KEY=VALUE lines of the slice file, looked up by name (the environment wins over it). */
+/* KEY=VALUE lines of the slice file, looked up by name. */
 struct slice_file {
         char buf[8192];
         bool loaded;
@@ -111,51 +111,61 @@ static const char *slice_get(struct slice_file *sf, const char *name)
         return NULL;
 }
 
-static const char *lookup(const char *(*env)(const char *), struct slice_file *sf, const char *ours,
-                          const char *alias, const char **used_name)
+static bool slice_load(struct slice_file *sf, const char *path)
 {
-        const char *v = env(ours);
+        memset(sf, 0, sizeof(*sf));
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = read(fd, sf->buf, sizeof(sf->buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return false;
+        sf->buf[n] = '\0';
+        sf->loaded = true;
+        return true;
+}
+
+/* Where values come from: the environment (ours, then HAMi's name), then the slice file. Either
+ * may be absent. */
+struct source {
+        const char *(*env)(const char *);
+        struct slice_file *sf;
+};
+
+static const char *lookup(const struct source *src, const char *ours, const char *alias, const char **used_name)
+{
+        const char *v = NULL;
         *used_name = ours;
-        if (v == NULL && alias != NULL) {
-                v = env(alias);
-                *used_name = alias;
+        if (src->env != NULL) {
+                v = src->env(ours);
+                if (v == NULL && alias != NULL) {
+                        v = src->env(alias);
+                        *used_name = alias;
+                }
         }
-        if (v == NULL && sf->loaded) {
-                v = slice_get(sf, ours);
+        if (v == NULL && src->sf != NULL && src->sf->loaded) {
+                v = slice_get(src->sf, ours);
                 *used_name = ours;
         }
         return v;
 }
 
-void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*env)(const char *name))
+static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
 {
         memset(cfg, 0, sizeof(*cfg));
         cfg->log_level = 1;
-        static struct slice_file sf;
-        memset(&sf, 0, sizeof(sf));
-        const char *path = env("GPUSLICE_SLICE_FILE");
-        if (path == NULL)
-                path = "/etc/gpuslice/slice.conf";
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-                ssize_t n = read(fd, sf.buf, sizeof(sf.buf) - 1);
-                close(fd);
-                if (n > 0) {
-                        sf.buf[n] = '\0';
-                        sf.loaded = true;
-                }
-        }
         const char *name, *v;
-        v = lookup(env, &sf, "GPUSLICE_ON_CONFIG_ERROR", NULL, &name);
+        v = lookup(src, "GPUSLICE_ON_CONFIG_ERROR", NULL, &name);
         cfg->ignore_errors = v != NULL && strcmp(v, "unlimited") == 0;
-        v = lookup(env, &sf, "GPUSLICE_LOG_LEVEL", "LIBCUDA_LOG_LEVEL", &name);
+        v = lookup(src, "GPUSLICE_LOG_LEVEL", "LIBCUDA_LOG_LEVEL", &name);
         if (v != NULL) {
                 if (v[0] >= '0' && v[0] <= '4' && v[1] == '\0')
                         cfg->log_level = v[0] - '0';
                 else
                         fail(cfg, "invalid %s '%s' (0..4)", name, v);
         }
-        v = lookup(env, &sf, "GPUSLICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT", &name);
+        v = lookup(src, "GPUSLICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT", &name);
         if (v != NULL && gs_vgpu_parse_size(v, &cfg->limit_all) < 0)
                 fail(cfg, "invalid %s '%s' (a size: bytes, or K/M/G/T or Ki/Mi/Gi/Ti)", name, v);
         for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
@@ -163,22 +173,63 @@ void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*env)(const ch
                 snprintf(ours, sizeof(ours), "GPUSLICE_MEMORY_LIMIT_%d", i);
                 snprintf(alias, sizeof(alias), "CUDA_DEVICE_MEMORY_LIMIT_%d", i);
                 cfg->limit[i] = cfg->limit_all;
-                v = lookup(env, &sf, ours, alias, &name);
+                v = lookup(src, ours, alias, &name);
                 if (v != NULL && gs_vgpu_parse_size(v, &cfg->limit[i]) < 0)
                         fail(cfg, "invalid %s '%s' (a size: bytes, or K/M/G/T or Ki/Mi/Gi/Ti)", name, v);
         }
-        v = lookup(env, &sf, "GPUSLICE_REGION", "CUDA_DEVICE_MEMORY_SHARED_CACHE", &name);
+        v = lookup(src, "GPUSLICE_REGION", "CUDA_DEVICE_MEMORY_SHARED_CACHE", &name);
         if (v != NULL) {
                 if (v[0] != '/' || strlen(v) >= sizeof(cfg->region))
                         fail(cfg, "invalid %s '%s' (an absolute path)", name, v);
                 else
                         strcpy(cfg->region, v);
         }
-        v = lookup(env, &sf, "GPUSLICE_DEVICES", NULL, &name);
+        v = lookup(src, "GPUSLICE_DEVICES", NULL, &name);
         if (v != NULL) {
                 if (strlen(v) >= sizeof(cfg->devices))
                         fail(cfg, "invalid %s '%s' (too long)", name, v);
                 else
                         strcpy(cfg->devices, v);
         }
+}
+
+/* The lower of two limits (0 = unlimited). */
+static uint64_t lower(uint64_t a, uint64_t b)
+{
+        if (a == 0)
+                return b;
+        return b != 0 && b < a ? b : a;
+}
+
+void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*env)(const char *name))
+{
+        static struct slice_file sf;
+        /* A slice file that the host wrote for a container (GPUSLICE_SLICE_ENFORCED=1, mounted
+         * read-only) is the container's ceiling: no variable can point elsewhere or raise it. */
+        bool enforced = slice_load(&sf, "/etc/gpuslice/slice.conf") &&
+                        (slice_get(&sf, "GPUSLICE_SLICE_ENFORCED") != NULL &&
+                         strcmp(slice_get(&sf, "GPUSLICE_SLICE_ENFORCED"), "1") == 0);
+        if (!enforced) {
+                const char *path = env("GPUSLICE_SLICE_FILE");
+                if (path != NULL)
+                        slice_load(&sf, path);
+                struct source both = {env, &sf};
+                load_from(cfg, &both);
+                return;
+        }
+        struct source file = {NULL, &sf}, own = {env, NULL};
+        load_from(cfg, &file);
+        struct gs_vgpu_config mine;
+        load_from(&mine, &own);
+        cfg->enforced = true;
+        if (mine.error) {
+                /* Never a way out: an invalid variable is ignored, the slice file applies. */
+                snprintf(cfg->env_message, sizeof(cfg->env_message), "%s", mine.message);
+                return;
+        }
+        if (env("GPUSLICE_LOG_LEVEL") != NULL || env("LIBCUDA_LOG_LEVEL") != NULL)
+                cfg->log_level = mine.log_level;
+        cfg->limit_all = lower(cfg->limit_all, mine.limit_all);
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
+                cfg->limit[i] = lower(cfg->limit[i], mine.limit[i]);
 }

@@ -10,7 +10,14 @@
  *   GPUSLICE_SLICE_FILE                                       read-only slice file (default
  *                                                             /etc/gpuslice/slice.conf), KEY=VALUE
  *                                                             lines with the GPUSLICE_* keys above;
- *                                                             the environment wins over it
+ *                                                             the environment wins over it, except
+ *                                                             when /etc/gpuslice/slice.conf says
+ *                                                             GPUSLICE_SLICE_ENFORCED=1 (written by
+ *                                                             the hook/configure, read-only in the
+ *                                                             container): then the file's region,
+ *                                                             devices and limits apply, the
+ *                                                             environment can only lower a limit,
+ *                                                             and GPUSLICE_SLICE_FILE is ignored
  *   GPUSLICE_ON_CONFIG_ERROR=unlimited                        run without limits when the config is
  *                                                             invalid (default: refuse: cuInit fails)
  * Sizes: digits with an optional fraction, then K, M, G, T or Ki, Mi, Gi, Ti (any case; all powers
@@ -35,6 +42,8 @@ struct gs_vgpu_config {
         bool error;                          /* an invalid setting was found */
         bool ignore_errors;                  /* GPUSLICE_ON_CONFIG_ERROR=unlimited */
         char message[512];                   /* the first error */
+        bool enforced;                       /* limits from the host's slice file (a ceiling) */
+        char env_message[512];               /* an invalid variable ignored under an enforced file */
 };
 
 /* Parse a size; 0 with *bytes set on success ("0"/"unlimited" give 0), -1 on error. */

@@ -705,6 +705,8 @@ __attribute__((constructor(102))) static void vgpu_init(void)
                                                   "without limits)");
         if (S.cfg.error && S.cfg.ignore_errors)
                 memset(S.cfg.limit, 0, sizeof(S.cfg.limit));
+        if (S.cfg.env_message[0] != '\0')
+                gs_vgpu_log(1, "ignored: %s (this container's slice file applies)", S.cfg.env_message);
         pthread_atfork(NULL, NULL, after_fork_child);
         if (S.cfg.log_level >= 3) {
                 gs_vgpu_timing = true;

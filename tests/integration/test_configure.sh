@@ -179,6 +179,51 @@ expect_err imex2 "gpuslice: mount error: device $DRV/dev/nvidia-caps-imex-channe
 run imex3 -- "$GS" --root "$DRV" configure --pid "$(cpid c9)" --utility --imex-channel 1048576 "$R9"
 expect_err imex3 "invalid IMEX channel: 1048576" "an IMEX channel >= 2^20 is refused"
 
+# A GPU slice: the host directory, the files mounted into the container, the image's own
+# /etc/ld.so.preload kept, and rollback of all of it at every step.
+SL=$TMP/slices
+R10=$(container c10)
+echo /usr/lib/x86_64-linux-gnu/libm.so.6 >"$R10/etc/ld.so.preload"
+mounts_of c10 >"$TMP/c10.before"; files_of c10 >"$TMP/c10.fbefore"
+n=0 rolled=0
+while :; do
+        n=$((n + 1))
+        run "slfail$n" -- env GPUSLICE_TEST_FAIL_AT=$n "$GS" --root "$DRV" configure --pid "$(cpid c10)" --compute \
+                --utility --device 0 --memory 1Gi --memory-1 512Mi --slice-id c10 --regions-dir "$SL" "$R10"
+        [ "$(rc_of "slfail$n")" = 0 ] && break
+        mounts_of c10 >"$TMP/c10.after"; files_of c10 >"$TMP/c10.fafter"
+        if cmp -s "$TMP/c10.before" "$TMP/c10.after" && cmp -s "$TMP/c10.fbefore" "$TMP/c10.fafter" && [ ! -e "$SL/c10" ]; then
+                rolled=$((rolled + 1))
+        else
+                not_ok "slice: failure injected at step $n left traces: $(diff "$TMP/c10.before" "$TMP/c10.after" | head -3 | tr '\n' ' ')$(ls "$SL/c10" 2>/dev/null | tr '\n' ' ')"
+        fi
+        [ $n -gt 200 ] && break
+done
+[ "$rolled" = $((n - 1)) ] && [ "$n" -gt 14 ] && ok "slice: failure injected at each of $((n - 1)) steps: container and slice directory rolled back" ||
+        not_ok "slice rollback: $rolled of $((n - 1)) clean"
+expect_rc "slfail$n" 0 "configure --memory 1Gi --memory-1 512Mi"
+[ -f "$SL/c10/owner" ] && [ -f "$SL/c10/slice.conf" ] && [ -f "$SL/c10/usage" ] &&
+        ok "the slice's host directory holds owner, slice.conf and usage" || not_ok "slice dir: $(ls "$SL/c10" 2>&1 | tr '\n' ' ')"
+[ "$(cut -d' ' -f1 "$SL/c10/owner")" = "$(cpid c10)" ] && ok "owner names the container's process" || not_ok "owner: $(cat "$SL/c10/owner")"
+inside c10 cat /etc/ld.so.preload >"$TMP/c10.preload" 2>&1
+[ "$(cat "$TMP/c10.preload")" = "$(printf '/usr/lib/x86_64-linux-gnu/libm.so.6\n/usr/lib/gpuslice/libgpuslice-vgpu.so')" ] &&
+        ok "/etc/ld.so.preload keeps the image's line and adds the interposer" || not_ok "ld.so.preload: $(tr '\n' '|' <"$TMP/c10.preload")"
+grep -qx /usr/lib/x86_64-linux-gnu/libm.so.6 "$R10/etc/ld.so.preload" && [ "$(wc -l <"$R10/etc/ld.so.preload")" = 1 ] &&
+        ok "the image's own file is untouched underneath" || not_ok "the image's ld.so.preload changed"
+inside c10 cat /etc/gpuslice/slice.conf >"$TMP/c10.conf" 2>&1
+grep -qx GPUSLICE_MEMORY_LIMIT=1Gi "$TMP/c10.conf" && grep -qx GPUSLICE_MEMORY_LIMIT_1=512Mi "$TMP/c10.conf" &&
+        grep -qx GPUSLICE_SLICE_ENFORCED=1 "$TMP/c10.conf" && grep -qx GPUSLICE_REGION=/run/gpuslice/usage "$TMP/c10.conf" &&
+        grep -q "^GPUSLICE_DEVICES=GPU-" "$TMP/c10.conf" && ok "slice.conf: limits, enforced, region, device UUID" ||
+        not_ok "slice.conf: $(tr '\n' '|' <"$TMP/c10.conf")"
+for f in /etc/gpuslice/slice.conf /etc/ld.so.preload /usr/lib/gpuslice/libgpuslice-vgpu.so; do
+        if inside c10 sh -c "echo x >>$f" 2>/dev/null; then not_ok "$f is writable in the container"; else ok "$f is read-only in the container"; fi
+done
+inside c10 sh -c 'echo x >/run/gpuslice/usage' 2>/dev/null && ok "the usage region is writable in the container" || not_ok "usage region not writable"
+run slbad -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --memory 4GB "$R10"
+expect_err slbad "invalid --memory: 4GB" "configure --memory 4GB is refused"
+run slbadid -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --memory 1Gi --slice-id ../x --regions-dir "$SL" "$R10"
+expect_err slbadid "gpuslice: slice error: invalid container id for a slice: '../x'" "a slice id with a slash is refused"
+
 # Bad input
 run nopid -- "$GS" --root "$DRV" configure --pid 999999 --compute "$R2"
 expect_err nopid "gpuslice: container error:" "a missing container process"

@@ -1,0 +1,135 @@
+/* gpuslice hook STAGE (and nvidia-container-runtime-hook STAGE): an OCI runtime hook. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "runtime/hook.h"
+#include "runtime/hostconfig.h"
+
+static const char hook_help[] =
+        "Usage: gpuslice [GLOBAL OPTIONS] hook [--config FILE] STAGE\n"
+        "       nvidia-container-runtime-hook STAGE\n"
+        "\n"
+        "An OCI runtime hook: reads the container state on stdin, loads <bundle>/config.json and\n"
+        "gives the container what its environment asks for, through the configure pipeline:\n"
+        "  NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES, NVIDIA_REQUIRE_*, NVIDIA_DISABLE_REQUIRE,\n"
+        "  NVIDIA_MIG_CONFIG_DEVICES, NVIDIA_MIG_MONITOR_DEVICES (privileged only), NVIDIA_IMEX_CHANNELS\n"
+        "  (as nvidia-container-runtime-hook reads them), and a GPU slice:\n"
+        "  GPUSLICE_MEMORY_LIMIT[_<i>] / CUDA_DEVICE_MEMORY_LIMIT[_<i>] (and, reserved for the compute\n"
+        "  share, GPUSLICE_COMPUTE_LIMIT[_<i>] / CUDA_DEVICE_SM_LIMIT[_<i>], GPUSLICE_COMPUTE_MODE).\n"
+        "\n"
+        "STAGE: prestart or createRuntime (configure the container: same semantics), poststart\n"
+        "(nothing), poststop (remove the container's slice directory). Every run also removes the\n"
+        "slice directories of containers that are gone.\n"
+        "\n"
+        "  -c, --config=FILE   host defaults (default " GS_HOSTCONFIG_DEFAULT_PATH "; see gpuslice.conf):\n"
+        "                      driver root, ldconfig, no-cgroups, default capabilities, log file ...\n"
+        "                      Global options given on the command line win over it.\n"
+        "  -h, --help\n"
+        "\n"
+        "The hook and everything it starts run with a fixed minimal environment: nothing in its\n"
+        "environment (which some runtimes take from the image) is used. Errors go to stderr as\n"
+        "'gpuslice: <stage> error: <message>' and fail the container's start.\n";
+
+/* Loader variables in our own environment mean the runtime handed us the image's environment. */
+static void scrub_environment(void)
+{
+        static const char *const loader[] = {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"};
+        for (size_t i = 0; i < sizeof(loader) / sizeof(loader[0]); i++)
+                if (getenv(loader[i]) != NULL)
+                        cli_warn("%s is set in the hook's environment (ignored): give the hook an explicit "
+                                 "\"env\" in its OCI/CDI definition", loader[i]);
+        clearenv();
+        setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
+}
+
+/* NVIDIA's hook takes Go-style flags (-config FILE, -debug) before the stage: skip them. */
+static int nvidia_args(int argc, char **argv, const char **stage)
+{
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-help") == 0) {
+                        fputs(hook_help, stdout);
+                        return 1;
+                }
+                if ((strcmp(argv[i], "-config") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
+                        i++; /* NVIDIA's TOML: not ours; /etc/gpuslice/config.toml applies */
+                        continue;
+                }
+                if (argv[i][0] == '-')
+                        continue;
+                if (*stage != NULL)
+                        return cli_usage_error("hook", "unexpected argument '%s'", argv[i]);
+                *stage = argv[i];
+        }
+        return 0;
+}
+
+int cmd_hook(const struct cli_globals *g, int argc, char **argv)
+{
+        static const struct option opts[] = {
+                {"config", required_argument, NULL, 'c'},
+                {"help", no_argument, NULL, 'h'},
+                {0},
+        };
+        const char *config = NULL, *stage_name = NULL;
+        int c;
+        if (g->from_nvidia_name) {
+                int rc = nvidia_args(argc, argv, &stage_name);
+                if (rc != 0)
+                        return rc == 1 ? 0 : rc;
+        } else {
+                while ((c = getopt_long(argc, argv, "+:c:h", opts, NULL)) != -1) {
+                        switch (c) {
+                        case 'c': config = optarg; break;
+                        case 'h': fputs(hook_help, stdout); return 0;
+                        case ':': return cli_usage_error("hook", "option '%s' needs a value", argv[optind - 1]);
+                        default: return cli_usage_error("hook", "unknown option '%s'", argv[optind - 1]);
+                        }
+                }
+                if (optind < argc)
+                        stage_name = argv[optind++];
+                if (optind < argc)
+                        return cli_usage_error("hook", "unexpected argument '%s'", argv[optind]);
+        }
+        if (stage_name == NULL)
+                return cli_usage_error("hook", "missing STAGE (prestart, createRuntime, poststart or poststop)");
+        struct gs_hook_opts h = {.state_fd = 0};
+        if (gs_hook_stage_parse(stage_name, &h.stage) < 0)
+                return cli_usage_error("hook", "unknown STAGE '%s' (prestart, createRuntime, poststart or poststop)",
+                                       stage_name);
+        scrub_environment();
+
+        struct gs_hostconfig hc;
+        struct gs_error err = {0};
+        if (gs_hostconfig_load(&hc, config, &err) < 0) {
+                cli_error("config", "%s", err.msg);
+                return CLI_EXIT_FAILURE;
+        }
+        setenv("PATH", hc.path, 1); /* where the driver's binaries are looked for, in the root */
+        if (g->debug == NULL && hc.log_file[0] != '\0' && gs_log_open(hc.log_file) < 0)
+                cli_warn("cannot open the hook's log file %s", hc.log_file);
+        struct cli_globals eff = *g;
+        if (!g->user_set && hc.user[0] != '\0') {
+                int rc = cli_parse_user(&eff, hc.user);
+                if (rc != 0)
+                        return rc;
+        }
+        h.hc = &hc;
+        h.ctx = (struct gs_config){
+                .root = g->root_set ? g->root : hc.root,
+                .ldcache = g->ldcache_set ? g->ldcache : hc.ldcache,
+                .uid = eff.uid,
+                .gid = eff.gid,
+                .nvml_timeout_ms = g->timeout_set ? g->nvml_timeout_ms : hc.nvml_timeout_s * 1000,
+        };
+        h.load_kmods = g->load_kmods || hc.load_kmods;
+        h.no_pivot = g->no_pivot;
+        if (gs_hook_run(&h, &err) < 0) {
+                cli_error(err.stage != NULL ? err.stage : "hook", "%s", err.msg);
+                return CLI_EXIT_FAILURE;
+        }
+        return 0;
+}

@@ -1,0 +1,75 @@
+/*
+ * Host defaults for the hook, configure and CDI: /etc/gpuslice/config.toml.
+ *
+ * A flat TOML subset, parsed by our own small parser (Debian ships no C TOML library):
+ * `# comments`, `[section]` headers (one level, no dotted or array-of-table headers), and
+ * `key = value` lines whose value is a basic "string" (escapes \" \\ \n \t \uXXXX, and TOML's
+ * \b \f \r \UXXXXXXXX; no \u0000), a 'literal string', true/false, a decimal integer (optional
+ * sign, '_' between digits), or a one-line array of strings ["a", "b"]. CRLF line ends are fine.
+ * Keys are bare ([A-Za-z0-9_-]). Every key is known: an unknown key, a duplicate key (or
+ * section), a value of the wrong type or a syntax error is an error naming the line:
+ *   "<file>:<line>: unknown key 'hook.foo'".
+ *
+ * Known keys (section.key, type, default):
+ *   driver.root              string   "/"            driver root (--root)
+ *   driver.ldcache           string   "/etc/ld.so.cache"
+ *   driver.path              string   GS_HOSTCONFIG_DEFAULT_BIN_PATH  where the driver's binaries
+ *                                     (nvidia-smi, ...) are looked for inside the root, as $PATH
+ *   driver.ldconfig          string   "@/sbin/ldconfig" ("@/sbin/ldconfig.real" if that exists)
+ *   driver.load-kmods        bool     false
+ *   driver.user              string   ""             NVML helper identity ("" = default)
+ *   driver.nvml-timeout      integer  10             seconds (1..3600)
+ *   hook.no-cgroups          bool     false
+ *   hook.default-capabilities array   ["utility", "compute"]  when NVIDIA_DRIVER_CAPABILITIES is unset
+ *   hook.supported-capabilities array ["compat32","compute","display","graphics","ngx","utility","video"]
+ *   hook.disable-require     bool     false          ignore NVIDIA_REQUIRE_* (as NVIDIA_DISABLE_REQUIRE)
+ *   hook.log-file            string   ""             debug log of the hook ("" = none)
+ *   hook.cuda-compat-mode    string   "ldconfig"     ldconfig | mount | disabled
+ *   slice.library            string   ""             host path of libgpuslice-vgpu.so ("" = next to gpuslice,
+ *                                                    then the install dir)
+ *   slice.regions-dir        string   "/run/gpuslice/slices"
+ */
+#ifndef GS_RUNTIME_HOSTCONFIG_H
+#define GS_RUNTIME_HOSTCONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <gpuslice/gpuslice.h>
+
+#define GS_HOSTCONFIG_DEFAULT_PATH "/etc/gpuslice/config.toml"
+#define GS_HOSTCONFIG_MAX_STR 4096
+#define GS_HOSTCONFIG_DEFAULT_BIN_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+struct gs_hostconfig {
+        char root[GS_HOSTCONFIG_MAX_STR];
+        char ldcache[GS_HOSTCONFIG_MAX_STR];
+        char path[GS_HOSTCONFIG_MAX_STR];       /* where driver binaries are searched, in the root */
+        char ldconfig[GS_HOSTCONFIG_MAX_STR];   /* "" = the built-in default */
+        bool load_kmods;
+        char user[256];
+        unsigned nvml_timeout_s;
+        bool no_cgroups;
+        unsigned default_caps;                  /* GS_CAP_* */
+        unsigned supported_caps;                /* GS_CAP_* */
+        bool disable_require;
+        char log_file[GS_HOSTCONFIG_MAX_STR];
+        enum gs_compat_mode compat_mode;
+        char vgpu_library[GS_HOSTCONFIG_MAX_STR];
+        char regions_dir[GS_HOSTCONFIG_MAX_STR];
+};
+
+/* The defaults above. */
+void gs_hostconfig_defaults(struct gs_hostconfig *hc);
+
+/* Parse `text` (len bytes; need not be NUL-terminated) over the values already in hc. `name`
+ * is used in messages. -1 with GS_EFORMAT and "<name>:<line>: <what>" on any error. */
+int gs_hostconfig_parse(struct gs_hostconfig *hc, const char *text, size_t len, const char *name,
+                        struct gs_error *err);
+
+/* Defaults, then the file at `path` (NULL: GS_HOSTCONFIG_DEFAULT_PATH). A missing file is not an
+ * error when `path` is NULL (defaults apply); a missing file given explicitly is. Files larger
+ * than 1 MiB are refused. */
+int gs_hostconfig_load(struct gs_hostconfig *hc, const char *path, struct gs_error *err);
+
+#endif

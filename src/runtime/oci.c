@@ -1,0 +1,314 @@
+/* The OCI state on a hook's stdin and the bundle's config.json, parsed leniently (json-c). */
+#include "runtime/oci.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/path.h"
+#include "common/strutil.h"
+
+static void json_putp(struct json_object **o)
+{
+        if (*o != NULL)
+                json_object_put(*o);
+}
+#define gs_autojson __attribute__((cleanup(json_putp)))
+
+/* Parse exactly `len` bytes of JSON (no trailing garbage) into an object. */
+static struct json_object *parse_object(const char *text, size_t len, const char *what, struct gs_error *err)
+{
+        if (len > INT32_MAX) {
+                gs_error_set(err, GS_EFORMAT, "%s: too large", what);
+                return NULL;
+        }
+        struct json_tokener *tok = json_tokener_new();
+        if (tok == NULL) {
+                gs_error_set(err, GS_ENOMEM, "out of memory");
+                return NULL;
+        }
+        struct json_object *o = json_tokener_parse_ex(tok, text, (int)len);
+        enum json_tokener_error jerr = json_tokener_get_error(tok);
+        size_t used = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+        if (o == NULL || jerr != json_tokener_success) {
+                if (o != NULL)
+                        json_object_put(o);
+                gs_error_set(err, GS_EFORMAT, "%s: %s", what,
+                             jerr == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(jerr));
+                return NULL;
+        }
+        while (used < len && (text[used] == ' ' || text[used] == '\n' || text[used] == '\r' || text[used] == '\t'))
+                used++;
+        if (used != len || !json_object_is_type(o, json_type_object)) {
+                json_object_put(o);
+                gs_error_set(err, GS_EFORMAT, "%s: %s", what, used != len ? "trailing data" : "not a JSON object");
+                return NULL;
+        }
+        return o;
+}
+
+/* A string member into a fixed buffer: 1 copied, 0 absent (or null), -1 wrong type / too long. */
+static int get_string(struct json_object *o, const char *key, char *out, size_t len, const char *what,
+                      struct gs_error *err)
+{
+        struct json_object *v;
+        if (!json_object_object_get_ex(o, key, &v) || v == NULL)
+                return 0;
+        if (!json_object_is_type(v, json_type_string))
+                return gs_error_set(err, GS_EFORMAT, "%s: '%s' is not a string", what, key);
+        const char *s = json_object_get_string(v);
+        if (strlen(s) != (size_t)json_object_get_string_len(v))
+                return gs_error_set(err, GS_EFORMAT, "%s: '%s' holds a NUL byte", what, key);
+        if (!gs_strlcpy(out, s, len))
+                return gs_error_set(err, GS_EFORMAT, "%s: '%s' is too long", what, key);
+        return 1;
+}
+
+int gs_oci_state_parse(const char *json, size_t len, struct gs_oci_state *st, struct gs_error *err)
+{
+        static const char what[] = "invalid OCI state";
+        memset(st, 0, sizeof(*st));
+        gs_autojson struct json_object *o = parse_object(json, len, what, err);
+        if (o == NULL)
+                return -1;
+        int rc = get_string(o, "id", st->id, sizeof(st->id), what, err);
+        if (rc < 0)
+                return -1;
+        if (rc == 0 || st->id[0] == '\0')
+                return gs_error_set(err, GS_EFORMAT, "%s: no container id", what);
+        rc = get_string(o, "bundle", st->bundle, sizeof(st->bundle), what, err);
+        if (rc == 0)
+                rc = get_string(o, "bundlePath", st->bundle, sizeof(st->bundle), what, err);
+        if (rc < 0)
+                return -1;
+        if (rc == 0 || st->bundle[0] != '/')
+                return gs_error_set(err, GS_EFORMAT, "%s: %s", what,
+                                    rc == 0 ? "no bundle" : "the bundle is not an absolute path");
+        if (get_string(o, "status", st->status, sizeof(st->status), what, err) < 0)
+                return -1;
+        struct json_object *p;
+        if (json_object_object_get_ex(o, "pid", &p) && p != NULL) {
+                if (!json_object_is_type(p, json_type_int))
+                        return gs_error_set(err, GS_EFORMAT, "%s: 'pid' is not an integer", what);
+                int64_t pid = json_object_get_int64(p);
+                if (pid < 0 || pid > 0x3fffffff)
+                        return gs_error_set(err, GS_EFORMAT, "%s: invalid pid %lld", what, (long long)pid);
+                st->pid = (pid_t)pid;
+        }
+        return 0;
+}
+
+/* All of fd, at most max bytes (more is an error). */
+static char *read_all(int fd, size_t max, size_t *len, const char *what, struct gs_error *err)
+{
+        size_t cap = 4096, n = 0;
+        gs_autofree char *buf = malloc(cap);
+        if (buf == NULL) {
+                gs_error_set(err, GS_ENOMEM, "out of memory");
+                return NULL;
+        }
+        for (;;) {
+                if (n == cap) {
+                        if (cap > max) {
+                                gs_error_set(err, GS_EFORMAT, "%s: larger than %zu bytes", what, max);
+                                return NULL;
+                        }
+                        char *nb = realloc(buf, cap * 2);
+                        if (nb == NULL) {
+                                gs_error_set(err, GS_ENOMEM, "out of memory");
+                                return NULL;
+                        }
+                        buf = nb;
+                        cap *= 2;
+                }
+                ssize_t r = read(fd, buf + n, cap - n);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0) {
+                        gs_error_sys(err, "%s: read", what);
+                        return NULL;
+                }
+                if (r == 0)
+                        break;
+                n += (size_t)r;
+        }
+        if (n > max) {
+                gs_error_set(err, GS_EFORMAT, "%s: larger than %zu bytes", what, max);
+                return NULL;
+        }
+        *len = n;
+        return gs_steal_ptr(&buf);
+}
+
+int gs_oci_state_read(int fd, struct gs_oci_state *st, struct gs_error *err)
+{
+        size_t len = 0;
+        gs_autofree char *buf = read_all(fd, GS_OCI_STATE_MAX, &len, "invalid OCI state", err);
+        if (buf == NULL)
+                return -1;
+        if (len == 0)
+                return gs_error_set(err, GS_EFORMAT, "invalid OCI state: nothing on stdin (run me as an OCI hook)");
+        return gs_oci_state_parse(buf, len, st, err);
+}
+
+/* A JSON array of strings into a NULL-terminated vector. */
+static int string_array(struct json_object *arr, char ***out, size_t *n, const char *what, const char *key,
+                        struct gs_error *err)
+{
+        if (!json_object_is_type(arr, json_type_array))
+                return gs_error_set(err, GS_EFORMAT, "%s: '%s' is not an array", what, key);
+        size_t len = json_object_array_length(arr);
+        char **v = calloc(len + 1, sizeof(char *));
+        if (v == NULL)
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
+        *out = v;
+        *n = 0;
+        for (size_t i = 0; i < len; i++) {
+                struct json_object *e = json_object_array_get_idx(arr, i);
+                if (!json_object_is_type(e, json_type_string))
+                        return gs_error_set(err, GS_EFORMAT, "%s: '%s' holds a non-string", what, key);
+                const char *s = json_object_get_string(e);
+                if (strlen(s) != (size_t)json_object_get_string_len(e))
+                        continue; /* embedded NUL: execve would cut it; drop it */
+                if ((v[(*n)++] = strdup(s)) == NULL)
+                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+        }
+        return 0;
+}
+
+static int parse_process(struct json_object *proc, struct gs_oci_config *cfg, const char *what, struct gs_error *err)
+{
+        struct json_object *v;
+        if (!json_object_is_type(proc, json_type_object))
+                return gs_error_set(err, GS_EFORMAT, "%s: 'process' is not an object", what);
+        if (json_object_object_get_ex(proc, "env", &v) && v != NULL &&
+            string_array(v, &cfg->env, &cfg->nenv, what, "process.env", err) < 0)
+                return -1;
+        struct json_object *user, *id;
+        if (json_object_object_get_ex(proc, "user", &user) && json_object_is_type(user, json_type_object)) {
+                if (json_object_object_get_ex(user, "uid", &id) && json_object_is_type(id, json_type_int))
+                        cfg->uid = (uid_t)json_object_get_int64(id);
+                if (json_object_object_get_ex(user, "gid", &id) && json_object_is_type(id, json_type_int))
+                        cfg->gid = (gid_t)json_object_get_int64(id);
+        }
+        struct json_object *caps, *bounding;
+        if (json_object_object_get_ex(proc, "capabilities", &caps) && json_object_is_type(caps, json_type_object) &&
+            json_object_object_get_ex(caps, "bounding", &bounding) && json_object_is_type(bounding, json_type_array)) {
+                size_t n = json_object_array_length(bounding);
+                for (size_t i = 0; i < n; i++) {
+                        struct json_object *c = json_object_array_get_idx(bounding, i);
+                        if (json_object_is_type(c, json_type_string) &&
+                            strcmp(json_object_get_string(c), "CAP_SYS_ADMIN") == 0)
+                                cfg->privileged = true;
+                }
+        }
+        return 0;
+}
+
+static int parse_annotations(struct json_object *a, struct gs_oci_config *cfg, const char *what, struct gs_error *err)
+{
+        if (!json_object_is_type(a, json_type_object))
+                return gs_error_set(err, GS_EFORMAT, "%s: 'annotations' is not an object", what);
+        size_t n = (size_t)json_object_object_length(a);
+        cfg->annotations = calloc(n + 1, sizeof(char *));
+        if (cfg->annotations == NULL)
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
+        json_object_object_foreach(a, key, val)
+        {
+                if (!json_object_is_type(val, json_type_string))
+                        continue;
+                char *kv;
+                if (asprintf(&kv, "%s=%s", key, json_object_get_string(val)) < 0)
+                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+                cfg->annotations[cfg->nannotations++] = kv;
+        }
+        return 0;
+}
+
+int gs_oci_config_parse(const char *json, size_t len, const char *bundle, struct gs_oci_config *cfg,
+                        struct gs_error *err)
+{
+        static const char what[] = "invalid OCI config";
+        memset(cfg, 0, sizeof(*cfg));
+        gs_autojson struct json_object *o = parse_object(json, len, what, err);
+        if (o == NULL)
+                return -1;
+        struct json_object *root, *v;
+        char path[PATH_MAX] = "";
+        if (!json_object_object_get_ex(o, "root", &root) || !json_object_is_type(root, json_type_object))
+                return gs_error_set(err, GS_EFORMAT, "%s: no 'root' object", what);
+        int rc = get_string(root, "path", path, sizeof(path), what, err);
+        if (rc < 0)
+                return -1;
+        if (rc == 0 || path[0] == '\0')
+                return gs_error_set(err, GS_EFORMAT, "%s: no root.path", what);
+        if (path[0] == '/') {
+                gs_strlcpy(cfg->rootfs, path, sizeof(cfg->rootfs));
+        } else if (gs_path_join(cfg->rootfs, sizeof(cfg->rootfs), bundle, path, NULL) < 0) {
+                return gs_error_set(err, GS_EFORMAT, "%s: root.path is too long", what);
+        }
+        if (json_object_object_get_ex(o, "process", &v) && v != NULL && parse_process(v, cfg, what, err) < 0)
+                goto fail;
+        if (json_object_object_get_ex(o, "annotations", &v) && v != NULL && parse_annotations(v, cfg, what, err) < 0)
+                goto fail;
+        return 0;
+fail:
+        gs_oci_config_release(cfg);
+        return -1;
+}
+
+int gs_oci_config_load(const char *bundle, struct gs_oci_config *cfg, struct gs_error *err)
+{
+        char path[PATH_MAX];
+        if (gs_path_join(path, sizeof(path), bundle, "config.json", NULL) < 0)
+                return gs_error_set(err, GS_EINVAL, "bundle path too long");
+        gs_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0)
+                return gs_error_sys(err, "cannot open %s", path);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return gs_error_sys(err, "stat %s", path);
+        if (!S_ISREG(st.st_mode))
+                return gs_error_set(err, GS_EFORMAT, "%s is not a regular file", path);
+        size_t len = 0;
+        gs_autofree char *buf = read_all(fd, GS_OCI_CONFIG_MAX, &len, "invalid OCI config", err);
+        if (buf == NULL || gs_oci_config_parse(buf, len, bundle, cfg, err) < 0)
+                return gs_error_wrap(err, "%s", path);
+        return 0;
+}
+
+static void free_vec(char **v, size_t n)
+{
+        if (v == NULL)
+                return;
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+void gs_oci_config_release(struct gs_oci_config *cfg)
+{
+        free_vec(cfg->env, cfg->nenv);
+        free_vec(cfg->annotations, cfg->nannotations);
+        cfg->env = cfg->annotations = NULL;
+        cfg->nenv = cfg->nannotations = 0;
+}
+
+const char *gs_env_get(char *const *env, size_t nenv, const char *key)
+{
+        size_t klen = strlen(key);
+        const char *v = NULL;
+        for (size_t i = 0; i < nenv; i++)
+                if (strncmp(env[i], key, klen) == 0 && env[i][klen] == '=')
+                        v = env[i] + klen + 1;
+        return v;
+}

@@ -1,0 +1,396 @@
+/* What a container gets, from the NVIDIA / HAMi env contract and the host config (see request.h). */
+#include "runtime/request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/error.h"
+#include "common/strutil.h"
+#include "runtime/oci.h"
+#include "vgpu/config.h"
+
+static const struct {
+        const char *name;
+        unsigned cap;
+} cap_names[] = {
+        {"compute", GS_CAP_COMPUTE},   {"compat32", GS_CAP_COMPAT32}, {"display", GS_CAP_DISPLAY},
+        {"graphics", GS_CAP_GRAPHICS}, {"ngx", GS_CAP_NGX},           {"utility", GS_CAP_UTILITY},
+        {"video", GS_CAP_VIDEO},
+};
+
+const struct gs_lib_link gs_lib_links[] = {
+        {"libcuda.so.", "libcuda.so", "libcuda.so.1", GS_CAP_COMPUTE},
+        {"libnvidia-opticalflow.so.", "libnvidia-opticalflow.so", "libnvidia-opticalflow.so.1", GS_CAP_VIDEO},
+        {"libGLX_nvidia.so.", "libGLX_indirect.so.0", NULL, GS_CAP_GRAPHICS},
+};
+const size_t gs_nlib_links = sizeof(gs_lib_links) / sizeof(gs_lib_links[0]);
+
+unsigned gs_cap_from_name(const char *name, size_t len)
+{
+        if (len == 3 && strncasecmp(name, "all", 3) == 0)
+                return GS_CAP_ALL;
+        for (size_t i = 0; i < sizeof(cap_names) / sizeof(cap_names[0]); i++)
+                if (strlen(cap_names[i].name) == len && strncmp(name, cap_names[i].name, len) == 0)
+                        return cap_names[i].cap;
+        return 0;
+}
+
+unsigned gs_caps_expand(unsigned caps)
+{
+        if (caps & GS_CAP_VIDEO)
+                caps |= GS_CAP_COMPUTE;
+        if (caps & GS_CAP_DISPLAY)
+                caps |= GS_CAP_GRAPHICS;
+        return caps;
+}
+
+unsigned gs_caps_drvopts(unsigned caps, unsigned drvopts)
+{
+        if (!(caps & GS_CAP_COMPAT32))
+                drvopts |= GS_DRV_NO_LIBS32;
+        if (!(caps & GS_CAP_COMPUTE))
+                drvopts |= GS_DRV_NO_MPS | GS_DRV_NO_UVM; /* MPS and UVM are compute-only */
+        if (!(caps & GS_CAP_DISPLAY))
+                drvopts |= GS_DRV_NO_MODESET;
+        return drvopts;
+}
+
+bool gs_caps_want(unsigned caps, unsigned item_caps)
+{
+        return item_caps == 0 || (item_caps & caps) != 0;
+}
+
+int gs_caps_parse(const char *list, unsigned *caps, struct gs_error *err)
+{
+        *caps = 0;
+        const char *p = list;
+        while (*p != '\0') {
+                size_t n = strcspn(p, ",");
+                if (n > 0) {
+                        unsigned found = gs_cap_from_name(p, n);
+                        if (found == 0)
+                                return gs_error_set(err, GS_EINVAL, "unknown driver capability '%.*s'", (int)n, p);
+                        *caps |= found;
+                }
+                p += n;
+                if (*p == ',')
+                        p++;
+        }
+        return 0;
+}
+
+/* Go's strconv.ParseBool true values (what NVIDIA_DISABLE_REQUIRE is read with). */
+static bool go_true(const char *v)
+{
+        static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
+        for (size_t i = 0; v != NULL && i < sizeof(t) / sizeof(t[0]); i++)
+                if (strcmp(v, t[i]) == 0)
+                        return true;
+        return false;
+}
+
+static int fail(struct gs_error *err, const char *stage)
+{
+        if (err != NULL)
+                err->stage = stage;
+        return -1;
+}
+
+/* Our name wins over HAMi's. */
+static const char *either(char *const *env, size_t nenv, const char *ours, const char *hami, const char **used)
+{
+        const char *v = gs_env_get(env, nenv, ours);
+        *used = ours;
+        if (v == NULL && hami != NULL) {
+                v = gs_env_get(env, nenv, hami);
+                *used = hami;
+        }
+        return v;
+}
+
+static int slice_value(char *out, size_t len, const char *name, const char *v, bool compute, struct gs_error *err)
+{
+        if (v == NULL)
+                return 0;
+        if (compute) {
+                unsigned long long pct;
+                if (gs_parse_uint(v, 100, &pct) < 0)
+                        return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (a percentage, 0..100)", name, v);
+                if (pct != 0)
+                        snprintf(out, len, "%llu", pct);
+                return 0;
+        }
+        uint64_t bytes;
+        if (gs_vgpu_parse_size(v, &bytes) < 0)
+                return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (a size: bytes, or K/M/G/T or Ki/Mi/Gi/Ti)", name, v);
+        if (bytes != 0 && !gs_strlcpy(out, v, len))
+                return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (too long)", name, v);
+        return 0;
+}
+
+static int slice_from_env(struct gs_request *rq, char *const *env, size_t nenv, struct gs_error *err)
+{
+        static const struct {
+                const char *ours, *hami;
+                bool compute;
+        } keys[] = {
+                {"GPUSLICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT", false},
+                {"GPUSLICE_COMPUTE_LIMIT", "CUDA_DEVICE_SM_LIMIT", true},
+        };
+        for (size_t k = 0; k < 2; k++) {
+                for (int i = -1; i < GS_SLICE_MAX_DEVICES; i++) {
+                        char ours[64], hami[64];
+                        const char *used;
+                        if (i < 0) {
+                                snprintf(ours, sizeof(ours), "%s", keys[k].ours);
+                                snprintf(hami, sizeof(hami), "%s", keys[k].hami);
+                        } else {
+                                snprintf(ours, sizeof(ours), "%s_%d", keys[k].ours, i);
+                                snprintf(hami, sizeof(hami), "%s_%d", keys[k].hami, i);
+                        }
+                        const char *v = either(env, nenv, ours, hami, &used);
+                        char *out = keys[k].compute ? rq->compute[i + 1] : rq->memory[i + 1];
+                        size_t len = keys[k].compute ? sizeof(rq->compute[0]) : sizeof(rq->memory[0]);
+                        if (slice_value(out, len, used, v, keys[k].compute, err) < 0)
+                                return -1;
+                }
+        }
+        const char *used;
+        const char *mode = either(env, nenv, "GPUSLICE_COMPUTE_MODE", "GPU_CORE_UTILIZATION_POLICY", &used);
+        if (mode != NULL && *mode != '\0') {
+                static const char *const names[][2] = {{"cap", "cap"},     {"share", "share"},     {"off", "off"},
+                                                       {"force", "cap"},   {"default", "share"},   {"disable", "off"}};
+                const char *m = NULL;
+                for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                        if (strcasecmp(mode, names[i][0]) == 0)
+                                m = names[i][1];
+                if (m == NULL)
+                        return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (cap, share or off)", used, mode);
+                snprintf(rq->compute_mode, sizeof(rq->compute_mode), "%s", m);
+        }
+        struct gs_slice_opts *s = &rq->opts.slice;
+        s->memory = rq->memory[0][0] != '\0' ? rq->memory[0] : NULL;
+        s->compute = rq->compute[0][0] != '\0' ? rq->compute[0] : NULL;
+        for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++) {
+                s->memory_dev[i] = rq->memory[i + 1][0] != '\0' ? rq->memory[i + 1] : NULL;
+                s->compute_dev[i] = rq->compute[i + 1][0] != '\0' ? rq->compute[i + 1] : NULL;
+        }
+        s->compute_mode = rq->compute_mode[0] != '\0' ? rq->compute_mode : NULL;
+        return 0;
+}
+
+static int caps_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool legacy,
+                         const struct gs_hostconfig *hc, struct gs_error *err)
+{
+        const char *v = gs_env_get(env, nenv, "NVIDIA_DRIVER_CAPABILITIES");
+        unsigned caps;
+        if (v == NULL || *v == '\0') {
+                caps = legacy ? hc->supported_caps : hc->default_caps;
+        } else {
+                if (gs_caps_parse(v, &caps, err) < 0)
+                        return gs_error_wrap(err, "NVIDIA_DRIVER_CAPABILITIES=%s", v);
+                if (caps == GS_CAP_ALL)
+                        caps = hc->supported_caps;
+                if (caps & ~hc->supported_caps)
+                        return gs_error_set(err, GS_EINVAL,
+                                            "NVIDIA_DRIVER_CAPABILITIES=%s: unsupported capabilities found (see "
+                                            "hook.supported-capabilities)", v);
+        }
+        rq->opts.caps = caps;
+        return 0;
+}
+
+/* MAJOR[.MINOR[.PATCH]][-pre][+build], digits without leading zeros (semver's core). */
+static bool version_major_minor(const char *v, unsigned *major, unsigned *minor)
+{
+        unsigned parts[3] = {0, 0, 0};
+        int n = 0;
+        const char *p = v;
+        while (n < 3) {
+                if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9'))
+                        return false;
+                unsigned long x = 0;
+                while (*p >= '0' && *p <= '9' && x < 100000000ul)
+                        x = x * 10 + (unsigned long)(*p++ - '0');
+                parts[n++] = (unsigned)x;
+                if (*p != '.')
+                        break;
+                p++;
+        }
+        if (*p != '\0' && *p != '-' && *p != '+')
+                return false;
+        *major = parts[0];
+        *minor = parts[1];
+        return true;
+}
+
+/* NVIDIA_VISIBLE_DEVICES as NVIDIA's hook reads it: comma-separated, each entry trimmed, empty
+ * entries dropped; any "void" means no GPU, any "all" means all. Writes the device list (NULL for
+ * none) and returns whether the container gets GPUs at all. */
+static int visible_devices(const char *vis, char *out, size_t len, bool *gpu, bool *none, struct gs_error *err)
+{
+        *gpu = false;
+        *none = true;
+        out[0] = '\0';
+        size_t n = 0;
+        bool all = false;
+        for (const char *p = vis; p != NULL && *p != '\0';) {
+                size_t tl = strcspn(p, ",");
+                const char *t = p;
+                size_t l = tl;
+                while (l > 0 && (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r')) {
+                        t++;
+                        l--;
+                }
+                while (l > 0 && (t[l - 1] == ' ' || t[l - 1] == '\t' || t[l - 1] == '\n' || t[l - 1] == '\r'))
+                        l--;
+                p += tl + (p[tl] == ',');
+                if (l == 0)
+                        continue;
+                if (l == 4 && strncmp(t, "void", 4) == 0) {
+                        *gpu = false;
+                        return 0;
+                }
+                *gpu = true;
+                all |= l == 3 && strncmp(t, "all", 3) == 0;
+                if (l == 4 && strncmp(t, "none", 4) == 0)
+                        continue;
+                *none = false;
+                if (n + l + 2 > len)
+                        return gs_error_set(err, GS_EINVAL, "NVIDIA_VISIBLE_DEVICES is too long");
+                if (n > 0)
+                        out[n++] = ',';
+                memcpy(out + n, t, l);
+                out[n += l] = '\0';
+        }
+        if (all)
+                snprintf(out, len, "all");
+        return 0;
+}
+
+static int requires_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool legacy,
+                             const struct gs_hostconfig *hc, struct gs_error *err)
+{
+        if (hc->disable_require || go_true(gs_env_get(env, nenv, "NVIDIA_DISABLE_REQUIRE")))
+                return 0;
+        size_t n = 0;
+        for (size_t i = 0; i < nenv; i++) {
+                if (!gs_str_has_prefix(env[i], "NVIDIA_REQUIRE_") || gs_str_has_prefix(env[i], "NVIDIA_REQUIRE_JETPACK"))
+                        continue;
+                const char *eq = strchr(env[i], '=');
+                if (eq == NULL || eq[1] == '\0')
+                        continue;
+                /* the last definition of a name wins, as in the process's environment */
+                size_t klen = (size_t)(eq - env[i]);
+                bool later = false;
+                for (size_t j = i + 1; j < nenv && !later; j++)
+                        later = strncmp(env[j], env[i], klen + 1) == 0;
+                if (later)
+                        continue;
+                if (n == GS_MAX_REQUIRES)
+                        return gs_error_set(err, GS_EINVAL, "too many NVIDIA_REQUIRE_* variables (at most %d)",
+                                            GS_MAX_REQUIRES);
+                if ((rq->requires[n++] = strdup(eq + 1)) == NULL)
+                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+        }
+        const char *cuda = gs_env_get(env, nenv, "CUDA_VERSION");
+        if (legacy && n < GS_MAX_REQUIRES) {
+                /* cuda>=<major.minor of CUDA_VERSION>, which must be a version (NVIDIA reads it as semver) */
+                unsigned major = 0, minor = 0;
+                if (!version_major_minor(cuda, &major, &minor))
+                        return gs_error_set(err, GS_EINVAL, "failed to get version: invalid CUDA version %s", cuda);
+                char *r;
+                if (asprintf(&r, "cuda>=%u.%u", major, minor) < 0)
+                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+                rq->requires[n++] = r;
+        }
+        rq->opts.requires = (const char *const *)rq->requires;
+        rq->opts.nrequires = n;
+        return 0;
+}
+
+int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool privileged,
+                        const struct gs_hostconfig *hc, struct gs_error *err)
+{
+        memset(rq, 0, sizeof(*rq));
+        struct gs_configure_opts *o = &rq->opts;
+        o->compat_mode = hc->compat_mode;
+        o->no_cgroups = hc->no_cgroups;
+        o->ldconfig = hc->ldconfig[0] != '\0' ? hc->ldconfig : NULL;
+        snprintf(rq->regions_dir, sizeof(rq->regions_dir), "%s", hc->regions_dir);
+        snprintf(rq->vgpu_lib, sizeof(rq->vgpu_lib), "%s", hc->vgpu_library);
+        o->slice.regions_dir = rq->regions_dir[0] != '\0' ? rq->regions_dir : NULL;
+        o->slice.vgpu_lib = rq->vgpu_lib[0] != '\0' ? rq->vgpu_lib : NULL;
+
+        /* A legacy image: CUDA_VERSION set (not empty), NVIDIA_REQUIRE_CUDA not. */
+        const char *req_cuda = gs_env_get(env, nenv, "NVIDIA_REQUIRE_CUDA");
+        const char *cuda = gs_env_get(env, nenv, "CUDA_VERSION");
+        bool legacy = cuda != NULL && *cuda != '\0' && (req_cuda == NULL || *req_cuda == '\0');
+
+        const char *vis = gs_env_get(env, nenv, "NVIDIA_VISIBLE_DEVICES");
+        if (vis == NULL && legacy)
+                vis = "all";
+        bool none;
+        if (visible_devices(vis, rq->devices, sizeof(rq->devices), &rq->gpu, &none, err) < 0)
+                goto fail_hook;
+        if (rq->gpu && !none)
+                o->devices = rq->devices;
+        o->no_gpu = !rq->gpu;
+        if (slice_from_env(rq, env, nenv, err) < 0)
+                return fail(err, "slice");
+        if (!rq->gpu)
+                return 0;
+
+        if (caps_from_env(rq, env, nenv, legacy, hc, err) < 0 || requires_from_env(rq, env, nenv, legacy, hc, err) < 0)
+                goto fail_hook;
+        static const char *const mig_vars[2] = {"NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES"};
+        char *mig_out[2] = {rq->mig_config, rq->mig_monitor};
+        for (int k = 0; k < 2; k++) {
+                const char *v = gs_env_get(env, nenv, mig_vars[k]);
+                if (v == NULL || *v == '\0')
+                        continue;
+                if (!privileged) {
+                        gs_error_set(err, GS_EINVAL, "cannot set %s in non privileged container", mig_vars[k] + 7);
+                        goto fail_hook;
+                }
+                if (!gs_strlcpy(mig_out[k], v, sizeof(rq->mig_config))) {
+                        gs_error_set(err, GS_EINVAL, "%s is too long", mig_vars[k]);
+                        goto fail_hook;
+                }
+        }
+        o->mig_config = rq->mig_config[0] != '\0' ? rq->mig_config : NULL;
+        o->mig_monitor = rq->mig_monitor[0] != '\0' ? rq->mig_monitor : NULL;
+        const char *imex = gs_env_get(env, nenv, "NVIDIA_IMEX_CHANNELS");
+        if (imex != NULL && *imex != '\0' && strcasecmp(imex, "all") != 0 && strcasecmp(imex, "none") != 0) {
+                if (!gs_strlcpy(rq->imex, imex, sizeof(rq->imex))) {
+                        gs_error_set(err, GS_EINVAL, "NVIDIA_IMEX_CHANNELS is too long");
+                        goto fail_hook;
+                }
+                o->imex_channels = rq->imex;
+        }
+        return 0;
+fail_hook:
+        gs_request_release(rq);
+        return fail(err, "hook");
+}
+
+void gs_request_release(struct gs_request *rq)
+{
+        for (size_t i = 0; i < GS_MAX_REQUIRES; i++) {
+                free(rq->requires[i]);
+                rq->requires[i] = NULL;
+        }
+        rq->opts.nrequires = 0;
+}
+
+bool gs_slice_requested(const struct gs_slice_opts *s)
+{
+        if (s->memory != NULL || s->compute != NULL)
+                return true;
+        for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++)
+                if (s->memory_dev[i] != NULL || s->compute_dev[i] != NULL)
+                        return true;
+        return false;
+}

@@ -1,0 +1,82 @@
+/*
+ * The one model of "what this container gets", for its three front ends: `gpuslice configure`
+ * (options), the OCI hook (the NVIDIA / HAMi env contract in config.json) and CDI (generated
+ * specs). A request is a struct gs_configure_opts (include/gpuslice/gpuslice.h) plus the storage
+ * its strings point into.
+ *
+ * The NVIDIA contract, as nvidia-container-runtime-hook reads it:
+ *   NVIDIA_VISIBLE_DEVICES      unset or "" or "void": no GPU (a legacy image, CUDA_VERSION set and
+ *                               NVIDIA_REQUIRE_CUDA unset, with it unset: "all"); "none": driver
+ *                               files and control nodes only; "all"; else a --device list
+ *   NVIDIA_DRIVER_CAPABILITIES  comma list of compute compat32 display graphics ngx utility video
+ *                               or "all" (= the supported set); unset/empty: the host default
+ *                               (utility,compute), a legacy image: all supported; a name that is
+ *                               unknown or unsupported by the host config is an error
+ *   NVIDIA_REQUIRE_*            each one a --require (ANDed); NVIDIA_REQUIRE_JETPACK* ignored;
+ *                               a legacy image adds cuda>=<major.minor of CUDA_VERSION>
+ *   NVIDIA_DISABLE_REQUIRE      Go ParseBool true (1 t T TRUE true True): no requirement is checked
+ *   NVIDIA_MIG_CONFIG_DEVICES   --mig-config; NVIDIA_MIG_MONITOR_DEVICES  --mig-monitor: privileged
+ *                               containers only ("cannot set MIG_CONFIG_DEVICES in non privileged
+ *                               container")
+ *   NVIDIA_IMEX_CHANNELS        --imex-channel ("all" ignored)
+ * The slice contract (gpuslice and HAMi names; ours win when both are set):
+ *   GPUSLICE_MEMORY_LIMIT[_<i>]  / CUDA_DEVICE_MEMORY_LIMIT[_<i>]   memory quota (all / visible device i)
+ *   GPUSLICE_COMPUTE_LIMIT[_<i>] / CUDA_DEVICE_SM_LIMIT[_<i>]       compute share in percent (1..100)
+ *   GPUSLICE_COMPUTE_MODE        / GPU_CORE_UTILIZATION_POLICY      cap|share|off (force|default|disable)
+ */
+#ifndef GS_RUNTIME_REQUEST_H
+#define GS_RUNTIME_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <gpuslice/gpuslice.h>
+
+#include "runtime/hostconfig.h"
+
+struct gs_request {
+        struct gs_configure_opts opts; /* points into the storage below */
+        bool gpu;                      /* false: not a GPU container (nothing to mount) */
+        char devices[4096];
+        char *requires[GS_MAX_REQUIRES];
+        char mig_config[64], mig_monitor[64], imex[1024];
+        char memory[GS_SLICE_MAX_DEVICES + 1][64];  /* [0] all devices, [1 + i] visible device i */
+        char compute[GS_SLICE_MAX_DEVICES + 1][16];
+        char compute_mode[16];
+        char container_id[256];
+        char regions_dir[4096];
+        char vgpu_lib[4096];
+};
+
+/* Fill rq from a container's env (KEY=VALUE strings) and the host config: the device, capability,
+ * requirement and slice settings above. The caller sets opts.pid / opts.rootfs afterwards.
+ * Errors (GS_EINVAL, err->stage set): "unsupported capabilities found in 'x'" (stage "hook"),
+ * an invalid slice value (stage "slice"), ... */
+int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool privileged,
+                        const struct gs_hostconfig *hc, struct gs_error *err);
+void gs_request_release(struct gs_request *rq);
+
+/* The links a container gets next to the driver's libraries: for each library whose base name
+ * starts with `lib`, a link `link` -> `target` (NULL: the library's own name) in its directory, when
+ * the container has one of `caps` (configure makes them, CDI specs ask cdi-hook to). */
+struct gs_lib_link {
+        const char *lib, *link, *target;
+        unsigned caps;
+};
+extern const struct gs_lib_link gs_lib_links[];
+extern const size_t gs_nlib_links;
+
+/* GS_CAP_* of one capability name (len bytes, "all" included), or 0 if unknown. */
+unsigned gs_cap_from_name(const char *name, size_t len);
+
+/* Capabilities as they are mounted: video implies compute, display implies graphics. */
+unsigned gs_caps_expand(unsigned caps);
+/* Discovery options for a capability set (32-bit pass only with compat32, MPS/UVM only with
+ * compute, modeset only with display), on top of the caller's GS_DRV_* words. */
+unsigned gs_caps_drvopts(unsigned caps, unsigned drvopts);
+/* Does an item needed by `item_caps` (0 = always) belong in a container with `caps`? */
+bool gs_caps_want(unsigned caps, unsigned item_caps);
+/* "compute,utility" -> GS_CAP_*; -1 naming the first unknown word. "all" = GS_CAP_ALL. */
+int gs_caps_parse(const char *list, unsigned *caps, struct gs_error *err);
+
+#endif

@@ -1,0 +1,376 @@
+/* A slice's host directory and the files the container gets from it (see slice.h). */
+#include "runtime/slice.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/strutil.h"
+
+#if defined(__x86_64__)
+#define GS_MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define GS_MULTIARCH "aarch64-linux-gnu"
+#elif defined(__powerpc64__)
+#define GS_MULTIARCH "powerpc64le-linux-gnu"
+#else
+#define GS_MULTIARCH "unknown"
+#endif
+
+static bool readable_file(const char *p)
+{
+        struct stat st;
+        return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, R_OK) == 0;
+}
+
+int gs_slice_find_library(const char *configured, char *out, size_t len, struct gs_error *err)
+{
+        if (configured != NULL && *configured != '\0') {
+                if (!gs_strlcpy(out, configured, len))
+                        return gs_error_set(err, GS_EINVAL, "slice library path too long");
+                if (!readable_file(out))
+                        return gs_error_set(err, GS_ENOTFOUND, "slice library %s: not a readable file", out);
+                return 0;
+        }
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0)
+                return gs_error_sys(err, "readlink /proc/self/exe");
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash != NULL)
+                *slash = '\0';
+        static const char *const rel[] = {"/libgpuslice-vgpu.so", "/../lib/gpuslice/libgpuslice-vgpu.so",
+                                          "/../lib/" GS_MULTIARCH "/gpuslice/libgpuslice-vgpu.so",
+                                          "/../lib/" GS_MULTIARCH "/libgpuslice-vgpu.so", "/../lib/libgpuslice-vgpu.so"};
+        for (size_t i = 0; i < GS_ARRAY_SIZE(rel); i++) {
+                snprintf(out, len, "%s%s", exe, rel[i]);
+                if (readable_file(out))
+                        return 0;
+        }
+        return gs_error_set(err, GS_ENOTFOUND,
+                            "libgpuslice-vgpu.so not found next to %s (set slice.library in the host config)", exe);
+}
+
+bool gs_slice_id_valid(const char *id)
+{
+        size_t n = strlen(id);
+        if (n == 0 || n >= 256 || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+                return false;
+        return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-") == n;
+}
+
+/* Field 22 of /proc/<pid>/stat (clock ticks since boot); 0 if the process is gone. */
+static unsigned long long start_time(pid_t pid)
+{
+        char path[64], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        gs_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')');
+        if (p == NULL)
+                return 0;
+        /* after ") ": state is field 3; start time is field 22 */
+        p++;
+        for (int field = 3; field < 22 && p != NULL; field++)
+                p = strchr(p + 1, ' ');
+        return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static int write_at(int dirfd, const char *name, const char *data, size_t len, mode_t mode, struct gs_error *err)
+{
+        gs_autoclose int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0)
+                return gs_error_sys(err, "create %s", name);
+        for (size_t off = 0; off < len;) {
+                ssize_t w = write(fd, data + off, len - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return gs_error_sys(err, "write %s", name);
+                off += (size_t)w;
+        }
+        if (fchmod(fd, mode) < 0)
+                return gs_error_sys(err, "chmod %s", name);
+        return 0;
+}
+
+/* Remove `name` under parentfd, recursively, never following a symlink; bounded depth. */
+static void remove_tree(int parentfd, const char *name, int depth)
+{
+        int fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (unlinkat(parentfd, name, 0) < 0 && errno != ENOENT)
+                        gs_log_warn("cannot remove %s: %s", name, strerror(errno));
+                return;
+        }
+        DIR *d = fdopendir(fd);
+        if (d == NULL) {
+                close(fd);
+                return;
+        }
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                if ((e->d_type == DT_DIR || e->d_type == DT_UNKNOWN) && depth < 8)
+                        remove_tree(dirfd(d), e->d_name, depth + 1);
+                else if (unlinkat(dirfd(d), e->d_name, 0) < 0)
+                        gs_log_warn("cannot remove %s/%s: %s", name, e->d_name, strerror(errno));
+        }
+        closedir(d);
+        if (unlinkat(parentfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                gs_log_warn("cannot remove %s: %s", name, strerror(errno));
+}
+
+/* mkdir -p for an absolute host directory owned by root (0755). */
+static int make_dirs(const char *path, struct gs_error *err)
+{
+        char p[PATH_MAX];
+        if (path[0] != '/' || !gs_strlcpy(p, path, sizeof(p)))
+                return gs_error_set(err, GS_EINVAL, "invalid regions directory: %s", path);
+        for (char *s = p + 1;; s++) {
+                if (*s == '/' || *s == '\0') {
+                        char c = *s;
+                        *s = '\0';
+                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                                return gs_error_sys(err, "mkdir %s", p);
+                        *s = c;
+                        if (c == '\0')
+                                break;
+                }
+        }
+        return 0;
+}
+
+static int open_regions(const char *regions_dir, bool create, struct gs_error *err)
+{
+        if (create && make_dirs(regions_dir, err) < 0)
+                return -1;
+        int fd = open(regions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return gs_error_sys(err, "open %s", regions_dir);
+        return fd;
+}
+
+/* The owner recorded in <regions>/<id>/owner: 1 alive (and the same process), 0 dead, -1 none. */
+static int owner_alive(int regfd, const char *id, pid_t *pid_out)
+{
+        char path[PATH_MAX], buf[64];
+        snprintf(path, sizeof(path), "%s/owner", id);
+        gs_autoclose int fd = openat(regfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        long pid;
+        unsigned long long st;
+        if (sscanf(buf, "%ld %llu", &pid, &st) != 2 || pid <= 0)
+                return -1;
+        if (pid_out != NULL)
+                *pid_out = (pid_t)pid;
+        return start_time((pid_t)pid) == st ? 1 : 0;
+}
+
+static int write_slice_conf(int dirfd, const struct gs_slice_opts *s, const char *devices, struct gs_error *err)
+{
+        char buf[8192];
+        size_t n = 0;
+#define ADD(...) n += (size_t)snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0, __VA_ARGS__)
+        ADD("# Written by gpuslice for this container; read-only inside it.\n");
+        ADD("GPUSLICE_SLICE_ENFORCED=1\n");
+        ADD("GPUSLICE_REGION=%s\n", GS_SLICE_USAGE_PATH);
+        if (devices != NULL && *devices != '\0')
+                ADD("GPUSLICE_DEVICES=%s\n", devices);
+        if (s->memory != NULL)
+                ADD("GPUSLICE_MEMORY_LIMIT=%s\n", s->memory);
+        for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++)
+                if (s->memory_dev[i] != NULL)
+                        ADD("GPUSLICE_MEMORY_LIMIT_%d=%s\n", i, s->memory_dev[i]);
+        if (s->compute != NULL)
+                ADD("GPUSLICE_COMPUTE_LIMIT=%s\n", s->compute);
+        for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++)
+                if (s->compute_dev[i] != NULL)
+                        ADD("GPUSLICE_COMPUTE_LIMIT_%d=%s\n", i, s->compute_dev[i]);
+        if (s->compute_mode != NULL)
+                ADD("GPUSLICE_COMPUTE_MODE=%s\n", s->compute_mode);
+#undef ADD
+        if (n >= sizeof(buf))
+                return gs_error_set(err, GS_EINVAL, "slice configuration too long");
+        return write_at(dirfd, "slice.conf", buf, n, 0444, err);
+}
+
+int gs_slice_prepare(const struct gs_slice_opts *s, pid_t owner_pid, const char *devices, struct gs_slice_host *h,
+                     struct gs_error *err)
+{
+        memset(h, 0, sizeof(*h));
+        h->dirfd = -1;
+        const char *regions = s->regions_dir != NULL ? s->regions_dir : GS_SLICE_REGIONS_DIR;
+        char pidid[32];
+        const char *id = s->container_id;
+        if (id == NULL) {
+                snprintf(pidid, sizeof(pidid), "pid-%d", (int)owner_pid);
+                id = pidid;
+        }
+        if (!gs_slice_id_valid(id))
+                return gs_error_set(err, GS_EINVAL, "invalid container id for a slice: '%s'", id);
+        if (gs_slice_find_library(s->vgpu_lib, h->lib, sizeof(h->lib), err) < 0)
+                return -1;
+        if (snprintf(h->dir, sizeof(h->dir), "%s/%s", regions, id) >= (int)sizeof(h->dir))
+                return gs_error_set(err, GS_EINVAL, "regions directory path too long");
+        unsigned long long st = start_time(owner_pid);
+        if (st == 0)
+                return gs_error_set(err, GS_ENOTFOUND, "the container's process %d is gone", (int)owner_pid);
+
+        gs_autoclose int regfd = open_regions(regions, true, err);
+        if (regfd < 0)
+                return -1;
+        if (mkdirat(regfd, id, 0755) < 0) {
+                if (errno != EEXIST)
+                        return gs_error_sys(err, "mkdir %s", h->dir);
+                pid_t was = 0;
+                if (owner_alive(regfd, id, &was) == 1 && was == owner_pid) {
+                        h->already = true;
+                        gs_log_info("slice directory %s already set up for this container", h->dir);
+                        return 0;
+                }
+                gs_log_info("replacing stale slice directory %s", h->dir);
+                remove_tree(regfd, id, 0);
+                if (mkdirat(regfd, id, 0755) < 0)
+                        return gs_error_sys(err, "mkdir %s", h->dir);
+        }
+        h->created = true;
+        h->dirfd = openat(regfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (h->dirfd < 0) {
+                gs_error_sys(err, "open %s", h->dir);
+                goto fail;
+        }
+        if (fchmod(h->dirfd, 0755) < 0) {
+                gs_error_sys(err, "chmod %s", h->dir);
+                goto fail;
+        }
+        char owner[64];
+        int on = snprintf(owner, sizeof(owner), "%d %llu\n", (int)owner_pid, st);
+        if (write_at(h->dirfd, "owner", owner, (size_t)on, 0644, err) < 0 ||
+            write_slice_conf(h->dirfd, s, devices, err) < 0 || write_at(h->dirfd, "usage", "", 0, 0666, err) < 0)
+                goto fail;
+        return 0;
+fail:
+        gs_slice_abort(h);
+        return -1;
+}
+
+int gs_slice_write_preload(struct gs_slice_host *h, const char *image, size_t len, struct gs_error *err)
+{
+        size_t liblen = strlen(GS_SLICE_LIB_PATH);
+        /* already there (a line of its own)? */
+        for (size_t i = 0; image != NULL && i + liblen <= len; i++)
+                if ((i == 0 || image[i - 1] == '\n' || image[i - 1] == ' ' || image[i - 1] == '\t' || image[i - 1] == ':') &&
+                    memcmp(image + i, GS_SLICE_LIB_PATH, liblen) == 0 &&
+                    (i + liblen == len || strchr("\n \t:", image[i + liblen]) != NULL))
+                        return write_at(h->dirfd, "ld.so.preload", image, len, 0444, err);
+        gs_autofree char *buf = malloc(len + liblen + 2);
+        if (buf == NULL)
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
+        size_t n = 0;
+        if (image != NULL && len > 0) {
+                memcpy(buf, image, len);
+                n = len;
+                if (buf[n - 1] != '\n')
+                        buf[n++] = '\n';
+        }
+        memcpy(buf + n, GS_SLICE_LIB_PATH, liblen);
+        n += liblen;
+        buf[n++] = '\n';
+        return write_at(h->dirfd, "ld.so.preload", buf, n, 0444, err);
+}
+
+void gs_slice_abort(struct gs_slice_host *h)
+{
+        if (h->created) {
+                char *slash = strrchr(h->dir, '/');
+                if (slash != NULL) {
+                        *slash = '\0';
+                        int regfd = open(h->dir[0] != '\0' ? h->dir : "/", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (regfd >= 0) {
+                                remove_tree(regfd, slash + 1, 0);
+                                close(regfd);
+                        }
+                        *slash = '/';
+                }
+                h->created = false;
+        }
+        gs_slice_close(h);
+}
+
+void gs_slice_close(struct gs_slice_host *h)
+{
+        if (h->dirfd >= 0)
+                close(h->dirfd);
+        h->dirfd = -1;
+}
+
+int gs_slice_remove(const char *regions_dir, const char *id, struct gs_error *err)
+{
+        if (regions_dir == NULL)
+                regions_dir = GS_SLICE_REGIONS_DIR;
+        if (!gs_slice_id_valid(id))
+                return gs_error_set(err, GS_EINVAL, "invalid container id: '%s'", id);
+        gs_autoclose int regfd = open(regions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (regfd < 0)
+                return errno == ENOENT ? 0 : gs_error_sys(err, "open %s", regions_dir);
+        struct stat st;
+        if (fstatat(regfd, id, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return 0;
+        gs_log_info("removing slice directory %s/%s", regions_dir, id);
+        remove_tree(regfd, id, 0);
+        return 0;
+}
+
+unsigned gs_slice_sweep(const char *regions_dir)
+{
+        if (regions_dir == NULL)
+                regions_dir = GS_SLICE_REGIONS_DIR;
+        int regfd = open(regions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (regfd < 0)
+                return 0;
+        DIR *d = fdopendir(regfd);
+        if (d == NULL) {
+                close(regfd);
+                return 0;
+        }
+        unsigned removed = 0;
+        time_t now = time(NULL);
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+                if (e->d_name[0] == '.')
+                        continue;
+                int alive = owner_alive(dirfd(d), e->d_name, NULL);
+                if (alive == 1)
+                        continue;
+                struct stat st;
+                if (alive < 0 && (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || now - st.st_mtime < 60))
+                        continue; /* being made right now, perhaps */
+                gs_log_info("sweeping slice directory %s/%s (its container is gone)", regions_dir, e->d_name);
+                remove_tree(dirfd(d), e->d_name, 0);
+                removed++;
+        }
+        closedir(d);
+        return removed;
+}

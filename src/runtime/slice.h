@@ -1,0 +1,65 @@
+/*
+ * A slice's host side: the directory <regions_dir>/<container-id>/ that the observer scans, and
+ * the files the container gets from it (all made by root on the host, none from the container):
+ *   owner          "<pid> <start time>" of the container's init: who this directory belongs to
+ *   slice.conf     the limits (KEY=VALUE, read by libgpuslice-vgpu.so), mounted read-only at
+ *                  GS_SLICE_FILE_PATH; it marks itself enforced, so the container's own
+ *                  environment can lower a limit but never raise it
+ *   ld.so.preload  the image's own /etc/ld.so.preload lines, kept, plus the interposer's path;
+ *                  mounted read-only over the container's /etc/ld.so.preload
+ *   usage          the usage region (0666, sized by the first process), mounted read-write at
+ *                  GS_SLICE_USAGE_PATH
+ * The directory goes when the container does: a poststop hook removes it, and every hook run
+ * sweeps the directories whose owner is no longer alive.
+ */
+#ifndef GS_RUNTIME_SLICE_H
+#define GS_RUNTIME_SLICE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <gpuslice/gpuslice.h>
+
+#define GS_SLICE_USAGE_PATH GS_SLICE_RUN_DIR "/usage"
+
+struct gs_slice_host {
+        char dir[PATH_MAX];     /* <regions_dir>/<id> */
+        char lib[PATH_MAX];     /* host path of libgpuslice-vgpu.so */
+        int dirfd;              /* O_DIRECTORY fd on dir, or -1 */
+        bool created;           /* we made dir (remove it on failure) */
+        bool already;           /* dir existed for this same live container: nothing to do */
+};
+
+/* The interposer: `configured` if set (must be readable), else next to the running executable
+ * (libgpuslice-vgpu.so, ../lib/gpuslice/, ../lib/<multiarch>/gpuslice/, ../lib/). */
+int gs_slice_find_library(const char *configured, char *out, size_t len, struct gs_error *err);
+
+/* A container id usable as a directory name ([A-Za-z0-9_.+-], not "." or "..", < 256 chars). */
+bool gs_slice_id_valid(const char *id);
+
+/* Host side, before anything in the container is touched: find the interposer, create the
+ * directory for `owner_pid`'s container and write owner, slice.conf (with `devices`, the
+ * visible GPU UUIDs, comma-separated, or NULL) and an empty usage file. If the directory exists
+ * for the same live container, sets `already` and does nothing; a stale one (dead owner) is
+ * replaced. */
+int gs_slice_prepare(const struct gs_slice_opts *s, pid_t owner_pid, const char *devices,
+                     struct gs_slice_host *h, struct gs_error *err);
+
+/* The ld.so.preload for the container: `image` (its current file, may be NULL/empty) with the
+ * interposer's line appended unless present. Written into the host directory (0444). */
+int gs_slice_write_preload(struct gs_slice_host *h, const char *image, size_t len, struct gs_error *err);
+
+/* Undo gs_slice_prepare (on a failed configure): remove the directory if we created it. */
+void gs_slice_abort(struct gs_slice_host *h);
+void gs_slice_close(struct gs_slice_host *h);
+
+/* poststop: remove the container's directory (no error if it is gone). */
+int gs_slice_remove(const char *regions_dir, const char *id, struct gs_error *err);
+
+/* Remove the directories whose owner is dead (and half-made ones older than a minute). Returns
+ * how many were removed; never fails (problems are logged). */
+unsigned gs_slice_sweep(const char *regions_dir);
+
+#endif

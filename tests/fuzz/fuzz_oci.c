@@ -1,0 +1,48 @@
+/* libFuzzer harness: the OCI state and config.json parsers, and the env contract built from the
+ * parsed process.env (gs_oci_state_parse, gs_oci_config_parse, gs_request_from_env). */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpuslice/gpuslice.h>
+
+#include "runtime/hostconfig.h"
+#include "runtime/oci.h"
+#include "runtime/request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        struct gs_error err = {0};
+        struct gs_oci_state st;
+        if (gs_oci_state_parse((const char *)data, size, &st, &err) == 0) {
+                if (st.id[0] == '\0' || st.bundle[0] != '/' || st.pid < 0)
+                        abort(); /* accepted a state that breaks the parser's promises */
+        } else if (err.msg[0] == '\0') {
+                abort(); /* a failure without a message */
+        }
+        struct gs_oci_config cfg;
+        memset(&err, 0, sizeof(err));
+        if (gs_oci_config_parse((const char *)data, size, "/bundle", &cfg, &err) < 0) {
+                if (err.msg[0] == '\0')
+                        abort();
+                return 0;
+        }
+        if (cfg.rootfs[0] != '/')
+                abort();
+        static struct gs_hostconfig hc;
+        gs_hostconfig_defaults(&hc);
+        struct gs_request rq;
+        for (int privileged = 0; privileged < 2; privileged++) {
+                memset(&err, 0, sizeof(err));
+                if (gs_request_from_env(&rq, cfg.env, cfg.nenv, privileged, &hc, &err) == 0) {
+                        if (rq.opts.nrequires > GS_MAX_REQUIRES || (rq.gpu && rq.opts.no_gpu))
+                                abort();
+                        gs_request_release(&rq);
+                } else if (err.msg[0] == '\0' || err.stage == NULL) {
+                        abort();
+                }
+        }
+        gs_oci_config_release(&cfg);
+        return 0;
+}

@@ -1,0 +1,352 @@
+/* The OCI state / config.json parsers and the NVIDIA / HAMi env contract (src/runtime). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "runtime/hook.h"
+#include "runtime/hostconfig.h"
+#include "runtime/oci.h"
+#include "runtime/request.h"
+#include "runtime/slice.h"
+
+#define S(x) x, strlen(x)
+
+static void state_runc_and_crun(void **unused)
+{
+        (void)unused;
+        struct gs_oci_state st;
+        struct gs_error err = {0};
+        /* runc prestart */
+        assert_int_equal(gs_oci_state_parse(S("{\"ociVersion\":\"1.0.2-dev\",\"id\":\"c1\",\"status\":\"creating\","
+                                              "\"pid\":4242,\"bundle\":\"/b/c1\",\"annotations\":{\"a\":\"b\"}}"),
+                                            &st, &err),
+                         0);
+        assert_string_equal(st.id, "c1");
+        assert_int_equal(st.pid, 4242);
+        assert_string_equal(st.bundle, "/b/c1");
+        assert_string_equal(st.status, "creating");
+        /* crun: pid 0, extra "root", unknown keys; the pre-2017 bundlePath */
+        assert_int_equal(gs_oci_state_parse(S("{\"ociVersion\":\"1.0\",\"id\":\"c2\",\"pid\":0,\"root\":\"rootfs\","
+                                              "\"bundlePath\":\"/b/c2\",\"status\":\"created\",\"x\":[1,2]}\n"),
+                                            &st, &err),
+                         0);
+        assert_int_equal(st.pid, 0);
+        assert_string_equal(st.bundle, "/b/c2");
+        /* poststop: no pid at all */
+        assert_int_equal(gs_oci_state_parse(S("{\"id\":\"c3\",\"bundle\":\"/b\",\"status\":\"stopped\"}"), &st, &err), 0);
+        assert_int_equal(st.pid, 0);
+}
+
+static void state_errors(void **unused)
+{
+        (void)unused;
+        static const struct {
+                const char *json, *msg;
+        } bad[] = {
+                {"", "invalid OCI state"},
+                {"[]", "not a JSON object"},
+                {"{\"id\":\"x\"", "invalid OCI state"},
+                {"{\"bundle\":\"/b\"}", "no container id"},
+                {"{\"id\":\"\",\"bundle\":\"/b\"}", "no container id"},
+                {"{\"id\":\"x\"}", "no bundle"},
+                {"{\"id\":\"x\",\"bundle\":\"rel\"}", "not an absolute path"},
+                {"{\"id\":\"x\",\"bundle\":\"/b\",\"pid\":\"12\"}", "'pid' is not an integer"},
+                {"{\"id\":\"x\",\"bundle\":\"/b\",\"pid\":-1}", "invalid pid"},
+                {"{\"id\":7,\"bundle\":\"/b\"}", "'id' is not a string"},
+                {"{\"id\":\"x\",\"bundle\":\"/b\"} trailing", "trailing data"},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct gs_oci_state st;
+                struct gs_error err = {0};
+                assert_int_equal(gs_oci_state_parse(bad[i].json, strlen(bad[i].json), &st, &err), -1);
+                if (strstr(err.msg, bad[i].msg) == NULL)
+                        fail_msg("'%s': got '%s', want '%s'", bad[i].json, err.msg, bad[i].msg);
+        }
+}
+
+static void config_parse(void **unused)
+{
+        (void)unused;
+        struct gs_oci_config cfg;
+        struct gs_error err = {0};
+        const char *json = "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"},"
+                           "\"process\":{\"env\":[\"PATH=/bin\",\"NVIDIA_VISIBLE_DEVICES=0\",\"A=1\",\"A=2\"],"
+                           "\"user\":{\"uid\":1000,\"gid\":100},"
+                           "\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_SYS_ADMIN\"]}},"
+                           "\"annotations\":{\"io.kubernetes.pod.name\":\"p\"}}";
+        assert_int_equal(gs_oci_config_parse(S(json), "/bundles/x", &cfg, &err), 0);
+        assert_string_equal(cfg.rootfs, "/bundles/x/rootfs");
+        assert_int_equal(cfg.nenv, 4);
+        assert_string_equal(gs_env_get(cfg.env, cfg.nenv, "NVIDIA_VISIBLE_DEVICES"), "0");
+        assert_string_equal(gs_env_get(cfg.env, cfg.nenv, "A"), "2"); /* the last one wins */
+        assert_null(gs_env_get(cfg.env, cfg.nenv, "NVIDIA"));
+        assert_true(cfg.privileged);
+        assert_int_equal(cfg.uid, 1000);
+        assert_int_equal(cfg.gid, 100);
+        assert_int_equal(cfg.nannotations, 1);
+        assert_string_equal(cfg.annotations[0], "io.kubernetes.pod.name=p");
+        gs_oci_config_release(&cfg);
+
+        assert_int_equal(gs_oci_config_parse(S("{\"root\":{\"path\":\"/abs/root\"}}"), "/b", &cfg, &err), 0);
+        assert_string_equal(cfg.rootfs, "/abs/root");
+        assert_false(cfg.privileged);
+        assert_int_equal(cfg.nenv, 0);
+        gs_oci_config_release(&cfg);
+
+        assert_int_equal(gs_oci_config_parse(S("{\"process\":{}}"), "/b", &cfg, &err), -1);
+        assert_non_null(strstr(err.msg, "no 'root' object"));
+        assert_int_equal(gs_oci_config_parse(S("{\"root\":{\"path\":\"r\"},\"process\":{\"env\":\"A=1\"}}"), "/b", &cfg,
+                                             &err),
+                         -1);
+        assert_non_null(strstr(err.msg, "'process.env' is not an array"));
+}
+
+/* --- the env contract ------------------------------------------------------------------------ */
+
+static struct gs_hostconfig hc;
+
+static int setup_hc(void **unused)
+{
+        (void)unused;
+        gs_hostconfig_defaults(&hc);
+        return 0;
+}
+
+static int req(struct gs_request *rq, struct gs_error *err, bool privileged, ...)
+{
+        char *env[64];
+        size_t n = 0;
+        va_list ap;
+        va_start(ap, privileged);
+        for (const char *e; (e = va_arg(ap, const char *)) != NULL && n < 64;)
+                env[n++] = (char *)e;
+        va_end(ap);
+        env[n] = NULL;
+        memset(err, 0, sizeof(*err));
+        return gs_request_from_env(rq, env, n, privileged, &hc, err);
+}
+
+static void visible_devices(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        assert_int_equal(req(&rq, &err, false, "PATH=/bin", NULL), 0); /* unset: not a GPU container */
+        assert_false(rq.gpu);
+        assert_true(rq.opts.no_gpu);
+        assert_false(gs_slice_requested(&rq.opts.slice));
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=", NULL), 0);
+        assert_false(rq.gpu);
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=void", NULL), 0);
+        assert_false(rq.gpu);
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=none", NULL), 0);
+        assert_true(rq.gpu);
+        assert_null(rq.opts.devices);
+        assert_int_equal(rq.opts.caps, GS_CAP_UTILITY | GS_CAP_COMPUTE); /* the default */
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=all", NULL), 0);
+        assert_string_equal(rq.opts.devices, "all");
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0,GPU-abc", NULL), 0);
+        assert_string_equal(rq.opts.devices, "0,GPU-abc");
+        /* as NVIDIA's hook: entries trimmed, empty ones dropped, any "void" = no GPU, any "all" = all */
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES= 0, ,1 ,", NULL), 0);
+        assert_string_equal(rq.opts.devices, "0,1");
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES= ", NULL), 0);
+        assert_false(rq.gpu);
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0,void", NULL), 0);
+        assert_false(rq.gpu);
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=1,all", NULL), 0);
+        assert_string_equal(rq.opts.devices, "all");
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES= none ", NULL), 0);
+        assert_true(rq.gpu);
+        assert_null(rq.opts.devices);
+        gs_request_release(&rq);
+}
+
+static void legacy_image(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        /* CUDA_VERSION without NVIDIA_REQUIRE_CUDA: all devices, all supported caps, cuda>=11.0 */
+        assert_int_equal(req(&rq, &err, false, "CUDA_VERSION=11.0.3", NULL), 0);
+        assert_true(rq.gpu);
+        assert_string_equal(rq.opts.devices, "all");
+        assert_int_equal(rq.opts.caps, hc.supported_caps);
+        assert_int_equal(rq.opts.nrequires, 1);
+        assert_string_equal(rq.opts.requires[0], "cuda>=11.0");
+        gs_request_release(&rq);
+        assert_int_equal(req(&rq, &err, false, "CUDA_VERSION=12", NULL), 0);
+        assert_string_equal(rq.opts.requires[0], "cuda>=12.0");
+        gs_request_release(&rq);
+        assert_int_equal(req(&rq, &err, false, "CUDA_VERSION=12.4.1-rc1", NULL), 0);
+        assert_string_equal(rq.opts.requires[0], "cuda>=12.4");
+        gs_request_release(&rq);
+        /* an invalid version fails (as NVIDIA's hook), unless requirements are disabled */
+        assert_int_equal(req(&rq, &err, false, "CUDA_VERSION=abc", NULL), -1);
+        assert_string_equal(err.msg, "failed to get version: invalid CUDA version abc");
+        assert_int_equal(req(&rq, &err, false, "CUDA_VERSION=11.x", NULL), -1);
+        assert_int_equal(req(&rq, &err, false, "CUDA_VERSION=abc", "NVIDIA_DISABLE_REQUIRE=true", NULL), 0);
+        assert_int_equal(rq.opts.nrequires, 0);
+        /* an empty CUDA_VERSION is not a legacy image */
+        assert_int_equal(req(&rq, &err, false, "CUDA_VERSION=", NULL), 0);
+        assert_false(rq.gpu);
+        /* a modern image (NVIDIA_REQUIRE_CUDA set): no implicit devices */
+        assert_int_equal(req(&rq, &err, false, "CUDA_VERSION=12.4.1", "NVIDIA_REQUIRE_CUDA=cuda>=12.4", NULL), 0);
+        assert_false(rq.gpu);
+        gs_request_release(&rq);
+}
+
+static void capabilities(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute,video", NULL), 0);
+        assert_int_equal(rq.opts.caps, GS_CAP_COMPUTE | GS_CAP_VIDEO);
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=all", NULL), 0);
+        assert_int_equal(rq.opts.caps, hc.supported_caps);
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute,warp", NULL), -1);
+        assert_non_null(strstr(err.msg, "unknown driver capability 'warp'"));
+        assert_string_equal(err.stage, "hook");
+        hc.supported_caps = GS_CAP_COMPUTE | GS_CAP_UTILITY;
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=graphics", NULL), -1);
+        assert_non_null(strstr(err.msg, "unsupported capabilities found"));
+        gs_hostconfig_defaults(&hc);
+        /* gs_caps_* helpers */
+        assert_int_equal(gs_caps_expand(GS_CAP_VIDEO), GS_CAP_VIDEO | GS_CAP_COMPUTE);
+        assert_int_equal(gs_caps_expand(GS_CAP_DISPLAY), GS_CAP_DISPLAY | GS_CAP_GRAPHICS);
+        assert_true(gs_caps_drvopts(GS_CAP_UTILITY, 0) & GS_DRV_NO_LIBS32);
+        assert_true(gs_caps_drvopts(GS_CAP_UTILITY, 0) & GS_DRV_NO_UVM);
+        assert_false(gs_caps_drvopts(GS_CAP_COMPUTE | GS_CAP_COMPAT32, 0) & (GS_DRV_NO_LIBS32 | GS_DRV_NO_UVM));
+        assert_true(gs_caps_want(GS_CAP_COMPUTE, 0));
+        assert_false(gs_caps_want(GS_CAP_COMPUTE, GS_CAP_GRAPHICS));
+}
+
+static void requirements(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_CUDA=cuda>=12.0",
+                             "NVIDIA_REQUIRE_BRAND=brand=tesla", "NVIDIA_REQUIRE_JETPACK=csv-mounts=all",
+                             "NVIDIA_REQUIRE_EMPTY=", NULL),
+                         0);
+        assert_int_equal(rq.opts.nrequires, 2);
+        assert_string_equal(rq.opts.requires[0], "cuda>=12.0");
+        assert_string_equal(rq.opts.requires[1], "brand=tesla");
+        gs_request_release(&rq);
+        /* the last definition of a variable wins */
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_CUDA=cuda>=99",
+                             "NVIDIA_REQUIRE_CUDA=cuda>=11", NULL),
+                         0);
+        assert_int_equal(rq.opts.nrequires, 1);
+        assert_string_equal(rq.opts.requires[0], "cuda>=11");
+        gs_request_release(&rq);
+        /* NVIDIA_DISABLE_REQUIRE, as Go's ParseBool */
+        static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+        for (size_t i = 0; i < 6; i++) {
+                char v[64];
+                snprintf(v, sizeof(v), "NVIDIA_DISABLE_REQUIRE=%s", yes[i]);
+                assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_CUDA=cuda>=99", v, NULL), 0);
+                assert_int_equal(rq.opts.nrequires, 0);
+        }
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_CUDA=cuda>=99",
+                             "NVIDIA_DISABLE_REQUIRE=yes", NULL),
+                         0);
+        assert_int_equal(rq.opts.nrequires, 1);
+        gs_request_release(&rq);
+        hc.disable_require = true;
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_REQUIRE_CUDA=cuda>=99", NULL), 0);
+        assert_int_equal(rq.opts.nrequires, 0);
+        gs_hostconfig_defaults(&hc);
+}
+
+static void mig_and_imex(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_MIG_CONFIG_DEVICES=all", NULL), -1);
+        assert_string_equal(err.msg, "cannot set MIG_CONFIG_DEVICES in non privileged container");
+        assert_int_equal(req(&rq, &err, true, "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_MIG_CONFIG_DEVICES=all",
+                             "NVIDIA_MIG_MONITOR_DEVICES=all", NULL),
+                         0);
+        assert_string_equal(rq.opts.mig_config, "all");
+        assert_string_equal(rq.opts.mig_monitor, "all");
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_IMEX_CHANNELS=0,3", NULL), 0);
+        assert_string_equal(rq.opts.imex_channels, "0,3");
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_IMEX_CHANNELS=all", NULL), 0);
+        assert_null(rq.opts.imex_channels);
+}
+
+static void slices(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        assert_int_equal(req(&rq, &err, false, "GPUSLICE_MEMORY_LIMIT=4Gi", NULL), 0);
+        assert_false(rq.gpu); /* a slice alone: the GPUs come from elsewhere (CDI) */
+        assert_true(gs_slice_requested(&rq.opts.slice));
+        assert_string_equal(rq.opts.slice.memory, "4Gi");
+        /* HAMi's names; ours win */
+        assert_int_equal(req(&rq, &err, false, "CUDA_DEVICE_MEMORY_LIMIT=2g", "CUDA_DEVICE_MEMORY_LIMIT_1=1g",
+                             "GPUSLICE_MEMORY_LIMIT_1=512Mi", "CUDA_DEVICE_SM_LIMIT=30",
+                             "GPU_CORE_UTILIZATION_POLICY=force", NULL),
+                         0);
+        assert_string_equal(rq.opts.slice.memory, "2g");
+        assert_string_equal(rq.opts.slice.memory_dev[1], "512Mi");
+        assert_null(rq.opts.slice.memory_dev[0]);
+        assert_string_equal(rq.opts.slice.compute, "30");
+        assert_string_equal(rq.opts.slice.compute_mode, "cap");
+        /* "0" and "unlimited" ask for nothing */
+        assert_int_equal(req(&rq, &err, false, "GPUSLICE_MEMORY_LIMIT=unlimited", "GPUSLICE_COMPUTE_LIMIT=0", NULL), 0);
+        assert_false(gs_slice_requested(&rq.opts.slice));
+        /* errors name the variable and the stage */
+        assert_int_equal(req(&rq, &err, false, "GPUSLICE_MEMORY_LIMIT=4 GB", NULL), -1);
+        assert_string_equal(err.stage, "slice");
+        assert_non_null(strstr(err.msg, "invalid GPUSLICE_MEMORY_LIMIT '4 GB'"));
+        assert_int_equal(req(&rq, &err, false, "CUDA_DEVICE_SM_LIMIT_2=101", NULL), -1);
+        assert_non_null(strstr(err.msg, "invalid CUDA_DEVICE_SM_LIMIT_2 '101'"));
+        assert_int_equal(req(&rq, &err, false, "GPUSLICE_COMPUTE_MODE=fast", NULL), -1);
+        assert_non_null(strstr(err.msg, "invalid GPUSLICE_COMPUTE_MODE 'fast'"));
+}
+
+static void hook_stages_and_ids(void **unused)
+{
+        (void)unused;
+        enum gs_hook_stage s;
+        assert_int_equal(gs_hook_stage_parse("prestart", &s), 0);
+        assert_int_equal(s, GS_HOOK_PRESTART);
+        assert_int_equal(gs_hook_stage_parse("createRuntime", &s), 0);
+        assert_int_equal(s, GS_HOOK_CREATE_RUNTIME);
+        assert_int_equal(gs_hook_stage_parse("poststop", &s), 0);
+        assert_int_equal(gs_hook_stage_parse("createContainer", &s), -1);
+        assert_true(gs_slice_id_valid("4f2a9c_x.y-z"));
+        assert_false(gs_slice_id_valid(""));
+        assert_false(gs_slice_id_valid(".."));
+        assert_false(gs_slice_id_valid("a/b"));
+        assert_false(gs_slice_id_valid("a b"));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(state_runc_and_crun),
+                cmocka_unit_test(state_errors),
+                cmocka_unit_test(config_parse),
+                cmocka_unit_test_setup(visible_devices, setup_hc),
+                cmocka_unit_test_setup(legacy_image, setup_hc),
+                cmocka_unit_test_setup(capabilities, setup_hc),
+                cmocka_unit_test_setup(requirements, setup_hc),
+                cmocka_unit_test_setup(mig_and_imex, setup_hc),
+                cmocka_unit_test_setup(slices, setup_hc),
+                cmocka_unit_test(hook_stages_and_ids),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
