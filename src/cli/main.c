@@ -190,7 +190,7 @@ int main(int argc, char **argv)
         }
         /* A hook's environment may be the image's (a runtime that runs hooks without an explicit
          * env): it names no file we write to. */
-        if (g.debug == NULL && strcmp(argv[optind], "hook") != 0)
+        if (g.debug == NULL && strcmp(argv[optind], "hook") != 0 && strcmp(argv[optind], "cdi-hook") != 0)
                 g.debug = secure_getenv("GPUSLICE_DEBUG_FILE");
         if (g.debug != NULL && gs_log_open(g.debug) < 0)
                 cli_warn("cannot open debug log %s: %s", g.debug, strerror(errno));
@@ -217,6 +217,10 @@ int main(int argc, char **argv)
                 rv = cmd_exec(&g, vargc, vargv);
         else if (strcmp(verb, "hook") == 0)
                 rv = cmd_hook(&g, vargc, vargv);
+        else if (strcmp(verb, "cdi") == 0)
+                rv = cmd_cdi(&g, vargc, vargv);
+        else if (strcmp(verb, "cdi-hook") == 0)
+                rv = cmd_cdi_hook(&g, vargc, vargv);
         else if (strcmp(verb, "help") == 0) {
                 fputs(global_help, stdout);
                 rv = 0;
