@@ -193,19 +193,13 @@ static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
         }
 }
 
-/* The lower of two limits (0 = unlimited). */
-static uint64_t lower(uint64_t a, uint64_t b)
-{
-        if (a == 0)
-                return b;
-        return b != 0 && b < a ? b : a;
-}
-
 void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*env)(const char *name))
 {
         static struct slice_file sf;
         /* A slice file that the host wrote for a container (GPUSLICE_SLICE_ENFORCED=1, mounted
-         * read-only) is the container's ceiling: no variable can point elsewhere or raise it. */
+         * read-only) holds the container's limits: no variable can change them, point the region
+         * or the slice file elsewhere, or opt out. (A lower per-process limit would not hold
+         * either: the processes of a container share one region, and its limits apply.) */
         bool enforced = slice_load(&sf, "/etc/gpuslice/slice.conf") &&
                         (slice_get(&sf, "GPUSLICE_SLICE_ENFORCED") != NULL &&
                          strcmp(slice_get(&sf, "GPUSLICE_SLICE_ENFORCED"), "1") == 0);
@@ -227,9 +221,7 @@ void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*env)(const ch
                 snprintf(cfg->env_message, sizeof(cfg->env_message), "%s", mine.message);
                 return;
         }
+        /* Only the log level is the process's own. */
         if (env("GPUSLICE_LOG_LEVEL") != NULL || env("LIBCUDA_LOG_LEVEL") != NULL)
                 cfg->log_level = mine.log_level;
-        cfg->limit_all = lower(cfg->limit_all, mine.limit_all);
-        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
-                cfg->limit[i] = lower(cfg->limit[i], mine.limit[i]);
 }

@@ -16,8 +16,9 @@
  *                                                             the hook/configure, read-only in the
  *                                                             container): then the file's region,
  *                                                             devices and limits apply, the
- *                                                             environment can only lower a limit,
- *                                                             and GPUSLICE_SLICE_FILE is ignored
+ *                                                             environment's are ignored (the log
+ *                                                             level excepted), and so is
+ *                                                             GPUSLICE_SLICE_FILE
  *   GPUSLICE_ON_CONFIG_ERROR=unlimited                        run without limits when the config is
  *                                                             invalid (default: refuse: cuInit fails)
  * Sizes: digits with an optional fraction, then K, M, G, T or Ki, Mi, Gi, Ti (any case; all powers
@@ -42,7 +43,7 @@ struct gs_vgpu_config {
         bool error;                          /* an invalid setting was found */
         bool ignore_errors;                  /* GPUSLICE_ON_CONFIG_ERROR=unlimited */
         char message[512];                   /* the first error */
-        bool enforced;                       /* limits from the host's slice file (a ceiling) */
+        bool enforced;                       /* limits from the host's slice file only */
         char env_message[512];               /* an invalid variable ignored under an enforced file */
 };
 
