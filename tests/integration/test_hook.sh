@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# `gpuslice hook` as the real runc (1.1) runs it: bundles whose config.json hooks call
+# `gpuslice --root DRV hook --config CONF prestart|createRuntime|poststop` directly (each with an
+# explicit "env", as every hook we ship or generate has), the container's request in process.env
+# (the NVIDIA contract and the slice variables), and the container's own view checked from inside
+# (bundle.sh's /check.sh). Then the CVE-2025-23266 ("NVIDIAScape") regression test: an image whose
+# environment preloads a library from its own rootfs and poisons PATH must never get code into a
+# hook, with a negative control showing the attack works against a hook that has no "env".
+. "$(dirname "$0")/lib.sh"
+. "$SRC/tests/integration/bundle.sh"
+
+[ -x "$RUNC" ] || { echo "SKIP: runc is not installed"; exit 77; }
+command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
+for f in "$GS" "$VGPU_LIB" "$PROBE" "$POC"; do
+        [ -e "$f" ] || { echo "not ok - $f is not built"; exit 1; }
+done
+
+DRV=$(mkroot drv 2gpu.conf)
+STATE=$TMP/runc-state
+CG=gs-it-hook-$$
+SLICES=$TMP/slices
+CONF=$TMP/hook.toml
+printf '[driver]\nroot = "%s"\n\n[slice]\nregions-dir = "%s"\n' "$DRV" "$SLICES" >"$CONF"
+ids=()
+cleanup() {
+        local id d
+        for id in "${ids[@]}"; do "$RUNC" --root "$STATE" delete -f "$id" >/dev/null 2>&1; done
+        for d in /sys/fs/cgroup/*/"$CG"-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+        rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# env_json VAR=VALUE...: a JSON array of strings
+env_json() { printf '%s\n' "$@" | jq -R . | jq -cs .; }
+# jq filters for make_bundle: our hooks, as we ship them (explicit env).
+H_PRESTART='{path: $gs, args: ["gpuslice", "--root", $drv, "hook", "--config", $conf, "prestart"], env: $hookenv}'
+H_CREATERT='{path: $gs, args: ["gpuslice", "--root", $drv, "hook", "--config", $conf, "createRuntime"], env: $hookenv}'
+H_POSTSTOP='{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststop"], env: $hookenv}'
+# an observer run after ours: what the regions directory holds while the container is created
+H_OBSERVE='{path: "/bin/sh", args: ["sh", "-c", "ls -A \"$0\" >\"$1/slices.during\"; cat \"$0\"/*/owner >>\"$1/slices.during\"", ($tmp + "/slices"), $bundle], env: $hookenv}'
+
+# gpu_case NAME ENV...: a bundle with our prestart + poststop hooks and that env; run it.
+gpu_case() {
+        local name=$1; shift 1
+        make_bundle "$name" '.process.env += $env | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}' \
+                --argjson env "$(env_json "$@")"
+        run_bundle "$name"
+}
+no_container_left() { # NAME DESC
+        local left d; left=$("$RUNC" --root "$STATE" list -q 2>&1)
+        if [ -z "$left" ]; then ok "$2: runc list is empty"; else not_ok "$2: runc list shows: $left"; fi
+        for d in /sys/fs/cgroup/*/"$CG-$1"; do
+                [ -d "$d" ] && { not_ok "$2: the cgroup $d is left"; return; }
+        done
+        ok "$2: its cgroups are gone"
+}
+no_slice_dirs() { # DESC
+        local left; left=$(ls -A "$SLICES" 2>/dev/null)
+        if [ -z "$left" ]; then ok "$1: no slice directory in the regions dir"; else not_ok "$1: slice directories left: $left"; fi
+}
+expect_fail() { # NAME MESSAGE DESC: runc run failed with gpuslice's message, the process never ran
+        if [ "$(rc_of "$1")" != 0 ]; then ok "$3: runc run fails (exit $(rc_of "$1"))"; else not_ok "$3: runc run succeeded"; fi
+        cat "$TMP/$1.out" >>"$TMP/$1.err"
+        expect_err "$1" "$2" "$3: runc's error carries gpuslice's message"
+        if grep -q "^DONE\|^HAS \|^NO " "$TMP/$1.err"; then not_ok "$3: the container's process ran"; else ok "$3: the container's process never ran"; fi
+}
+
+# 1. NVIDIA_VISIBLE_DEVICES=0, default capabilities (utility, compute).
+gpu_case dev0 NVIDIA_VISIBLE_DEVICES=0
+expect_done dev0 "NVIDIA_VISIBLE_DEVICES=0"
+expect_gpu0 dev0 "NVIDIA_VISIBLE_DEVICES=0"
+expect_fact dev0 "HAS /dev/nvidia-uvm" "NVIDIA_VISIBLE_DEVICES=0: /dev/nvidia-uvm (compute)"
+expect_no_slice dev0 "NVIDIA_VISIBLE_DEVICES=0 (no slice asked)"
+no_container_left dev0 "NVIDIA_VISIBLE_DEVICES=0"
+
+# 2. all
+gpu_case all NVIDIA_VISIBLE_DEVICES=all
+expect_done all "NVIDIA_VISIBLE_DEVICES=all"
+expect_all_gpus all "NVIDIA_VISIBLE_DEVICES=all"
+
+# 3. none: driver files and control nodes, no GPU node
+gpu_case none NVIDIA_VISIBLE_DEVICES=none
+expect_done none "NVIDIA_VISIBLE_DEVICES=none"
+expect_fact none "HAS /dev/nvidiactl" "none: /dev/nvidiactl"
+expect_fact none "HAS $LIBDIR/libcuda.so.$DRV_VERSION" "none: libcuda"
+expect_fact none "HAS /usr/bin/nvidia-smi" "none: nvidia-smi"
+expect_fact none "NO /dev/nvidia0" "none: no /dev/nvidia0"
+expect_fact none "NO /dev/nvidia2" "none: no /dev/nvidia2"
+expect_fact none "GPUS " "none: no GPU in /proc/driver/nvidia/gpus"
+
+# 4. void and unset: nothing mounted at all
+gpu_case void NVIDIA_VISIBLE_DEVICES=void
+expect_done void "NVIDIA_VISIBLE_DEVICES=void"
+expect_nothing void "NVIDIA_VISIBLE_DEVICES=void"
+expect_no_slice void "NVIDIA_VISIBLE_DEVICES=void"
+gpu_case unset FOO=bar
+expect_done unset "NVIDIA_VISIBLE_DEVICES unset"
+expect_nothing unset "NVIDIA_VISIBLE_DEVICES unset"
+gpu_case empty NVIDIA_VISIBLE_DEVICES=
+expect_done empty "NVIDIA_VISIBLE_DEVICES empty"
+expect_nothing empty "NVIDIA_VISIBLE_DEVICES empty"
+
+# 5. the createRuntime stage does the same as prestart
+make_bundle crt '.process.env += ["NVIDIA_VISIBLE_DEVICES=0"] | .hooks = {createRuntime: ['"$H_CREATERT"'], poststop: ['"$H_POSTSTOP"']}'
+run_bundle crt
+expect_done crt "createRuntime hook"
+expect_gpu0 crt "createRuntime hook"
+
+# 6. capabilities: utility only (no libcuda), and an unknown one fails the container
+gpu_case util NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=utility
+expect_done util "NVIDIA_DRIVER_CAPABILITIES=utility"
+expect_fact util "HAS $LIBDIR/libnvidia-ml.so.$DRV_VERSION" "utility: libnvidia-ml"
+expect_fact util "NO $LIBDIR/libcuda.so.$DRV_VERSION" "utility: no libcuda"
+expect_fact util "NO /dev/nvidia-uvm" "utility: no /dev/nvidia-uvm"
+gpu_case badcap NVIDIA_VISIBLE_DEVICES=0 NVIDIA_DRIVER_CAPABILITIES=compute,bogus
+expect_fail badcap "unknown driver capability 'bogus'" "NVIDIA_DRIVER_CAPABILITIES=compute,bogus"
+no_container_left badcap "after the capability error"
+
+# 7. requirements: an unsatisfied one fails `runc run` and leaves nothing (with a slice asked
+#    too: no slice directory either); NVIDIA_DISABLE_REQUIRE lets the same container start.
+make_bundle req '.process.env += $env | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}' \
+        --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=0 'NVIDIA_REQUIRE_CUDA=cuda>=99' GPUSLICE_MEMORY_LIMIT=1Gi)"
+files_of "$TMP/req/rootfs" >"$TMP/req.fbefore"
+run_bundle req
+expect_fail req "unsatisfied condition: cuda>=99" "NVIDIA_REQUIRE_CUDA=cuda>=99"
+no_container_left req "after the requirement error"
+files_of "$TMP/req/rootfs" >"$TMP/req.fafter"
+if diff "$TMP/req.fbefore" "$TMP/req.fafter" >"$TMP/req.fdiff"; then ok "cuda>=99: the rootfs is unchanged"; else
+        not_ok "cuda>=99: the rootfs changed: $(head -5 "$TMP/req.fdiff" | tr '\n' ' ')"; fi
+no_slice_dirs "cuda>=99"
+gpu_case noreq NVIDIA_VISIBLE_DEVICES=0 'NVIDIA_REQUIRE_CUDA=cuda>=99' NVIDIA_DISABLE_REQUIRE=true
+expect_done noreq "NVIDIA_DISABLE_REQUIRE=true with cuda>=99"
+expect_gpu0 noreq "NVIDIA_DISABLE_REQUIRE=true"
+gpu_case reqs NVIDIA_VISIBLE_DEVICES=0 'NVIDIA_REQUIRE_CUDA=cuda>=12.0' 'NVIDIA_REQUIRE_ARCH=arch>=9.0'
+expect_fail reqs "unsatisfied condition: arch>=9.0" "NVIDIA_REQUIRE_* are ANDed (cuda>=12.0 holds, arch>=9.0 does not)"
+
+# 8. a legacy image (CUDA_VERSION, no NVIDIA_VISIBLE_DEVICES): every GPU, and cuda>=11.0
+gpu_case legacy CUDA_VERSION=11.0.3
+expect_done legacy "legacy image (CUDA_VERSION=11.0.3)"
+expect_all_gpus legacy "legacy image"
+gpu_case legacy99 CUDA_VERSION=99.1
+expect_fail legacy99 "unsatisfied condition: cuda>=99.1" "legacy image CUDA_VERSION=99.1 requires cuda>=99.1"
+
+# 9. MIG configuration needs a privileged container (CAP_SYS_ADMIN in the bounding set)
+gpu_case mig NVIDIA_VISIBLE_DEVICES=0 NVIDIA_MIG_CONFIG_DEVICES=all
+expect_fail mig "cannot set MIG_CONFIG_DEVICES in non privileged container" "NVIDIA_MIG_CONFIG_DEVICES, unprivileged"
+no_container_left mig "after the MIG error"
+make_bundle migpriv '.process.env += ["NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_MIG_CONFIG_DEVICES=all"]
+        | .process.capabilities.bounding += ["CAP_SYS_ADMIN"]
+        | .process.args = ["/bin/sh", "-c", "sh /check.sh; ls /dev/nvidia-caps /proc/driver/nvidia/capabilities/mig 2>&1 | sed \"s/^/CAPS /\""]
+        | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}'
+run_bundle migpriv
+expect_done migpriv "NVIDIA_MIG_CONFIG_DEVICES=all, privileged (CAP_SYS_ADMIN in the bounding set)"
+expect_fact migpriv "CAPS nvidia-cap1" "privileged MIG config: /dev/nvidia-caps/nvidia-cap1 (the config capability)"
+
+# 10. Slices. A GPU with GPUSLICE_MEMORY_LIMIT=1Gi: the interposer comes in through
+#     /etc/ld.so.preload alone (the container has no LD_PRELOAD) and the quota holds; while the
+#     container is being created its slice directory exists (an observer hook after ours lists
+#     it); after it, the poststop hook has removed it.
+make_bundle slice '.process.env += $env
+        | .hooks = {prestart: ['"$H_PRESTART"', '"$H_OBSERVE"'], poststop: ['"$H_POSTSTOP"']}' \
+        --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_MEMORY_LIMIT=1Gi EXPECT_TOTAL_MIB=1024)"
+run_bundle slice
+expect_done slice "GPUSLICE_MEMORY_LIMIT=1Gi"
+expect_gpu0 slice "slice"
+expect_slice slice "GPUSLICE_MEMORY_LIMIT=1Gi" 1Gi 1024
+expect_fact slice "SLICE GPUSLICE_DEVICES=$GPU0_UUID" "slice: slice.conf names the visible GPU"
+expect_fact slice "HAS /run/gpuslice/usage" "slice: the usage region is mounted"
+if grep -qx "gs-$$-slice" "$TMP/slice/slices.during" 2>/dev/null; then
+        ok "slice: its directory $SLICES/gs-$$-slice existed while the container was created"
+else not_ok "slice: no slice directory during creation: $(tr '\n' ' ' <"$TMP/slice/slices.during" 2>&1)"; fi
+[ -e "$SLICES/gs-$$-slice" ] && not_ok "slice: the poststop hook left $SLICES/gs-$$-slice" ||
+        ok "slice: the poststop hook removed its directory"
+
+# HAMi's variable, and an image that already has an /etc/ld.so.preload line (kept).
+make_bundle hami '.process.env += $env | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}' \
+        --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=0 CUDA_DEVICE_MEMORY_LIMIT=768m EXPECT_TOTAL_MIB=768)"
+echo "$LIBDIR/libm.so.6" >"$TMP/hami/rootfs/etc/ld.so.preload" # the image's own (harmless) line
+run_bundle hami
+expect_done hami "CUDA_DEVICE_MEMORY_LIMIT=768m (HAMi)"
+expect_slice hami "CUDA_DEVICE_MEMORY_LIMIT=768m" 768m 768
+expect_fact hami "PRELOAD $LIBDIR/libm.so.6" "HAMi: the image's own /etc/ld.so.preload line is kept"
+[ "$(grep '^PRELOAD ' "$TMP/hami.out" | head -1)" = "PRELOAD $LIBDIR/libm.so.6" ] &&
+        ok "HAMi: ... first, then the interposer's" || not_ok "HAMi: preload order: $(grep '^PRELOAD' "$TMP/hami.out" | tr '\n' ' ')"
+[ "$(cat "$TMP/hami/rootfs/etc/ld.so.preload")" = "$LIBDIR/libm.so.6" ] &&
+        ok "HAMi: the image's own /etc/ld.so.preload file is unchanged on disk" ||
+        not_ok "HAMi: the image's /etc/ld.so.preload was modified: $(cat "$TMP/hami/rootfs/etc/ld.so.preload")"
+
+# A slice without a GPU (void): only the slice; nothing of the driver.
+gpu_case sliceonly NVIDIA_VISIBLE_DEVICES=void GPUSLICE_MEMORY_LIMIT=1Gi
+expect_done sliceonly "void + GPUSLICE_MEMORY_LIMIT"
+expect_nothing sliceonly "void + slice"
+expect_fact sliceonly "PRELOAD /usr/lib/gpuslice/libgpuslice-vgpu.so" "void + slice: the preload line"
+expect_fact sliceonly "SLICE GPUSLICE_MEMORY_LIMIT=1Gi" "void + slice: slice.conf"
+expect_fact_re sliceonly "^SLICE_WRITE .*Read-only file system" "void + slice: slice.conf is read-only"
+no_slice_dirs "after the slice runs (poststop)"
+
+# A slice directory whose container is gone (here: no poststop hook ran) is swept by the next
+# hook run, whatever it is; one whose owner is alive stays.
+make_bundle leak '.process.env += ["NVIDIA_VISIBLE_DEVICES=void", "GPUSLICE_MEMORY_LIMIT=1Gi"]
+        | .hooks = {prestart: ['"$H_PRESTART"']}'
+run_bundle leak
+expect_done leak "a slice container without a poststop hook"
+[ -f "$SLICES/gs-$$-leak/owner" ] && ok "sweep: its directory is left behind (its owner is dead)" ||
+        not_ok "sweep: no leftover directory to sweep: $(ls -A "$SLICES" 2>&1)"
+mkdir -p "$SLICES/alive"
+echo "$$ $(awk '{ sub(/.*\) /, ""); print $20 }' /proc/$$/stat)" >"$SLICES/alive/owner"
+gpu_case sweeper NVIDIA_VISIBLE_DEVICES=void
+expect_done sweeper "the next hook run"
+[ -e "$SLICES/gs-$$-leak" ] && not_ok "sweep: the next hook run left $SLICES/gs-$$-leak" ||
+        ok "sweep: the next hook run removed the dead container's slice directory"
+[ -f "$SLICES/alive/owner" ] && ok "sweep: a directory whose owner is alive stays" || not_ok "sweep: removed a live owner's directory"
+rm -rf "$SLICES/alive"
+# ... and so does the directory of a container that is running (runc run -d), whose init has
+# exec'd its own program since the hook ran; `runc delete` then runs the poststop hook.
+make_bundle live '.process.env += ["NVIDIA_VISIBLE_DEVICES=void", "GPUSLICE_MEMORY_LIMIT=1Gi"]
+        | .process.args = ["/bin/sleep", "60"] | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}'
+live=gs-$$-live; ids+=("$live")
+run live -- timeout 60 "$RUNC" --root "$STATE" run -d --bundle "$TMP/live" "$live" </dev/null
+expect_rc live 0 "runc run -d of a slice container"
+[ -f "$SLICES/$live/owner" ] && ok "live: its slice directory exists" || not_ok "live: no slice directory: $(ls -A "$SLICES" 2>&1)"
+gpu_case sweeper2 NVIDIA_VISIBLE_DEVICES=void
+expect_done sweeper2 "another container's hook run"
+[ -f "$SLICES/$live/owner" ] && ok "live: a running container's slice directory survives other hook runs" ||
+        not_ok "live: another container's hook run swept the running container's slice directory"
+"$RUNC" --root "$STATE" kill "$live" KILL >/dev/null 2>&1
+for _ in $(seq 50); do [ "$("$RUNC" --root "$STATE" state "$live" 2>/dev/null | jq -r .status)" = stopped ] && break; sleep 0.1; done
+run livedel -- "$RUNC" --root "$STATE" delete "$live"
+expect_rc livedel 0 "runc delete of the stopped container"
+[ -e "$SLICES/$live" ] && not_ok "live: runc delete (poststop) left its slice directory" ||
+        ok "live: runc delete ran the poststop hook, which removed its slice directory"
+
+# 11. CVE-2025-23266. The image: LD_PRELOAD=/proc/self/cwd/poc.so (poc.so in the rootfs and the
+#     bundle: a createContainer hook's cwd is the rootfs, a prestart hook's the bundle),
+#     LD_LIBRARY_PATH=/proc/self/cwd/evil with poc.so copies named like our libraries, PATH with
+#     /evil first (and its /proc/self/cwd twin) holding ldconfig & co. that write the marker, and
+#     an /etc/ld.so.preload naming /poc.so. The container's own process is static busybox, so
+#     nothing in it loads poc.so legitimately.
+MARK=$TMP/poisoned
+poison_bundle() { # NAME JQ-HOOKS [jq args...]
+        local b=$TMP/$1 l hooks=$2
+        shift 2
+        make_bundle "${b##*/}" '.process.env = $env | .hooks = '"$hooks" "$@" --argjson env "$(env_json \
+                PATH=/evil:/proc/self/cwd/evil:/usr/bin:/bin LD_PRELOAD=/proc/self/cwd/poc.so \
+                LD_LIBRARY_PATH=/proc/self/cwd/evil GS_POISON_MARKER="$MARK" \
+                NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_MEMORY_LIMIT=1Gi)"
+        cp "$POC" "$b/rootfs/poc.so"; cp "$POC" "$b/poc.so"
+        mkdir -p "$b/rootfs/evil"
+        for l in $(ldd "$GS" | awk '$2 == "=>" { print $1 }'); do
+                case $l in libc.so*|ld-linux*) ;; *) cp "$POC" "$b/rootfs/evil/$l" ;; esac
+        done
+        cp "$POC" "$b/rootfs/evil/libgpuslice.so.0"
+        for l in ldconfig ldconfig.real nvidia-smi modprobe sh env true jq gpuslice nvidia-container-cli; do
+                printf '#!/bin/sh\necho "path $0 $$" >>%s; echo "path $0 $$" >>"${0%%/*}/POISONED"\n' "$MARK" >"$b/rootfs/evil/$l"
+                chmod 755 "$b/rootfs/evil/$l"
+        done
+        echo /poc.so >"$b/rootfs/etc/ld.so.preload"
+        # the check script must not run anything dynamic: only busybox facts
+        printf 'echo "ENV_LD_PRELOAD ${LD_PRELOAD-unset}"\nls /dev/nvidia0 >/dev/null 2>&1 && echo "HAS /dev/nvidia0"\necho DONE\n' >"$b/rootfs/check.sh"
+}
+markers() { # NAME: every marker poc.so or an evil program may have left
+        local b=$TMP/$1
+        cat "$MARK" "$b/POISONED" "$b/rootfs/POISONED" "$b/rootfs/evil/POISONED" 2>/dev/null
+}
+H_CC_POSTSTART='{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststart"], env: $hookenv}'
+H_CC_ENV='{path: "/usr/bin/env", args: ["env", "-0"], env: $hookenv}'
+# The createContainer hooks exactly as `gpuslice cdi generate` writes them (cdi-hook
+# create-symlinks, update-ldcache), when this build has it.
+CDI_CC='[]'
+if "$GS" --root "$DRV" cdi generate --json >"$TMP/cdi.json" 2>"$TMP/cdi.err"; then
+        CDI_CC=$(jq -c '[.containerEdits.hooks[]?, .devices[].containerEdits.hooks[]?]
+                | map(select(.hookName == "createContainer") | del(.hookName)) | unique' "$TMP/cdi.json")
+        n=$(jq length <<<"$CDI_CC")
+        [ "$n" -gt 0 ] && jq -e 'all(.env | length > 0)' <<<"$CDI_CC" >/dev/null &&
+                ok "cdi generate: $n createContainer hooks ($(jq -r 'map(.args[2]) | join(", ")' <<<"$CDI_CC")), each with an explicit env" ||
+                not_ok "cdi generate: createContainer hooks without an env: $CDI_CC"
+else
+        echo "# SKIP generated CDI hooks: 'gpuslice cdi generate' failed: $(head -1 "$TMP/cdi.err")"
+fi
+# In a sanitizer build, LeakSanitizer in a createContainer hook (in the container's pid namespace,
+# with the host's /proc still mounted) reads /proc/<its namespace pid>/task and may fail the hook
+# at exit: switch leak detection off there (an explicit env all the same).
+if ldd "$GS" 2>/dev/null | grep -q libasan; then
+        CDI_CC=$(jq -c 'map(.env += ["ASAN_OPTIONS=detect_leaks=0"])' <<<"$CDI_CC")
+        H_CC_POSTSTART='{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststart"], env: ($hookenv + ["ASAN_OPTIONS=detect_leaks=0"])}'
+fi
+rm -f "$MARK"
+poison_bundle cve '{prestart: ['"$H_PRESTART"'], createRuntime: ['"$H_CREATERT"'],
+        createContainer: (['"$H_CC_POSTSTART"', '"$H_CC_ENV"'] + $cdi), poststart: ['"$H_CC_POSTSTART"'],
+        poststop: ['"$H_POSTSTOP"']}' --argjson cdi "$CDI_CC"
+run_bundle cve
+expect_done cve "poisoned image, our hooks with an explicit env (prestart, createRuntime, createContainer incl. the generated CDI ones, poststart, poststop)"
+if [ "$CDI_CC" != '[]' ]; then
+        # the links create-symlinks was asked for that configure (prestart) does not make itself
+        links=$(jq -r '.[] | select(.args[2] == "create-symlinks") | .args[] | select(contains("::")) | sub(".*::"; "")
+                | select(endswith("/libcuda.so") | not)' <<<"$CDI_CC")
+        made=
+        for l in $links; do [ -L "$TMP/cve/rootfs$l" ] && made="$made $l"; done
+        [ -n "$made" ] && ok "poisoned image: the generated cdi-hook create-symlinks ran (made$made)" ||
+                not_ok "poisoned image: none of the links ($(echo $links)) exists: did the generated createContainer hooks run?"
+fi
+expect_fact cve "HAS /dev/nvidia0" "poisoned image: the GPU is there all the same"
+expect_fact cve "ENV_LD_PRELOAD /proc/self/cwd/poc.so" "poisoned image: the container's own environment has the LD_PRELOAD"
+m=$(markers cve)
+if [ -z "$m" ]; then ok "poisoned image: poc.so and the PATH programs never ran in any hook (no marker)"
+else not_ok "poisoned image: a hook ran the image's code: $(echo "$m" | tr '\n' ' ')"; fi
+if grep -q "LD_PRELOAD is set" "$TMP/cve.err"; then not_ok "poisoned image: gpuslice saw LD_PRELOAD in its environment"
+else ok "poisoned image: no hook of ours saw the image's LD_PRELOAD"; fi
+
+# Negative control: the same createContainer hook entry WITHOUT "env". runc 1.1 runs it in the
+# container's init, whose environment is already the image's (ecosystem.md 1.2), so the host's
+# /usr/bin/env gets poc.so preloaded; and a static host busybox finds `ldconfig` on the image's
+# PATH. If this does not happen here, the test above proves nothing on this runc: say so.
+rm -f "$MARK"
+poison_bundle ctl '{createContainer: [{path: "/usr/bin/env", args: ["env"]}]}'
+run_bundle ctl
+m=$(markers ctl)
+if echo "$m" | grep -q "^preload .* /usr/bin/env "; then
+        ok "control: a createContainer hook without \"env\" gets the image's LD_PRELOAD (poc.so ran in /usr/bin/env)"
+else
+        not_ok "control: the no-env createContainer hook did not load poc.so on this runc ($("$RUNC" --version | head -1)): markers '$m', runc exit $(rc_of ctl)"
+        sed 's/^/    # /' "$TMP/ctl.err" | tail -5
+fi
+if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then
+        rm -f "$MARK"
+        poison_bundle ctlpath '{createContainer: [{path: "/bin/busybox", args: ["busybox", "env", "ldconfig"]}]}'
+        run_bundle ctlpath
+        m=$(markers ctlpath)
+        if echo "$m" | grep -q "^path .*/evil/ldconfig"; then
+                ok "control: a createContainer hook without \"env\" runs the image's ldconfig from its PATH"
+        else not_ok "control: PATH poisoning did not reach the no-env hook: markers '$m', runc exit $(rc_of ctlpath)"; fi
+fi
+no_container_left cve "after the CVE cases"
+no_slice_dirs "at the end"
+finish
