@@ -1,24 +1,14 @@
 #!/usr/bin/env bash
 # configure benchmark: median wall time of `gpuslice configure --compute --utility --device 0`
 # (ldconfig included) over N fresh containers, then M configures started at once (all must
-# succeed). Each container is an unshare'd process with its own copy of a minimal rootfs.
+# succeed). Each container is an unshare'd process with its own copy of a minimal rootfs
+# (bench/lib.sh).
 #   bench/configure.sh BUILD [ROUNDS=20] [CONCURRENT=50] [DRIVER_ROOT=/]
 set -uo pipefail
 BUILD=${1:-build} N=${2:-20} M=${3:-50} DRV=${4:-/}
 cd "$(dirname "$0")/.."
 GS=$PWD/$BUILD/gpuslice
-W=$(mktemp -d /tmp/gs-bench.XXXXXX)
-trap 'for p in "$W"/*.pid; do [ -s "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; sleep 0.2; rm -rf "$W"' EXIT
-BUSYBOX=${BUSYBOX:-/bin/busybox} tests/integration/mkrootfs.sh "$W/base" || exit 1
-start() { # I: rootfs copy + container process
-        cp -a "$W/base" "$W/r$1"
-        ( exec unshare -m --propagation private -- sh -c "mount --bind '$W/r$1' '$W/r$1' && mount -t proc proc '$W/r$1/proc' && echo \$\$ >'$W/$1.pid' && exec sleep 600" ) >/dev/null 2>&1 &
-        for _ in $(seq 100); do [ -s "$W/$1.pid" ] && return 0; sleep 0.02; done
-        return 1
-}
-ms() { echo "$(( ($2 - $1) / 1000 ))"; } # ns -> us
-median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f", m/1000}'; }
-max() { sort -n | tail -1 | awk '{printf "%.2f", $1/1000}'; }
+. bench/lib.sh
 for i in $(seq $N); do start "s$i" || { echo "container s$i did not start"; exit 1; }; done
 : >"$W/seq.us"; : >"$W/smi.us"; fails=0
 for i in $(seq $N); do

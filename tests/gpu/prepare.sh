@@ -2,13 +2,16 @@
 # Prepare what tests/gpu/run.sh carries to the GPU host (which has no package registry):
 #   tests/gpu/prepare.sh [BUILD_DIR]
 # - BUILD/runtime-libs: the Debian shared libraries our binaries need and Ubuntu may lack;
-# - BUILD/gpu-carry: a static busybox, and the CUDA test programs built by three toolkits:
+# - BUILD/gpu-carry: a static busybox, Debian's runc (gpu-carry/runc/: runc.gz, the shared
+#   libraries it needs, and a `runc` wrapper that unpacks it once into /tmp and runs it with
+#   those libraries; ~3.5 MB), and the CUDA test programs built by three toolkits:
 #   CUDA 13.0 (/usr/local/cuda), and CUDA 11.8 and 12.4 from Debian's non-free archive
 #   (bookworm, trixie). Those two are downloaded as .deb files into a private cache
 #   ($GS_CUDA_CACHE, default /var/cache/gpuslice-cuda) with a private apt state, and unpacked
 #   there: nothing is installed, the system's apt sources are not touched, and no libcuda.so.1
 #   lands on this machine. Each runtime is linked statically and shared (its libcudart.so
-#   goes along, found through RPATH $ORIGIN/cudart-VER).
+#   goes along, found through RPATH $ORIGIN/cudart-VER). GS_PREPARE_OLD_CUDA=0 leaves 11.8 and
+#   12.4 out (no download; run.sh then checks CUDA 13.0 only).
 set -euo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/../.."
@@ -17,8 +20,34 @@ mkdir -p "$BUILD/runtime-libs" "$CARRY"
 for l in /usr/lib/x86_64-linux-gnu/libjson-c.so.5 /lib/x86_64-linux-gnu/libcap.so.2 /usr/lib/x86_64-linux-gnu/libcmocka.so.0; do
         cp -L "$l" "$BUILD/runtime-libs/"
 done
+# ... and whatever else gpuslice links (libseccomp, libyaml for CDI specs) that is not glibc.
+for l in $(ldd "$BUILD/gpuslice" | awk '$3 ~ /^\// {print $3}'); do
+        case ${l##*/} in libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*) ;; *) cp -L "$l" "$BUILD/runtime-libs/" ;; esac
+done
 [ -x /bin/busybox ] || apt-get install -y -q busybox-static >/dev/null
 cp /bin/busybox "$CARRY/"
+
+# runc for the OCI hook and CDI checks (the GPU host has no container runtime). Carried
+# compressed; the wrapper unpacks it into /tmp once and gives only runc its libraries
+# (libseccomp), so nothing else on the host sees them.
+[ -x /usr/sbin/runc ] || apt-get install -y -q runc >/dev/null
+mkdir -p "$CARRY/runc"
+gzip -9 -n -c /usr/sbin/runc >"$CARRY/runc/runc.gz"
+for l in $(ldd /usr/sbin/runc | awk '$3 ~ /^\// {print $3}'); do
+        case ${l##*/} in libc.so.*|ld-linux*) ;; *) cp -L "$l" "$CARRY/runc/" ;; esac
+done
+cat >"$CARRY/runc/runc" <<'EOF'
+#!/bin/sh
+# Debian 12's runc, carried by tests/gpu/prepare.sh: unpacked once into /tmp, run with the
+# libraries carried next to it.
+d=$(cd "$(dirname "$0")" && pwd)
+bin=/tmp/gs-carried-runc-$(id -u)/runc
+if [ ! -x "$bin" ] || [ "$d/runc.gz" -nt "$bin" ]; then
+        mkdir -p "${bin%/*}" && gzip -dc "$d/runc.gz" >"$bin.$$" && chmod 755 "$bin.$$" && mv -f "$bin.$$" "$bin" || exit 1
+fi
+LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec "$bin" "$@"
+EOF
+chmod 755 "$CARRY/runc/runc"
 
 NVCC13=${NVCC:-/usr/local/cuda/bin/nvcc}
 ARCH=-arch=sm_90
@@ -44,7 +73,9 @@ declare -A VER=([11.8]="11.8.89~11.8.0-5~deb12u1" [12.4]="12.4.127~12.4.1-2")
 declare -A TKVER=([11.8]="11.8.89~11.8.0-5~deb12u1" [12.4]="12.4.131~12.4.1-2")
 declare -A RTPKG=([11.8]=libcudart11.0 [12.4]=libcudart12)
 need_update=1
-for v in 11.8 12.4; do
+OLD_CUDA="11.8 12.4"
+[ "${GS_PREPARE_OLD_CUDA:-1}" = 1 ] || OLD_CUDA=
+for v in $OLD_CUDA; do
         X=$CACHE/cuda-$v
         if [ ! -x "$X/usr/lib/nvidia-cuda-toolkit/bin/nvcc" ]; then
                 if [ $need_update = 1 ]; then
@@ -81,4 +112,4 @@ EOF
         nvcc -o "$CARRY/cuda_fill-$v-static" tests/gpu/cuda_fill.cu
         nvcc "${SHARED[@]}" -o "$CARRY/cuda_fill-$v-shared" tests/gpu/cuda_fill.cu
 done
-du -sh "$CARRY" "$BUILD/runtime-libs"
+du -sh "$CARRY"; du -sh "$CARRY/runc"; du -sh "$BUILD/runtime-libs"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Real-GPU checks, the one entry point on the GPU host:  bash tests/gpu/run.sh [BUILD_DIR]
 # (prepare what it carries first: tests/gpu/prepare.sh BUILD_DIR). GS_GPU_BENCH=0 skips the
-# benchmarks (bench/run.sh, bench/configure.sh, bench/vgpu.sh).
+# benchmarks (bench/run.sh, bench/configure.sh, bench/vgpu.sh, bench/hook.sh).
+# GS_GPU_ONLY=LIST (comma-separated) runs only those parts: list (issue 2: info, list, NVML
+# probe), configure (issue 3), quota (issue 4: the interposer), hook (issue 8: the OCI hook and
+# CDI under runc), bench (bench/run.sh); the benchmark of a part runs with it.
 # Without an NVIDIA GPU it exits 77, which meson (and `make test`) report as SKIPPED.
 # Results and raw outputs go to $OUT (or a temp dir); the last line is "N passed, N failed".
 set -uo pipefail
@@ -21,6 +24,7 @@ if [ -d "$BUILD/runtime-libs" ]; then
         done
 fi
 pass=0 fail=0
+only() { [ -z "${GS_GPU_ONLY:-}" ] || [[ ",$GS_GPU_ONLY," == *",$1,"* ]]; }
 check() {
         local name=$1; shift
         if "$@"; then pass=$((pass + 1)); echo "PASS $name"; else fail=$((fail + 1)); echo "FAIL $name"; fi
@@ -29,13 +33,14 @@ check() {
 echo "== host: $(uname -r), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 
 # --- issue 2: info agrees with nvidia-smi -q ------------------------------------------------
-"$GS" info --json >"$OUTDIR/info.json" 2>"$OUTDIR/info.err"; echo "info --json rc=$?"
-"$GS" info >"$OUTDIR/info.txt" 2>&1
-"$GS" info --csv >"$OUTDIR/info.csv" 2>&1
-nvidia-smi -q >"$OUTDIR/nvidia-smi-q.txt"
-cat "$OUTDIR/info.txt"
-info_matches_smi() {
-        python3 - "$OUTDIR/info.json" "$OUTDIR/nvidia-smi-q.txt" <<'PY'
+if only list; then
+        "$GS" info --json >"$OUTDIR/info.json" 2>"$OUTDIR/info.err"; echo "info --json rc=$?"
+        "$GS" info >"$OUTDIR/info.txt" 2>&1
+        "$GS" info --csv >"$OUTDIR/info.csv" 2>&1
+        nvidia-smi -q >"$OUTDIR/nvidia-smi-q.txt"
+        cat "$OUTDIR/info.txt"
+        info_matches_smi() {
+                python3 - "$OUTDIR/info.json" "$OUTDIR/nvidia-smi-q.txt" <<'PY'
 import json, re, sys
 info = json.load(open(sys.argv[1]))
 q = open(sys.argv[2]).read()
@@ -61,56 +66,57 @@ for g, b in zip(info["gpus"], blocks):
     expect("gpu %d memory MiB" % g["index"], g["memory_total_bytes"] // (1 << 20), fb)
 sys.exit(0 if ok else 1)
 PY
-}
-check "info --json agrees with nvidia-smi -q" info_matches_smi
+        }
+        check "info --json agrees with nvidia-smi -q" info_matches_smi
 
-# --- issue 2: list names only existing files and the essentials ------------------------------
-"$GS" list >"$OUTDIR/list.txt" 2>"$OUTDIR/list.err"; echo "list rc=$?"
-cat "$OUTDIR/list.txt" "$OUTDIR/list.err"
-list_files_exist() {
-        local missing=0
-        while IFS= read -r p; do [ -e "$p" ] || { echo "  missing: $p"; missing=1; }; done <"$OUTDIR/list.txt"
-        [ -s "$OUTDIR/list.txt" ] && [ "$missing" -eq 0 ]
-}
-list_has() { grep -Eq "$1" "$OUTDIR/list.txt" || { echo "  not listed: $1"; return 1; }; }
-list_has_essentials() {
-        local rc=0
-        for re in '/libcuda\.so\.' '/libnvidia-ml\.so\.' '/libnvidia-ptxjitcompiler\.so\.' '/nvidia-smi$' \
-                '^/dev/nvidiactl$' '^/dev/nvidia0$' '^/dev/nvidia-uvm$' '^/dev/nvidia-uvm-tools$'; do
-                list_has "$re" || rc=1
-        done
-        return $rc
-}
-check "list names only files that exist" list_files_exist
-check "list includes libcuda, libnvidia-ml, ptxjitcompiler, nvidia-smi, /dev nodes" list_has_essentials
-"$GS" list --json >"$OUTDIR/list.json" 2>&1
-GPUSLICE_DETECT=nvml "$GS" list >"$OUTDIR/list.nvml.txt" 2>&1
-check "list from procfs equals list from NVML (GPUSLICE_DETECT=nvml)" diff -u "$OUTDIR/list.nvml.txt" "$OUTDIR/list.txt"
-check "list --device 0 --require cuda>=12.0 passes" "$GS" list --device 0 --require 'cuda>=12.0' -l
-req_fails() { ! "$GS" list --device 0 --require 'cuda>=99.0' -l >/dev/null 2>"$OUTDIR/req.err" && grep -q 'unsatisfied condition: cuda>=99.0' "$OUTDIR/req.err"; }
-check "list --require cuda>=99.0 fails with nvidia's message" req_fails
+        # --- issue 2: list names only existing files and the essentials ------------------------------
+        "$GS" list >"$OUTDIR/list.txt" 2>"$OUTDIR/list.err"; echo "list rc=$?"
+        cat "$OUTDIR/list.txt" "$OUTDIR/list.err"
+        list_files_exist() {
+                local missing=0
+                while IFS= read -r p; do [ -e "$p" ] || { echo "  missing: $p"; missing=1; }; done <"$OUTDIR/list.txt"
+                [ -s "$OUTDIR/list.txt" ] && [ "$missing" -eq 0 ]
+        }
+        list_has() { grep -Eq "$1" "$OUTDIR/list.txt" || { echo "  not listed: $1"; return 1; }; }
+        list_has_essentials() {
+                local rc=0
+                for re in '/libcuda\.so\.' '/libnvidia-ml\.so\.' '/libnvidia-ptxjitcompiler\.so\.' '/nvidia-smi$' \
+                        '^/dev/nvidiactl$' '^/dev/nvidia0$' '^/dev/nvidia-uvm$' '^/dev/nvidia-uvm-tools$'; do
+                        list_has "$re" || rc=1
+                done
+                return $rc
+        }
+        check "list names only files that exist" list_files_exist
+        check "list includes libcuda, libnvidia-ml, ptxjitcompiler, nvidia-smi, /dev nodes" list_has_essentials
+        "$GS" list --json >"$OUTDIR/list.json" 2>&1
+        GPUSLICE_DETECT=nvml "$GS" list >"$OUTDIR/list.nvml.txt" 2>&1
+        check "list from procfs equals list from NVML (GPUSLICE_DETECT=nvml)" diff -u "$OUTDIR/list.nvml.txt" "$OUTDIR/list.txt"
+        check "list --device 0 --require cuda>=12.0 passes" "$GS" list --device 0 --require 'cuda>=12.0' -l
+        req_fails() { ! "$GS" list --device 0 --require 'cuda>=99.0' -l >/dev/null 2>"$OUTDIR/req.err" && grep -q 'unsatisfied condition: cuda>=99.0' "$OUTDIR/req.err"; }
+        check "list --require cuda>=99.0 fails with nvidia's message" req_fails
 
-# --- the simulated GPU must answer NVML edge cases as this driver does ---------------------------
-if [ -x "$BUILD/tests/fakegpu/nvml-probe" ]; then
-        "$BUILD/tests/fakegpu/nvml-probe" >"$OUTDIR/nvml-probe.real.txt" 2>&1
-        if [ -s tests/gpu/nvml-probe.real.txt ]; then
-                check "real NVML answers the edge-case probe as recorded (fake is diffed against it)" \
-                        diff -u tests/gpu/nvml-probe.real.txt "$OUTDIR/nvml-probe.real.txt"
+        # --- the simulated GPU must answer NVML edge cases as this driver does ---------------------------
+        if [ -x "$BUILD/tests/fakegpu/nvml-probe" ]; then
+                "$BUILD/tests/fakegpu/nvml-probe" >"$OUTDIR/nvml-probe.real.txt" 2>&1
+                if [ -s tests/gpu/nvml-probe.real.txt ]; then
+                        check "real NVML answers the edge-case probe as recorded (fake is diffed against it)" \
+                                diff -u tests/gpu/nvml-probe.real.txt "$OUTDIR/nvml-probe.real.txt"
+                fi
         fi
+        # Facts the fake driver root imitates (recorded for comparison).
+        {
+                echo "## /proc/devices (nvidia)"; grep -i nvidia /proc/devices
+                echo "## capabilities"; find /proc/driver/nvidia/capabilities | head -40
+                echo "## /proc/driver/nvidia"; ls -la /proc/driver/nvidia /proc/driver/nvidia/gpus/* 2>&1
+                echo "## ldconfig -p (nvidia/cuda)"; ldconfig -p | grep -Ei 'nvidia|cuda' | head -60
+                echo "## PATH=$PATH"; command -v nvidia-smi
+                echo "## debug log of list"; "$GS" --debug "$OUTDIR/list.debug" list >/dev/null 2>&1; cat "$OUTDIR/list.debug"
+        } >"$OUTDIR/facts.txt" 2>&1
 fi
-# Facts the fake driver root imitates (recorded for comparison).
-{
-        echo "## /proc/devices (nvidia)"; grep -i nvidia /proc/devices
-        echo "## capabilities"; find /proc/driver/nvidia/capabilities | head -40
-        echo "## /proc/driver/nvidia"; ls -la /proc/driver/nvidia /proc/driver/nvidia/gpus/* 2>&1
-        echo "## ldconfig -p (nvidia/cuda)"; ldconfig -p | grep -Ei 'nvidia|cuda' | head -60
-        echo "## PATH=$PATH"; command -v nvidia-smi
-        echo "## debug log of list"; "$GS" --debug "$OUTDIR/list.debug" list >/dev/null 2>&1; cat "$OUTDIR/list.debug"
-} >"$OUTDIR/facts.txt" 2>&1
 
 # --- issue 3: configure a real container, then CUDA and nvidia-smi inside it -----------------
 CARRY=$BUILD/gpu-carry
-if [ -x "$CARRY/cuda_smoke" ] && [ -x "$CARRY/busybox" ]; then
+if only configure && [ -x "$CARRY/cuda_smoke" ] && [ -x "$CARRY/busybox" ]; then
         R=/tmp/gs-gpu-rootfs
         rm -rf "$R" "$R.pid"
         BUSYBOX=$CARRY/busybox tests/integration/mkrootfs.sh "$R"
@@ -133,18 +139,18 @@ if [ -x "$CARRY/cuda_smoke" ] && [ -x "$CARRY/busybox" ]; then
 fi
 # The container pieces on this kernel (pure cgroup v2, Ubuntu's ldconfig).
 for t in cgroup mount ldconfig; do
-        [ -x "$BUILD/tests/unit/test_$t" ] || continue
+        only configure && [ -x "$BUILD/tests/unit/test_$t" ] || continue
         "$BUILD/tests/unit/test_$t" >"$OUTDIR/unit_$t.txt" 2>&1; rc=$?
         tail -3 "$OUTDIR/unit_$t.txt"
         check "unit tests of src/container/$t.c on this host" test "$rc" = 0
 done
-if [ -x bench/configure.sh ] && [ -x "$CARRY/busybox" ] && [ "${GS_GPU_BENCH:-1}" = 1 ]; then
+if only configure && [ -x bench/configure.sh ] && [ -x "$CARRY/busybox" ] && [ "${GS_GPU_BENCH:-1}" = 1 ]; then
         BUSYBOX=$CARRY/busybox bench/configure.sh "$BUILD" 20 50 / | tee "$OUTDIR/bench_configure.txt"
         check "50 concurrent configures all succeed" test "${PIPESTATUS[0]}" = 0
 fi
 
 # --- issue 4: the memory quota on the real GPU ----------------------------------------------
-if [ -x "$CARRY/cuda_fill" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
+if only quota && [ -x "$CARRY/cuda_fill" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
         Q=4096
         "$GS" exec --memory 4Gi -- "$CARRY/cuda_fill" 4 >"$OUTDIR/fill.txt" 2>&1 &
         for _ in $(seq 100); do grep -q filled "$OUTDIR/fill.txt" && break; sleep 0.1; done
@@ -263,8 +269,215 @@ PY
         fi
 fi
 
+# --- issue 8: the OCI hook and CDI on the real GPU ------------------------------------------
+# runc (Debian's, carried) runs three containers: (a) with `gpuslice hook` as prestart and
+# poststop hooks in config.json and the NVIDIA/slice env contract in process.env, then the same
+# without GPUSLICE_MEMORY_LIMIT (control); (b) with the edits of the CDI device
+# nvidia.com/gpu=0-4g from `gpuslice cdi generate`, applied by tests/gpu/cdi_apply.py as a
+# CDI-aware runtime would. Each runs /check.sh (KEY=VALUE lines, then cuda_fill, then DONE);
+# outputs in $OUTDIR/hook-*.txt.
+RUNC=${GS_RUNC:-$(cd "$(dirname "$CARRY/x")" 2>/dev/null && pwd)/runc/runc}
+if only hook && [ -x "$RUNC" ] && [ -x "$CARRY/cuda_fill" ] && [ -x "$CARRY/busybox" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
+        HW=$(mktemp -d /tmp/gs-gpu-hook.XXXXXX)
+        HSTATE=$HW/runc-state SLICES=/run/gpuslice/slices
+        made_run=; [ -e /run/gpuslice ] || made_run=1   # the CDI slice hooks use the default regions-dir
+        hook_ids=()
+        hook_cleanup() {
+                local id
+                for id in "${hook_ids[@]}"; do
+                        "$RUNC" --root "$HSTATE" delete -f "$id" >/dev/null 2>&1
+                        rm -rf "${SLICES:?}/$id"
+                done
+                for id in /sys/fs/cgroup/gs-gpu-*-$$ /sys/fs/cgroup/*/gs-gpu-*-$$; do [ -d "$id" ] && rmdir "$id" 2>/dev/null; done
+                rm -rf "$HW" "/tmp/gs-carried-runc-$(id -u)"
+                [ -n "$made_run" ] && rmdir "$SLICES" /run/gpuslice 2>/dev/null
+                return 0
+        }
+        trap hook_cleanup EXIT
+        Q=4096
+        GSA=$(readlink -f "$GS") VLIB=$(readlink -f "$BUILD/libgpuslice-vgpu.so") ODA=$(readlink -f "$OUTDIR")
+        HOSTMEM=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+        "$RUNC" --version | head -1
+        # Hooks run with the environment their definition gives (here: PATH only). Where this host
+        # lacks a library gpuslice links (BUILD/runtime-libs), they also need LD_LIBRARY_PATH.
+        HOOK_ENV='"PATH=/usr/sbin:/usr/bin:/sbin:/bin"'
+        if ! env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$GSA" --version >/dev/null 2>&1; then
+                HOOK_LDLP="LD_LIBRARY_PATH=$(readlink -f "$BUILD/runtime-libs")"
+                HOOK_ENV="$HOOK_ENV, \"$HOOK_LDLP\""
+                echo "  (gpuslice needs $HOOK_LDLP on this host: the hooks get it too)"
+        fi
+        {
+                echo '[driver]'
+                # This host's driver binaries live in /usr/local/nvidia/bin (/usr/bin/nvidia-smi is
+                # a wrapper script): the admin's search path, as configure gets it from $PATH.
+                echo "path = \"$PATH\""
+                [ -x /sbin/ldconfig.real ] && echo 'ldconfig = "@/sbin/ldconfig.real"'
+                echo '[hook]'
+                echo "log-file = \"$ODA/hook-debug.log\""
+                echo '[slice]'
+                echo "regions-dir = \"$HW/regions\""
+                echo "library = \"$VLIB\""
+        } >"$HW/config.toml"
+        cp "$HW/config.toml" "$OUTDIR/hook-config.toml"
+        BUSYBOX=$CARRY/busybox tests/integration/mkrootfs.sh "$HW/base" >/dev/null
+        cp "$CARRY/cuda_fill" "$HW/base/cuda_fill"
+        # In the container: SMI=nvidia-smi's path, HOLD=cuda_fill's hold (0: no cuda_fill);
+        # /links.txt ("TARGET LINK" lines) lists symlinks that must exist.
+        cat >"$HW/base/check.sh" <<'EOF'
+smi=$1 hold=$2
+echo "smi_total=$("$smi" --query-gpu=memory.total --format=csv,noheader,nounits 2>&1 | head -1)"
+if [ -e /etc/ld.so.preload ]; then echo "preload=$(tr '\n' ' ' </etc/ld.so.preload)"; else echo "preload=(none)"; fi
+if [ -e /etc/gpuslice/slice.conf ]; then echo "slice_conf=$(tr '\n' ' ' </etc/gpuslice/slice.conf)"; else echo "slice_conf=(none)"; fi
+if [ -s /links.txt ]; then
+        while read -r target link; do
+                r=$(readlink "$link")
+                if [ "$r" = "$target" ]; then echo "link_ok=$link"; else echo "link_bad=$link -> ${r:-(missing)}, want $target"; fi
+        done </links.txt
+fi
+ldconfig -p >/tmp/ldp.txt 2>&1
+echo "ldcache_libcuda=$(grep -c 'libcuda\.so\.1 ' /tmp/ldp.txt)"
+grep -E 'libcuda\.so|libnvidia-ml\.so' /tmp/ldp.txt | head -4
+if [ "$hold" != 0 ]; then /cuda_fill "$hold"; echo "fill_rc=$?"; fi
+echo DONE
+EOF
+        # mkbundle NAME SMI HOLD JSON-ENV-ITEMS [HOOKS-JSON]: HW/NAME from `runc spec`, edited (its
+        # cgroup /gs-gpu-NAME-PID, an absolute path as Docker's and containerd's)
+        mkbundle() {
+                local b=$HW/$1
+                mkdir -p "$b" && cp -a "$HW/base" "$b/rootfs" && (cd "$b" && "$RUNC" spec) || return 1
+                python3 - "$b/config.json" "$2" "$3" "[$4]" "${5:-}" "/gs-gpu-$1-$$" <<'PY'
+import json, sys
+p, smi, hold, env, hooks, cg = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), json.loads(sys.argv[5] or "{}"), sys.argv[6]
+c = json.load(open(p))
+c["root"] = {"path": "rootfs", "readonly": False}
+c["linux"]["cgroupsPath"] = cg
+c["process"]["terminal"] = False
+c["process"]["args"] = ["/bin/sh", "/check.sh", smi, hold]
+c["process"]["env"] = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"] + env
+if hooks:
+    c["hooks"] = hooks
+json.dump(c, open(p, "w"), indent=2)
+PY
+        }
+        kv() { awk -v k="$1" 'index($0, k "=") == 1 {print substr($0, length(k) + 2); exit}' "$2"; }
+        # runct NAME ID SLICE-DIR: runc run HW/NAME as ID (60 s at most); while cuda_fill holds its
+        # memory, NVML's per-process count from the host and whether SLICE-DIR exists
+        runct() {
+                local o=$OUTDIR/hook-$1.txt rp
+                hook_ids+=("$2")
+                timeout 60 "$RUNC" --root "$HSTATE" run --bundle "$HW/$1" "$2" </dev/null >"$o" 2>&1 &
+                rp=$!
+                for _ in $(seq 150); do grep -q '^filled\|^DONE' "$o" && break; kill -0 "$rp" 2>/dev/null || break; sleep 0.1; done
+                local fp; fp=$(pgrep -x cuda_fill | head -1)
+                nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUTDIR/hook-$1-nvml.txt"
+                echo "nvml_used=$(awk -F', ' -v p="$fp" '$1 == p {print $2}' "$OUTDIR/hook-$1-nvml.txt")" >"$HW/$1.host"
+                if [ -d "$3" ]; then echo "slice_dir_during=yes" >>"$HW/$1.host"; else echo "slice_dir_during=no" >>"$HW/$1.host"; fi
+                wait "$rp"; echo "runc_rc=$?" >>"$HW/$1.host"
+                if [ -e "$3" ]; then echo "slice_dir_after=yes" >>"$HW/$1.host"; else echo "slice_dir_after=no" >>"$HW/$1.host"; fi
+                cat "$o" "$HW/$1.host" | grep -v '^ldp:' | tail -15
+        }
+        # quota_checks NAME WHAT: the checks every sliced container must pass
+        quota_checks() {
+                local o=$OUTDIR/hook-$1.txt h=$HW/$1.host filled used
+                check "$2: runc run ran the container to its end" test "$(kv runc_rc "$h")" = 0 -a -n "$(grep -x DONE "$o")"
+                check "$2: nvidia-smi in the container shows the quota ($(kv smi_total "$o") MiB)" test "$(kv smi_total "$o")" = $Q
+                check "$2: /etc/ld.so.preload holds the interposer" grep -q '^preload=.*/usr/lib/gpuslice/libgpuslice-vgpu.so' "$o"
+                check "$2: cudaMemGetInfo in the container shows the quota" grep -q "^before: .*total $Q MiB" "$o"
+                filled=$(awk '/^filled/ {print $2}' "$o"); used=$(kv nvml_used "$h")
+                echo "  quota $Q MiB: filled ${filled:-?} MiB, NVML counts ${used:-?} MiB for the process"
+                check "$2: past the quota cudaMalloc fails with out-of-memory" grep -q '^filled .*first refusal: cudaErrorMemoryAllocation' "$o"
+                check "$2: NVML's per-process count stays within the quota (${used:-?} <= $Q MiB)" test "${used:-99999}" -le $Q
+                check "$2: filled >= quota - context - 1% (${filled:-?} >= $Q - $((${used:-0} - ${filled:-0})) - 41)" \
+                        test "${filled:-0}" -ge $((Q - (${used:-0} - ${filled:-0}) - 41))
+                check "$2: the slice directory existed while the container ran" test "$(kv slice_dir_during "$h")" = yes
+                check "$2: poststop removed the slice directory" test "$(kv slice_dir_after "$h")" = no
+        }
+        NV='"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"'
+        HOOKS="{\"prestart\": [{\"path\": \"$GSA\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$HW/config.toml\", \"prestart\"], \"env\": [$HOOK_ENV]}],
+                \"poststop\": [{\"path\": \"$GSA\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$HW/config.toml\", \"poststop\"], \"env\": [$HOOK_ENV]}]}"
+
+        # (a) the OCI hook: a 4 GiB slice of GPU 0
+        id=gs-gpu-hook-$$
+        mkbundle hook /usr/bin/nvidia-smi 3 "$NV, \"GPUSLICE_MEMORY_LIMIT=4Gi\"" "$HOOKS" && runct hook "$id" "$HW/regions/$id"
+        quota_checks hook "OCI hook"
+        # the control: no GPUSLICE_MEMORY_LIMIT, so the whole GPU and no slice
+        id=gs-gpu-hook-ctl-$$
+        mkbundle ctl /usr/bin/nvidia-smi 0 "$NV" "$HOOKS" && runct ctl "$id" "$HW/regions/$id"
+        o=$OUTDIR/hook-ctl.txt
+        check "OCI hook, no slice: the container ran" test "$(kv runc_rc "$HW/ctl.host")" = 0 -a -n "$(grep -x DONE "$o")"
+        check "OCI hook, no slice: nvidia-smi shows the whole GPU ($(kv smi_total "$o") = $HOSTMEM MiB)" test "$(kv smi_total "$o")" = "$HOSTMEM"
+        check "OCI hook, no slice: no /etc/ld.so.preload, no slice file, no slice directory" test "$(kv preload "$o")" = "(none)" \
+                -a "$(kv slice_conf "$o")" = "(none)" -a "$(kv slice_dir_during "$HW/ctl.host")" = no
+
+        # (b) CDI: the spec, its device 0-4g applied to a plain bundle
+        "$GSA" cdi generate --format json --slice 4g=4Gi >"$OUTDIR/cdi.json" 2>"$OUTDIR/cdi.err"; rc=$?
+        cat "$OUTDIR/cdi.err"
+        check "cdi generate --format json --slice 4g=4Gi" test "$rc" = 0
+        python3 tests/gpu/cdi_apply.py --list "$OUTDIR/cdi.json" >"$OUTDIR/cdi-devices.txt" 2>&1; cat "$OUTDIR/cdi-devices.txt"
+        check "the spec loads as a CDI runtime loads it and offers nvidia.com/gpu=0, =all, =0-4g" \
+                test "$(grep -cxE 'nvidia.com/gpu=(0|all|0-4g)' "$OUTDIR/cdi-devices.txt")" = 3
+        # What the container must then have: every create-symlinks link, nvidia-smi's path
+        python3 - "$OUTDIR/cdi.json" "$HW/cdi-links.txt" >"$HW/cdi-facts.txt" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+edits = [s.get("containerEdits", {})] + [d["containerEdits"] for d in s["devices"] if d["name"] == "0-4g"]
+hooks = [h for e in edits for h in e.get("hooks", [])]
+bad = [h.get("args", [h["path"]])[:3] for h in hooks if not h.get("env")]
+print("hooks_without_env=%d" % len(bad))
+links = []
+for h in hooks:
+    a = h.get("args", [])
+    if "create-symlinks" in a:
+        links += [a[i + 1] for i, x in enumerate(a) if x == "--link" and i + 1 < len(a)]
+with open(sys.argv[2], "w") as f:
+    for l in links:
+        t, _, n = l.partition("::")
+        f.write("%s %s\n" % (t, n))
+print("links=%d" % len(links))
+smi = [m["containerPath"] for e in edits for m in e.get("mounts", []) if m["containerPath"].endswith("/nvidia-smi")]
+print("smi=%s" % (smi[0] if smi else "/usr/bin/nvidia-smi"))
+print("hook_names=%s" % ",".join(sorted(set(h["hookName"] for h in hooks))))
+PY
+        cat "$HW/cdi-facts.txt"
+        check "every hook in the spec has an explicit env" test "$(kv hooks_without_env "$HW/cdi-facts.txt")" = 0
+        id=gs-gpu-cdi-$$
+        if mkbundle cdi "$(kv smi "$HW/cdi-facts.txt")" 3 "" && cp "$HW/cdi-links.txt" "$HW/cdi/rootfs/links.txt" &&
+                python3 tests/gpu/cdi_apply.py "$HW/cdi/config.json" "$OUTDIR/cdi.json" -- nvidia.com/gpu=0-4g; then
+                if [ -n "${HOOK_LDLP:-}" ]; then # this host only: see HOOK_ENV above
+                        python3 - "$HW/cdi/config.json" "$GSA" "$HOOK_LDLP" <<'PY'
+import json, sys
+p, gs, ldlp = sys.argv[1:4]
+c = json.load(open(p))
+for hs in c.get("hooks", {}).values():
+    for h in hs:
+        if h["path"] == gs:
+            h.setdefault("env", []).append(ldlp)
+json.dump(c, open(p, "w"), indent=2)
+PY
+                fi
+                cp "$HW/cdi/config.json" "$OUTDIR/cdi-config.json"
+                runct cdi "$id" "$SLICES/$id"
+        fi
+        quota_checks cdi "CDI nvidia.com/gpu=0-4g"
+        o=$OUTDIR/hook-cdi.txt
+        check "CDI: the createContainer hooks made every link ($(grep -c '^link_ok=' "$o") of $(kv links "$HW/cdi-facts.txt"))" \
+                test "$(grep -c '^link_ok=' "$o")" = "$(kv links "$HW/cdi-facts.txt")" -a "$(grep -c '^link_bad=' "$o")" = 0 \
+                -a "$(grep -c '^link_ok=.*/libcuda\.so$' "$o")" -ge 1
+        check "CDI: the container's ld.so.cache lists libcuda.so.1 (update-ldcache ran)" test "$(kv ldcache_libcuda "$o")" -ge 1
+
+        if [ -f bench/hook.sh ] && [ "${GS_GPU_BENCH:-1}" = 1 ]; then
+                BUSYBOX=$CARRY/busybox bash bench/hook.sh "$BUILD" 20 / | tee "$OUTDIR/bench_hook.txt"
+                check "hook benchmark: every hook and configure run succeeded" test "${PIPESTATUS[0]}" = 0
+        fi
+        hook_cleanup
+        trap - EXIT
+        left=0
+        for d in "$SLICES"/gs-gpu-*-$$; do [ -e "$d" ] && left=$((left + 1)); done
+        check "issue 8 cleaned up: no runc state, no slice directory left ($left)" test ! -e "$HW" -a "$left" = 0
+fi
+
 # --- speed (issue 2) -------------------------------------------------------------------------
-if [ -x "$BUILD/bench/timecmd" ] && [ "${GS_GPU_BENCH:-1}" = 1 ]; then
+if only bench && [ -x "$BUILD/bench/timecmd" ] && [ "${GS_GPU_BENCH:-1}" = 1 ]; then
         bench/run.sh "$BUILD" | tee "$OUTDIR/bench.txt"
 fi
 
