@@ -37,6 +37,11 @@ const struct gs_device_info *cli_query_devices(struct gs_context *ctx, bool basi
 /* --user[=UID[:GID]] (numbers or names) into g->uid/gid; a usage error code on failure. */
 int cli_parse_user(struct cli_globals *g, const char *arg);
 
+/* For a runtime hook (`verb`): its environment may be the image's (a runtime that runs hooks
+ * without an explicit env). Warn about loader variables, then clear it all: PATH becomes
+ * /usr/sbin:/usr/bin:/sbin:/bin and nothing else is read from it or passed on. */
+void cli_hook_environment(const char *verb);
+
 /* Append `arg` to a comma-joined list (repeatable options such as --device). */
 int cli_join(char **list, const char *arg);
 

@@ -401,23 +401,10 @@ static int hook_args(int argc, char **argv, const char *verb, const char *opt, c
         return -1;
 }
 
-/* A runtime that runs hooks without the spec's "env" may hand us the image's environment: nothing
- * here reads it, and nothing we start gets it. */
-static void hook_environment(void)
-{
-        static const char *const loader[] = {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"};
-        for (size_t i = 0; i < sizeof(loader) / sizeof(loader[0]); i++)
-                if (getenv(loader[i]) != NULL)
-                        cli_warn("%s is set in the cdi-hook's environment (ignored): the hook's CDI/OCI "
-                                 "definition should give it an explicit \"env\"", loader[i]);
-        clearenv();
-        setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
-}
-
 int cmd_cdi_hook(const struct cli_globals *g, int argc, char **argv)
 {
         (void)g;
-        hook_environment();
+        cli_hook_environment("cdi-hook");
         if (argc < 2) {
                 fputs(hook_help, stderr);
                 return CLI_EXIT_USAGE;

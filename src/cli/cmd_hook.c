@@ -34,18 +34,6 @@ static const char hook_help[] =
         "environment (which some runtimes take from the image) is used. Errors go to stderr as\n"
         "'gpuslice: <stage> error: <message>' and fail the container's start.\n";
 
-/* Loader variables in our own environment mean the runtime handed us the image's environment. */
-static void scrub_environment(void)
-{
-        static const char *const loader[] = {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"};
-        for (size_t i = 0; i < sizeof(loader) / sizeof(loader[0]); i++)
-                if (getenv(loader[i]) != NULL)
-                        cli_warn("%s is set in the hook's environment (ignored): give the hook an explicit "
-                                 "\"env\" in its OCI/CDI definition", loader[i]);
-        clearenv();
-        setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
-}
-
 /* NVIDIA's hook takes Go-style flags (-config FILE, -debug) before the stage: skip them. */
 static int nvidia_args(int argc, char **argv, const char **stage)
 {
@@ -100,7 +88,7 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
         if (gs_hook_stage_parse(stage_name, &h.stage) < 0)
                 return cli_usage_error("hook", "unknown STAGE '%s' (prestart, createRuntime, poststart or poststop)",
                                        stage_name);
-        scrub_environment();
+        cli_hook_environment("hook");
 
         struct gs_hostconfig hc;
         struct gs_error err = {0};

@@ -112,3 +112,14 @@ int cli_take_indexed(const char *verb, int argc, char **argv, char **out, const 
         out[n] = NULL;
         return n;
 }
+
+void cli_hook_environment(const char *verb)
+{
+        static const char *const loader[] = {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"};
+        for (size_t i = 0; i < sizeof(loader) / sizeof(loader[0]); i++)
+                if (getenv(loader[i]) != NULL)
+                        cli_warn("%s is set in the %s's environment (ignored): give the hook an explicit \"env\" in "
+                                 "its OCI/CDI definition", loader[i], verb);
+        clearenv();
+        setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
+}

@@ -331,5 +331,12 @@ if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then
         else not_ok "control: PATH poisoning did not reach the no-env hook: markers '$m', runc exit $(rc_of ctlpath)"; fi
 fi
 no_container_left cve "after the CVE cases"
+# Loader variables that do reach the hook (a definition without "env" on a runtime that passes the
+# image's) are reported and dropped before anything runs.
+echo '{"id":"envcheck","bundle":"/nonexistent"}' >"$TMP/envcheck.json"
+run envcheck -- env LD_LIBRARY_PATH=/nonexistent/evil "$GS" --root "$DRV" hook --config "$CONF" poststop <"$TMP/envcheck.json"
+expect_rc envcheck 0 "hook poststop with LD_LIBRARY_PATH in its environment"
+expect_err envcheck "LD_LIBRARY_PATH is set in the hook's environment (ignored): give the hook an explicit \"env\"" \
+        "... warns that its definition should give it an explicit env"
 no_slice_dirs "at the end"
 finish
