@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Fake libcuda.so.1 (fake_cuda.h): cuInit (the config, the device enumeration with
+ * CUDA_VISIBLE_DEVICES, the device address space, the shared state file), what a fork does,
+ * cuDriverGetVersion and cuGetExportTable. */
+#include "fake_cuda.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static CUresult g_init_rc;
+static int g_cfg_loaded;              /* g_cfg valid (also before cuInit, for the version) */
+
+static void atfork_child(void)
+{
+    /* CUDA does not survive fork: the child of an initialised process gets NOT_INITIALIZED
+     * everywhere (seen on driver 580.159.04), and drops its copy of the state file (the slot
+     * lock stays with the parent). */
+    if (g_shared.fd >= 0) {
+        if (g_shared.map != NULL)
+            munmap(g_shared.map, sizeof(*g_shared.map));
+        close(g_shared.fd);
+        g_shared.fd = -1;
+        g_shared.map = NULL;
+        g_shared.slot = -1;
+    }
+    if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != ST_UNINIT)
+        __atomic_store_n(&g_state, ST_FORKED, __ATOMIC_RELEASE);
+    pthread_mutex_init(&g_mu, NULL);
+    t_depth = 0;
+}
+
+static void load_config_locked(void)
+{
+    char err[512];
+
+    if (g_cfg_loaded)
+        return;
+    if (fg_config_load(fg_config_path(), &g_cfg, err, sizeof(err)) < 0) {
+        fprintf(stderr, "fakegpu: cuda: %s (simulating a host without a working driver)\n", err);
+        memset(&g_cfg, 0, sizeof(g_cfg));
+        g_cfg_loaded = -1;
+        return;
+    }
+    g_cfg_loaded = 1;
+}
+
+static unsigned long long config_process_bytes(unsigned gpu, int mig)
+{
+    unsigned long long sum = 0;
+
+    for (unsigned i = 0; i < g_cfg.nprocs; i++)
+        if (g_cfg.procs[i].gpu == gpu && (mig == -2 || g_cfg.procs[i].mig == mig))
+            sum += g_cfg.procs[i].used;
+    return sum;
+}
+
+static void add_device(unsigned gpu, int mig)
+{
+    const struct fg_gpu *g = &g_cfg.gpus[gpu];
+    struct fdev *d = &g_dev[g_ndev++];
+    unsigned long long busy;
+
+    d->gpu = gpu;
+    d->mig = mig;
+    d->unit = fg_state_unit(gpu, mig);
+    d->used = 0;
+    if (mig < 0) {
+        d->total = g->memory - g->reserved;
+        busy = g->used + config_process_bytes(gpu, -2);
+    } else {
+        d->total = g->migs[mig].memory;
+        busy = config_process_bytes(gpu, mig);
+    }
+    d->capacity = busy >= d->total ? 0 : d->total - busy;
+}
+
+/* The default enumeration: GPUs in config order, a MIG-enabled GPU replaced by its MIG
+ * devices (in MIG index order). */
+static int default_order(unsigned *gpus, int *migs, int max)
+{
+    int n = 0;
+
+    for (unsigned i = 0; i < g_cfg.ngpus && n < max; i++) {
+        const struct fg_gpu *g = &g_cfg.gpus[i];
+
+        if (g->mig != FG_MIG_ON) {
+            gpus[n] = i;
+            migs[n++] = -1;
+            continue;
+        }
+        for (unsigned idx = 0; idx < FG_MAX_MIG; idx++)
+            for (unsigned m = 0; m < g->nmig && n < max; m++)
+                if (g->migs[m].index == idx) {
+                    gpus[n] = i;
+                    migs[n++] = (int)m;
+                }
+    }
+    return n;
+}
+
+const char *dev_uuid_str(unsigned gpu, int mig)
+{
+    return mig < 0 ? g_cfg.gpus[gpu].uuid : g_cfg.gpus[gpu].migs[mig].uuid;
+}
+
+/* CUDA_VISIBLE_DEVICES: comma-separated indexes into the default order or UUIDs (GPU-...,
+ * MIG-..., a unique prefix is enough); the list ends at the first invalid or repeated entry. */
+static void enumerate(void)
+{
+    static unsigned gpus[MAX_DEV];
+    static int migs[MAX_DEV];
+    int n = default_order(gpus, migs, MAX_DEV);
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    char buf[4096];
+    char *save = NULL;
+    int used[MAX_DEV];
+
+    g_ndev = 0;
+    if (env == NULL) {
+        for (int i = 0; i < n; i++)
+            add_device(gpus[i], migs[i]);
+        return;
+    }
+    memset(used, 0, sizeof(used));
+    snprintf(buf, sizeof(buf), "%s", env);
+    for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        int pick = -1;
+        char *end;
+
+        while (isspace((unsigned char)*tok))
+            tok++;
+        for (end = tok + strlen(tok); end > tok && isspace((unsigned char)end[-1]); end--)
+            *--end = '\0';
+        if (isdigit((unsigned char)tok[0])) {
+            long v = strtol(tok, &end, 10);
+
+            if (*end != '\0' || v < 0 || v >= n)
+                break;
+            pick = (int)v;
+        } else if (strncasecmp(tok, "GPU-", 4) == 0 || strncasecmp(tok, "MIG-", 4) == 0) {
+            int matches = 0;
+
+            for (int i = 0; i < n; i++) {
+                if (strncasecmp(dev_uuid_str(gpus[i], migs[i]), tok, strlen(tok)) == 0) {
+                    pick = i;
+                    matches++;
+                }
+            }
+            /* A GPU UUID of a MIG-enabled GPU selects its first MIG device. */
+            if (matches == 0 && strncasecmp(tok, "GPU-", 4) == 0)
+                for (int i = 0; i < n && matches == 0; i++)
+                    if (migs[i] >= 0 && strncasecmp(g_cfg.gpus[gpus[i]].uuid, tok, strlen(tok)) == 0) {
+                        pick = i;
+                        matches = 1;
+                    }
+            if (matches != 1)
+                break;
+        } else {
+            break;
+        }
+        if (used[pick])
+            break;
+        used[pick] = 1;
+        add_device(gpus[pick], migs[pick]);
+    }
+}
+
+static CUresult do_init(void)
+{
+    char path[512];
+
+    g_cfg_loaded = 0;   /* cuInit reads the config afresh (cuDriverGetVersion may have read it) */
+    load_config_locked();
+    if (g_cfg_loaded < 0)
+        return CUDA_ERROR_NO_DEVICE;
+    {
+        CUresult rc = fault("cuInit");
+
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
+    enumerate();
+    if (g_ndev == 0)
+        return CUDA_ERROR_NO_DEVICE;
+    if (g_arena_base == 0) {
+        /* Device addresses: a PROT_NONE reservation, so they never alias host memory and a
+         * host dereference faults. Smaller fallbacks for tight RLIMIT_AS. */
+        for (unsigned long long sz = ARENA_SIZE; sz >= (1ULL << 32); sz >>= 2) {
+            void *p = mmap(NULL, sz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+            if (p != MAP_FAILED) {
+                g_arena_base = round_up((uintptr_t)p, GRAN);
+                g_arena_end = (uintptr_t)p + sz;
+                g_cursor = g_arena_base;
+                break;
+            }
+        }
+        if (g_arena_base == 0)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    fg_state_path(&g_cfg, path, sizeof(path));
+    if (fg_state_open(&g_shared, path, 1) < 0) {
+        fprintf(stderr, "fakegpu: cuda: cannot open the shared state %s: %s (usage not shared)\n", path,
+                strerror(errno));
+    } else {
+        int locked = fg_state_lock(&g_shared) == 0;
+
+        if (fg_state_claim(&g_shared, (unsigned)getpid()) < 0)
+            fprintf(stderr, "fakegpu: cuda: shared state %s is full (usage not shared)\n", path);
+        if (locked)
+            fg_state_unlock(&g_shared);
+    }
+    for (int d = 0; d < g_ndev; d++) {
+        memset(&g_prim[d], 0, sizeof(g_prim[d]));
+        g_prim[d].kind = 1;
+        g_prim[d].dev = d;
+        memset(&g_default_pool[d], 0, sizeof(g_default_pool[d]));
+        g_default_pool[d].live = 1;
+        g_default_pool[d].is_default = 1;
+        g_default_pool[d].dev = d;
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuInit(unsigned int Flags)
+{
+    int st;
+
+    st = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+    if (st == ST_FORKED)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    st = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
+    if (st == ST_UNINIT) {
+        static int atfork_done;
+
+        if (!atfork_done) {
+            pthread_atfork(NULL, NULL, atfork_child);
+            atfork_done = 1;
+        }
+        g_init_rc = do_init();
+        __atomic_store_n(&g_state, g_init_rc == CUDA_SUCCESS ? ST_READY : ST_FAILED, __ATOMIC_RELEASE);
+    }
+    UNLOCK();
+    return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == ST_FORKED ? CUDA_ERROR_NOT_INITIALIZED : g_init_rc;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *driverVersion)
+{
+    if (driverVersion == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    load_config_locked();
+    *driverVersion = g_cfg_loaded > 0 ? g_cfg.cuda : GS_CUDA_API_VERSION;
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+    ENTER();
+    if (ppExportTable == NULL || pExportTableId == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ppExportTable = NULL;
+    return CUDA_ERROR_NOT_SUPPORTED;   /* private tables: the fake has none */
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Fake libcuda.so.1 (fake_cuda.h): cuGetProcAddress / cuGetProcAddress_v2 and the table of
+ * exported versions they choose from. */
+#include "fake_cuda.h"
+
+#include <limits.h>
+#include <string.h>
+
+/*
+ * For each base name: the exported versions with the CUDA version that introduced them
+ * (ascending), and the per-thread default stream variant. Source: the PFN_<name>_v<version>
+ * typedefs of CUDA 13.0's cudaTypedefs.h (e.g. PFN_cuMemAlloc_v2000 = cuMemAlloc,
+ * PFN_cuMemAlloc_v3020 = cuMemAlloc_v2, PFN_cuLaunchKernel_v7000_ptsz = cuLaunchKernel_ptsz),
+ * checked against driver 580.159.04 by the cuda-probe. Versions the fake does not export
+ * (the CUDA 2.x ABI of cuArrayCreate, cuMemcpy*, cuMemsetD8) are left out, so an old enough
+ * cudaVersion answers VERSION_NOT_SUFFICIENT for them.
+ */
+struct proc_version {
+    int since;
+    void *fn;
+};
+
+struct proc_entry {
+    const char *name;
+    struct proc_version v[4];
+    void *per_thread;   /* _ptsz / _ptds, or NULL */
+    int per_thread_since;
+};
+
+#define V(ver, f) { ver, (void *)(f) }
+static const struct proc_entry g_procs[] = {
+    { "cuInit", { V(2000, cuInit) }, NULL, 0 },
+    { "cuDriverGetVersion", { V(2020, cuDriverGetVersion) }, NULL, 0 },
+    { "cuGetErrorString", { V(6000, cuGetErrorString) }, NULL, 0 },
+    { "cuGetErrorName", { V(6000, cuGetErrorName) }, NULL, 0 },
+    { "cuGetExportTable", { V(3000, cuGetExportTable) }, NULL, 0 },
+    { "cuGetProcAddress", { V(11030, cuGetProcAddress), V(12000, cuGetProcAddress_v2) }, NULL, 0 },
+    { "cuDeviceGet", { V(2000, cuDeviceGet) }, NULL, 0 },
+    { "cuDeviceGetCount", { V(2000, cuDeviceGetCount) }, NULL, 0 },
+    { "cuDeviceGetName", { V(2000, cuDeviceGetName) }, NULL, 0 },
+    { "cuDeviceGetUuid", { V(9020, cuDeviceGetUuid), V(11040, cuDeviceGetUuid_v2) }, NULL, 0 },
+    { "cuDeviceTotalMem", { V(2000, cuDeviceTotalMem), V(3020, cuDeviceTotalMem_v2) }, NULL, 0 },
+    { "cuDeviceGetAttribute", { V(2000, cuDeviceGetAttribute) }, NULL, 0 },
+    { "cuDeviceGetPCIBusId", { V(4010, cuDeviceGetPCIBusId) }, NULL, 0 },
+    { "cuDeviceGetByPCIBusId", { V(4010, cuDeviceGetByPCIBusId) }, NULL, 0 },
+    { "cuDevicePrimaryCtxRetain", { V(7000, cuDevicePrimaryCtxRetain) }, NULL, 0 },
+    { "cuDevicePrimaryCtxRelease",
+      { V(7000, cuDevicePrimaryCtxRelease), V(11000, cuDevicePrimaryCtxRelease_v2) }, NULL, 0 },
+    { "cuDevicePrimaryCtxReset", { V(7000, cuDevicePrimaryCtxReset), V(11000, cuDevicePrimaryCtxReset_v2) },
+      NULL, 0 },
+    { "cuDevicePrimaryCtxGetState", { V(7000, cuDevicePrimaryCtxGetState) }, NULL, 0 },
+    { "cuCtxCreate",
+      { V(2000, cuCtxCreate), V(3020, cuCtxCreate_v2), V(11040, cuCtxCreate_v3), V(12050, cuCtxCreate_v4) },
+      NULL, 0 },
+    { "cuCtxDestroy", { V(2000, cuCtxDestroy), V(4000, cuCtxDestroy_v2) }, NULL, 0 },
+    { "cuCtxGetCurrent", { V(4000, cuCtxGetCurrent) }, NULL, 0 },
+    { "cuCtxSetCurrent", { V(4000, cuCtxSetCurrent) }, NULL, 0 },
+    { "cuCtxGetDevice", { V(2000, cuCtxGetDevice), V(13000, cuCtxGetDevice_v2) }, NULL, 0 },
+    { "cuCtxPushCurrent", { V(2000, cuCtxPushCurrent), V(4000, cuCtxPushCurrent_v2) }, NULL, 0 },
+    { "cuCtxPopCurrent", { V(2000, cuCtxPopCurrent), V(4000, cuCtxPopCurrent_v2) }, NULL, 0 },
+    { "cuCtxSynchronize", { V(2000, cuCtxSynchronize), V(13000, cuCtxSynchronize_v2) }, NULL, 0 },
+    { "cuMemAlloc", { V(2000, cuMemAlloc), V(3020, cuMemAlloc_v2) }, NULL, 0 },
+    { "cuMemAllocPitch", { V(2000, cuMemAllocPitch), V(3020, cuMemAllocPitch_v2) }, NULL, 0 },
+    { "cuMemAllocManaged", { V(6000, cuMemAllocManaged) }, NULL, 0 },
+    { "cuMemFree", { V(2000, cuMemFree), V(3020, cuMemFree_v2) }, NULL, 0 },
+    { "cuMemGetInfo", { V(2000, cuMemGetInfo), V(3020, cuMemGetInfo_v2) }, NULL, 0 },
+    { "cuMemAllocHost", { V(2000, cuMemAllocHost), V(3020, cuMemAllocHost_v2) }, NULL, 0 },
+    { "cuMemFreeHost", { V(2000, cuMemFreeHost) }, NULL, 0 },
+    { "cuMemCreate", { V(10020, cuMemCreate) }, NULL, 0 },
+    { "cuMemRelease", { V(10020, cuMemRelease) }, NULL, 0 },
+    { "cuMemAddressReserve", { V(10020, cuMemAddressReserve) }, NULL, 0 },
+    { "cuMemAddressFree", { V(10020, cuMemAddressFree) }, NULL, 0 },
+    { "cuMemMap", { V(10020, cuMemMap) }, NULL, 0 },
+    { "cuMemUnmap", { V(10020, cuMemUnmap) }, NULL, 0 },
+    { "cuMemSetAccess", { V(10020, cuMemSetAccess) }, NULL, 0 },
+    { "cuMemGetAllocationGranularity", { V(10020, cuMemGetAllocationGranularity) }, NULL, 0 },
+    { "cuMemAllocAsync", { V(11020, cuMemAllocAsync) }, (void *)cuMemAllocAsync_ptsz, 11020 },
+    { "cuMemFreeAsync", { V(11020, cuMemFreeAsync) }, (void *)cuMemFreeAsync_ptsz, 11020 },
+    { "cuMemAllocFromPoolAsync", { V(11020, cuMemAllocFromPoolAsync) }, (void *)cuMemAllocFromPoolAsync_ptsz,
+      11020 },
+    { "cuMemPoolCreate", { V(11020, cuMemPoolCreate) }, NULL, 0 },
+    { "cuMemPoolDestroy", { V(11020, cuMemPoolDestroy) }, NULL, 0 },
+    { "cuMemPoolTrimTo", { V(11020, cuMemPoolTrimTo) }, NULL, 0 },
+    { "cuDeviceGetDefaultMemPool", { V(11020, cuDeviceGetDefaultMemPool) }, NULL, 0 },
+    { "cuArrayCreate", { V(3020, cuArrayCreate_v2) }, NULL, 0 },
+    { "cuArray3DCreate", { V(3020, cuArray3DCreate_v2) }, NULL, 0 },
+    { "cuArrayDestroy", { V(2000, cuArrayDestroy) }, NULL, 0 },
+    { "cuMipmappedArrayCreate", { V(5000, cuMipmappedArrayCreate) }, NULL, 0 },
+    { "cuMipmappedArrayDestroy", { V(5000, cuMipmappedArrayDestroy) }, NULL, 0 },
+    { "cuModuleLoadData", { V(2000, cuModuleLoadData) }, NULL, 0 },
+    { "cuModuleUnload", { V(2000, cuModuleUnload) }, NULL, 0 },
+    { "cuModuleGetFunction", { V(2000, cuModuleGetFunction) }, NULL, 0 },
+    { "cuLaunchKernel", { V(4000, cuLaunchKernel) }, (void *)cuLaunchKernel_ptsz, 7000 },
+    { "cuStreamCreate", { V(2000, cuStreamCreate) }, NULL, 0 },
+    { "cuStreamDestroy", { V(2000, cuStreamDestroy), V(4000, cuStreamDestroy_v2) }, NULL, 0 },
+    { "cuStreamSynchronize", { V(2000, cuStreamSynchronize) }, (void *)cuStreamSynchronize_ptsz, 7000 },
+    { "cuMemcpyHtoD", { V(3020, cuMemcpyHtoD_v2) }, (void *)cuMemcpyHtoD_v2_ptds, 7000 },
+    { "cuMemcpyDtoH", { V(3020, cuMemcpyDtoH_v2) }, (void *)cuMemcpyDtoH_v2_ptds, 7000 },
+    { "cuMemsetD8", { V(3020, cuMemsetD8_v2) }, (void *)cuMemsetD8_v2_ptds, 7000 },
+};
+#undef V
+
+/* The lookup shared by both entry points. Returns the status; *pfn = the function or NULL. */
+static CUdriverProcAddressQueryResult proc_lookup(const char *symbol, int cudaVersion, cuuint64_t flags,
+                                                  void **pfn)
+{
+    *pfn = NULL;
+    for (size_t i = 0; i < sizeof(g_procs) / sizeof(g_procs[0]); i++) {
+        const struct proc_entry *e = &g_procs[i];
+        int found = 0;
+
+        if (strcmp(e->name, symbol) != 0)
+            continue;
+        /* A negative cudaVersion reads as "newest" on driver 580.159.04 (seen). */
+        if (cudaVersion < 0)
+            cudaVersion = INT_MAX;
+        for (int k = 0; k < 4 && e->v[k].fn != NULL; k++)
+            if (e->v[k].since <= cudaVersion) {
+                *pfn = e->v[k].fn;
+                found = 1;
+            }
+        if (!found)
+            return CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+        if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && e->per_thread != NULL &&
+            e->per_thread_since <= cudaVersion)
+            *pfn = e->per_thread;
+        return CU_GET_PROC_ADDRESS_SUCCESS;
+    }
+    return CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+}
+
+static int driver_version(void)
+{
+    int v = GS_CUDA_API_VERSION;
+
+    (void)cuDriverGetVersion(&v);
+    return v;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *symbolStatus)
+{
+    CUdriverProcAddressQueryResult st;
+
+    /* NULL symbol or pfn crash the real driver; the fake answers INVALID_VALUE. */
+    if (symbol == NULL || pfn == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags > (CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+        return CUDA_ERROR_INVALID_VALUE;   /* seen for flags 4; *pfn untouched */
+    if (cudaVersion > driver_version())
+        return CUDA_ERROR_INVALID_VALUE;   /* newer than the driver (seen); *pfn untouched */
+    st = proc_lookup(symbol, cudaVersion, flags, pfn);
+    if (symbolStatus != NULL)
+        *symbolStatus = st;
+    /* Not found / version not sufficient: CUDA_SUCCESS with *pfn = NULL (seen, as documented). */
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    void *fn = NULL;
+
+    if (symbol == NULL || pfn == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags > (CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ||
+        cudaVersion > driver_version())
+        return CUDA_ERROR_INVALID_VALUE;
+    /* The CUDA 11.3 entry point answers NOT_FOUND for a missing symbol and leaves *pfn
+     * untouched (seen on driver 580.159.04). */
+    if (proc_lookup(symbol, cudaVersion, flags, &fn) != CU_GET_PROC_ADDRESS_SUCCESS)
+        return CUDA_ERROR_NOT_FOUND;
+    *pfn = fn;
+    return CUDA_SUCCESS;
+}
