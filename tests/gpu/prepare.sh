@@ -55,6 +55,7 @@ ARCH=-arch=sm_90
 "$NVCC13" -O2 $ARCH -o "$CARRY/cuda_fill" tests/gpu/cuda_fill.cu
 "$NVCC13" -O2 $ARCH -o "$CARRY/vgpu_bench" bench/vgpu_bench.cu
 "$NVCC13" -O2 $ARCH -o "$CARRY/cuda_startup" bench/cuda_startup.cu
+"$NVCC13" -O2 $ARCH -o "$CARRY/compute_shapes" bench/compute_shapes.cu
 "$NVCC13" -O2 $ARCH -o "$CARRY/cudart_paths-13.0-static" tests/gpu/cudart_paths.cu
 "$NVCC13" -O2 $ARCH --default-stream per-thread -o "$CARRY/cudart_paths-13.0-ptds" tests/gpu/cudart_paths.cu
 
