@@ -29,6 +29,9 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Output buffer */
 
+/* Longest key written as an implicit one (YAML allows 1024 characters; bytes counted here). */
+#define YAML_MAX_IMPLICIT_KEY 1000
+
 struct obuf {
         char *p;
         size_t n, cap;
@@ -272,12 +275,27 @@ static int emit_block(struct obuf *b, json_object *v, int ind, bool inline_first
                         if (!(first && inline_first))
                                 indent(b, ind);
                         first = false;
-                        if (emit_string(b, key, strlen(key), err) < 0)
+                        /* YAML limits an implicit key to 1024 characters: a longer one is written
+                         * as an explicit key ("? key" then ": value" on the next line). */
+                        struct obuf k = {0};
+                        if (emit_string(&k, key, strlen(key), err) < 0) {
+                                free(k.p);
                                 return -1;
+                        }
+                        bool explicit_key = k.n > YAML_MAX_IMPLICIT_KEY;
+                        if (explicit_key)
+                                put(b, "? ", 2);
+                        put(b, k.p != NULL ? k.p : "", k.n);
+                        b->oom |= k.oom;
+                        free(k.p);
+                        if (explicit_key) {
+                                put(b, "\n", 1);
+                                indent(b, ind);
+                        }
                         put(b, ":", 1);
                         if (is_container(val) && !is_empty_container(val)) {
                                 put(b, "\n", 1);
-                                int child = json_object_is_type(val, json_type_array) ? ind : ind + 2;
+                                int child = json_object_is_type(val, json_type_array) && !explicit_key ? ind : ind + 2;
                                 if (emit_block(b, val, child, false, depth + 1, err) < 0)
                                         return -1;
                         } else {
@@ -398,13 +416,20 @@ static json_object *resolve_plain(const char *s, size_t n)
                                             all_digits(d + 2, d[1] == 'x' ? "0123456789abcdefABCDEF" : "01234567"))) {
                 errno = 0;
                 char *end;
-                long long v;
-                if (d[0] == '0' && (d[1] == 'x' || d[1] == 'o'))
-                        v = strtoll(d + 2, &end, d[1] == 'x' ? 16 : 8);
-                else
-                        v = strtoll(d, &end, 10); /* 010 is ten (YAML 1.2), never octal */
-                if (errno == 0 && *end == '\0')
-                        return json_object_new_int64(s[0] == '-' ? -v : v);
+                if (d[0] == '0' && (d[1] == 'x' || d[1] == 'o')) {
+                        long long v = strtoll(d + 2, &end, d[1] == 'x' ? 16 : 8);
+                        if (errno == 0 && *end == '\0')
+                                return json_object_new_int64(s[0] == '-' ? -v : v);
+                } else if (s[0] == '-') {
+                        long long v = strtoll(s, &end, 10); /* 010 is ten (YAML 1.2), never octal */
+                        if (errno == 0 && *end == '\0')
+                                return json_object_new_int64(v);
+                } else {
+                        /* up to 2^64-1, as json-c reads JSON integers */
+                        unsigned long long u = strtoull(d, &end, 10);
+                        if (errno == 0 && *end == '\0')
+                                return u <= INT64_MAX ? json_object_new_int64((int64_t)u) : json_object_new_uint64(u);
+                }
                 /* too large for an integer: a float, as YAML readers do */
         }
         if (float_syntax(s) || all_digits(d, "0123456789")) {

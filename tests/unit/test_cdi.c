@@ -182,6 +182,44 @@ static void test_yaml_structures(void **state)
         free(y);
         json_object_put(o);
 
+        /* a key longer than YAML's 1024-character limit for implicit keys is written as an explicit
+         * key ("? key" / ": value"), with a scalar, a mapping and a sequence as its value (found by
+         * fuzz_cdi: libyaml refused the implicit form) */
+        char longkey[1500];
+        memset(longkey, 'k', sizeof(longkey) - 1);
+        longkey[sizeof(longkey) - 1] = '\0';
+        json_object *lk = json_object_new_object();
+        json_object_object_add(lk, longkey, json_object_new_string("v"));
+        json_object *lm = json_object_new_object();
+        json_object_object_add(lm, "a", json_object_new_int(1));
+        json_object *wrap = json_object_new_object();
+        json_object_object_add(wrap, longkey, lm);
+        json_object *la = json_object_new_array();
+        json_object_array_add(la, json_object_new_string("x"));
+        json_object_array_add(la, wrap);
+        json_object_object_add(lk, "short", la);
+        longkey[0] = 'K'; /* a second long key, whose value is a sequence */
+        json_object *ls = json_object_new_array();
+        json_object_array_add(ls, json_object_new_string("y"));
+        json_object_array_add(ls, json_object_new_int(2));
+        json_object_object_add(lk, longkey, ls);
+        json_object *seq = json_object_new_array();
+        json_object_array_add(seq, lk);
+        roundtrip(seq);
+        y = gs_yaml_emit(seq, &err);
+        assert_non_null(y);
+        assert_non_null(strstr(y, "- ? kkk"));
+        free(y);
+        json_object_put(seq);
+
+        /* integers at the edges of int64 and uint64 read back as the same integers (found by
+         * fuzz_cdi: 2^64-1 came back as a float) */
+        json_object *ints = json_tokener_parse("[9223372036854775807, 9223372036854775808, 18446744073709551615, "
+                                               "-9223372036854775808, 0, -1]");
+        assert_non_null(ints);
+        roundtrip(ints);
+        json_object_put(ints);
+
         /* scalars and empty containers at the top */
         json_object *s = json_object_new_string("0");
         y = gs_yaml_emit(s, &err);
