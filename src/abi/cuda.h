@@ -56,6 +56,8 @@ typedef struct CUevent_st *CUevent;
 typedef struct CUarray_st *CUarray;
 typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUgreenCtx_st *CUgreenCtx;                 /* cuGreenCtxCreate (CUDA 12.4) */
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;   /* cuDevResourceGenerateDesc (CUDA 12.4) */
 
 /* Special stream handles. */
 #define CU_STREAM_LEGACY     ((CUstream)0x1)
@@ -292,6 +294,58 @@ typedef struct CUctxCreateParams_st {
 } CUctxCreateParams;
 
 /* ---------------------------------------------------------------------------------------- */
+/* Green contexts (CUDA 12.4): device resources, SM splits, resource descriptors              */
+/* ---------------------------------------------------------------------------------------- */
+
+/* cuGreenCtxCreate flags (CUgreenCtxCreate_flags): the default stream is required. */
+typedef enum CUgreenCtxCreate_flags_enum {
+    CU_GREEN_CTX_DEFAULT_STREAM = 0x1
+} CUgreenCtxCreate_flags;
+
+/* cuDevSmResourceSplitByCount useFlags (CUdevSmResourceSplit_flags) */
+typedef enum CUdevSmResourceSplit_flags_enum {
+    CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1,
+    CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 0x2
+} CUdevSmResourceSplit_flags;
+
+typedef enum CUdevResourceType_enum {
+    CU_DEV_RESOURCE_TYPE_INVALID = 0,
+    CU_DEV_RESOURCE_TYPE_SM = 1               /* streaming multiprocessors */
+} CUdevResourceType;
+
+/* The SM part of a CUdevResource (12 bytes). All three are outputs of the driver. */
+typedef struct CUdevSmResource_st {
+    unsigned int smCount;                     /* SMs in this resource */
+    unsigned int minSmPartitionSize;          /* smallest partition a split can make */
+    unsigned int smCoscheduledAlignment;      /* a split's partitions are multiples of this */
+} CUdevSmResource;
+
+/* A tagged union, filled by the driver (RESOURCE_ABI_VERSION 1, RESOURCE_ABI_EXTERNAL_BYTES 48):
+ * 4-byte type, 92 bytes the driver keeps to itself, then a 48-byte union: 144 bytes, the SM
+ * data at offset 96. The anonymous union lets callers write `res.sm.smCount`, as with cuda.h. */
+#define GS_CU_DEV_RESOURCE_INTERNAL_BYTES 92
+#define GS_CU_DEV_RESOURCE_EXTERNAL_BYTES 48
+typedef struct CUdevResource_st {
+    CUdevResourceType type;
+    unsigned char _internal_padding[GS_CU_DEV_RESOURCE_INTERNAL_BYTES];
+    union {
+        CUdevSmResource sm;                   /* type CU_DEV_RESOURCE_TYPE_SM */
+        unsigned char _oversize[GS_CU_DEV_RESOURCE_EXTERNAL_BYTES];
+    };
+} CUdevResource_v1;
+typedef CUdevResource_v1 CUdevResource;
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(CUdevSmResource) == 12, "CUdevSmResource: 12 bytes (CUDA 13.0 cuda.h)");
+_Static_assert(__builtin_offsetof(CUdevSmResource, minSmPartitionSize) == 4, "CUdevSmResource layout");
+_Static_assert(__builtin_offsetof(CUdevSmResource, smCoscheduledAlignment) == 8, "CUdevSmResource layout");
+_Static_assert(sizeof(CUdevResource) == 144, "CUdevResource: 144 bytes (CUDA 13.0 cuda.h)");
+_Static_assert(__builtin_offsetof(CUdevResource, _internal_padding) == 4, "CUdevResource layout");
+_Static_assert(__builtin_offsetof(CUdevResource, sm) == 96, "CUdevResource layout");
+_Static_assert(__builtin_offsetof(CUdevResource, _oversize) == 96, "CUdevResource layout");
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
 /* Memory                                                                                    */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -486,6 +540,22 @@ typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
     X(cuCtxPopCurrent_v2, CUresult, (CUcontext *pctx))                                            \
     X(cuCtxSynchronize, CUresult, (void))                                                         \
     X(cuCtxSynchronize_v2, CUresult, (CUcontext ctx))                                             \
+    /* green contexts (CUDA 12.4) */                                                              \
+    X(cuDeviceGetDevResource, CUresult,                                                           \
+      (CUdevice device, CUdevResource *resource, CUdevResourceType type))                         \
+    X(cuDevSmResourceSplitByCount, CUresult,                                                      \
+      (CUdevResource *result, unsigned int *nbGroups, const CUdevResource *input,                 \
+       CUdevResource *remaining, unsigned int useFlags, unsigned int minCount))                   \
+    X(cuDevResourceGenerateDesc, CUresult,                                                        \
+      (CUdevResourceDesc *phDesc, CUdevResource *resources, unsigned int nbResources))            \
+    X(cuGreenCtxCreate, CUresult,                                                                 \
+      (CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags))              \
+    X(cuGreenCtxDestroy, CUresult, (CUgreenCtx hCtx))                                             \
+    X(cuCtxFromGreenCtx, CUresult, (CUcontext *pContext, CUgreenCtx hCtx))                        \
+    X(cuGreenCtxGetDevResource, CUresult,                                                         \
+      (CUgreenCtx hCtx, CUdevResource *resource, CUdevResourceType type))                         \
+    X(cuCtxGetDevResource, CUresult,                                                              \
+      (CUcontext hCtx, CUdevResource *resource, CUdevResourceType type))                          \
     /* linear device memory */                                                                    \
     X(cuMemAlloc, CUresult, (gs_CUdeviceptr_v1 *dptr, unsigned int bytesize))                     \
     X(cuMemAlloc_v2, CUresult, (CUdeviceptr *dptr, size_t bytesize))                              \

@@ -38,7 +38,8 @@ gen() {
         echo 'int main(void) {'
         for c in $names; do echo "    printf(\"$c %lld\\n\", (long long)(uintptr_t)($c));"; done
         for s in CUuuid CUmemLocation CUmemAllocationProp CUmemAccessDesc CUmemPoolProps CUDA_ARRAY_DESCRIPTOR \
-                CUDA_ARRAY3D_DESCRIPTOR CUexecAffinityParam CUctxCreateParams; do
+                CUDA_ARRAY3D_DESCRIPTOR CUexecAffinityParam CUctxCreateParams CUdevSmResource CUdevResource \
+                CUdevResource_v1 CUdevResourceType CUgreenCtx CUdevResourceDesc; do
                 echo "    printf(\"sizeof($s) %zu\\n\", sizeof($s));"
         done
         for f in CUmemAllocationProp:type CUmemAllocationProp:requestedHandleTypes CUmemAllocationProp:location \
@@ -47,7 +48,9 @@ gen() {
                 CUmemPoolProps:usage CUmemPoolProps:reserved CUDA_ARRAY_DESCRIPTOR:Format \
                 CUDA_ARRAY_DESCRIPTOR:NumChannels CUDA_ARRAY3D_DESCRIPTOR:Depth CUDA_ARRAY3D_DESCRIPTOR:Format \
                 CUDA_ARRAY3D_DESCRIPTOR:NumChannels CUDA_ARRAY3D_DESCRIPTOR:Flags CUmemAccessDesc:flags \
-                CUctxCreateParams:numExecAffinityParams CUctxCreateParams:cigParams; do
+                CUctxCreateParams:numExecAffinityParams CUctxCreateParams:cigParams \
+                CUdevSmResource:smCount CUdevSmResource:minSmPartitionSize CUdevSmResource:smCoscheduledAlignment \
+                CUdevResource:type CUdevResource:_internal_padding CUdevResource:sm CUdevResource:_oversize; do
                 echo "    printf(\"offsetof(${f%%:*}.${f##*:}) %zu\\n\", __builtin_offsetof(${f%%:*}, ${f##*:}));"
         done
         echo '    return 0; }'

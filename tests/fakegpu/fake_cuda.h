@@ -33,7 +33,9 @@
  *   fake_cuda_init.c    cuInit (config, device enumeration, CUDA_VISIBLE_DEVICES, address
  *                       space, shared state), fork, cuDriverGetVersion, cuGetExportTable
  *   fake_cuda_device.c  cuDeviceGet*, attributes, UUIDs, total memory, PCI bus ids
- *   fake_cuda_ctx.c     the per-thread context stack, primary and created contexts
+ *   fake_cuda_ctx.c     the per-thread context stack, primary and created contexts, the
+ *                       contexts of green contexts
+ *   fake_cuda_green.c   green contexts: SM resources, splits, resource descriptors
  *   fake_cuda_mem.c     the device address space (ranges, sub-allocations), linear, managed
  *                       and pinned host memory, cuMemFree, cuMemGetInfo
  *   fake_cuda_vmm.c     virtual memory management (cuMemCreate, reservations, mappings)
@@ -103,12 +105,23 @@ struct fdev {
 };
 
 struct CUctx_st {
-    int kind;                         /* 0 unused, 1 primary, 2 created */
+    int kind;                         /* 0 unused, 1 primary, 2 created, 3 green (cuCtxFromGreenCtx) */
     int active;                       /* atomic: primary retained / created not destroyed */
     unsigned refcount;                /* primary: retain count */
     unsigned flags;
     int dev;
     unsigned long long charge;        /* context memory */
+    unsigned sms;                     /* green: SMs of its partition */
+    struct CUgreenCtx_st *green;      /* green: the green context it stands for */
+};
+
+/* A green context (fake_cuda_green.c): its context (kind 3) lives in fake_cuda_ctx.c's table;
+ * what it allocates belongs to the device's primary context, which it retains. */
+struct CUgreenCtx_st {
+    int live;
+    int dev;
+    unsigned sms;
+    struct CUctx_st *ctx;
 };
 
 struct CUstream_st {
@@ -296,11 +309,20 @@ void uncharge(int d, unsigned long long bytes);
 /* fake_cuda_init.c */
 const char *dev_uuid_str(unsigned gpu, int mig);
 
+/* fake_cuda_device.c: the device's SMs (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) and the
+ * minimum partition / alignment of an SM split on its architecture. */
+unsigned dev_sm_count(int dev);
+void dev_sm_split_rules(int dev, unsigned *min_partition, unsigned *alignment);
+
 /* fake_cuda_ctx.c */
 struct CUctx_st *cur_ctx(void);
 int ctx_handle_ok(const struct CUctx_st *c);
 int ctx_active(const struct CUctx_st *c);
 CUresult need_ctx(struct CUctx_st **out);
+/* g_mu held: the context of a new green context with sms SMs on dev (retains the primary
+ * context); closing it deactivates it and releases the primary context. */
+CUresult green_ctx_open(int dev, unsigned sms, struct CUgreenCtx_st *green, struct CUctx_st **out);
+void green_ctx_close(struct CUctx_st *c);
 
 /* fake_cuda_mem.c: the device address space (g_mu held) */
 size_t range_lower(CUdeviceptr addr);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Fake libcuda.so.1 (fake_cuda.h): contexts: the per-thread context stack, refcounted primary
- * contexts, created contexts (cuCtxCreate*), and what destroying one frees. */
+ * contexts, created contexts (cuCtxCreate*), the contexts of green contexts, and what
+ * destroying one frees. */
 #include "fake_cuda.h"
 
 #include <string.h>
@@ -28,7 +29,7 @@ int ctx_handle_ok(const struct CUctx_st *c)
     if (p >= (uintptr_t)&g_prim[0] && p < (uintptr_t)&g_prim[MAX_DEV])
         return (p - (uintptr_t)&g_prim[0]) % sizeof(*c) == 0 && c->kind == 1;
     if (p >= (uintptr_t)&g_ctx[0] && p < (uintptr_t)&g_ctx[MAX_CTX])
-        return (p - (uintptr_t)&g_ctx[0]) % sizeof(*c) == 0 && c->kind == 2;
+        return (p - (uintptr_t)&g_ctx[0]) % sizeof(*c) == 0 && (c->kind == 2 || c->kind == 3);
     return 0;
 }
 
@@ -37,7 +38,9 @@ int ctx_active(const struct CUctx_st *c)
     return __atomic_load_n(&c->active, __ATOMIC_ACQUIRE);
 }
 
-/* The current context, which must be usable. */
+/* The current context, which must be usable. The context of a green context stands for the
+ * device's primary context (cuda.h: "a normal primary context but with the resources of the
+ * specified green context"): what is allocated in it belongs to the primary context. */
 CUresult need_ctx(struct CUctx_st **out)
 {
     struct CUctx_st *c = cur_ctx();
@@ -45,7 +48,12 @@ CUresult need_ctx(struct CUctx_st **out)
     if (c == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (!ctx_active(c))
-        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;   /* also after cuGreenCtxDestroy (seen) */
+    if (c->kind == 3) {
+        c = &g_prim[c->dev];
+        if (!ctx_active(c))
+            return CUDA_ERROR_CONTEXT_IS_DESTROYED;   /* primary context reset under it */
+    }
     *out = c;
     return CUDA_SUCCESS;
 }
@@ -264,8 +272,10 @@ static CUresult ctx_destroy(CUcontext ctx)
 {
     if (ctx == NULL || !ctx_handle_ok(ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (ctx->kind == 1)
-        return CUDA_ERROR_INVALID_CONTEXT;   /* seen: cuCtxDestroy of a primary context */
+    /* seen: cuCtxDestroy of a primary context, and of a green context's (cuGreenCtxDestroy
+     * destroys that one) */
+    if (ctx->kind != 2)
+        return CUDA_ERROR_INVALID_CONTEXT;
     LOCK();
     if (!ctx->active) {
         UNLOCK();
@@ -275,6 +285,50 @@ static CUresult ctx_destroy(CUcontext ctx)
     UNLOCK();
     pop_if_top(ctx);
     return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The contexts of green contexts (fake_cuda_green.c)                                         */
+/* ---------------------------------------------------------------------------------------- */
+
+CUresult green_ctx_open(int dev, unsigned sms, struct CUgreenCtx_st *green, struct CUctx_st **out)
+{
+    struct CUctx_st *c = NULL, *prim = &g_prim[dev];
+    CUresult rc = CUDA_SUCCESS;
+
+    for (unsigned i = 0; i < MAX_CTX; i++) {
+        if (g_ctx[i].kind == 0 || !g_ctx[i].active) {
+            c = &g_ctx[i];
+            break;
+        }
+    }
+    if (c == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    /* cuda.h: cuGreenCtxCreate retains the device's primary context (seen: it is active after). */
+    if (!prim->active)
+        rc = ctx_activate(prim, dev, prim->flags);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    prim->refcount++;
+    memset(c, 0, sizeof(*c));
+    c->kind = 3;
+    c->dev = dev;
+    c->flags = prim->flags;
+    c->sms = sms;
+    c->green = green;
+    __atomic_store_n(&c->active, 1, __ATOMIC_RELEASE);
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+void green_ctx_close(struct CUctx_st *c)
+{
+    struct CUctx_st *prim = &g_prim[c->dev];
+
+    /* It stays current where it is (seen): calls in it then answer CONTEXT_IS_DESTROYED. */
+    __atomic_store_n(&c->active, 0, __ATOMIC_RELEASE);
+    if (prim->refcount > 0 && --prim->refcount == 0 && prim->active)
+        primary_teardown(prim);
 }
 
 ENTRY_POINT(cuCtxDestroy, (CUcontext ctx), ctx_destroy(ctx))

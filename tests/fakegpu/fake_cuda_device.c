@@ -113,6 +113,41 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+unsigned dev_sm_count(int dev)
+{
+    const struct fg_gpu *g = &g_cfg.gpus[g_dev[dev].gpu];
+    unsigned sms = fg_gpu_sm_count(g);
+
+    if (g_dev[dev].mig >= 0) {
+        /* A MIG device gets the share of SMs its memory share suggests. */
+        unsigned long long share = g->migs[g_dev[dev].mig].memory * 8 / g->memory;
+
+        sms = (unsigned)((unsigned long long)sms * (share ? share : 1) / 8);
+        if (sms == 0)
+            sms = 1;
+    }
+    return sms;
+}
+
+/* The split rules of cuda.h's green-context guideline: 6.x and 7.x: at least 2 SMs, multiples
+ * of 2; 8.x: at least 4, multiples of 2; 9.0 and later: at least 8, multiples of 8 (what
+ * cuDeviceGetDevResource reports on the H100, driver 580.159.04: 132 SMs, 8, 8). */
+void dev_sm_split_rules(int dev, unsigned *min_partition, unsigned *alignment)
+{
+    const struct fg_gpu *g = &g_cfg.gpus[g_dev[dev].gpu];
+
+    if (g->cc_major >= 9) {
+        *min_partition = 8;
+        *alignment = 8;
+    } else if (g->cc_major == 8) {
+        *min_partition = 4;
+        *alignment = 2;
+    } else {
+        *min_partition = 2;
+        *alignment = 2;
+    }
+}
+
 EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
     const struct fg_gpu *g;
@@ -125,15 +160,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevic
     if (!valid_dev(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     g = &g_cfg.gpus[g_dev[dev].gpu];
-    sms = fg_gpu_sm_count(g);
-    if (g_dev[dev].mig >= 0) {
-        /* A MIG device gets the share of SMs its memory share suggests. */
-        unsigned long long share = g_cfg.gpus[g_dev[dev].gpu].migs[g_dev[dev].mig].memory * 8 / g->memory;
-
-        sms = (unsigned)((unsigned long long)sms * (share ? share : 1) / 8);
-        if (sms == 0)
-            sms = 1;
-    }
+    sms = dev_sm_count(dev);
     switch ((int)attrib) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: v = 1024; break;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: v = 1024; break;

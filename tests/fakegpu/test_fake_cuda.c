@@ -3,7 +3,7 @@
  * Self-test of the fake libcuda.so.1: dlopen()s it (and the fake libnvidia-ml.so.1) and checks
  * init, devices, CUDA_VISIBLE_DEVICES, MIG enumeration, contexts, memory accounting (linear,
  * small sub-allocations, managed, host, VMM, pools, arrays, modules), copies, launches,
- * cuGetProcAddress, fault injection, and the sharing of one simulated GPU between processes:
+ * green contexts, cuGetProcAddress, fault injection, and the sharing of one simulated GPU between processes:
  * a second process sees less free memory, NVML lists both, and a process killed with
  * SIGKILL gives its memory back.
  *
@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,11 @@ static void test_before_init(void)
     CHECK_RC(cu.cuDeviceGet(&d, 0), CUDA_ERROR_NOT_INITIALIZED);
     CHECK_RC(cu.cuCtxGetCurrent(&c), CUDA_ERROR_NOT_INITIALIZED);
     CHECK_RC(cu.cuMemAlloc_v2(&p, 1), CUDA_ERROR_NOT_INITIALIZED);
+    {
+        CUdevResource r;
+
+        CHECK_RC(cu.cuDeviceGetDevResource(0, &r, CU_DEV_RESOURCE_TYPE_SM), CUDA_ERROR_NOT_INITIALIZED);   /* seen */
+    }
     OK(cu.cuDriverGetVersion(&v));
     CHECK(v == 13000);
     CHECK_RC(cu.cuDriverGetVersion(NULL), CUDA_ERROR_INVALID_VALUE);
@@ -499,6 +505,260 @@ static void test_contexts(void)
     OK(cu.cuDevicePrimaryCtxRelease_v2(0));
     CHECK_RC(cu.cuDevicePrimaryCtxRelease_v2(0), CUDA_ERROR_INVALID_CONTEXT);
     while (cu.cuCtxPopCurrent_v2(&c) == CUDA_SUCCESS)
+        ;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Green contexts: the answers of driver 580.159.04 on an H100 (fake_cuda_green.c)           */
+/* ---------------------------------------------------------------------------------------- */
+
+#define SM CU_DEV_RESOURCE_TYPE_SM
+#define RES_CONFIG CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION
+
+static int res_is(const CUdevResource *r, unsigned sms, unsigned min, unsigned align)
+{
+    if (r->type == SM && r->sm.smCount == sms && r->sm.minSmPartitionSize == min &&
+        r->sm.smCoscheduledAlignment == align)
+        return 1;
+    printf("# resource: type %d, %u SMs, min %u, alignment %u; wanted %u SMs, min %u, alignment %u\n",
+           (int)r->type, r->sm.smCount, r->sm.minSmPartitionSize, r->sm.smCoscheduledAlignment, sms, min, align);
+    return 0;
+}
+
+/* One group of minCount from input: want SMs in it, left SMs remaining (0: a zeroed remaining). */
+static void split_one(const CUdevResource *input, unsigned flags, unsigned min_count, unsigned want, unsigned left)
+{
+    CUdevResource g, rem;
+    unsigned n = 1;
+
+    memset(&rem, 0xab, sizeof(rem));
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(&g, &n, input, &rem, flags, min_count), CUDA_SUCCESS);
+    CHECK(n == 1);
+    CHECK(res_is(&g, want, 0, 0));   /* split results report no minimum / alignment (seen) */
+    if (left > 0) {
+        CHECK(res_is(&rem, left, 0, 0));
+    } else {
+        CUdevResource zero;
+
+        memset(&zero, 0, sizeof(zero));
+        CHECK(memcmp(&rem, &zero, sizeof(rem)) == 0);
+    }
+}
+
+/* Starts and ends with no context retained or current. */
+static void test_green_contexts(void)
+{
+    CUdevResource all, a100, r[20], rem, bad, got, two[2], untouched;
+    CUdevResourceDesc desc = NULL, whole = NULL, d2 = NULL;
+    CUgreenCtx green = NULL, g2 = NULL;
+    CUcontext ctx = NULL, c2 = NULL, cur = NULL, prim = NULL;
+    CUdevice d = -1;
+    CUdeviceptr p;
+    unsigned n, m, flags;
+    int active = -1, v = 0;
+    size_t fr0;
+
+    CHECK(sizeof(CUdevResource) == 144 && offsetof(CUdevResource, sm) == 96);
+
+    /* the device's SM resource: the config's SMs, minimum and alignment by architecture */
+    CHECK_RC(cu.cuDeviceGetDevResource(0, NULL, SM), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDeviceGetDevResource(7, &all, SM), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_RC(cu.cuDeviceGetDevResource(-1, &all, SM), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_RC(cu.cuDeviceGetDevResource(0, &all, CU_DEV_RESOURCE_TYPE_INVALID), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+    CHECK_RC(cu.cuDeviceGetDevResource(0, &all, (CUdevResourceType)2), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+    OK(cu.cuDeviceGetDevResource(0, &all, SM));
+    CHECK(res_is(&all, 132, 8, 8));          /* H100 (arch 9.0 default): 132, 8, 8 (seen) */
+    OK(cu.cuDeviceGetDevResource(1, &a100, SM));
+    CHECK(res_is(&a100, 100, 4, 2));         /* arch 8.0, sm_count 100: cuda.h's guideline */
+
+    /* splits: minCount rounds up to a multiple of 8, at least 8 (seen) */
+    split_one(&all, 0, 26, 32, 100);
+    split_one(&all, 0, 1, 8, 124);
+    split_one(&all, 0, 0, 8, 124);
+    split_one(&all, 0, 9, 16, 116);
+    split_one(&all, 0, 64, 64, 68);
+    split_one(&all, 0, 66, 72, 60);
+    split_one(&all, 0, 124, 128, 4);
+    split_one(&all, 0, 128, 128, 4);
+    split_one(&all, 0, 129, 132, 0);         /* past the aligned 128: the whole input */
+    split_one(&all, 0, 132, 132, 0);
+    split_one(&a100, 0, 26, 26, 74);
+    split_one(&a100, 0, 1, 4, 96);
+    /* flags: IGNORE_SM_COSCHEDULING lowers minimum and alignment to 2; others change nothing */
+    split_one(&all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 1, 2, 130);
+    split_one(&all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 3, 4, 128);
+    split_one(&all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 26, 26, 106);
+    split_one(&all, CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE, 26, 32, 100);
+    split_one(&all, 8, 3, 8, 124);
+    /* past the input: INVALID_RESOURCE_CONFIGURATION, nothing written */
+    n = 1;
+    memset(&rem, 0xab, sizeof(rem));
+    memset(&untouched, 0xab, sizeof(untouched));
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 133), RES_CONFIG);
+    CHECK(n == 1 && memcmp(&rem, &untouched, sizeof(rem)) == 0);
+    n = 77;
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 133), RES_CONFIG);
+    CHECK(n == 77);
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 0xFFFFFFFFu), RES_CONFIG);
+    /* how many groups: result NULL counts them; at most 15 (seen: 15 of 8 and 12 remaining) */
+    n = 0;
+    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 8));
+    CHECK(n == 15);
+    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 16));
+    CHECK(n == 8);
+    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 26));
+    CHECK(n == 4);
+    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 66));
+    CHECK(n == 1);
+    n = 20;
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 8));
+    CHECK(n == 15 && res_is(&r[0], 8, 0, 0) && res_is(&r[14], 8, 0, 0) && res_is(&rem, 12, 0, 0));
+    n = 20;
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 26));
+    CHECK(n == 4 && res_is(&r[3], 32, 0, 0) && res_is(&rem, 4, 0, 0));
+    n = 2;                                   /* fewer groups than fit: the rest remains */
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 32));
+    CHECK(n == 2 && res_is(&r[1], 32, 0, 0) && res_is(&rem, 68, 0, 0));
+    n = 1;                                   /* remaining may be NULL */
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, NULL, 0, 26));
+    CHECK(n == 1 && res_is(&r[0], 32, 0, 0));
+    /* bad arguments (seen) */
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, NULL, &all, &rem, 0, 8), CUDA_ERROR_INVALID_VALUE);
+    n = 1;
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, NULL, &rem, 0, 8), CUDA_ERROR_INVALID_VALUE);
+    n = 0;
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 8), CUDA_ERROR_INVALID_VALUE);
+    n = 1;
+    memset(&bad, 0, sizeof(bad));
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &bad, &rem, 0, 8), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+    bad = all;
+    bad.type = (CUdevResourceType)2;
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &bad, &rem, 0, 8), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+    bad = all;
+    bad.sm.smCount = 64;                     /* edited by the caller */
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &bad, &rem, 0, 8), RES_CONFIG);
+    n = 2;                                   /* a group or a remaining cannot be split again */
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 32));
+    m = 1;
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(&got, &m, &r[0], NULL, 0, 8), RES_CONFIG);
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(&got, &m, &rem, NULL, 0, 8), RES_CONFIG);
+
+    /* descriptors */
+    n = 1;
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 26));
+    CHECK_RC(cu.cuDevResourceGenerateDesc(NULL, r, 1), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDevResourceGenerateDesc(&desc, NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDevResourceGenerateDesc(&desc, r, 0), CUDA_ERROR_INVALID_VALUE);   /* real: crash */
+    memset(&bad, 0, sizeof(bad));
+    CHECK_RC(cu.cuDevResourceGenerateDesc(&desc, &bad, 1), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+    bad = r[0];
+    bad.sm.smCount = 8;
+    CHECK_RC(cu.cuDevResourceGenerateDesc(&desc, &bad, 1), RES_CONFIG);
+    two[0] = r[0];
+    two[1] = a100;                           /* two devices */
+    CHECK_RC(cu.cuDevResourceGenerateDesc(&desc, two, 2), RES_CONFIG);
+    CHECK(desc == NULL);
+    OK(cu.cuDevResourceGenerateDesc(&desc, r, 1));
+    OK(cu.cuDevResourceGenerateDesc(&whole, &all, 1));
+    two[0] = r[0];
+    two[1] = r[0];                           /* the same group twice counts once */
+    OK(cu.cuDevResourceGenerateDesc(&d2, two, 2));
+    CHECK(desc != NULL && whole != NULL && d2 != NULL && desc != whole && desc != d2);
+
+    /* green contexts */
+    OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK(active == 0);
+    CHECK_RC(cu.cuGreenCtxCreate(NULL, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGreenCtxCreate(&green, desc, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGreenCtxCreate(&green, desc, 0, 3), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGreenCtxCreate(&green, desc, 7, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_RC(cu.cuGreenCtxCreate(&green, desc, 1, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGreenCtxCreate(&green, (CUdevResourceDesc)&bad, 0, CU_GREEN_CTX_DEFAULT_STREAM),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK(green == NULL);
+    OK(cu.cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+    CHECK(green != NULL);
+    OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK(active == 1);                      /* it retains the primary context (seen) */
+    OK(cu.cuCtxGetCurrent(&cur));
+    CHECK(cur == NULL);                      /* and is not made current (seen) */
+    OK(cu.cuGreenCtxGetDevResource(green, &got, SM));
+    CHECK(res_is(&got, 32, 8, 8));
+    CHECK_RC(cu.cuGreenCtxGetDevResource(green, NULL, SM), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGreenCtxGetDevResource(green, &got, CU_DEV_RESOURCE_TYPE_INVALID), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+    CHECK_RC(cu.cuGreenCtxGetDevResource(NULL, &got, SM), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuCtxFromGreenCtx(NULL, green), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuCtxFromGreenCtx(&ctx, NULL), CUDA_ERROR_INVALID_CONTEXT);
+    OK(cu.cuCtxFromGreenCtx(&ctx, green));
+    OK(cu.cuCtxFromGreenCtx(&c2, green));
+    CHECK(ctx != NULL && ctx == c2);
+    OK(cu.cuDevicePrimaryCtxRetain(&prim, 0));
+    CHECK(prim != ctx);
+    /* the resource of a context: its partition, or the whole device */
+    OK(cu.cuCtxGetDevResource(ctx, &got, SM));
+    CHECK(res_is(&got, 32, 8, 8));
+    OK(cu.cuCtxGetDevResource(prim, &got, SM));
+    CHECK(res_is(&got, 132, 8, 8));
+    CHECK_RC(cu.cuCtxGetDevResource(NULL, &got, SM), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_RC(cu.cuCtxGetDevResource(ctx, NULL, SM), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuCtxGetDevResource(ctx, &got, CU_DEV_RESOURCE_TYPE_INVALID), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+    CHECK_RC(cu.cuCtxGetDevResource((CUcontext)&got, &got, SM), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    /* current: the device still reports all its SMs */
+    OK(cu.cuCtxSetCurrent(ctx));
+    OK(cu.cuCtxGetCurrent(&cur));
+    CHECK(cur == ctx);
+    OK(cu.cuCtxGetDevice(&d));
+    CHECK(d == 0);
+    OK(cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    CHECK(v == 132);
+    OK(cu.cuDeviceGetDevResource(0, &got, SM));
+    CHECK(res_is(&got, 132, 8, 8));
+    CHECK_RC(cu.cuCtxGetDevResource(NULL, &got, SM), CUDA_ERROR_INVALID_CONTEXT);   /* even when current */
+    /* a green context's resource can be split again */
+    OK(cu.cuCtxGetDevResource(ctx, &got, SM));
+    split_one(&got, 0, 8, 8, 24);
+    /* work in it: memory is the primary context's */
+    fr0 = cuda_free();
+    OK(cu.cuMemAlloc_v2(&p, 64 * MiB));
+    CHECK(cuda_free() == fr0 - 64 * MiB);
+    OK(cu.cuCtxSynchronize());
+    CHECK_RC(cu.cuCtxDestroy_v2(ctx), CUDA_ERROR_INVALID_CONTEXT);   /* seen */
+    OK(cu.cuCtxPushCurrent_v2(ctx));
+    OK(cu.cuCtxPopCurrent_v2(&cur));
+    CHECK(cur == ctx);
+    /* the whole device, by its resource or by a NULL descriptor */
+    OK(cu.cuGreenCtxCreate(&g2, whole, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+    OK(cu.cuGreenCtxGetDevResource(g2, &got, SM));
+    CHECK(res_is(&got, 132, 8, 8));
+    OK(cu.cuGreenCtxDestroy(g2));
+    OK(cu.cuGreenCtxCreate(&g2, NULL, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+    OK(cu.cuGreenCtxGetDevResource(g2, &got, SM));
+    CHECK(res_is(&got, 132, 8, 8));
+    OK(cu.cuGreenCtxDestroy(g2));
+    OK(cu.cuGreenCtxCreate(&g2, d2, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+    OK(cu.cuGreenCtxGetDevResource(g2, &got, SM));
+    CHECK(res_is(&got, 32, 8, 8));
+    OK(cu.cuGreenCtxDestroy(g2));
+    /* destroyed: still current, everything in it CONTEXT_IS_DESTROYED (seen) */
+    CHECK_RC(cu.cuGreenCtxDestroy(NULL), CUDA_ERROR_INVALID_CONTEXT);
+    OK(cu.cuGreenCtxDestroy(green));
+    OK(cu.cuCtxGetCurrent(&cur));
+    CHECK(cur == ctx);
+    CHECK_RC(cu.cuMemAlloc_v2(&p, MiB), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_RC(cu.cuCtxGetDevResource(ctx, &got, SM), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_RC(cu.cuCtxFromGreenCtx(&c2, green), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_RC(cu.cuGreenCtxGetDevResource(green, &got, SM), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_RC(cu.cuGreenCtxDestroy(green), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    /* the 64 MiB stay with the primary context until its last release */
+    OK(cu.cuCtxSetCurrent(prim));
+    CHECK(cuda_free() == fr0 - 64 * MiB);
+    OK(cu.cuDevicePrimaryCtxRelease_v2(0));
+    OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK(active == 0);
+    OK(cu.cuDevicePrimaryCtxRetain(&prim, 0));
+    CHECK(cuda_free() == fr0);
+    OK(cu.cuDevicePrimaryCtxRelease_v2(0));
+    while (cu.cuCtxPopCurrent_v2(&cur) == CUDA_SUCCESS)
         ;
 }
 
@@ -962,6 +1222,19 @@ static void test_get_proc_address(void)
     expect_proc("cuMemcpyHtoD", 12000, 0, "cuMemcpyHtoD_v2", 0);
     expect_proc("cuMemcpyDtoH", 12000, PT, "cuMemcpyDtoH_v2_ptds", 0);
     expect_proc("cuMemsetD8", 12000, PT, "cuMemsetD8_v2_ptds", 0);
+    /* green contexts: 12040 (seen: VERSION_NOT_SUFFICIENT at 12030); cuDevSmResourceSplit is
+     * CUDA 13.1's, not in a 13.0 driver (seen: SYMBOL_NOT_FOUND) */
+    expect_proc("cuDeviceGetDevResource", 13000, 0, "cuDeviceGetDevResource", 0);
+    expect_proc("cuDevSmResourceSplitByCount", 12040, 0, "cuDevSmResourceSplitByCount", 0);
+    expect_proc("cuDevSmResourceSplitByCount", 12030, 0, NULL, 2);
+    expect_proc("cuDevResourceGenerateDesc", 13000, 0, "cuDevResourceGenerateDesc", 0);
+    expect_proc("cuGreenCtxCreate", 13000, PT, "cuGreenCtxCreate", 0);
+    expect_proc("cuGreenCtxCreate", 12030, 0, NULL, 2);
+    expect_proc("cuGreenCtxDestroy", 12040, 0, "cuGreenCtxDestroy", 0);
+    expect_proc("cuCtxFromGreenCtx", 13000, 0, "cuCtxFromGreenCtx", 0);
+    expect_proc("cuGreenCtxGetDevResource", 13000, 0, "cuGreenCtxGetDevResource", 0);
+    expect_proc("cuCtxGetDevResource", 13000, 0, "cuCtxGetDevResource", 0);
+    expect_proc("cuDevSmResourceSplit", 13000, 0, NULL, 1);
     expect_proc("cuFakegpuNoSuchFunction", 13000, 0, NULL, 1);
     expect_proc("", 13000, 0, NULL, 1);
     /* errors that leave *pfn alone */
@@ -1207,6 +1480,7 @@ int main(int argc, char **argv)
 
     test_devices();
     test_contexts();
+    test_green_contexts();
     test_linear_memory();
     test_vmm();
     test_pools();
