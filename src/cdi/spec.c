@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "common/path.h"
 #include "common/strutil.h"
+#include "driver/context.h"
 #include "runtime/request.h"
 #include "vgpu/config.h"
 
@@ -361,10 +362,7 @@ static json_object *str_array(const char *const *v, size_t n)
 /* The host path of an in-root path. */
 static void host_path(const struct build *b, const char *in_root, char *out, size_t len)
 {
-        if (strcmp(b->root, "/") == 0)
-                snprintf(out, len, "%s", in_root);
-        else
-                snprintf(out, len, "%s%s", b->root, in_root);
+        gs_context_host_path(b->ctx, in_root, out, len);
 }
 
 static int add_node(const struct build *b, struct edits *e, const char *path, struct gs_error *err)

@@ -89,11 +89,7 @@ static int count_op(struct run *x, const char *what, struct gs_error *err)
 
 static void host_path(const struct run *x, const char *in_root, char *out, size_t len)
 {
-        const char *root = gs_context_root(x->ctx);
-        if (strcmp(root, "/") == 0)
-                snprintf(out, len, "%s", in_root);
-        else
-                snprintf(out, len, "%s%s", root, in_root);
+        gs_context_host_path(x->ctx, in_root, out, len);
 }
 
 static bool wanted(const struct run *x, unsigned item_caps)

@@ -146,3 +146,11 @@ const struct gs_device_info *gs_devices(struct gs_context *ctx, struct gs_error 
         ctx->devices_loaded = true;
         return &ctx->devices;
 }
+
+void gs_context_host_path(const struct gs_context *ctx, const char *in_root, char *out, size_t len)
+{
+        if (strcmp(ctx->root, "/") == 0)
+                snprintf(out, len, "%s", in_root);
+        else
+                snprintf(out, len, "%s%s", ctx->root, in_root);
+}

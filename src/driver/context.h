@@ -27,6 +27,9 @@ struct gs_context {
         struct gs_device_info basic; /* from procfs (gs_devices_basic) */
 };
 
+/* The host path of an in-root path (the root prepended, unless it is "/"). */
+void gs_context_host_path(const struct gs_context *ctx, const char *in_root, char *out, size_t len);
+
 /* Parse the RM version out of /proc/driver/nvidia/version text. */
 int gs_parse_nvrm_version(const char *text, char *out, size_t len);
 /* Fill `out` from <root>/proc/driver/nvidia; -1 when procfs cannot answer fully. */
