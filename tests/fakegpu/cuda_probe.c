@@ -100,6 +100,63 @@ static void proc(const char *label, const char *sym, int ver, unsigned long long
 
 #define MiB(x) ((unsigned long long)(x) >> 20)
 
+/* Green contexts: the functions, loaded in main */
+static gs_cuDevSmResourceSplitByCount_fn p_split;
+
+/* A CUdevResource as "SMs/minSmPartitionSize/smCoscheduledAlignment", "type=N" for a type other
+ * than SM, "zero" when all zero, "unset" when still the 0xab filling. */
+static const char *res_text(const CUdevResource *r, char *buf, size_t n)
+{
+    static CUdevResource zero, filled;
+
+    memset(&filled, 0xab, sizeof(filled));
+    if (memcmp(r, &zero, sizeof(*r)) == 0)
+        return "zero";
+    if (memcmp(r, &filled, sizeof(*r)) == 0)
+        return "unset";
+    if (r->type != CU_DEV_RESOURCE_TYPE_SM)
+        snprintf(buf, n, "type=%d", (int)r->type);
+    else
+        snprintf(buf, n, "%u/%u/%u", r->sm.smCount, r->sm.minSmPartitionSize, r->sm.smCoscheduledAlignment);
+    return buf;
+}
+
+/* cuDevSmResourceSplitByCount(groups, &n = ask, input, &remaining, flags, minCount): rc, n, the
+ * groups run-length encoded ("15*8/0/0" = 15 groups of 8 SMs, minimum 0, alignment 0), the
+ * remaining, and whether the first group past n was left alone. */
+static void split(const char *label, const CUdevResource *input, unsigned ask, unsigned flags, unsigned min_count)
+{
+    static CUdevResource g[40], rem;
+    static unsigned nb;
+    static volatile int rc;
+    static char line[512], a[64], b[64];
+    static size_t len;
+
+    memset(g, 0xab, sizeof(g));
+    len = 0;
+    memset(&rem, 0xab, sizeof(rem));
+    nb = ask;
+    if (sigsetjmp(g_jmp, 1) != 0) {
+        printf("%-48s crash\n", label);
+        return;
+    }
+    rc = p_split(g, &nb, input, &rem, flags, min_count);
+    line[0] = 0;
+    for (unsigned i = 0, run = 0; i < nb && i < ask && i < 40; i++) {
+        run++;
+        if (i + 1 < nb && i + 1 < ask && i + 1 < 40 &&
+            strcmp(res_text(&g[i], a, sizeof(a)), res_text(&g[i + 1], b, sizeof(b))) == 0)
+            continue;
+        len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%u*%s", len ? "," : "", run,
+                                res_text(&g[i], a, sizeof(a)));
+        run = 0;
+        if (len >= sizeof(line))
+            break;
+    }
+    printf("%-48s %d n=%u groups=%s rem=%s next=%s\n", label, (int)rc, nb, line[0] ? line : "-",
+           res_text(&rem, a, sizeof(a)), nb < ask && nb < 40 ? res_text(&g[nb], b, sizeof(b)) : "-");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -642,6 +699,151 @@ int main(void)
             _exit(0);
         }
         waitpid(pid, NULL, 0);
+    }
+
+    /* green contexts (CUDA 12.4): SM resources, splits, descriptors, green contexts. Answers
+     * that depend on the SM count are those of a 132-SM Hopper (H100 / H200 alike; the fake's
+     * compared config is tests/fakegpu/configs/1gpu.conf, arch 9.0 = 132 SMs). */
+    {
+        LOAD(cuDeviceGetDevResource);
+        LOAD(cuDevResourceGenerateDesc);
+        LOAD(cuGreenCtxCreate);
+        LOAD(cuGreenCtxDestroy);
+        LOAD(cuCtxFromGreenCtx);
+        LOAD(cuGreenCtxGetDevResource);
+        LOAD(cuCtxGetDevResource);
+        static CUdevResource all, res, grp[2], grem, bad;
+        static CUdevResourceDesc desc;
+        static CUgreenCtx green;
+        static CUcontext gctx, gctx2, cur;
+        static unsigned cnt;
+        static char t[64];
+        static const unsigned mins[] = { 1, 8, 9, 26, 66, 128, 129, 132, 133 };
+
+        p_split = (gs_cuDevSmResourceSplitByCount_fn)dlsym(g_cuda, "cuDevSmResourceSplitByCount");
+        proc("proc.cuGreenCtxCreate.12030", "cuGreenCtxCreate", 12030, 0);
+        proc("proc.cuGreenCtxCreate.13000", "cuGreenCtxCreate", 13000, 0);
+        proc("proc.cuDevSmResourceSplitByCount.12040", "cuDevSmResourceSplitByCount", 12040, 0);
+        proc("proc.cuDevSmResourceSplit.13000", "cuDevSmResourceSplit", 13000, 0);
+        /* no context current, the primary context released: as a program that starts green */
+        SHOW("green.setup.primary_release", p_cuDevicePrimaryCtxRelease_v2(0));
+        p_cuCtxSetCurrent(NULL);
+        memset(&all, 0xab, sizeof(all));
+        SHOW("green.dev_resource", p_cuDeviceGetDevResource(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+        printf("%-48s %s\n", "green.dev_resource.sm", res_text(&all, t, sizeof(t)));
+        SHOW("green.dev_resource.bad_dev", p_cuDeviceGetDevResource(99, &res, CU_DEV_RESOURCE_TYPE_SM));
+        SHOW("green.dev_resource.type_invalid", p_cuDeviceGetDevResource(0, &res, CU_DEV_RESOURCE_TYPE_INVALID));
+        SHOW("green.dev_resource.type_2", p_cuDeviceGetDevResource(0, &res, (CUdevResourceType)2));
+        SHOW("green.dev_resource.null", p_cuDeviceGetDevResource(0, NULL, CU_DEV_RESOURCE_TYPE_SM));
+        for (unsigned i = 0; i < sizeof(mins) / sizeof(mins[0]); i++) {
+            char label[64];
+
+            snprintf(label, sizeof(label), "green.split.%u", mins[i]);
+            split(label, &all, 1, 0, mins[i]);
+        }
+        split("green.split.8.ask32", &all, 32, 0, 8);
+        split("green.split.26.ask32", &all, 32, 0, 26);
+        split("green.split.32.ask2", &all, 2, 0, 32);
+        cnt = 77;
+        SHOW("green.split.8.count", p_split(NULL, &cnt, &all, NULL, 0, 8));
+        printf("%-48s %u\n", "green.split.8.count.n", cnt);
+        cnt = 77;
+        SHOW("green.split.133.count", p_split(NULL, &cnt, &all, NULL, 0, 133));
+        printf("%-48s %u\n", "green.split.133.count.n", cnt);
+        split("green.split.ignore_cosched.1", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 1);
+        split("green.split.ignore_cosched.3", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 3);
+        split("green.split.ignore_cosched.26", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 26);
+        split("green.split.max_cluster.26", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE, 26);
+        cnt = 0;
+        SHOW("green.split.n0", p_split(grp, &cnt, &all, &grem, 0, 8));
+        SHOW("green.split.null_n", p_split(grp, NULL, &all, &grem, 0, 8));
+        cnt = 1;
+        SHOW("green.split.null_input", p_split(grp, &cnt, NULL, &grem, 0, 8));
+        /* a group and a remaining, split again */
+        cnt = 2;
+        SHOW("green.split.32.for_resplit", p_split(grp, &cnt, &all, &grem, 0, 32));
+        split("green.resplit.group", &grp[0], 1, 0, 8);
+        split("green.resplit.remaining", &grem, 1, 0, 8);
+        /* resources that are not the driver's SM resource */
+        memset(&bad, 0, sizeof(bad));
+        split("green.split.zeroed", &bad, 1, 0, 8);
+        bad = all;
+        bad.type = (CUdevResourceType)2;
+        split("green.split.type_2", &bad, 1, 0, 8);
+        bad = all;
+        bad.sm.smCount = 64;
+        split("green.split.edited_sms", &bad, 1, 0, 8);
+        memset(&bad, 0, sizeof(bad));
+        SHOW("green.desc.zeroed", p_cuDevResourceGenerateDesc(&desc, &bad, 1));
+        bad = all;
+        bad.sm.smCount = 64;
+        SHOW("green.desc.edited_sms", p_cuDevResourceGenerateDesc(&desc, &bad, 1));
+        SHOW("green.desc.null", p_cuDevResourceGenerateDesc(NULL, &all, 1));
+        /* a 32-SM green context */
+        cnt = 1;
+        SHOW("green.split.26.for_ctx", p_split(grp, &cnt, &all, &grem, 0, 26));
+        desc = NULL;
+        SHOW("green.desc", p_cuDevResourceGenerateDesc(&desc, grp, 1));
+        SHOW("green.create.flags0", p_cuGreenCtxCreate(&green, desc, 0, 0));
+        SHOW("green.create.bad_dev", p_cuGreenCtxCreate(&green, desc, 99, CU_GREEN_CTX_DEFAULT_STREAM));
+        SHOW("green.create.null", p_cuGreenCtxCreate(NULL, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+        green = NULL;
+        SHOW("green.create", p_cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+        p_cuDevicePrimaryCtxGetState(0, &flags, &a);
+        printf("%-48s %d\n", "green.create.primary_active", a);
+        cur = (CUcontext)1;
+        p_cuCtxGetCurrent(&cur);
+        printf("%-48s %s\n", "green.create.current", cur == NULL ? "NULL" : cur == (CUcontext)1 ? "unset" : "non-NULL");
+        memset(&res, 0xab, sizeof(res));
+        SHOW("green.green_resource", p_cuGreenCtxGetDevResource(green, &res, CU_DEV_RESOURCE_TYPE_SM));
+        printf("%-48s %s\n", "green.green_resource.sm", res_text(&res, t, sizeof(t)));
+        SHOW("green.green_resource.null_ctx", p_cuGreenCtxGetDevResource(NULL, &res, CU_DEV_RESOURCE_TYPE_SM));
+        SHOW("green.from_green.null_ctx", p_cuCtxFromGreenCtx(&gctx, NULL));
+        SHOW("green.from_green.null", p_cuCtxFromGreenCtx(NULL, green));
+        SHOW("green.from_green", p_cuCtxFromGreenCtx(&gctx, green));
+        SHOW("green.from_green.again", p_cuCtxFromGreenCtx(&gctx2, green));
+        printf("%-48s %d\n", "green.from_green.same", gctx != NULL && gctx == gctx2);
+        p_cuDevicePrimaryCtxRetain(&ctx, 0);
+        printf("%-48s %d\n", "green.from_green.is_primary", gctx == ctx);
+        memset(&res, 0xab, sizeof(res));
+        SHOW("green.ctx_resource", p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_SM));
+        printf("%-48s %s\n", "green.ctx_resource.sm", res_text(&res, t, sizeof(t)));
+        memset(&res, 0xab, sizeof(res));
+        SHOW("green.ctx_resource.primary", p_cuCtxGetDevResource(ctx, &res, CU_DEV_RESOURCE_TYPE_SM));
+        printf("%-48s %s\n", "green.ctx_resource.primary.sm", res_text(&res, t, sizeof(t)));
+        SHOW("green.ctx_resource.null_ctx", p_cuCtxGetDevResource(NULL, &res, CU_DEV_RESOURCE_TYPE_SM));
+        SHOW("green.ctx_resource.type_invalid", p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_INVALID));
+        /* current: the device still shows all its SMs */
+        SHOW("green.set_current", p_cuCtxSetCurrent(gctx));
+        SHOW("green.ctx_get_device", p_cuCtxGetDevice(&dev));
+        a = -1;
+        SHOW("green.attr.sm_count", p_cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+        printf("%-48s %d\n", "green.attr.sm_count.value", a);
+        memset(&res, 0xab, sizeof(res));
+        SHOW("green.dev_resource.in_green", p_cuDeviceGetDevResource(0, &res, CU_DEV_RESOURCE_TYPE_SM));
+        printf("%-48s %s\n", "green.dev_resource.in_green.sm", res_text(&res, t, sizeof(t)));
+        SHOW("green.ctx_resource.null_ctx.current", p_cuCtxGetDevResource(NULL, &res, CU_DEV_RESOURCE_TYPE_SM));
+        /* a green context's resource splits again */
+        p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_SM);
+        split("green.resplit.ctx_resource", &res, 1, 0, 8);
+        SHOW("green.mem_alloc", p_cuMemAlloc_v2(&p, 1 << 20));
+        SHOW("green.mem_free", p_cuMemFree_v2(p));
+        SHOW("green.ctx_synchronize", p_cuCtxSynchronize());
+        SHOW("green.ctx_destroy", p_cuCtxDestroy_v2(gctx));
+        /* destroyed while current */
+        SHOW("green.destroy.null", p_cuGreenCtxDestroy(NULL));
+        SHOW("green.destroy", p_cuGreenCtxDestroy(green));
+        cur = NULL;
+        SHOW("green.destroyed.get_current", p_cuCtxGetCurrent(&cur));
+        printf("%-48s %d\n", "green.destroyed.still_current", cur == gctx);
+        SHOW("green.destroyed.mem_alloc", p_cuMemAlloc_v2(&p, 1 << 20));
+        SHOW("green.destroyed.ctx_synchronize", p_cuCtxSynchronize());
+        SHOW("green.destroyed.ctx_resource", p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_SM));
+        SHOW("green.destroyed.from_green", p_cuCtxFromGreenCtx(&gctx2, green));
+        SHOW("green.destroyed.green_resource", p_cuGreenCtxGetDevResource(green, &res, CU_DEV_RESOURCE_TYPE_SM));
+        SHOW("green.destroyed.destroy", p_cuGreenCtxDestroy(green));
+        p_cuCtxSetCurrent(NULL);
+        p_cuDevicePrimaryCtxRelease_v2(0);
     }
     return 0;
 }
