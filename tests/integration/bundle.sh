@@ -79,6 +79,15 @@ EOF
 # make_rootfs DIR: busybox + glibc (mkrootfs.sh), the check script, the fake GPUs' config where
 # the fake NVML and libcuda look by default (/etc/fakegpu/gpus.conf: no FAKEGPU_CONFIG needed),
 # and the interposer probe with the libraries it needs besides libcuda (the driver's, mounted).
+# hook_config FILE DRIVER_ROOT REGIONS_DIR [LOG_FILE]: the host config the tests' hooks read.
+hook_config() {
+        {
+                printf '[driver]\nroot = "%s"\n' "$2"
+                [ -n "${4:-}" ] && printf '\n[hook]\nlog-file = "%s"\n' "$4"
+                printf '\n[slice]\nregions-dir = "%s"\n' "$3"
+        } >"$1"
+}
+
 make_rootfs() {
         local r=$1 l
         "$SRC/tests/integration/mkrootfs.sh" "$r" || { echo "mkrootfs failed" >&2; exit 1; }

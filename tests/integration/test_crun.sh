@@ -28,7 +28,7 @@ STATE=$TMP/crun-state
 CG=gs-it-crun-$$
 SLICES=$TMP/slices
 CONF=$TMP/hook.toml
-printf '[driver]\nroot = "%s"\n\n[slice]\nregions-dir = "%s"\n' "$DRV" "$SLICES" >"$CONF"
+hook_config "$CONF" "$DRV" "$SLICES"
 
 # Hybrid cgroups: the controllers that crun 1.8 would find on cgroup2 and refuse.
 V1_CTRLS=

@@ -28,8 +28,8 @@ STATE=$TMP/runc-state
 CG=gs-it-docker-$$
 ETC=$TMP/etc-gpuslice
 mkdir -p "$ETC"
-printf '# test config for the hook (bind-mounted on /etc/gpuslice)\n[driver]\nroot = "%s"\n\n[hook]\nlog-file = "%s"\n\n[slice]\nregions-dir = "%s"\n' \
-        "$DRV" "$TMP/hook.log" "$TMP/slices" >"$ETC/config.toml"
+# the test config for the hook, bind-mounted on /etc/gpuslice
+hook_config "$ETC/config.toml" "$DRV" "$TMP/slices" "$TMP/hook.log"
 # Tests that need /etc/gpuslice as a mount point (this one, test_podman.sh) take a lock on /etc
 # (flock on the directory: no lock file is left) while they create, use and remove it.
 exec {etc_lock}</etc

@@ -20,7 +20,7 @@ STATE=$TMP/runc-state
 CG=gs-it-hook-$$
 SLICES=$TMP/slices
 CONF=$TMP/hook.toml
-printf '[driver]\nroot = "%s"\n\n[slice]\nregions-dir = "%s"\n' "$DRV" "$SLICES" >"$CONF"
+hook_config "$CONF" "$DRV" "$SLICES"
 ids=()
 cleanup() {
         local id d

@@ -28,7 +28,7 @@ P=$TMP/podman
 mkdir -p "$P/hooks.d" "$P/hooks-shipped.d" "$TMP/bin" "$TMP/etc-gpuslice"
 ln -s "$GS" "$TMP/bin/nvidia-container-runtime-hook"
 CONF=$TMP/hook.toml
-printf '[driver]\nroot = "%s"\n\n[slice]\nregions-dir = "%s"\n' "$DRV" "$TMP/slices" >"$CONF"
+hook_config "$CONF" "$DRV" "$TMP/slices"
 cp "$CONF" "$TMP/etc-gpuslice/config.toml"
 made_etc=
 ncases=0
