@@ -58,6 +58,8 @@ typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUgreenCtx_st *CUgreenCtx;                 /* cuGreenCtxCreate (CUDA 12.4) */
 typedef struct CUdevResourceDesc_st *CUdevResourceDesc;   /* cuDevResourceGenerateDesc (CUDA 12.4) */
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 /* Special stream handles. */
 #define CU_STREAM_LEGACY     ((CUstream)0x1)
@@ -292,6 +294,60 @@ typedef struct CUctxCreateParams_st {
     int numExecAffinityParams;
     CUctxCigParam *cigParams;
 } CUctxCreateParams;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Events, launches with attributes, stream capture (CUDA 13.0 cuda.h)                        */
+/* ---------------------------------------------------------------------------------------- */
+
+/* cuEventCreate flags (CUevent_flags) */
+#define CU_EVENT_DEFAULT        0x0
+#define CU_EVENT_BLOCKING_SYNC  0x1
+#define CU_EVENT_DISABLE_TIMING 0x2
+#define CU_EVENT_INTERPROCESS   0x4
+
+/* CUlaunchAttributeID: only the ids we read; the value is a 64-byte union. */
+typedef enum CUlaunchAttributeID_enum {
+    CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+    CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+} CUlaunchAttributeID;
+
+typedef union CUlaunchAttributeValue_union {
+    char pad[64];
+    int cooperative;                          /* CU_LAUNCH_ATTRIBUTE_COOPERATIVE: nonzero */
+} CUlaunchAttributeValue;
+
+typedef struct CUlaunchAttribute_st {
+    CUlaunchAttributeID id;
+    char pad[8 - sizeof(CUlaunchAttributeID)];
+    CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+
+typedef struct CUlaunchConfig_st {
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    CUstream hStream;
+    CUlaunchAttribute *attrs;                 /* may be NULL when numAttrs == 0 */
+    unsigned int numAttrs;
+} CUlaunchConfig;
+
+typedef enum CUstreamCaptureMode_enum {
+    CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
+
+typedef enum CUstreamCaptureStatus_enum {
+    CU_STREAM_CAPTURE_STATUS_NONE = 0,
+    CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+    CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute: 72 bytes (CUDA 13.0 cuda.h)");
+_Static_assert(__builtin_offsetof(CUlaunchConfig, hStream) == 32, "CUlaunchConfig layout");
+_Static_assert(__builtin_offsetof(CUlaunchConfig, numAttrs) == 48, "CUlaunchConfig layout");
+#endif
 
 /* ---------------------------------------------------------------------------------------- */
 /* Green contexts (CUDA 12.4): device resources, SM splits, resource descriptors              */
@@ -625,8 +681,46 @@ typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
       (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
        unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
        unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra))         \
+    X(cuLaunchKernelEx, CUresult,                                                                 \
+      (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))            \
+    X(cuLaunchKernelEx_ptsz, CUresult,                                                            \
+      (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))            \
+    X(cuLaunchCooperativeKernel, CUresult,                                                        \
+      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams))                       \
+    X(cuLaunchCooperativeKernel_ptsz, CUresult,                                                   \
+      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams))                       \
+    /* graphs (made by stream capture) */                                                         \
+    X(cuStreamBeginCapture_v2, CUresult, (CUstream hStream, CUstreamCaptureMode mode))            \
+    X(cuStreamBeginCapture_v2_ptsz, CUresult, (CUstream hStream, CUstreamCaptureMode mode))       \
+    X(cuStreamEndCapture, CUresult, (CUstream hStream, CUgraph *phGraph))                         \
+    X(cuStreamEndCapture_ptsz, CUresult, (CUstream hStream, CUgraph *phGraph))                    \
+    X(cuThreadExchangeStreamCaptureMode, CUresult, (CUstreamCaptureMode *mode))                 \
+    X(cuStreamIsCapturing, CUresult, (CUstream hStream, CUstreamCaptureStatus *captureStatus))    \
+    X(cuStreamIsCapturing_ptsz, CUresult, (CUstream hStream, CUstreamCaptureStatus *captureStatus)) \
+    X(cuGraphInstantiateWithFlags, CUresult,                                                      \
+      (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags))                       \
+    X(cuGraphLaunch, CUresult, (CUgraphExec hGraphExec, CUstream hStream))                        \
+    X(cuGraphLaunch_ptsz, CUresult, (CUgraphExec hGraphExec, CUstream hStream))                   \
+    X(cuGraphExecDestroy, CUresult, (CUgraphExec hGraphExec))                                     \
+    X(cuGraphDestroy, CUresult, (CUgraph hGraph))                                                 \
+    /* events */                                                                                  \
+    X(cuEventCreate, CUresult, (CUevent *phEvent, unsigned int Flags))                            \
+    X(cuEventRecord, CUresult, (CUevent hEvent, CUstream hStream))                                \
+    X(cuEventRecord_ptsz, CUresult, (CUevent hEvent, CUstream hStream))                           \
+    X(cuEventQuery, CUresult, (CUevent hEvent))                                                   \
+    X(cuEventSynchronize, CUresult, (CUevent hEvent))                                             \
+    X(cuEventElapsedTime, CUresult, (float *pMilliseconds, CUevent hStart, CUevent hEnd))         \
+    X(cuEventElapsedTime_v2, CUresult, (float *pMilliseconds, CUevent hStart, CUevent hEnd))      \
+    X(cuEventDestroy, CUresult, (CUevent hEvent))                                                 \
+    X(cuEventDestroy_v2, CUresult, (CUevent hEvent))                                              \
     /* streams */                                                                                 \
     X(cuStreamCreate, CUresult, (CUstream *phStream, unsigned int Flags))                         \
+    X(cuStreamQuery, CUresult, (CUstream hStream))                                                \
+    X(cuStreamQuery_ptsz, CUresult, (CUstream hStream))                                           \
     X(cuStreamDestroy, CUresult, (CUstream hStream))                                              \
     X(cuStreamDestroy_v2, CUresult, (CUstream hStream))                                           \
     X(cuStreamSynchronize, CUresult, (CUstream hStream))                                          \

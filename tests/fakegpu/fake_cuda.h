@@ -23,7 +23,17 @@
  *     copies and sets only validate their ranges;
  *   - VMM (cuMemCreate & co), stream-ordered allocation with per-device default pools (freed
  *     memory stays in the pool until a synchronize or trim, release threshold 0), arrays,
- *     mipmapped arrays, modules, kernels, streams.
+ *     mipmapped arrays, modules, kernels, streams;
+ *   - GPU time (for the compute limiter, which measures busy time with events): a kernel lasts
+ *     N µs if its name ends in `_<N>us`, else `kernel_us` (config; env FAKEGPU_KERNEL_US),
+ *     times ceil(blocks / context SMs) / ceil(blocks / device SMs) (a green context has fewer);
+ *     each device has one timeline per process on CLOCK_MONOTONIC where kernels run one after
+ *     another in launch order (start = max(now, device tail)); streams keep their tails (the
+ *     legacy stream's is the device's); a launch sleeps while its device has more than
+ *     `queue_ms` queued. Events record max(stream tail, now); synchronize / query / elapsed
+ *     time follow from it. Stream capture collects launches into a graph (count and summed
+ *     duration) that cuGraphLaunch runs as one piece of work. The busy time a process queued
+ *     goes to $FAKEGPU_BUSY_FILE at exit ("busy_ns=N kernels=K").
  *   - cuGetProcAddress / _v2 pick the ABI version for cudaVersion and flags (table g_procs).
  *
  * Files (one area each):
@@ -34,20 +44,28 @@
  *                       space, shared state), fork, cuDriverGetVersion, cuGetExportTable
  *   fake_cuda_device.c  cuDeviceGet*, attributes, UUIDs, total memory, PCI bus ids
  *   fake_cuda_ctx.c     the per-thread context stack, primary and created contexts, the
- *                       contexts of green contexts
+ *                       contexts of green contexts, cuCtxSynchronize
  *   fake_cuda_green.c   green contexts: SM resources, splits, resource descriptors
  *   fake_cuda_mem.c     the device address space (ranges, sub-allocations), linear, managed
  *                       and pinned host memory, cuMemFree, cuMemGetInfo
  *   fake_cuda_vmm.c     virtual memory management (cuMemCreate, reservations, mappings)
  *   fake_cuda_pool.c    stream-ordered allocation and memory pools
  *   fake_cuda_array.c   arrays and mipmapped arrays
- *   fake_cuda_stream.c  streams
- *   fake_cuda_module.c  modules, functions, kernel launches
+ *   fake_cuda_stream.c  streams: create, destroy, query, synchronize; what a stream is to the
+ *                       time model (stream_resolve: tail, SMs, capture)
+ *   fake_cuda_module.c  modules, functions (and the base duration their name gives)
+ *   fake_cuda_time.c    the GPU time model: durations, per-device timelines, back-pressure,
+ *                       busy time and FAKEGPU_BUSY_FILE
+ *   fake_cuda_launch.c  kernel launches: cuLaunchKernel, cuLaunchKernelEx, cooperative launches
+ *   fake_cuda_event.c   events
+ *   fake_cuda_graph.c   stream capture, graphs, executable graphs
  *   fake_cuda_copy.c    copies and sets (validate the device range, move no data)
  *   fake_cuda_proc.c    cuGetProcAddress(_v2) and its table of exported versions
  *
  * Locking: g_mu guards every table below (functions marked "g_mu held" expect it); handles
- * carry an atomic `live` / `active` flag so that lock-free checks (launches) can read them.
+ * carry an atomic `live` / `active` flag so that lock-free checks (launches, event records,
+ * graph launches) can read them. Timelines, stream tails, event times and capture counters are
+ * atomics (compare-and-swap), never under g_mu.
  *
  * Only the entry points of src/abi/cuda.h are exported (EXPORT; the library is built with
  * -fvisibility=hidden and every declaration below is hidden); the library is linked
@@ -83,6 +101,9 @@
 #define MAX_FUNCS     4096
 #define MAX_ARRAYS    4096
 #define MAX_POOLS     256
+#define MAX_EVENTS    16384
+#define MAX_GRAPHS    1024
+#define MAX_EXECS     1024
 #define CTX_STACK     64
 #define ARENA_SIZE    (1ULL << 40)      /* 1 TiB of device virtual address space */
 
@@ -128,6 +149,9 @@ struct CUstream_st {
     int live;
     struct CUctx_st *ctx;
     unsigned flags;
+    unsigned sms;                     /* SMs of the context that created it (a green one's partition) */
+    uint64_t tail;                    /* atomic: when its last work ends (ns, CLOCK_MONOTONIC) */
+    struct CUgraph_st *capture;       /* atomic: the graph it is capturing into, or NULL */
 };
 
 struct CUmod_st {
@@ -143,6 +167,43 @@ struct CUfunc_st {
     int live;
     struct CUmod_st *mod;
     char name[128];
+    uint64_t base_ns;                 /* duration on a whole device (name `..._<N>us`, else kernel_us) */
+};
+
+/* An event (fake_cuda_event.c). */
+struct CUevent_st {
+    int live;
+    struct CUctx_st *ctx;
+    unsigned flags;
+    uint64_t when;                    /* atomic: when its recorded work ends; 0: never recorded */
+};
+
+/* A graph made by stream capture (fake_cuda_graph.c): what it holds is its kernels' count and
+ * summed duration, which a launch of it runs as one piece of work. */
+struct CUgraph_st {
+    int live;
+    int capturing;                    /* still being captured (no handle given out yet) */
+    int invalidated;                  /* atomic: an illegal call during the capture */
+    CUstreamCaptureMode mode;
+    pthread_t thread;                 /* that began the capture */
+    uint64_t ns;                      /* atomic */
+    unsigned long long kernels;       /* atomic */
+};
+
+struct CUgraphExec_st {
+    int live;
+    uint64_t ns;
+    unsigned long long kernels;
+};
+
+/* A stream as the time model sees it (stream_resolve): the legacy stream's tail is its device's
+ * (it waits for every other stream), and it cannot capture. */
+struct sref {
+    struct CUctx_st *ctx;             /* its context (a green context's primary context) */
+    int dev;
+    unsigned sms;                     /* SMs its kernels run on */
+    uint64_t *tail;                   /* atomic */
+    struct CUgraph_st **capture;      /* atomic; NULL for the legacy stream */
 };
 
 struct CUarray_st {
@@ -241,7 +302,8 @@ extern struct CUctx_st g_prim[MAX_DEV];
 extern __thread struct CUctx_st *t_stack[CTX_STACK];
 extern __thread int t_depth;
 
-/* fake_cuda_stream.c, fake_cuda_module.c, fake_cuda_array.c, fake_cuda_pool.c */
+/* fake_cuda_stream.c, fake_cuda_module.c, fake_cuda_array.c, fake_cuda_pool.c (events,
+ * graphs and executable graphs: static tables of fake_cuda_event.c and fake_cuda_graph.c) */
 extern struct CUstream_st g_streams[MAX_STREAMS];
 extern struct CUmod_st g_mods[MAX_MODULES];
 extern struct CUfunc_st g_funcs[MAX_FUNCS];
@@ -340,8 +402,42 @@ void pool_retire(struct range *r);
 void pools_release_cached_locked(int dev);
 void pools_release_cached(int dev);
 
-/* fake_cuda_stream.c */
+/* fake_cuda_ctx.c: the SMs a context's kernels run on (a green context's partition) */
+unsigned ctx_sms(const struct CUctx_st *c);
+
+/* fake_cuda_stream.c. stream_resolve (lock-free) describes a stream to the time model:
+ * INVALID_HANDLE for a bad one; the special handles need a current context (need_ctx's error
+ * otherwise); ptsz: a _ptsz call, where NULL is the per-thread stream, else the legacy one.
+ * stream_retire (g_mu held): the stream ends, and its capture with it. */
 int stream_ok(CUstream s);
+CUresult stream_resolve(CUstream s, int ptsz, struct sref *out);
+void stream_retire(struct CUstream_st *s);
+
+/* fake_cuda_time.c: the GPU time model. Times are ns of CLOCK_MONOTONIC. */
+void time_init(void);                 /* at cuInit (g_mu held): durations, queue, busy file */
+uint64_t now_ns(void);
+void sleep_until(uint64_t t);
+uint64_t kernel_base_ns(const char *name);
+uint64_t kernel_ns(uint64_t base_ns, unsigned long long blocks, unsigned sms, int dev);
+/* Run work of ns (kernels kernels) on dev after everything queued there (back-pressure first);
+ * the device tail and *stream_tail become its end, which it returns. Lock-free. */
+uint64_t tl_run(int dev, uint64_t *stream_tail, uint64_t ns, unsigned long long kernels);
+uint64_t *tl_device_tail(int dev);
+uint64_t *tl_ptds_tail(int dev);
+static inline uint64_t tail_of(const uint64_t *tail)
+{
+    return __atomic_load_n(tail, __ATOMIC_ACQUIRE);
+}
+
+/* fake_cuda_graph.c: add work to a capture (lock-free); the capture of r, or NULL; invalidate
+ * the capture of r (an illegal call on a capturing stream): STREAM_CAPTURE_UNSUPPORTED. */
+void graph_append(struct CUgraph_st *g, uint64_t ns, unsigned long long kernels);
+struct CUgraph_st *capture_of(const struct sref *r);
+CUresult capture_violation(struct CUgraph_st *g);
+void graph_drop(struct CUgraph_st *g);   /* g_mu held: frees the graph's slot */
+
+/* fake_cuda_event.c (g_mu held): a context's events die with it */
+void events_release_ctx(const struct CUctx_st *c);
 
 #pragma GCC visibility pop
 

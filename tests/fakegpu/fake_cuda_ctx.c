@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Fake libcuda.so.1 (fake_cuda.h): contexts: the per-thread context stack, refcounted primary
- * contexts, created contexts (cuCtxCreate*), the contexts of green contexts, and what
- * destroying one frees. */
+ * contexts, created contexts (cuCtxCreate*), the contexts of green contexts, what destroying
+ * one frees, and cuCtxSynchronize (waits for its device's timeline). */
 #include "fake_cuda.h"
 
 #include <string.h>
@@ -36,6 +36,11 @@ int ctx_handle_ok(const struct CUctx_st *c)
 int ctx_active(const struct CUctx_st *c)
 {
     return __atomic_load_n(&c->active, __ATOMIC_ACQUIRE);
+}
+
+unsigned ctx_sms(const struct CUctx_st *c)
+{
+    return c->kind == 3 ? c->sms : dev_sm_count(c->dev);
 }
 
 /* The current context, which must be usable. The context of a green context stands for the
@@ -90,7 +95,8 @@ static void ctx_free_resources(struct CUctx_st *c)
     }
     for (unsigned i = 0; i < MAX_STREAMS; i++)
         if (g_streams[i].live && g_streams[i].ctx == c)
-            __atomic_store_n(&g_streams[i].live, 0, __ATOMIC_RELEASE);
+            stream_retire(&g_streams[i]);
+    events_release_ctx(c);
     uncharge(c->dev, c->charge);
     c->charge = 0;
 }
@@ -410,6 +416,7 @@ static CUresult ctx_sync(struct CUctx_st *c)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (!ctx_active(c))
         return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    sleep_until(tail_of(tl_device_tail(c->dev)));   /* everything queued on its device */
     pools_release_cached(c->dev);
     return CUDA_SUCCESS;
 }

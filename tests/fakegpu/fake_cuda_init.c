@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Fake libcuda.so.1 (fake_cuda.h): cuInit (the config, the device enumeration with
- * CUDA_VISIBLE_DEVICES, the device address space, the shared state file), what a fork does,
- * cuDriverGetVersion and cuGetExportTable. */
+ * CUDA_VISIBLE_DEVICES, the device address space, the shared state file, the time model),
+ * what a fork does, cuDriverGetVersion and cuGetExportTable. */
 #include "fake_cuda.h"
 
 #include <ctype.h>
@@ -216,6 +216,7 @@ static CUresult do_init(void)
         if (locked)
             fg_state_unlock(&g_shared);
     }
+    time_init();
     for (int d = 0; d < g_ndev; d++) {
         memset(&g_prim[d], 0, sizeof(g_prim[d]));
         g_prim[d].kind = 1;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fake libcuda.so.1 (fake_cuda.h): modules (cubin, fatbin or PTX images), functions and
- * kernel launches (validated, lock-free, no system call). */
+/* Fake libcuda.so.1 (fake_cuda.h): modules (cubin, fatbin or PTX images) and their functions,
+ * each with the duration its name gives (fake_cuda_time.c). Launches: fake_cuda_launch.c. */
 #include "fake_cuda.h"
 
 #include <ctype.h>
@@ -184,47 +184,9 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char
     }
     freeslot->mod = hmod;
     snprintf(freeslot->name, sizeof(freeslot->name), "%s", name);
+    freeslot->base_ns = kernel_base_ns(name);
     __atomic_store_n(&freeslot->live, 1, __ATOMIC_RELEASE);
     *hfunc = freeslot;
     UNLOCK();
     return CUDA_SUCCESS;
 }
-
-/* No lock and no system call: validate and return. */
-static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                       unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
-{
-    struct CUctx_st *c;
-    uintptr_t p = (uintptr_t)f;
-    CUresult rc = need_ctx(&c);
-
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if (f == NULL || p < (uintptr_t)&g_funcs[0] || p >= (uintptr_t)&g_funcs[MAX_FUNCS] ||
-        (p - (uintptr_t)&g_funcs[0]) % sizeof(*f) != 0 || !__atomic_load_n(&f->live, __ATOMIC_ACQUIRE))
-        return CUDA_ERROR_INVALID_HANDLE;   /* seen for NULL */
-    if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || gy > 65535 || gz > 65535 ||
-        bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > 1024 ||
-        (params != NULL && extra != NULL && extra[0] != NULL))   /* an empty extra list is fine (seen) */
-        return CUDA_ERROR_INVALID_VALUE;
-    if (shmem > 232448)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!stream_ok(s))
-        return CUDA_ERROR_INVALID_HANDLE;
-    return CUDA_SUCCESS;
-}
-
-/* cuLaunchKernel and its per-thread default stream variant (_ptsz). */
-#define LAUNCH_PARAMS                                                                                     \
-    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,                   \
-     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, \
-     CUstream hStream, void **kernelParams, void **extra)
-#define LAUNCH_ARGS                                                                                           \
-    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, \
-     extra)
-
-ENTRY_POINT(cuLaunchKernel, LAUNCH_PARAMS, launch LAUNCH_ARGS)
-ENTRY_POINT(cuLaunchKernel_ptsz, LAUNCH_PARAMS, launch LAUNCH_ARGS)
-
-#undef LAUNCH_PARAMS
-#undef LAUNCH_ARGS

@@ -522,6 +522,15 @@ static int parse_line(struct parser *p, char *line)
             return fail(p, "%s: bad size '%s'", key, val);
         return 0;
     }
+    if (strcmp(key, "kernel_us") == 0 || strcmp(key, "queue_ms") == 0) {
+        int us = key[0] == 'k';
+
+        p->gpu = NULL;
+        if (parse_uint(val, us ? FG_MAX_KERNEL_US : FG_MAX_QUEUE_MS, us ? &c->kernel_us : &c->queue_ms) < 0)
+            return fail(p, "%s: expected a number up to %llu, got '%s'", key,
+                        us ? FG_MAX_KERNEL_US : FG_MAX_QUEUE_MS, val);
+        return 0;
+    }
     if (strcmp(key, "gpu") == 0) {
         if (*val != '\0' && (parse_uint(val, FG_MAX_GPUS, &v) < 0 || v != c->ngpus))
             return fail(p, "gpu: GPUs are numbered in order; expected %u, got '%s'", c->ngpus, val);
@@ -572,6 +581,8 @@ int fg_config_parse(const char *text, const char *name, struct fg_config *cfg, c
     memset(cfg, 0, sizeof(*cfg));
     cfg->context_memory = FG_DEFAULT_CONTEXT_MEMORY;
     cfg->module_memory = FG_DEFAULT_MODULE_MEMORY;
+    cfg->kernel_us = FG_DEFAULT_KERNEL_US;
+    cfg->queue_ms = FG_DEFAULT_QUEUE_MS;
     cfg->text_hash = 0xcbf29ce484222325ULL;             /* FNV-1a 64 */
     for (const unsigned char *t = (const unsigned char *)text; *t != '\0'; t++)
         cfg->text_hash = (cfg->text_hash ^ *t) * 0x100000001b3ULL;

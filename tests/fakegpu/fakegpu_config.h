@@ -90,6 +90,10 @@ struct fg_config {
     /* fake libcuda.so.1 */
     unsigned long long context_memory;  /* charged per CUDA context (default FG_DEFAULT_CONTEXT_MEMORY) */
     unsigned long long module_memory;   /* charged per loaded module (default FG_DEFAULT_MODULE_MEMORY) */
+    unsigned long long kernel_us;       /* simulated duration of a kernel whose name gives none
+                                         * (default FG_DEFAULT_KERNEL_US; env FAKEGPU_KERNEL_US wins) */
+    unsigned long long queue_ms;        /* how far a device's work may run ahead of the host before a
+                                         * launch blocks (default FG_DEFAULT_QUEUE_MS) */
     unsigned long long text_hash;       /* FNV-1a 64 of the config text (names the shared state file) */
 };
 
@@ -99,6 +103,13 @@ struct fg_config {
  * nothing visible. */
 #define FG_DEFAULT_CONTEXT_MEMORY (300ULL << 20)
 #define FG_DEFAULT_MODULE_MEMORY  0ULL
+/* The fake libcuda's GPU time model (fake_cuda_time.c): a kernel whose name does not end in
+ * `_<N>us` lasts kernel_us; a launch waits while its device has more than queue_ms of work
+ * queued (a real driver's push buffer fills up the same way). */
+#define FG_DEFAULT_KERNEL_US      10ULL
+#define FG_DEFAULT_QUEUE_MS       100ULL
+#define FG_MAX_KERNEL_US          3600000000ULL   /* an hour */
+#define FG_MAX_QUEUE_MS           3600000ULL
 
 /* The config path: $FAKEGPU_CONFIG if set and non-empty, else FG_DEFAULT_CONFIG_PATH. */
 const char *fg_config_path(void);

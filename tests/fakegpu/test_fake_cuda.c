@@ -3,7 +3,9 @@
  * Self-test of the fake libcuda.so.1: dlopen()s it (and the fake libnvidia-ml.so.1) and checks
  * init, devices, CUDA_VISIBLE_DEVICES, MIG enumeration, contexts, memory accounting (linear,
  * small sub-allocations, managed, host, VMM, pools, arrays, modules), copies, launches,
- * green contexts, cuGetProcAddress, fault injection, and the sharing of one simulated GPU between processes:
+ * green contexts, the GPU time model (kernel durations, timelines, events, launch variants,
+ * back-pressure, stream capture and graphs, the busy file), cuGetProcAddress, fault
+ * injection, and the sharing of one simulated GPU between processes:
  * a second process sees less free memory, NVML lists both, and a process killed with
  * SIGKILL gives its memory back.
  *
@@ -21,6 +23,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1141,6 +1144,672 @@ static void test_modules_and_launch(void)
     CHECK_RC(cu.cuGetExportTable(NULL, NULL), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* The GPU time model: durations, timelines, events, launch variants, graphs                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Upper bounds of measured times get this much slack (a loaded 2-core CI machine); lower
+ * bounds are exact: the fake never finishes work early. */
+#define SLACK_MS 500.0
+
+static const char g_timed_ptx[] = ".version 8.0\n.target sm_50\n.address_size 64\n\n"
+                                  ".visible .entry fg_spin_1000us()\n{\n\tret;\n}\n"
+                                  ".visible .entry fg_spin_2000us()\n{\n\tret;\n}\n"
+                                  ".visible .entry fg_long_100000us()\n{\n\tret;\n}\n"
+                                  ".visible .entry fg_a_400us()\n{\n\tret;\n}\n"
+                                  ".visible .entry fg_b_5000us()\n{\n\tret;\n}\n"
+                                  ".visible .entry fg_plain()\n{\n\tret;\n}\n";
+
+struct timed {
+    CUmodule mod;
+    CUfunction k1ms, k2ms, k100ms, k400us, k5ms, plain;
+};
+
+static void timed_load(struct timed *t)
+{
+    OK(cu.cuModuleLoadData(&t->mod, g_timed_ptx));
+    OK(cu.cuModuleGetFunction(&t->k1ms, t->mod, "fg_spin_1000us"));
+    OK(cu.cuModuleGetFunction(&t->k2ms, t->mod, "fg_spin_2000us"));
+    OK(cu.cuModuleGetFunction(&t->k100ms, t->mod, "fg_long_100000us"));
+    OK(cu.cuModuleGetFunction(&t->k400us, t->mod, "fg_a_400us"));
+    OK(cu.cuModuleGetFunction(&t->k5ms, t->mod, "fg_b_5000us"));
+    OK(cu.cuModuleGetFunction(&t->plain, t->mod, "fg_plain"));
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* n launches of f with `blocks` blocks of 32 threads on s */
+static void launch_n(CUfunction f, int n, unsigned blocks, CUstream s)
+{
+    for (int i = 0; i < n; i++)
+        OK(cu.cuLaunchKernel(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+}
+
+/* Milliseconds between a and b once b is complete (-1 on error). */
+static float wait_elapsed(CUevent a, CUevent b)
+{
+    float ms = -1.0f;
+
+    OK(cu.cuEventSynchronize(b));
+    OK(cu.cuEventElapsedTime_v2(&ms, a, b));
+    return ms;
+}
+
+/* A green context of `sms` SMs on dev (one group of a split), its context pushed. */
+static CUgreenCtx push_green(CUdevice dev, unsigned sms)
+{
+    CUdevResource all, grp[1], rem;
+    CUdevResourceDesc desc = NULL;
+    CUgreenCtx g = NULL;
+    CUcontext c = NULL;
+    unsigned n = 1;
+
+    OK(cu.cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+    OK(cu.cuDevSmResourceSplitByCount(grp, &n, &all, &rem, 0, sms));
+    CHECK(n == 1 && grp[0].sm.smCount == sms);
+    OK(cu.cuDevResourceGenerateDesc(&desc, grp, 1));
+    OK(cu.cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+    OK(cu.cuCtxFromGreenCtx(&c, g));
+    OK(cu.cuCtxPushCurrent_v2(c));
+    return g;
+}
+
+static void pop_green(CUgreenCtx g)
+{
+    CUcontext c;
+
+    OK(cu.cuCtxPopCurrent_v2(&c));
+    OK(cu.cuGreenCtxDestroy(g));
+}
+
+/* N kernels of d ms between two events take N * d ms; the reversed pair answers the negative. */
+static void test_event_timing(const struct timed *t)
+{
+    CUevent a, b;
+    CUstream s;
+    float ms = -1.0f, back = 0.0f;
+
+    OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cu.cuEventCreate(&a, CU_EVENT_DEFAULT));
+    OK(cu.cuEventCreate(&b, CU_EVENT_BLOCKING_SYNC));
+    OK(cu.cuEventQuery(a));   /* never recorded: complete */
+    OK(cu.cuEventSynchronize(a));
+    CHECK_RC(cu.cuEventElapsedTime_v2(&ms, a, b), CUDA_ERROR_INVALID_HANDLE);   /* never recorded */
+    OK(cu.cuEventRecord(a, s));
+    launch_n(t->k2ms, 10, 1, s);
+    OK(cu.cuEventRecord(b, s));
+    ms = wait_elapsed(a, b);
+    CHECK(ms >= 20.0f && ms < 20.0 + SLACK_MS);
+    OK(cu.cuEventQuery(b));
+    OK(cu.cuEventElapsedTime(&back, b, a));
+    CHECK(back == -ms);
+    /* the same for the per-thread stream, through _ptsz and NULL */
+    OK(cu.cuEventRecord_ptsz(a, NULL));
+    for (int i = 0; i < 5; i++)
+        OK(cu.cuLaunchKernel_ptsz(t->k2ms, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    OK(cu.cuEventRecord(b, CU_STREAM_PER_THREAD));
+    ms = wait_elapsed(a, b);
+    CHECK(ms >= 10.0f && ms < 10.0 + SLACK_MS);
+    OK(cu.cuEventDestroy_v2(a));
+    OK(cu.cuEventDestroy(b));
+    OK(cu.cuStreamDestroy_v2(s));
+}
+
+/* Pending work: NOT_READY until its end; each stream has its own tail, the legacy stream and
+ * cuCtxSynchronize wait for the whole device. */
+static void test_not_ready(const struct timed *t)
+{
+    CUevent a, b;
+    CUstream s, idle;
+    float ms = -1.0f;
+    double t0;
+
+    OK(cu.cuStreamCreate(&s, 0));
+    OK(cu.cuStreamCreate(&idle, 0));
+    OK(cu.cuEventCreate(&a, 0));
+    OK(cu.cuEventCreate(&b, 0));
+    OK(cu.cuCtxSynchronize());
+    OK(cu.cuStreamQuery(s));
+    OK(cu.cuStreamQuery(NULL));
+    t0 = now_ms();
+    OK(cu.cuEventRecord(a, s));
+    launch_n(t->k100ms, 1, 1, s);
+    OK(cu.cuEventRecord(b, s));
+    CHECK_RC(cu.cuEventQuery(b), CUDA_ERROR_NOT_READY);
+    CHECK_RC(cu.cuEventElapsedTime(&ms, a, b), CUDA_ERROR_NOT_READY);
+    CHECK_RC(cu.cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+    CHECK_RC(cu.cuStreamQuery(CU_STREAM_LEGACY), CUDA_ERROR_NOT_READY);
+    CHECK_RC(cu.cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
+    OK(cu.cuStreamQuery(idle));
+    OK(cu.cuStreamQuery_ptsz(NULL));
+    OK(cu.cuEventQuery(a));
+    OK(cu.cuStreamSynchronize(s));
+    CHECK(now_ms() - t0 >= 100.0);
+    OK(cu.cuEventQuery(b));
+    OK(cu.cuStreamQuery(s));
+    ms = wait_elapsed(a, b);
+    CHECK(ms >= 100.0f && ms < 100.0 + SLACK_MS);
+    /* per-thread stream work; cuCtxSynchronize waits for it */
+    t0 = now_ms();
+    OK(cu.cuLaunchKernel_ptsz(t->k100ms, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    CHECK_RC(cu.cuStreamQuery_ptsz(NULL), CUDA_ERROR_NOT_READY);
+    CHECK_RC(cu.cuStreamQuery(CU_STREAM_PER_THREAD), CUDA_ERROR_NOT_READY);
+    OK(cu.cuStreamQuery(s));
+    OK(cu.cuCtxSynchronize());
+    CHECK(now_ms() - t0 >= 100.0);
+    OK(cu.cuStreamQuery_ptsz(CU_STREAM_PER_THREAD));
+    OK(cu.cuStreamQuery(NULL));
+    OK(cu.cuEventDestroy(a));
+    OK(cu.cuEventDestroy(b));
+    OK(cu.cuStreamDestroy_v2(s));
+    OK(cu.cuStreamDestroy_v2(idle));
+}
+
+/* A kernel lasts its base on the whole device; on a green context's 32 of 132 SMs, 132
+ * blocks take ceil(132 / 32) = 5 waves instead of 1, 1 block one wave either way. */
+static void test_green_scaling(const struct timed *t)
+{
+    CUgreenCtx g = push_green(0, 32);
+    CUevent a, b, c;
+    CUstream s;
+    float ms;
+
+    OK(cu.cuEventCreate(&a, 0));
+    OK(cu.cuEventCreate(&b, 0));
+    OK(cu.cuEventCreate(&c, 0));
+    OK(cu.cuStreamCreate(&s, 0));
+    OK(cu.cuEventRecord(a, NULL));
+    launch_n(t->k1ms, 1, 132, NULL);
+    OK(cu.cuEventRecord(b, NULL));
+    ms = wait_elapsed(a, b);
+    CHECK(ms >= 5.0f && ms < 5.0 + SLACK_MS);
+    OK(cu.cuEventRecord(a, s));   /* a stream created in the green context runs on its SMs */
+    launch_n(t->k1ms, 1, 132, s);
+    launch_n(t->k1ms, 1, 1, s);
+    OK(cu.cuEventRecord(b, s));
+    ms = wait_elapsed(a, b);
+    CHECK(ms >= 6.0f && ms < 6.0 + SLACK_MS);
+    /* cooperative: 32 SMs x floor(2048 / 1024) = 64 blocks of 1024 threads at most */
+    OK(cu.cuLaunchCooperativeKernel(t->plain, 64, 1, 1, 1024, 1, 1, 0, s, NULL));
+    CHECK_RC(cu.cuLaunchCooperativeKernel(t->plain, 65, 1, 1, 1024, 1, 1, 0, s, NULL),
+             CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+    OK(cu.cuStreamSynchronize(s));
+    OK(cu.cuStreamDestroy_v2(s));
+    pop_green(g);
+    /* back in the primary context: 132 blocks are one wave */
+    OK(cu.cuEventRecord(a, NULL));
+    launch_n(t->k1ms, 1, 132, NULL);
+    OK(cu.cuEventRecord(c, NULL));
+    ms = wait_elapsed(a, c);
+    CHECK(ms >= 1.0f && ms < 1.0 + SLACK_MS);
+    OK(cu.cuEventDestroy(a));
+    OK(cu.cuEventDestroy(b));
+    OK(cu.cuEventDestroy(c));
+}
+
+static CUresult launch_ex(CUfunction f, unsigned blocks, unsigned threads, CUstream s, int coop, int ptsz)
+{
+    CUlaunchAttribute attr[2];
+    CUlaunchConfig cfg = { blocks, 1, 1, threads, 1, 1, 0, s, attr, 2 };
+
+    memset(attr, 0, sizeof(attr));
+    attr[0].id = CU_LAUNCH_ATTRIBUTE_IGNORE;
+    attr[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr[1].value.cooperative = coop;
+    return ptsz ? cu.cuLaunchKernelEx_ptsz(&cfg, f, NULL, NULL) : cu.cuLaunchKernelEx(&cfg, f, NULL, NULL);
+}
+
+/* cuLaunchKernelEx and cooperative launches on the whole device (132 SMs). */
+static void test_launch_variants(const struct timed *t)
+{
+    CUlaunchConfig cfg = { 1, 1, 1, 32, 1, 1, 0, NULL, NULL, 0 };
+    CUevent a, b;
+    CUstream s;
+    int x = 0;
+    float ms;
+
+    OK(cu.cuStreamCreate(&s, 0));
+    OK(cu.cuEventCreate(&a, 0));
+    OK(cu.cuEventCreate(&b, 0));
+    CHECK_RC(cu.cuLaunchKernelEx(NULL, t->plain, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuLaunchKernelEx_ptsz(NULL, t->plain, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    cfg.numAttrs = 1;
+    CHECK_RC(cu.cuLaunchKernelEx(&cfg, t->plain, NULL, NULL), CUDA_ERROR_INVALID_VALUE);   /* attrs NULL */
+    cfg.numAttrs = 0;
+    OK(cu.cuLaunchKernelEx(&cfg, t->plain, NULL, NULL));
+    CHECK_RC(cu.cuLaunchKernelEx(&cfg, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuLaunchKernelEx(&cfg, (CUfunction)&x, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+    cfg.hStream = (CUstream)&x;
+    CHECK_RC(cu.cuLaunchKernelEx(&cfg, t->plain, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+    cfg.hStream = NULL;
+    cfg.blockDimX = 2048;
+    CHECK_RC(cu.cuLaunchKernelEx(&cfg, t->plain, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    /* 132 SMs x floor(2048 / 1024) = 264 blocks; x 64 for 32 threads */
+    OK(launch_ex(t->plain, 264, 1024, s, 1, 0));
+    CHECK_RC(launch_ex(t->plain, 265, 1024, s, 1, 0), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+    CHECK_RC(launch_ex(t->plain, 265, 1024, NULL, 1, 1), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+    OK(launch_ex(t->plain, 265, 1024, s, 0, 1));   /* cooperative = 0: an ordinary launch */
+    OK(cu.cuLaunchCooperativeKernel(t->plain, 132 * 64, 1, 1, 32, 1, 1, 0, s, NULL));
+    CHECK_RC(cu.cuLaunchCooperativeKernel(t->plain, 132 * 64 + 1, 1, 1, 32, 1, 1, 0, s, NULL),
+             CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+    CHECK_RC(cu.cuLaunchCooperativeKernel_ptsz(t->plain, 133, 2, 1, 32, 32, 1, 0, NULL, NULL),
+             CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);   /* all three grid dimensions count */
+    OK(cu.cuLaunchCooperativeKernel_ptsz(t->plain, 66, 2, 2, 32, 32, 1, 0, NULL, NULL));
+    CHECK_RC(cu.cuLaunchCooperativeKernel(NULL, 1, 1, 1, 32, 1, 1, 0, s, NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuLaunchCooperativeKernel(t->plain, 0, 1, 1, 32, 1, 1, 0, s, NULL), CUDA_ERROR_INVALID_VALUE);
+    /* every variant is on the timeline: 3 x 2 ms between the events */
+    OK(cu.cuEventRecord(a, s));
+    OK(launch_ex(t->k2ms, 1, 32, s, 0, 0));
+    OK(launch_ex(t->k2ms, 1, 32, s, 1, 0));
+    OK(cu.cuLaunchCooperativeKernel(t->k2ms, 1, 1, 1, 32, 1, 1, 0, s, NULL));
+    OK(cu.cuEventRecord(b, s));
+    ms = wait_elapsed(a, b);
+    CHECK(ms >= 6.0f && ms < 6.0 + SLACK_MS);
+    OK(cu.cuEventDestroy(a));
+    OK(cu.cuEventDestroy(b));
+    OK(cu.cuStreamDestroy_v2(s));
+}
+
+/* The other thread of test_capture_threads: ends the capture of a stream. */
+struct end_arg {
+    CUstream s;
+    CUgraph g;
+    CUresult rc;
+};
+
+static void *end_capture_thread(void *p)
+{
+    struct end_arg *a = p;
+
+    a->rc = cu.cuStreamEndCapture(a->s, &a->g);
+    return NULL;
+}
+
+static CUresult end_in_thread(CUstream s, CUgraph *g)
+{
+    struct end_arg a = { s, NULL, CUDA_ERROR_UNKNOWN };
+    pthread_t th;
+
+    if (pthread_create(&th, NULL, end_capture_thread, &a) != 0)
+        return CUDA_ERROR_UNKNOWN;
+    pthread_join(th, NULL);
+    *g = a.g;
+    return a.rc;
+}
+
+/* Capture rules: the legacy stream cannot capture; one capture per stream; only the thread
+ * that began a non-relaxed capture may end it; an illegal call invalidates a capture. */
+static void test_capture_rules(const struct timed *t)
+{
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CUstreamCaptureStatus st = (CUstreamCaptureStatus)77;
+    CUstream s;
+    CUgraph g = NULL;
+    int x = 0;
+
+    OK(cu.cuStreamCreate(&s, 0));
+    CHECK_RC(cu.cuStreamBeginCapture_v2(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK_RC(cu.cuStreamBeginCapture_v2(CU_STREAM_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL),
+             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK_RC(cu.cuStreamBeginCapture_v2(s, (CUstreamCaptureMode)7), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuStreamBeginCapture_v2((CUstream)&x, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+    CHECK_RC(cu.cuStreamEndCapture(s, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuStreamIsCapturing(s, NULL), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuStreamIsCapturing(CU_STREAM_LEGACY, &st));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE);
+    /* a thread-local capture ends only in its thread; a relaxed one anywhere */
+    OK(cu.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CHECK_RC(cu.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
+    OK(cu.cuStreamIsCapturing(s, &st));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CHECK_RC(end_in_thread(s, &g), CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+    OK(cu.cuStreamEndCapture(s, &g));
+    CHECK(g != NULL);
+    OK(cu.cuGraphDestroy(g));
+    OK(cu.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    OK(end_in_thread(s, &g));
+    CHECK(g != NULL);
+    OK(cu.cuGraphDestroy(g));
+    CHECK_RC(cu.cuGraphDestroy(g), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGraphDestroy(NULL), CUDA_ERROR_INVALID_VALUE);
+    /* synchronizing or querying a capturing stream is illegal and invalidates the capture */
+    OK(cu.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    launch_n(t->k1ms, 2, 1, s);
+    CHECK_RC(cu.cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK_RC(cu.cuStreamQuery(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cu.cuStreamIsCapturing(s, &st));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    g = (CUgraph)&x;
+    CHECK_RC(cu.cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CHECK(g == NULL);
+    OK(cu.cuStreamIsCapturing(s, &st));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE);
+    OK(cu.cuStreamQuery(s));   /* nothing of the capture ran */
+    /* the thread's capture mode: exchanged, GLOBAL at first */
+    CHECK_RC(cu.cuThreadExchangeStreamCaptureMode(NULL), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuThreadExchangeStreamCaptureMode(&mode));
+    CHECK(mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    mode = (CUstreamCaptureMode)9;
+    CHECK_RC(cu.cuThreadExchangeStreamCaptureMode(&mode), CUDA_ERROR_INVALID_VALUE);
+    mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    OK(cu.cuThreadExchangeStreamCaptureMode(&mode));
+    CHECK(mode == CU_STREAM_CAPTURE_MODE_RELAXED);
+    /* a stream destroyed while capturing */
+    OK(cu.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cu.cuStreamDestroy_v2(s));
+    CHECK_RC(cu.cuStreamIsCapturing(s, &st), CUDA_ERROR_INVALID_HANDLE);
+}
+
+/* A graph of 20 captured kernels: capturing runs nothing; a launch takes 20 durations. */
+static void test_graphs(const struct timed *t)
+{
+    CUstream s, s2;
+    CUgraph g = NULL, g2 = NULL;
+    CUgraphExec e = NULL, e2 = NULL, bad = NULL;
+    CUevent a, b;
+    int x = 0;
+    float ms;
+    double t0;
+
+    OK(cu.cuStreamCreate(&s, 0));
+    OK(cu.cuStreamCreate(&s2, 0));
+    OK(cu.cuEventCreate(&a, 0));
+    OK(cu.cuEventCreate(&b, 0));
+    OK(cu.cuCtxSynchronize());
+    t0 = now_ms();
+    OK(cu.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    launch_n(t->k1ms, 20, 1, s);
+    OK(cu.cuEventRecord(a, s));   /* recorded into no graph: a stays never recorded */
+    OK(cu.cuStreamEndCapture(s, &g));
+    CHECK(g != NULL);
+    OK(cu.cuStreamQuery(s));
+    OK(cu.cuStreamQuery(NULL));
+    CHECK_RC(cu.cuEventElapsedTime(&ms, a, a), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuGraphInstantiateWithFlags(NULL, g, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGraphInstantiateWithFlags(&bad, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGraphInstantiateWithFlags(&bad, (CUgraph)&x, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGraphInstantiateWithFlags(&bad, g, 0x100), CUDA_ERROR_INVALID_VALUE);
+    CHECK(bad == NULL);
+    OK(cu.cuGraphInstantiateWithFlags(&e, g, 0));
+    OK(cu.cuGraphDestroy(g));   /* the executable graph stays */
+    OK(cu.cuEventRecord(a, s));
+    OK(cu.cuGraphLaunch(e, s));
+    OK(cu.cuEventRecord(b, s));
+    ms = wait_elapsed(a, b);
+    CHECK(ms >= 20.0f && ms < 20.0 + SLACK_MS);
+    CHECK(now_ms() - t0 >= 20.0);
+    /* a graph launched into a capture becomes part of it: 20 + 1 kernels */
+    OK(cu.cuStreamBeginCapture_v2(s2, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cu.cuGraphLaunch(e, s2));
+    launch_n(t->k1ms, 1, 1, s2);
+    OK(cu.cuStreamEndCapture(s2, &g2));
+    OK(cu.cuGraphInstantiateWithFlags(&e2, g2, 1));
+    OK(cu.cuEventRecord(a, s2));
+    OK(cu.cuGraphLaunch(e2, s2));
+    OK(cu.cuEventRecord(b, s2));
+    ms = wait_elapsed(a, b);
+    CHECK(ms >= 21.0f && ms < 21.0 + SLACK_MS);
+    /* the per-thread stream captures per thread (_ptsz with NULL) */
+    OK(cu.cuStreamBeginCapture_v2_ptsz(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    {
+        CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+
+        OK(cu.cuStreamIsCapturing(CU_STREAM_PER_THREAD, &st));
+        CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+        OK(cu.cuStreamIsCapturing_ptsz(NULL, &st));
+        CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+        OK(cu.cuStreamIsCapturing(NULL, &st));   /* NULL here is the legacy stream */
+        CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE);
+    }
+    for (int i = 0; i < 3; i++)
+        OK(cu.cuLaunchKernel_ptsz(t->k1ms, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    OK(cu.cuStreamEndCapture_ptsz(NULL, &g));
+    OK(cu.cuGraphDestroy(g2));
+    OK(cu.cuGraphExecDestroy(e2));
+    OK(cu.cuGraphInstantiateWithFlags(&e2, g, 0));
+    OK(cu.cuEventRecord_ptsz(a, NULL));
+    OK(cu.cuGraphLaunch_ptsz(e2, NULL));
+    OK(cu.cuEventRecord_ptsz(b, NULL));
+    ms = wait_elapsed(a, b);
+    CHECK(ms >= 3.0f && ms < 3.0 + SLACK_MS);
+    /* bad handles */
+    CHECK_RC(cu.cuGraphLaunch(NULL, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGraphLaunch((CUgraphExec)&x, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGraphLaunch(e, (CUstream)&x), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuGraphExecDestroy(e));
+    CHECK_RC(cu.cuGraphExecDestroy(e), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGraphExecDestroy(NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuGraphLaunch(e, s), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuGraphExecDestroy(e2));
+    OK(cu.cuGraphDestroy(g));
+    OK(cu.cuCtxSynchronize());
+    OK(cu.cuEventDestroy(a));
+    OK(cu.cuEventDestroy(b));
+    OK(cu.cuStreamDestroy_v2(s));
+    OK(cu.cuStreamDestroy_v2(s2));
+}
+
+/* Event flags and bad handles; events die with their context. */
+static void test_event_errors(void)
+{
+    CUevent a, b, nt, ipc;
+    CUcontext prim = NULL, c2 = NULL, c;
+    CUstream s;
+    int x = 0;
+    float ms;
+
+    OK(cu.cuCtxGetCurrent(&prim));
+    OK(cu.cuStreamCreate(&s, 0));
+    CHECK_RC(cu.cuEventCreate(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuEventCreate(&a, 8), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuEventCreate(&a, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
+    OK(cu.cuEventCreate(&ipc, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+    OK(cu.cuEventCreate(&nt, CU_EVENT_DISABLE_TIMING));
+    OK(cu.cuEventCreate(&a, 0));
+    OK(cu.cuEventCreate(&b, 0));
+    CHECK_RC(cu.cuEventRecord(NULL, s), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuEventRecord((CUevent)&x, s), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuEventRecord(a, (CUstream)&x), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuEventQuery(NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuEventSynchronize(NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuEventDestroy(NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuEventDestroy_v2((CUevent)&x), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuEventRecord(a, s));
+    OK(cu.cuEventRecord(nt, s));
+    OK(cu.cuEventRecord(ipc, s));
+    OK(cu.cuEventRecord(b, s));
+    OK(cu.cuEventSynchronize(b));
+    OK(cu.cuEventQuery(nt));
+    CHECK_RC(cu.cuEventElapsedTime(NULL, a, b), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuEventElapsedTime(&ms, a, nt), CUDA_ERROR_INVALID_HANDLE);   /* DISABLE_TIMING */
+    CHECK_RC(cu.cuEventElapsedTime_v2(&ms, nt, b), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuEventElapsedTime(&ms, a, NULL), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuEventElapsedTime(&ms, a, b));
+    CHECK(ms >= 0.0f);
+    OK(cu.cuEventDestroy(nt));
+    CHECK_RC(cu.cuEventDestroy(nt), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_RC(cu.cuEventQuery(nt), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuEventDestroy_v2(ipc));
+    /* another context: its stream and this context's event do not mix; its events die with it */
+    OK(cu.cuCtxCreate_v2(&c2, 0, 0));
+    CHECK_RC(cu.cuEventRecord(a, NULL), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuEventCreate(&nt, 0));
+    OK(cu.cuEventRecord(nt, NULL));
+    CHECK_RC(cu.cuEventRecord(nt, s), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuCtxDestroy_v2(c2));
+    CHECK_RC(cu.cuEventQuery(nt), CUDA_ERROR_INVALID_HANDLE);
+    OK(cu.cuCtxGetCurrent(&c));
+    CHECK(c == prim);
+    OK(cu.cuEventDestroy(a));
+    OK(cu.cuEventDestroy(b));
+    OK(cu.cuStreamDestroy_v2(s));
+}
+
+static void test_time_model(void)
+{
+    struct timed t;
+    size_t fr0 = cuda_free();
+
+    timed_load(&t);
+    test_event_timing(&t);
+    test_not_ready(&t);
+    test_green_scaling(&t);
+    test_launch_variants(&t);
+    test_capture_rules(&t);
+    test_graphs(&t);
+    test_event_errors();
+    OK(cu.cuModuleUnload(t.mod));
+    CHECK(cuda_free() == fr0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Busy time (FAKEGPU_BUSY_FILE), the config's kernel_us and queue_ms, FAKEGPU_KERNEL_US      */
+/* ---------------------------------------------------------------------------------------- */
+
+/* One A100-like GPU of 100 SMs (arch 8.0: splits of 20 SMs are allowed). */
+static const char g_conf_time[] = "driver 580.159.04\n"
+                                  "cuda 13.0\n"
+                                  "kernel_us 7\n"
+                                  "queue_ms 20\n"
+                                  "gpu 0\n"
+                                  "  name NVIDIA A100-SXM4-40GB\n"
+                                  "  uuid GPU-aaaaaaaa-bbbb-cccc-dddd-000000000001\n"
+                                  "  memory 40GiB\n"
+                                  "  arch 8.0\n"
+                                  "  sm_count 100\n";
+
+static void busy_path(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", g_tmpdir, name);
+}
+
+/* "busy_ns=N kernels=K\n" of the file, or "" */
+static void read_busy(const char *name, char *buf, size_t len)
+{
+    char path[512];
+    FILE *f;
+
+    busy_path(path, sizeof(path), name);
+    buf[0] = '\0';
+    f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    if (fgets(buf, (int)len, f) == NULL)
+        buf[0] = '\0';
+    fclose(f);
+}
+
+static void busy_setup(const char *busy_name)
+{
+    char path[512];
+    CUcontext c;
+
+    busy_path(path, sizeof(path), busy_name);
+    setenv("FAKEGPU_BUSY_FILE", path, 1);
+    write_conf("time.conf", g_conf_time);
+    OK(cu.cuInit(0));
+    OK(cu.cuDevicePrimaryCtxRetain(&c, 0));
+    OK(cu.cuCtxSetCurrent(c));
+}
+
+/* Exits (so that the fake's atexit handler writes the busy file). */
+static void busy_exit(void)
+{
+    fflush(stdout);
+    exit(nfail > 100 ? 100 : nfail);
+}
+
+/* A child forked after cuInit writes no busy file. */
+static void busy_fork_writes_nothing(const char *busy_name)
+{
+    char path[512];
+    pid_t pid;
+    int st;
+
+    busy_path(path, sizeof(path), busy_name);
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0)
+        exit(0);
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+    CHECK(access(path, F_OK) != 0);
+}
+
+/* Exact durations: kernel_us 7 for a plain name, 400 µs by name, green scaling, a graph
+ * launched twice (its capture counts nothing); back-pressure with queue_ms 20. */
+static void child_busy_time(void)
+{
+    struct timed t;
+    CUgreenCtx g;
+    CUstream s;
+    CUgraph gr;
+    CUgraphExec e;
+    double t0;
+
+    busy_setup("busy1");
+    timed_load(&t);
+    OK(cu.cuStreamCreate(&s, 0));
+    launch_n(t.plain, 3, 1, s);                                      /* 3 x 7 µs */
+    launch_n(t.k400us, 2, 1000, s);                                  /* 2 x 400 µs */
+    g = push_green(0, 20);
+    launch_n(t.k400us, 1, 100, NULL);                                /* 5 waves / 1: 2000 µs */
+    launch_n(t.k400us, 1, 250, NULL);                                /* 13 / 3: 1733.333 µs */
+    pop_green(g);
+    OK(cu.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    launch_n(t.k400us, 4, 1, s);
+    OK(cu.cuStreamEndCapture(s, &gr));
+    OK(cu.cuGraphInstantiateWithFlags(&e, gr, 0));
+    OK(cu.cuGraphLaunch(e, s));                                      /* 2 x 4 x 400 µs */
+    OK(cu.cuGraphLaunch(e, s));
+    OK(cu.cuStreamSynchronize(s));
+    /* 10 x 5 ms with 20 ms of queue: the launches return once <= 20 ms are left */
+    t0 = now_ms();
+    launch_n(t.k5ms, 10, 1, s);
+    CHECK(now_ms() - t0 >= 50.0 - 20.0 - 5.0);
+    CHECK(now_ms() - t0 < 50.0 + SLACK_MS);
+    OK(cu.cuStreamSynchronize(s));
+    CHECK(now_ms() - t0 >= 50.0);
+    busy_fork_writes_nothing("busy1");
+    busy_exit();
+}
+
+/* FAKEGPU_KERNEL_US overrides kernel_us. */
+static void child_busy_env(void)
+{
+    struct timed t;
+
+    setenv("FAKEGPU_KERNEL_US", "5", 1);
+    busy_setup("busy2");
+    timed_load(&t);
+    launch_n(t.plain, 4, 1, NULL);
+    OK(cu.cuLaunchKernel_ptsz(t.plain, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    busy_exit();
+}
+
+static void test_busy_file(void)
+{
+    char got[128];
+
+    run_child("busy_time", child_busy_time);
+    read_busy("busy1", got, sizeof(got));
+    /* 21000 + 800000 + 2000000 + 1733333 + 3200000 + 50000000; 3 + 2 + 2 + 8 + 10 kernels */
+    CHECK(strcmp(got, "busy_ns=57754333 kernels=25\n") == 0);
+    if (strcmp(got, "busy_ns=57754333 kernels=25\n") != 0)
+        printf("# busy1: %s\n", got);
+    run_child("busy_env", child_busy_env);
+    read_busy("busy2", got, sizeof(got));
+    CHECK(strcmp(got, "busy_ns=25000 kernels=5\n") == 0);
+    if (strcmp(got, "busy_ns=25000 kernels=5\n") != 0)
+        printf("# busy2: %s\n", got);
+}
+
 /* cuGetProcAddress answers */
 static void expect_proc(const char *sym, int ver, unsigned long long flags, const char *want, int want_status)
 {
@@ -1213,6 +1882,41 @@ static void test_get_proc_address(void)
     expect_proc("cuLaunchKernel", 13000, PT | LEG, "cuLaunchKernel_ptsz", 0);
     expect_proc("cuLaunchKernel", 6050, PT, "cuLaunchKernel", 0);   /* _ptsz came with 7.0 */
     expect_proc("cuLaunchKernel", 3020, 0, NULL, 2);
+    /* the time model's entry points (PFN_<name>_v<version> of cudaTypedefs.h) */
+    expect_proc("cuLaunchKernelEx", 13000, 0, "cuLaunchKernelEx", 0);
+    expect_proc("cuLaunchKernelEx", 13000, PT, "cuLaunchKernelEx_ptsz", 0);
+    expect_proc("cuLaunchKernelEx", 11050, 0, NULL, 2);
+    expect_proc("cuLaunchCooperativeKernel", 9000, 0, "cuLaunchCooperativeKernel", 0);
+    expect_proc("cuLaunchCooperativeKernel", 9000, PT, "cuLaunchCooperativeKernel_ptsz", 0);
+    expect_proc("cuLaunchCooperativeKernel", 8000, 0, NULL, 2);
+    expect_proc("cuStreamBeginCapture", 13000, 0, "cuStreamBeginCapture_v2", 0);
+    expect_proc("cuStreamBeginCapture", 10010, PT, "cuStreamBeginCapture_v2_ptsz", 0);
+    expect_proc("cuStreamBeginCapture", 10000, 0, NULL, 2);   /* the 1-argument 10.0 ABI: not simulated */
+    expect_proc("cuStreamBeginCapture_v2", 13000, 0, NULL, 1);
+    expect_proc("cuStreamEndCapture", 10000, PT, "cuStreamEndCapture_ptsz", 0);
+    expect_proc("cuStreamIsCapturing", 13000, LEG, "cuStreamIsCapturing", 0);
+    expect_proc("cuStreamIsCapturing", 13000, PT, "cuStreamIsCapturing_ptsz", 0);
+    expect_proc("cuThreadExchangeStreamCaptureMode", 10010, PT, "cuThreadExchangeStreamCaptureMode", 0);
+    expect_proc("cuThreadExchangeStreamCaptureMode", 10000, 0, NULL, 2);
+    expect_proc("cuGraphInstantiateWithFlags", 11040, 0, "cuGraphInstantiateWithFlags", 0);
+    expect_proc("cuGraphInstantiateWithFlags", 11030, 0, NULL, 2);
+    expect_proc("cuGraphLaunch", 13000, 0, "cuGraphLaunch", 0);
+    expect_proc("cuGraphLaunch", 10000, PT, "cuGraphLaunch_ptsz", 0);
+    expect_proc("cuGraphExecDestroy", 10000, 0, "cuGraphExecDestroy", 0);
+    expect_proc("cuGraphDestroy", 13000, 0, "cuGraphDestroy", 0);
+    expect_proc("cuEventCreate", 2000, 0, "cuEventCreate", 0);
+    expect_proc("cuEventRecord", 13000, 0, "cuEventRecord", 0);
+    expect_proc("cuEventRecord", 7000, PT, "cuEventRecord_ptsz", 0);
+    expect_proc("cuEventRecord", 6050, PT, "cuEventRecord", 0);
+    expect_proc("cuEventQuery", 13000, PT, "cuEventQuery", 0);
+    expect_proc("cuEventSynchronize", 13000, 0, "cuEventSynchronize", 0);
+    expect_proc("cuEventElapsedTime", 12070, 0, "cuEventElapsedTime", 0);
+    expect_proc("cuEventElapsedTime", 12080, 0, "cuEventElapsedTime_v2", 0);
+    expect_proc("cuEventElapsedTime_v2", 13000, 0, NULL, 1);
+    expect_proc("cuEventDestroy", 3020, 0, "cuEventDestroy", 0);
+    expect_proc("cuEventDestroy", 4000, 0, "cuEventDestroy_v2", 0);
+    expect_proc("cuStreamQuery", 13000, 0, "cuStreamQuery", 0);
+    expect_proc("cuStreamQuery", 13000, PT | LEG, "cuStreamQuery_ptsz", 0);
     expect_proc("cuMemAllocAsync", 11010, 0, NULL, 2);
     expect_proc("cuMemAllocAsync", 11020, PT, "cuMemAllocAsync_ptsz", 0);
     expect_proc("cuMemFreeAsync", 12000, PT, "cuMemFreeAsync_ptsz", 0);
@@ -1469,6 +2173,7 @@ int main(int argc, char **argv)
     run_child("visible_duplicate", child_visible_duplicate);
     run_child("mig", child_mig);
     run_child("visible_mig_uuid", child_visible_mig_uuid);
+    test_busy_file();
     write_conf("main.conf", g_conf_main);
     start_holder();
     {
@@ -1486,6 +2191,7 @@ int main(int argc, char **argv)
     test_pools();
     test_arrays();
     test_modules_and_launch();
+    test_time_model();
     test_get_proc_address();
     test_two_processes();
     test_fork_after_init();

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Fake libcuda.so.1 (fake_cuda.h): the GPU time model. Kernel durations (from the kernel's
+ * name, scaled by the SMs of the launching context), one timeline per device on which this
+ * process's work runs in launch order (no concurrency between streams), the back-pressure of
+ * a full push buffer, and the busy-time counters a test reads through FAKEGPU_BUSY_FILE. */
+#include "fake_cuda.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUSY_FILE_ENV  "FAKEGPU_BUSY_FILE"
+#define KERNEL_US_ENV  "FAKEGPU_KERNEL_US"
+#define MAX_NS         (1ULL << 62)   /* saturation: the sums below never overflow */
+
+struct timeline {
+    uint64_t tail;                    /* atomic: when the device's last work ends */
+    uint64_t ptds;                    /* atomic: the per-thread default streams' tail */
+};
+
+static struct timeline g_tl[MAX_DEV];
+static uint64_t g_default_ns;         /* kernel_us (or FAKEGPU_KERNEL_US) in ns */
+static uint64_t g_queue_ns;
+static unsigned long long g_busy_ns;  /* atomic: summed durations of the work run */
+static unsigned long long g_kernels;  /* atomic */
+static char g_busy_path[4096];
+static pid_t g_busy_pid;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Clock                                                                                     */
+/* ---------------------------------------------------------------------------------------- */
+
+uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void sleep_until(uint64_t t)
+{
+    struct timespec ts = { .tv_sec = (time_t)(t / 1000000000ULL), .tv_nsec = (long)(t % 1000000000ULL) };
+
+    while (now_ns() < t && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Durations                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/* A name ending in `_<N>us` (N decimal digits, e.g. fg_spin_400us) lasts N µs; 0 if not. */
+static int name_us(const char *name, unsigned long long *us)
+{
+    size_t n = strlen(name), i;
+    unsigned long long v = 0;
+
+    if (n < 4 || strcmp(name + n - 2, "us") != 0)
+        return 0;
+    i = n - 2;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    if (i == n - 2 || i == 0 || name[i - 1] != '_' || n - 2 - i > 10)
+        return 0;
+    for (; i < n - 2; i++)
+        v = v * 10 + (unsigned long long)(name[i] - '0');
+    if (v > FG_MAX_KERNEL_US)
+        return 0;
+    *us = v;
+    return 1;
+}
+
+uint64_t kernel_base_ns(const char *name)
+{
+    unsigned long long us;
+
+    return name_us(name, &us) ? us * 1000ULL : g_default_ns;
+}
+
+/* base on the whole device; on fewer SMs it takes more waves of blocks:
+ * base * ceil(blocks / sms) / ceil(blocks / device SMs). */
+uint64_t kernel_ns(uint64_t base_ns, unsigned long long blocks, unsigned sms, int dev)
+{
+    unsigned dev_sms = dev_sm_count(dev);
+    unsigned long long waves, dev_waves;
+    unsigned __int128 ns;
+
+    if (sms == 0 || sms >= dev_sms || blocks == 0)
+        return base_ns;
+    waves = (blocks + sms - 1) / sms;
+    dev_waves = (blocks + dev_sms - 1) / dev_sms;
+    ns = (unsigned __int128)base_ns * waves / dev_waves;
+    return ns > MAX_NS ? MAX_NS : (uint64_t)ns;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Timelines                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+uint64_t *tl_device_tail(int dev)
+{
+    return &g_tl[dev].tail;
+}
+
+uint64_t *tl_ptds_tail(int dev)
+{
+    return &g_tl[dev].ptds;
+}
+
+static void atomic_max(uint64_t *v, uint64_t x)
+{
+    uint64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
+
+    while (cur < x && !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+    }
+}
+
+/* A full push buffer: wait while the device has more than queue_ms of work ahead of now. */
+static void back_pressure(const struct timeline *tl)
+{
+    for (;;) {
+        uint64_t tail = __atomic_load_n(&tl->tail, __ATOMIC_ACQUIRE);
+
+        if (tail <= g_queue_ns || tail - g_queue_ns <= now_ns())
+            return;
+        sleep_until(tail - g_queue_ns);
+    }
+}
+
+uint64_t tl_run(int dev, uint64_t *stream_tail, uint64_t ns, unsigned long long kernels)
+{
+    struct timeline *tl = &g_tl[dev];
+    uint64_t now, tail, start, end;
+
+    back_pressure(tl);
+    now = now_ns();
+    tail = __atomic_load_n(&tl->tail, __ATOMIC_ACQUIRE);
+    do {
+        start = tail > now ? tail : now;
+        end = start + (ns > MAX_NS ? MAX_NS : ns);
+    } while (!__atomic_compare_exchange_n(&tl->tail, &tail, end, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    atomic_max(stream_tail, end);
+    __atomic_add_fetch(&g_busy_ns, ns, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&g_kernels, kernels, __ATOMIC_RELAXED);
+    return end;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Busy time, for tests: FAKEGPU_BUSY_FILE                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* At exit of the process that called cuInit (not of a forked child): "busy_ns=N kernels=K\n",
+ * written to a temporary file renamed over the path, so a reader never sees half of it. */
+static void write_busy_file(void)
+{
+    char tmp[sizeof(g_busy_path) + 32];
+    FILE *f;
+
+    if (getpid() != g_busy_pid)
+        return;
+    snprintf(tmp, sizeof(tmp), "%s.%d.tmp", g_busy_path, (int)g_busy_pid);
+    f = fopen(tmp, "we");
+    if (f == NULL) {
+        fprintf(stderr, "fakegpu: cuda: %s: %s\n", tmp, strerror(errno));
+        return;
+    }
+    fprintf(f, "busy_ns=%llu kernels=%llu\n", __atomic_load_n(&g_busy_ns, __ATOMIC_RELAXED),
+            __atomic_load_n(&g_kernels, __ATOMIC_RELAXED));
+    if (fclose(f) != 0 || rename(tmp, g_busy_path) != 0) {
+        fprintf(stderr, "fakegpu: cuda: %s: %s\n", g_busy_path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+static void busy_file_init(void)
+{
+    static int registered;
+    const char *path = getenv(BUSY_FILE_ENV);
+
+    if (path == NULL || path[0] == '\0' || strlen(path) >= sizeof(g_busy_path))
+        return;
+    snprintf(g_busy_path, sizeof(g_busy_path), "%s", path);
+    g_busy_pid = getpid();
+    if (!registered && atexit(write_busy_file) == 0)
+        registered = 1;
+}
+
+void time_init(void)
+{
+    const char *env = getenv(KERNEL_US_ENV);
+    unsigned long long us = g_cfg.kernel_us;
+
+    if (env != NULL && env[0] != '\0') {
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        v = strtoull(env, &end, 10);
+        if (errno == 0 && *end == '\0' && env[0] >= '0' && env[0] <= '9' && v <= FG_MAX_KERNEL_US)
+            us = v;
+        else
+            fprintf(stderr, "fakegpu: cuda: %s=%s: not a number of microseconds (using %llu)\n", KERNEL_US_ENV,
+                    env, us);
+    }
+    g_default_ns = us * 1000ULL;
+    g_queue_ns = g_cfg.queue_ms * 1000000ULL;
+    memset(g_tl, 0, sizeof(g_tl));
+    busy_file_init();
+}
