@@ -184,7 +184,9 @@ static void clear_slot_counters(struct gs_region_slot *s)
         for (unsigned d = 0; d < GS_REGION_MAX_DEVICES; d++) {
                 atomic_store_explicit(&s->used[d], 0, memory_order_relaxed);
                 atomic_store_explicit(&s->extra[d], 0, memory_order_relaxed);
+                atomic_store_explicit(&s->busy_ns[d], 0, memory_order_relaxed);
         }
+        atomic_store_explicit(&s->last_launch_ns, 0, memory_order_relaxed);
 }
 
 /*
@@ -805,6 +807,60 @@ int gs_region_set_host_pid(struct gs_region *r, int slot, int host_pid)
                 return -1;
         atomic_store_explicit(&r->f->slots[slot].host_pid, host_pid, memory_order_relaxed);
         return 0;
+}
+
+int gs_region_set_compute(struct gs_region *r, unsigned dev, uint32_t basis_points, uint32_t mode)
+{
+        if (check_slot_dev(r, 0, dev) < 0)
+                return -1;
+        atomic_store_explicit(&r->f->hdr.compute_limit[dev], basis_points, memory_order_relaxed);
+        atomic_store_explicit(&r->f->hdr.compute_mode, mode, memory_order_relaxed);
+        return 0;
+}
+
+int gs_region_set_busy(struct gs_region *r, int slot, unsigned dev, uint64_t busy_ns)
+{
+        if (check_slot_dev(r, slot, dev) < 0)
+                return -1;
+        atomic_store_explicit(&r->f->slots[slot].busy_ns[dev], busy_ns, memory_order_relaxed);
+        return 0;
+}
+
+int gs_region_set_last_launch(struct gs_region *r, int slot, uint64_t realtime)
+{
+        if (check_slot_dev(r, slot, 0) < 0)
+                return -1;
+        atomic_store_explicit(&r->f->slots[slot].last_launch_ns, realtime, memory_order_relaxed);
+        return 0;
+}
+
+uint64_t gs_region_busy(const struct gs_region *r, unsigned dev)
+{
+        if (r == NULL || dev >= ndev_of(r))
+                return 0;
+        const struct gs_region_file *f = r->f;
+        unsigned hwm = hwm_of(r);
+        uint64_t sum = 0;
+        for (unsigned i = 0; i < hwm; i++) {
+                const struct gs_region_slot *s = &f->slots[i];
+                if (atomic_load_explicit(&s->pid, memory_order_acquire) != 0)
+                        sum = sat_add(sum, atomic_load_explicit(&s->busy_ns[dev], memory_order_relaxed));
+        }
+        return sum;
+}
+
+_Atomic int64_t *gs_region_tokens(struct gs_region *r, unsigned dev)
+{
+        if (check_slot_dev(r, 0, dev) < 0)
+                return NULL;
+        return &r->f->hdr.tokens[dev];
+}
+
+uint64_t gs_region_refill_claim(struct gs_region *r, uint64_t now_ns)
+{
+        if (r == NULL || r->snapshot)
+                return now_ns;
+        return atomic_exchange_explicit(&r->f->hdr.refill_ns, now_ns, memory_order_relaxed);
 }
 
 int gs_region_usage(const struct gs_region *r, unsigned dev, uint64_t *used_total)

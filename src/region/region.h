@@ -13,13 +13,13 @@
  *   header (struct gs_region_header, 2048 bytes)
  *        0      8  magic         the bytes "GSLICE\0\1", stored LAST at creation (release), so a
  *                                file without it was never fully initialized
- *        8      4  version       GS_REGION_VERSION (1)
+ *        8      4  version       GS_REGION_VERSION (2; 1 had 320-byte slots and no compute fields)
  *       12      4  header_size   2048 = offset of slots[0]
  *       16      4  ndevices      1..16, devices in this container, in the creator's index order
  *       20      4  max_procs     1024 (fixed)
- *       24      4  slot_size     320
+ *       24      4  slot_size     448
  *       28      4  flags         0 (reserved)
- *       32      8  region_size   header_size + max_procs * slot_size = 329728
+ *       32      8  region_size   header_size + max_procs * slot_size = 460800
  *       40      8  created_ns    CLOCK_REALTIME at creation
  *       48      4  creator_pid   pid (in the container's pid namespace) of the creator
  *       52     12  (reserved, 0)
@@ -29,21 +29,31 @@
  *      136      8  reaped        dead slots reclaimed since creation
  *      144      8  recoveries    times a locker found the lock's owner dead (EOWNERDEAD)
  *      152      8  refused       charges refused because the limit would be exceeded
- *      160     32  (reserved, 0)
+ *      160      8  refill_ns     compute limiter: CLOCK_MONOTONIC of the last token refill (every
+ *                                process of the slice claims the time since with an exchange)
+ *      168      4  compute_mode  0 cap, 1 share, 2 off (as the processes' configuration says)
+ *      172     20  (reserved, 0)
  *      192    128  limit[16]     bytes per device, 0 = unlimited; written once by the creator
  *      320   1536  uuid[16][96]  NUL-terminated device UUIDs ("GPU-..." / "MIG-..."), may be ""
- *     1856    192  (reserved, 0)
- *   slots[1024] at 2048, 320 bytes each (struct gs_region_slot); slots never move
+ *     1856     64  compute_limit[16]  compute share per device in basis points (1..9999), 0 =
+ *                                unlimited; stored by every process of the slice (same values)
+ *     1920    128  tokens[16]    signed: the slice's compute budget per device, in ns of GPU
+ *                                time; refilled at compute_limit per ns of wall time up to a
+ *                                burst, spent by the measured busy time of every process
+ *   slots[1024] at 2048, 448 bytes each (struct gs_region_slot); slots never move
  *        0      4  pid           container-namespace pid; 0 = free. Stored last when claimed.
  *        4      4  host_pid      host pid, 0 = unknown (filled by whoever learns it)
  *        8      8  start_time    /proc/<pid>/stat field 22 (clock ticks after boot) at register;
  *                                0 = unknown. A pid with another start time is a reused pid.
  *       16      8  heartbeat_ns  CLOCK_REALTIME of the owner's last gs_region_heartbeat()
- *       24      8  (reserved, 0)
+ *       24      8  last_launch_ns CLOCK_REALTIME of a recent kernel launch (compute-limited
+ *                                processes; sampled, not every launch)
  *       32    128  used[16]      bytes charged by the interposer (gs_region_try_charge/uncharge)
  *      160    128  extra[16]     driver-measured bytes not covered by used[] (context, modules,
  *                                granularity rounding), written by the owner's reconciler
- *      288     32  (reserved, 0)
+ *      288    128  busy_ns[16]   GPU time of this process's work, ns, cumulative (compute
+ *                                limiter: measured with events; in-flight work counted up to now)
+ *      416     32  (reserved, 0)
  *
  * All counters are lock-free 64-bit atomics. A device's usage is the sum of used[dev] + extra[dev]
  * over slots [0, slot_hwm) whose pid != 0.
@@ -82,12 +92,12 @@
 #include <stdint.h>
 
 #define GS_REGION_MAGIC_BYTES "GSLICE\0\1" /* 8 bytes, no terminator counted */
-#define GS_REGION_VERSION 1u
+#define GS_REGION_VERSION 2u
 #define GS_REGION_MAX_DEVICES 16
 #define GS_REGION_MAX_PROCS 1024
 #define GS_REGION_UUID_LEN 96
 #define GS_REGION_HEADER_SIZE 2048u
-#define GS_REGION_SLOT_SIZE 320u
+#define GS_REGION_SLOT_SIZE 448u
 #define GS_REGION_SIZE (GS_REGION_HEADER_SIZE + GS_REGION_MAX_PROCS * GS_REGION_SLOT_SIZE)
 #define GS_REGION_LOCK_TIMEOUT_MS_DEFAULT 10000
 
@@ -96,9 +106,10 @@ struct gs_region_slot {
         _Atomic int32_t host_pid;
         _Atomic uint64_t start_time;
         _Atomic uint64_t heartbeat_ns;
-        uint64_t reserved0;
+        _Atomic uint64_t last_launch_ns;
         _Atomic uint64_t used[GS_REGION_MAX_DEVICES];
         _Atomic uint64_t extra[GS_REGION_MAX_DEVICES];
+        _Atomic uint64_t busy_ns[GS_REGION_MAX_DEVICES];
         uint64_t reserved1[4];
 };
 
@@ -123,10 +134,13 @@ struct gs_region_header {
         _Atomic uint64_t reaped;
         _Atomic uint64_t recoveries;
         _Atomic uint64_t refused;
-        uint64_t reserved2[4];
+        _Atomic uint64_t refill_ns;
+        _Atomic uint32_t compute_mode;
+        uint32_t reserved2[5];
         uint64_t limit[GS_REGION_MAX_DEVICES];
         char uuid[GS_REGION_MAX_DEVICES][GS_REGION_UUID_LEN];
-        unsigned char reserved3[192];
+        _Atomic uint32_t compute_limit[GS_REGION_MAX_DEVICES];
+        _Atomic int64_t tokens[GS_REGION_MAX_DEVICES];
 };
 
 struct gs_region_file {
@@ -145,6 +159,8 @@ static_assert(offsetof(struct gs_region_slot, start_time) == 8, "slot.start_time
 static_assert(offsetof(struct gs_region_slot, heartbeat_ns) == 16, "slot.heartbeat_ns");
 static_assert(offsetof(struct gs_region_slot, used) == 32, "slot.used");
 static_assert(offsetof(struct gs_region_slot, extra) == 160, "slot.extra");
+static_assert(offsetof(struct gs_region_slot, last_launch_ns) == 24, "slot.last_launch_ns");
+static_assert(offsetof(struct gs_region_slot, busy_ns) == 288, "slot.busy_ns");
 static_assert(sizeof(struct gs_region_slot) == GS_REGION_SLOT_SIZE, "slot size");
 static_assert(offsetof(struct gs_region_header, magic) == 0, "hdr.magic");
 static_assert(offsetof(struct gs_region_header, version) == 8, "hdr.version");
@@ -163,10 +179,14 @@ static_assert(offsetof(struct gs_region_header, recoveries) == 144, "hdr.recover
 static_assert(offsetof(struct gs_region_header, refused) == 152, "hdr.refused");
 static_assert(offsetof(struct gs_region_header, limit) == 192, "hdr.limit");
 static_assert(offsetof(struct gs_region_header, uuid) == 320, "hdr.uuid");
+static_assert(offsetof(struct gs_region_header, refill_ns) == 160, "hdr.refill_ns");
+static_assert(offsetof(struct gs_region_header, compute_mode) == 168, "hdr.compute_mode");
+static_assert(offsetof(struct gs_region_header, compute_limit) == 1856, "hdr.compute_limit");
+static_assert(offsetof(struct gs_region_header, tokens) == 1920, "hdr.tokens");
 static_assert(sizeof(struct gs_region_header) == GS_REGION_HEADER_SIZE, "header size");
 static_assert(offsetof(struct gs_region_file, slots) == GS_REGION_HEADER_SIZE, "slots offset");
 static_assert(sizeof(struct gs_region_file) == GS_REGION_SIZE, "region size");
-static_assert(GS_REGION_SIZE == 329728, "region size value");
+static_assert(GS_REGION_SIZE == 460800, "region size value");
 
 /* Opaque handle (process-local). */
 struct gs_region;
@@ -264,6 +284,22 @@ void gs_region_set_lock_timeout(struct gs_region *r, unsigned ms);
  */
 int gs_region_lock(struct gs_region *r);
 int gs_region_unlock(struct gs_region *r);
+
+/*
+ * Compute share (the interposer's limiter; lock-free, any process of the slice):
+ *   gs_region_set_compute: store dev's share (basis points, 0 = unlimited) and the mode.
+ *   gs_region_set_busy / gs_region_set_last_launch: the slot's own measurements.
+ *   gs_region_busy: sum of busy_ns[dev] over live slots (the observer's compute used).
+ *   gs_region_tokens: the address of dev's shared budget (NULL if dev is out of range or the
+ *   handle is a snapshot), for the limiter's atomics; gs_region_refill_claim: exchange
+ *   refill_ns with now and return the previous value (0 the first time).
+ */
+int gs_region_set_compute(struct gs_region *r, unsigned dev, uint32_t basis_points, uint32_t mode);
+int gs_region_set_busy(struct gs_region *r, int slot, unsigned dev, uint64_t busy_ns);
+int gs_region_set_last_launch(struct gs_region *r, int slot, uint64_t realtime_ns);
+uint64_t gs_region_busy(const struct gs_region *r, unsigned dev);
+_Atomic int64_t *gs_region_tokens(struct gs_region *r, unsigned dev);
+uint64_t gs_region_refill_claim(struct gs_region *r, uint64_t now_ns);
 
 /* Counters kept in the header, plus the live slots right now (lock-free). */
 struct gs_region_stats {

@@ -160,11 +160,14 @@ static void wait_state(pid_t pid, char want)
 static void test_layout(void **state)
 {
         (void)state;
-        assert_int_equal(sizeof(struct gs_region_file), 329728);
+        assert_int_equal(sizeof(struct gs_region_file), 460800);
         assert_int_equal(sizeof(struct gs_region_header), 2048);
-        assert_int_equal(sizeof(struct gs_region_slot), 320);
+        assert_int_equal(sizeof(struct gs_region_slot), 448);
         assert_int_equal(offsetof(struct gs_region_file, slots), 2048);
-        assert_int_equal(offsetof(struct gs_region_file, slots[1]), 2048 + 320);
+        assert_int_equal(offsetof(struct gs_region_file, slots[1]), 2048 + 448);
+        assert_int_equal(offsetof(struct gs_region_slot, busy_ns[1]), 288 + 8);
+        assert_int_equal(offsetof(struct gs_region_header, compute_limit[1]), 1856 + 4);
+        assert_int_equal(offsetof(struct gs_region_header, tokens[15]), 1920 + 15 * 8);
         assert_int_equal(offsetof(struct gs_region_header, lock), 64);
         assert_int_equal(offsetof(struct gs_region_header, slot_hwm), 128);
         assert_int_equal(offsetof(struct gs_region_header, limit), 192);
@@ -183,11 +186,11 @@ static void test_layout(void **state)
         assert_memory_equal(h, "GSLICE\0\1", 8);
         uint32_t v[5];
         memcpy(v, h + 8, sizeof(v));
-        assert_int_equal(v[0], 1);    /* version */
+        assert_int_equal(v[0], 2);    /* version */
         assert_int_equal(v[1], 2048); /* header_size */
         assert_int_equal(v[2], 2);    /* ndevices */
         assert_int_equal(v[3], 1024); /* max_procs */
-        assert_int_equal(v[4], 320);  /* slot_size */
+        assert_int_equal(v[4], 448);  /* slot_size */
 }
 
 static void test_create_attach(void **state)
@@ -308,16 +311,16 @@ static void test_mismatch(void **state)
         unlink(path);
         gs_region_close(open2(0, 0));
         int fd = open(path, O_RDWR);
-        uint32_t v2 = 2;
+        uint32_t v2 = 3;
         assert_int_equal(pwrite(fd, &v2, 4, 8), 4);
         close(fd);
-        expect_open_error("version 2, this gpuslice speaks version 1");
+        expect_open_error("version 3, this gpuslice speaks version 2");
         assert_int_equal(gs_region_open_snapshot(path, &r, err, sizeof(err)), -1);
-        assert_non_null(strstr(err, "version 2"));
+        assert_non_null(strstr(err, "version 3"));
         unlink(path);
         gs_region_close(open2(0, 0));
         assert_int_equal(truncate(path, GS_REGION_SIZE + 4096), 0);
-        expect_open_error("size 333824 bytes, expected 329728");
+        expect_open_error("size 464896 bytes, expected 460800");
         fd = open(path, O_RDWR);
         uint32_t slots = 2048;
         assert_int_equal(pwrite(fd, &slots, 4, 20), 4);
@@ -575,6 +578,46 @@ static void test_uncharge_extra(void **state)
         assert_int_equal(usage(r, 0), 0);
         assert_int_equal(usage(r, 1), 0);
         assert_int_equal(gs_region_unregister(r, s), 0);
+        gs_region_close(r);
+}
+
+/* The compute fields: the share in the header, busy time per slot (summed over live slots and
+ * gone with the slot), the shared budget and the refill clock; a snapshot cannot write them. */
+static void test_compute(void **state)
+{
+        (void)state;
+        struct gs_region *r = open2(0, 0);
+        int s;
+        assert_int_equal(gs_region_register(r, getpid(), &s), 0);
+        assert_int_equal(gs_region_set_compute(r, 1, 3000, 1), 0);
+        assert_int_equal(atomic_load(&W(r)->hdr.compute_limit[1]), 3000);
+        assert_int_equal(atomic_load(&W(r)->hdr.compute_mode), 1);
+        assert_int_equal(gs_region_set_compute(r, 2, 1, 0), -1); /* 2 devices */
+        assert_int_equal(errno, EINVAL);
+        assert_int_equal(gs_region_set_busy(r, s, 1, 123456), 0);
+        assert_int_equal(gs_region_busy(r, 1), 123456);
+        assert_int_equal(gs_region_busy(r, 0), 0);
+        assert_int_equal(gs_region_set_last_launch(r, s, 42), 0);
+        _Atomic int64_t *t = gs_region_tokens(r, 1);
+        assert_non_null(t);
+        assert_null(gs_region_tokens(r, 2));
+        atomic_fetch_sub(t, 5);
+        assert_int_equal(atomic_load(&W(r)->hdr.tokens[1]), -5);
+        assert_int_equal(gs_region_refill_claim(r, 100), 0);
+        assert_int_equal(gs_region_refill_claim(r, 250), 100);
+
+        struct gs_region *snap = NULL;
+        char err[256];
+        assert_int_equal(gs_region_open_snapshot(path, &snap, err, sizeof(err)), 0);
+        assert_int_equal(gs_region_busy(snap, 1), 123456);
+        assert_null(gs_region_tokens(snap, 1));
+        assert_int_equal(gs_region_set_busy(snap, s, 1, 1), -1);
+        assert_int_equal(errno, EROFS);
+        gs_region_close(snap);
+
+        assert_int_equal(gs_region_unregister(r, s), 0);
+        assert_int_equal(gs_region_busy(r, 1), 0);
+        assert_int_equal(atomic_load(&W(r)->slots[s].last_launch_ns), 0);
         gs_region_close(r);
 }
 
@@ -1113,6 +1156,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_two_process_race, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_uncharge_extra, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compute, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reap_after_exit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_zombie_leader_alive, setup, teardown),
