@@ -9,7 +9,7 @@ BUILD_FUZZ ?= build-fuzz
 FUZZ_SECONDS ?= 20
 
 BUILD_DEPS := gcc meson ninja-build pkg-config libcap-dev libseccomp-dev libjson-c-dev libyaml-dev
-TEST_DEPS  := $(BUILD_DEPS) libcmocka-dev clang jq busybox-static runc crun util-linux procps podman golang-github-container-orchestrated-devices-container-device-interface-dev python3-jsonschema python3-yaml
+TEST_DEPS  := $(BUILD_DEPS) libcmocka-dev clang jq strace busybox-static runc crun util-linux procps podman golang-github-container-orchestrated-devices-container-device-interface-dev python3-jsonschema python3-yaml
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

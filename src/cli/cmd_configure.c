@@ -35,6 +35,10 @@ static const char configure_help[] =
         "A GPU slice (libgpuslice-vgpu.so is preloaded into every process of the container):\n"
         "      --memory=SIZE         memory quota per visible device (K/M/G/T or Ki/Mi/Gi/Ti)\n"
         "      --memory-<i>=SIZE     quota of visible device i (wins over --memory)\n"
+        "      --compute-share=PCT   compute share per visible device, 1..100 (100: unlimited)\n"
+        "      --compute-share-<i>=PCT share of visible device i (wins over --compute-share)\n"
+        "      --compute-mode=MODE   cap (default: never above the share), share (borrow idle\n"
+        "                            time), off\n"
         "      --slice-id=ID         names the slice's host directory (default pid-<PID>)\n"
         "      --regions-dir=DIR     where slice directories live (default " GS_SLICE_REGIONS_DIR ")\n"
         "  -h, --help\n"
@@ -42,7 +46,7 @@ static const char configure_help[] =
         "Errors: 'gpuslice: <stage> error: <message>' with nvidia-container-cli's stage names.\n";
 
 enum { O_COMPAT32 = 0x100, O_MIGCONF, O_MIGMON, O_IMEX, O_NOCG, O_NODEVBIND, O_NOPERS, O_NOFM, O_NOGSP, O_COMPAT,
-       O_MEMORY, O_SLICEID, O_REGIONS };
+       O_MEMORY, O_SLICEID, O_REGIONS, O_CSHARE, O_CMODE };
 
 static const struct option opts[] = {
         {"pid", required_argument, NULL, 'p'},
@@ -66,6 +70,8 @@ static const struct option opts[] = {
         {"no-gsp-firmware", no_argument, NULL, O_NOGSP},
         {"cuda-compat-mode", required_argument, NULL, O_COMPAT},
         {"memory", required_argument, NULL, O_MEMORY},
+        {"compute-share", required_argument, NULL, O_CSHARE},
+        {"compute-mode", required_argument, NULL, O_CMODE},
         {"slice-id", required_argument, NULL, O_SLICEID},
         {"regions-dir", required_argument, NULL, O_REGIONS},
         {"help", no_argument, NULL, 'h'},
@@ -77,10 +83,19 @@ struct args {
         struct gs_configure_opts o;
         const char *requires[GS_MAX_REQUIRES];
         char *devices, *imex;
-        char **argv; /* argv without the --memory-<i> options */
+        char **argv; /* argv without the --memory-<i> and --compute-share-<i> options */
 };
 
 #define SIZE_HINT "(bytes, or K/M/G/T or Ki/Mi/Gi/Ti)"
+
+/* A compute share: 0, or a usage error's exit code. */
+static int check_share(const char *opt, const char *v)
+{
+        unsigned pct;
+        if (v != NULL && (gs_vgpu_parse_percent(v, &pct) < 0 || pct == 0))
+                return cli_usage_error("configure", "invalid %s: %s (a percentage, 1..100)", opt, v);
+        return 0;
+}
 
 /* One option (not the slice's sizes or the ones that only set a flag); -1 to go on, else the
  * exit code. */
@@ -124,6 +139,16 @@ static int take_option(struct args *a, int c, char **argv)
                         return cli_usage_error("configure", "invalid --memory: %s " SIZE_HINT, optarg);
                 o->slice.memory = optarg;
                 return -1;
+        case O_CSHARE:
+                if (check_share("--compute-share", optarg) != 0)
+                        return CLI_EXIT_USAGE;
+                o->slice.compute = optarg;
+                return -1;
+        case O_CMODE:
+                if (gs_vgpu_parse_compute_mode(optarg) < 0)
+                        return cli_usage_error("configure", "invalid --compute-mode: %s (cap, share or off)", optarg);
+                o->slice.compute_mode = optarg;
+                return -1;
         case O_REGIONS:
                 if (optarg[0] != '/')
                         return cli_usage_error("configure", "--regions-dir must be an absolute path: %s", optarg);
@@ -150,13 +175,20 @@ static int parse_args(struct args *a, int argc, char **argv)
                 return CLI_EXIT_FAILURE;
         }
         argc = cli_take_indexed("configure", argc, argv, a->argv, "memory", o->slice.memory_dev, GS_SLICE_MAX_DEVICES);
+        if (argc >= 0)
+                argc = cli_take_indexed("configure", argc, a->argv, a->argv, "compute-share", o->slice.compute_dev,
+                                        GS_SLICE_MAX_DEVICES);
         if (argc < 0)
                 return CLI_EXIT_USAGE;
         argv = a->argv;
         for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++) {
                 uint64_t bytes;
+                char opt[40];
                 if (o->slice.memory_dev[i] != NULL && gs_vgpu_parse_size(o->slice.memory_dev[i], &bytes) < 0)
                         return cli_usage_error("configure", "invalid --memory-%d: %s " SIZE_HINT, i, o->slice.memory_dev[i]);
+                snprintf(opt, sizeof(opt), "--compute-share-%d", i);
+                if (check_share(opt, o->slice.compute_dev[i]) != 0)
+                        return CLI_EXIT_USAGE;
         }
         int c;
         while ((c = getopt_long(argc, argv, "+:p:d:r:l:cuvgDnh", opts, NULL)) != -1) {

@@ -19,20 +19,35 @@
 #include "vgpu/config.h"
 
 static const char exec_help[] =
-        "Usage: gpuslice [GLOBAL OPTIONS] exec [--device LIST] --memory SIZE [--memory-<i> SIZE]\n"
+        "Usage: gpuslice [GLOBAL OPTIONS] exec [--device LIST] [--memory SIZE] [--memory-<i> SIZE]\n"
+        "                [--compute PERCENT] [--compute-<i> PERCENT] [--compute-mode cap|share|off]\n"
         "                [--region PATH] -- COMMAND [ARGS...]\n"
         "\n"
         "Run COMMAND with a GPU slice: libgpuslice-vgpu.so is preloaded into it and every process it\n"
-        "starts, which then see at most SIZE of GPU memory per device and together never use more.\n"
+        "starts, which then see at most SIZE of GPU memory per device and together never use more,\n"
+        "and together get PERCENT of each device's time.\n"
         "\n"
         "  --memory=SIZE         memory quota per visible device: bytes, or K/M/G/T or Ki/Mi/Gi/Ti\n"
         "                        (powers of 1024); 'unlimited' for none\n"
         "  --memory-<i>=SIZE     quota for visible device i (overrides --memory)\n"
+        "  --compute=PERCENT     compute share per visible device, 1..100 (100: unlimited)\n"
+        "  --compute-<i>=PERCENT share of visible device i (overrides --compute)\n"
+        "  --compute-mode=MODE   cap: never more than PERCENT (default); share: at least PERCENT,\n"
+        "                        more while the rest of the GPU is idle; off: not enforced\n"
         "  -d, --device=LIST     devices the command may see (as for `list`); default all\n"
         "      --region=PATH     usage region file to share (default: a new one, removed at exit)\n"
         "  -h, --help\n"
         "\n"
+        "At least one of --memory, --memory-<i>, --compute, --compute-<i> is required.\n"
         "The exit status is COMMAND's (128+N if it died of signal N).\n";
+
+struct exec_opts {
+        const char *memory, *compute, *compute_mode, *region;
+        const char *memory_dev[GS_VGPU_MAX_DEVICES];
+        const char *compute_dev[GS_VGPU_MAX_DEVICES];
+        char *devices;
+        char **argv; /* COMMAND */
+};
 
 static pid_t child = -1;
 
@@ -72,19 +87,29 @@ static int export_devices(const struct cli_globals *g, const char *devices)
         return 0;
 }
 
-/* The slice's environment: limits, region, and the interposer first in LD_PRELOAD. */
-static void export_slice(const char *lib, const char *region, const char *memory, const char *const *per_dev)
+static void set_indexed(const char *prefix, const char *const *vals)
 {
-        setenv("GPUSLICE_REGION", region, 1);
-        if (memory != NULL)
-                setenv("GPUSLICE_MEMORY_LIMIT", memory, 1);
         for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
-                if (per_dev[i] == NULL)
+                if (vals[i] == NULL)
                         continue;
                 char name[64];
-                snprintf(name, sizeof(name), "GPUSLICE_MEMORY_LIMIT_%d", i);
-                setenv(name, per_dev[i], 1);
+                snprintf(name, sizeof(name), "%s_%d", prefix, i);
+                setenv(name, vals[i], 1);
         }
+}
+
+/* The slice's environment: limits, region, and the interposer first in LD_PRELOAD. */
+static void export_slice(const char *lib, const char *region, const struct exec_opts *o)
+{
+        setenv("GPUSLICE_REGION", region, 1);
+        if (o->memory != NULL)
+                setenv("GPUSLICE_MEMORY_LIMIT", o->memory, 1);
+        if (o->compute != NULL)
+                setenv("GPUSLICE_COMPUTE_LIMIT", o->compute, 1);
+        if (o->compute_mode != NULL)
+                setenv("GPUSLICE_COMPUTE_MODE", o->compute_mode, 1);
+        set_indexed("GPUSLICE_MEMORY_LIMIT", o->memory_dev);
+        set_indexed("GPUSLICE_COMPUTE_LIMIT", o->compute_dev);
         const char *old = getenv("LD_PRELOAD");
         char preload[PATH_MAX * 2];
         snprintf(preload, sizeof(preload), "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
@@ -116,7 +141,7 @@ static int run_child(char **argv)
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* A size option's value, checked: 0, or a usage error's exit code. */
+/* An option's value, checked: 0, or a usage error's exit code. */
 static int check_size(const char *opt, const char *v)
 {
         uint64_t bytes;
@@ -125,69 +150,109 @@ static int check_size(const char *opt, const char *v)
         return 0;
 }
 
-int cmd_exec(const struct cli_globals *g, int argc, char **argv)
+static int check_percent(const char *opt, const char *v)
 {
-        enum { O_MEMORY = 0x100, O_REGION };
+        unsigned pct;
+        if (v != NULL && (gs_vgpu_parse_percent(v, &pct) < 0 || pct == 0))
+                return cli_usage_error("exec", "invalid %s: %s (a percentage, 1..100)", opt, v);
+        return 0;
+}
+
+/* --memory-<i> / --compute-<i>: checked; *any is set when one is given. */
+static int check_indexed(const char *name, const char *const *vals, int (*check)(const char *, const char *), bool *any)
+{
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
+                char opt[32];
+                snprintf(opt, sizeof(opt), "--%s-%d", name, i);
+                if (check(opt, vals[i]) != 0)
+                        return CLI_EXIT_USAGE;
+                *any |= vals[i] != NULL;
+        }
+        return 0;
+}
+
+/* Options into o (argv is rewritten into av); 0, -1 after --help, or an exit code. */
+static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
+{
+        enum { O_MEMORY = 0x100, O_REGION, O_COMPUTE, O_COMPUTE_MODE };
         static const struct option opts[] = {
                 {"memory", required_argument, NULL, O_MEMORY},
+                {"compute", required_argument, NULL, O_COMPUTE},
+                {"compute-mode", required_argument, NULL, O_COMPUTE_MODE},
                 {"region", required_argument, NULL, O_REGION},
                 {"device", required_argument, NULL, 'd'},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
-        const char *memory = NULL, *region = NULL;
-        const char *per_dev[GS_VGPU_MAX_DEVICES] = {NULL};
-        gs_autofree char *devices = NULL;
-        int c;
-        /* --memory-<i> is not a fixed option name: take it out of argv before getopt runs. */
-        gs_autofree char **av = calloc((size_t)argc + 1, sizeof(char *));
-        if (av == NULL) {
-                cli_error("input", "out of memory");
-                return CLI_EXIT_FAILURE;
-        }
-        argc = cli_take_indexed("exec", argc, argv, av, "memory", per_dev, GS_VGPU_MAX_DEVICES);
+        /* --memory-<i> and --compute-<i> are not fixed option names: out of argv before getopt. */
+        argc = cli_take_indexed("exec", argc, argv, av, "memory", o->memory_dev, GS_VGPU_MAX_DEVICES);
+        if (argc >= 0)
+                argc = cli_take_indexed("exec", argc, av, av, "compute", o->compute_dev, GS_VGPU_MAX_DEVICES);
         if (argc < 0)
                 return CLI_EXIT_USAGE;
-        argv = av;
         bool any = false;
-        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
-                char opt[32];
-                snprintf(opt, sizeof(opt), "--memory-%d", i);
-                if (check_size(opt, per_dev[i]) != 0)
-                        return CLI_EXIT_USAGE;
-                any |= per_dev[i] != NULL;
-        }
-        while ((c = getopt_long(argc, argv, "+:d:h", opts, NULL)) != -1) {
+        if (check_indexed("memory", o->memory_dev, check_size, &any) != 0 ||
+            check_indexed("compute", o->compute_dev, check_percent, &any) != 0)
+                return CLI_EXIT_USAGE;
+        int c;
+        while ((c = getopt_long(argc, av, "+:d:h", opts, NULL)) != -1) {
                 switch (c) {
                 case O_MEMORY:
                         if (check_size("--memory", optarg) != 0)
                                 return CLI_EXIT_USAGE;
-                        memory = optarg;
+                        o->memory = optarg;
+                        break;
+                case O_COMPUTE:
+                        if (check_percent("--compute", optarg) != 0)
+                                return CLI_EXIT_USAGE;
+                        o->compute = optarg;
+                        break;
+                case O_COMPUTE_MODE:
+                        if (gs_vgpu_parse_compute_mode(optarg) < 0)
+                                return cli_usage_error("exec", "invalid --compute-mode: %s (cap, share or off)", optarg);
+                        o->compute_mode = optarg;
                         break;
                 case O_REGION:
                         if (optarg[0] != '/')
                                 return cli_usage_error("exec", "--region must be an absolute path: %s", optarg);
-                        region = optarg;
+                        o->region = optarg;
                         break;
                 case 'd':
-                        if (cli_join(&devices, optarg) < 0) {
+                        if (cli_join(&o->devices, optarg) < 0) {
                                 cli_error("input", "out of memory");
                                 return CLI_EXIT_FAILURE;
                         }
                         break;
                 case 'h':
                         fputs(exec_help, stdout);
-                        return 0;
+                        return -1;
                 case ':':
-                        return cli_usage_error("exec", "option '%s' needs a value", argv[optind - 1]);
+                        return cli_usage_error("exec", "option '%s' needs a value", av[optind - 1]);
                 default:
-                        return cli_usage_error("exec", "unknown option '%s'", argv[optind - 1]);
+                        return cli_usage_error("exec", "unknown option '%s'", av[optind - 1]);
                 }
         }
         if (optind >= argc)
                 return cli_usage_error("exec", "missing COMMAND (use: gpuslice exec --memory 4Gi -- COMMAND)");
-        if (memory == NULL && !any)
-                return cli_usage_error("exec", "--memory SIZE is required (or --memory-<i>; 'unlimited' for none)");
+        if (o->memory == NULL && o->compute == NULL && !any)
+                return cli_usage_error("exec", "--memory SIZE or --compute PERCENT is required (or --memory-<i>, "
+                                               "--compute-<i>; 'unlimited' for no memory quota)");
+        o->argv = av + optind;
+        return 0;
+}
+
+int cmd_exec(const struct cli_globals *g, int argc, char **argv)
+{
+        struct exec_opts o = {0};
+        gs_autofree char **av = calloc((size_t)argc + 1, sizeof(char *));
+        if (av == NULL) {
+                cli_error("input", "out of memory");
+                return CLI_EXIT_FAILURE;
+        }
+        int rc = parse_options(argc, argv, av, &o);
+        gs_autofree char *devices = o.devices;
+        if (rc != 0)
+                return rc < 0 ? 0 : rc;
         char lib[PATH_MAX];
         struct gs_error err = {0};
         const char *env_lib = getenv("GPUSLICE_VGPU_LIB");
@@ -198,6 +263,7 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
         if (devices != NULL && export_devices(g, devices) < 0)
                 return CLI_EXIT_FAILURE;
         char made_region[PATH_MAX] = "";
+        const char *region = o.region;
         if (region == NULL) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
@@ -205,8 +271,8 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
                          (long)ts.tv_nsec);
                 region = made_region;
         }
-        export_slice(lib, region, memory, per_dev);
-        int rv = run_child(argv + optind);
+        export_slice(lib, region, &o);
+        int rv = run_child(o.argv);
         if (made_region[0] != '\0')
                 unlink(made_region);
         return rv < 0 ? CLI_EXIT_FAILURE : rv;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 int gs_vgpu_parse_size(const char *s, uint64_t *bytes)
@@ -72,6 +73,45 @@ int gs_vgpu_parse_size(const char *s, uint64_t *bytes)
         }
         *bytes = v;
         return 0;
+}
+
+int gs_vgpu_parse_percent(const char *s, unsigned *pct)
+{
+        unsigned v = 0;
+        if (s == NULL || *s == '\0' || strlen(s) > 3)
+                return -1;
+        for (const char *p = s; *p != '\0'; p++) {
+                if (*p < '0' || *p > '9')
+                        return -1;
+                v = v * 10 + (unsigned)(*p - '0');
+        }
+        if (v > 100)
+                return -1;
+        *pct = v;
+        return 0;
+}
+
+int gs_vgpu_parse_compute_mode(const char *s)
+{
+        static const struct {
+                const char *name;
+                int mode;
+        } modes[] = {{"cap", GS_COMPUTE_CAP},     {"force", GS_COMPUTE_CAP},     {"share", GS_COMPUTE_SHARE},
+                     {"default", GS_COMPUTE_SHARE}, {"off", GS_COMPUTE_OFF}, {"disable", GS_COMPUTE_OFF}};
+        for (size_t i = 0; s != NULL && i < sizeof(modes) / sizeof(modes[0]); i++)
+                if (strcasecmp(s, modes[i].name) == 0)
+                        return modes[i].mode;
+        return -1;
+}
+
+bool gs_vgpu_compute_limited(const struct gs_vgpu_config *cfg)
+{
+        if (cfg->compute_mode == GS_COMPUTE_OFF || (cfg->error && cfg->ignore_errors))
+                return false;
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
+                if (cfg->compute[i] != 0)
+                        return true;
+        return false;
 }
 
 static void fail(struct gs_vgpu_config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -176,6 +216,25 @@ static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
                 v = lookup(src, ours, alias, &name);
                 if (v != NULL && gs_vgpu_parse_size(v, &cfg->limit[i]) < 0)
                         fail(cfg, "invalid %s '%s' (a size: bytes, or K/M/G/T or Ki/Mi/Gi/Ti)", name, v);
+        }
+        v = lookup(src, "GPUSLICE_COMPUTE_LIMIT", "CUDA_DEVICE_SM_LIMIT", &name);
+        if (v != NULL && gs_vgpu_parse_percent(v, &cfg->compute_all) < 0)
+                fail(cfg, "invalid %s '%s' (a percentage, 0..100)", name, v);
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
+                char ours[64], alias[64];
+                snprintf(ours, sizeof(ours), "GPUSLICE_COMPUTE_LIMIT_%d", i);
+                snprintf(alias, sizeof(alias), "CUDA_DEVICE_SM_LIMIT_%d", i);
+                cfg->compute[i] = cfg->compute_all;
+                v = lookup(src, ours, alias, &name);
+                if (v != NULL && gs_vgpu_parse_percent(v, &cfg->compute[i]) < 0)
+                        fail(cfg, "invalid %s '%s' (a percentage, 0..100)", name, v);
+                if (cfg->compute[i] >= 100)
+                        cfg->compute[i] = 0; /* the whole GPU: nothing to limit */
+        }
+        v = lookup(src, "GPUSLICE_COMPUTE_MODE", "GPU_CORE_UTILIZATION_POLICY", &name);
+        if (v != NULL && *v != '\0' && (cfg->compute_mode = gs_vgpu_parse_compute_mode(v)) < 0) {
+                cfg->compute_mode = GS_COMPUTE_CAP;
+                fail(cfg, "invalid %s '%s' (cap, share or off)", name, v);
         }
         v = lookup(src, "GPUSLICE_REGION", "CUDA_DEVICE_MEMORY_SHARED_CACHE", &name);
         if (v != NULL) {

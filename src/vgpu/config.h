@@ -6,6 +6,13 @@
  *                                                             container's processes)
  *   GPUSLICE_DEVICES                                          visible devices: comma list of GPU
  *                                                             UUIDs or host indexes (default all)
+ *   GPUSLICE_COMPUTE_LIMIT / CUDA_DEVICE_SM_LIMIT              compute share of every visible
+ *                                                             device, percent 0..100 (0 or 100 =
+ *                                                             unlimited)
+ *   GPUSLICE_COMPUTE_LIMIT_<i> / CUDA_DEVICE_SM_LIMIT_<i>      per visible device i (wins)
+ *   GPUSLICE_COMPUTE_MODE / GPU_CORE_UTILIZATION_POLICY        cap (HAMi: force), share (HAMi:
+ *                                                             default), off (HAMi: disable);
+ *                                                             default: cap
  *   GPUSLICE_LOG_LEVEL / LIBCUDA_LOG_LEVEL                    0 errors .. 4 debug (default 1)
  *   GPUSLICE_SLICE_FILE                                       read-only slice file (default
  *                                                             /etc/gpuslice/slice.conf), KEY=VALUE
@@ -34,9 +41,14 @@
 
 #define GS_VGPU_MAX_DEVICES 16
 
+enum { GS_COMPUTE_CAP = 0, GS_COMPUTE_SHARE = 1, GS_COMPUTE_OFF = 2 }; /* cap is the default */
+
 struct gs_vgpu_config {
         uint64_t limit[GS_VGPU_MAX_DEVICES]; /* bytes per visible device; 0 = unlimited */
         uint64_t limit_all;                  /* the global value (0 = unlimited) */
+        unsigned compute[GS_VGPU_MAX_DEVICES]; /* percent 1..99 per visible device; 0 = unlimited */
+        unsigned compute_all;                /* the global value (0 = unlimited) */
+        int compute_mode;                    /* GS_COMPUTE_* */
         char region[512];                    /* usage region path ("" = none: process-local only) */
         char devices[1024];                  /* GPUSLICE_DEVICES as given ("" = all) */
         int log_level;
@@ -49,6 +61,13 @@ struct gs_vgpu_config {
 
 /* Parse a size; 0 with *bytes set on success ("0"/"unlimited" give 0), -1 on error. */
 int gs_vgpu_parse_size(const char *s, uint64_t *bytes);
+
+/* Parse a compute share: "0".."100" (percent), 0 with *pct set, -1 on error. */
+int gs_vgpu_parse_percent(const char *s, unsigned *pct);
+/* Parse a compute mode (cap|share|off, or HAMi's force|default|disable, any case); -1 on error. */
+int gs_vgpu_parse_compute_mode(const char *s);
+/* Is any visible device's compute share limited (and the mode not off)? */
+bool gs_vgpu_compute_limited(const struct gs_vgpu_config *cfg);
 
 /* Read the environment (and the slice file) into cfg. getenv_fn lets tests inject values. */
 void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*getenv_fn)(const char *name));

@@ -25,6 +25,7 @@
 
 #include "vgpu/hooks.h"
 #include "vgpu/vgpu.h"
+#include "vgpu/limiter.h"
 
 void *(*gs_real_dlsym)(void *, const char *) = NULL;
 __attribute__((visibility("hidden"))) void *(*gs_real_dlvsym)(void *, const char *, const char *) = NULL;
@@ -116,10 +117,11 @@ __attribute__((constructor(101))) static void resolve_dlsym(void)
         }
 }
 
-/* Our wrappers, by name. */
+/* Our wrappers, by name. The launch hooks come last: they count only with a compute limit. */
 #define GS_DECL_(name) extern __typeof__(name) name;
 GS_VGPU_CUDA_HOOKS(GS_DECL_)
 GS_VGPU_NVML_HOOKS(GS_DECL_)
+GS_VGPU_LAUNCH_HOOKS(GS_DECL_)
 #undef GS_DECL_
 
 static const struct {
@@ -127,13 +129,24 @@ static const struct {
         void *fn;
 } wrappers[] = {
 #define GS_ENTRY_(name) {#name, (void *)name},
-        GS_VGPU_CUDA_HOOKS(GS_ENTRY_) GS_VGPU_NVML_HOOKS(GS_ENTRY_)
+        GS_VGPU_CUDA_HOOKS(GS_ENTRY_) GS_VGPU_NVML_HOOKS(GS_ENTRY_) GS_VGPU_LAUNCH_HOOKS(GS_ENTRY_)
 #undef GS_ENTRY_
 };
 
+#define GS_COUNT_(name) +1
+enum { GS_LAUNCH_HOOKS = 0 GS_VGPU_LAUNCH_HOOKS(GS_COUNT_) };
+#undef GS_COUNT_
+
+/* How many wrappers are handed out: all, or all but the launch hooks. */
+static size_t nwrappers(void)
+{
+        size_t n = sizeof(wrappers) / sizeof(wrappers[0]);
+        return gs_limiter_enabled ? n : n - GS_LAUNCH_HOOKS;
+}
+
 void *gs_vgpu_wrapper_by_name(const char *name)
 {
-        for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
+        for (size_t i = 0; i < nwrappers(); i++)
                 if (same_str(wrappers[i].name, name))
                         return wrappers[i].fn;
         return NULL;
@@ -147,7 +160,7 @@ static bool may_be_hooked(const char *symbol)
         if (symbol == NULL)
                 return true;
         size_t len = strlen(symbol);
-        for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
+        for (size_t i = 0; i < nwrappers(); i++)
                 if (strncmp(wrappers[i].name, symbol, len) == 0 &&
                     (wrappers[i].name[len] == '\0' || wrappers[i].name[len] == '_'))
                         return true;
@@ -165,6 +178,9 @@ void *gs_vgpu_wrapper_for_real(const char *symbol, void *real)
         if (gs_vgpu_state.cu.name != NULL && (void *)gs_vgpu_state.cu.name == real)                 \
                 return (void *)name;
         GS_VGPU_CUDA_HOOKS(GS_MATCH_)
+        if (gs_limiter_enabled) {
+                GS_VGPU_LAUNCH_HOOKS(GS_MATCH_)
+        }
 #undef GS_MATCH_
         Dl_info info;
         if (dladdr(real, &info) != 0 && info.dli_saddr == real && info.dli_sname != NULL) {

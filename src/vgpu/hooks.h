@@ -41,6 +41,22 @@
         X(cuCtxCreate_v3)                                                                         \
         X(cuCtxCreate_v4)
 
+/* Launch paths and the synchronizations that wait for them (hooks_launch.c): handed out by
+ * cuGetProcAddress / dlsym only when the slice has a compute limit; otherwise callers get the
+ * driver's own functions and pay nothing. */
+#define GS_VGPU_LAUNCH_HOOKS(X)                                                                   \
+        X(cuLaunchKernel)                                                                         \
+        X(cuLaunchKernel_ptsz)                                                                    \
+        X(cuLaunchKernelEx)                                                                       \
+        X(cuLaunchKernelEx_ptsz)                                                                  \
+        X(cuLaunchCooperativeKernel)                                                              \
+        X(cuLaunchCooperativeKernel_ptsz)                                                         \
+        X(cuGraphLaunch)                                                                          \
+        X(cuGraphLaunch_ptsz)                                                                     \
+        X(cuCtxSynchronize)                                                                       \
+        X(cuStreamSynchronize)                                                                    \
+        X(cuStreamSynchronize_ptsz)
+
 #define GS_VGPU_NVML_HOOKS(N)                                                                     \
         N(nvmlDeviceGetMemoryInfo)                                                                \
         N(nvmlDeviceGetMemoryInfo_v2)                                                             \

@@ -22,6 +22,7 @@
 
 #include "region/region.h"
 #include "vgpu/hooks.h"
+#include "vgpu/limiter.h"
 
 struct gs_vgpu gs_vgpu_state = {
         .slot = -1,
@@ -308,6 +309,14 @@ static int region_ready(bool reg)
                 }
         }
         return 0;
+}
+
+int gs_vgpu_slot_ready(void)
+{
+        pthread_mutex_lock(&S.lock);
+        int rc = region_ready(true);
+        pthread_mutex_unlock(&S.lock);
+        return rc;
 }
 
 uint64_t gs_vgpu_limit(int vis)
@@ -684,6 +693,7 @@ static void after_fork_child(void)
         memset(S.measured, 0, sizeof(S.measured));
         memset(S.mine, 0, sizeof(S.mine));
         table_lock = 0;
+        gs_limiter_after_fork();
         if (table != NULL) {
                 munmap(table, table_cap * sizeof(*table));
                 table = NULL;
@@ -705,6 +715,7 @@ __attribute__((constructor(102))) static void vgpu_init(void)
                                                   "without limits)");
         if (S.cfg.error && S.cfg.ignore_errors)
                 memset(S.cfg.limit, 0, sizeof(S.cfg.limit));
+        gs_limiter_configure();
         if (S.cfg.env_message[0] != '\0')
                 gs_vgpu_log(1, "ignored: %s (this container's slice file applies)", S.cfg.env_message);
         pthread_atfork(NULL, NULL, after_fork_child);

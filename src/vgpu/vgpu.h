@@ -54,6 +54,8 @@ int gs_vgpu_admit_context(int vis) GS_HIDDEN;
 int gs_vgpu_visible_of(CUdevice real) GS_HIDDEN;
 /* Visible index of the current context's device, or -1. */
 int gs_vgpu_current_device(void) GS_HIDDEN;
+/* Open the usage region and claim this process's slot (S.region, S.slot); 0 when done. */
+int gs_vgpu_slot_ready(void) GS_HIDDEN;
 /* Limit and usage of a visible device (usage includes every process of the slice). */
 uint64_t gs_vgpu_limit(int vis) GS_HIDDEN;
 uint64_t gs_vgpu_usage(int vis) GS_HIDDEN;

@@ -1,0 +1,559 @@
+/*
+ * The compute limiter: a slice gets L % of a GPU's time (limiter.h for the calling contract).
+ *
+ * Measuring. The launch path records an event on the launching stream when no recorded event is
+ * pending or GS_LIMITER_SAMPLE_NS have passed since the last one (a lock-free multi-producer
+ * ring of GS_LIMITER_RING pre-made events). Each ring entry remembers the CPU time of the first
+ * launch it covers. The background thread ("ticker") takes entries in order as their events
+ * complete, maps the event to CLOCK_MONOTONIC (cuEventElapsedTime from a reference event
+ * synchronized on a private stream, re-taken every second) and counts the entry's busy time:
+ * completion - max(previous completion, first launch covered). That is the time the slice had
+ * work queued or running on the GPU: for a compute-bound stream the GPU's busy time, for a
+ * launch-bound one the wall time its launches occupy it. Work still in flight is counted up to
+ * now, so the budget reacts before the events complete.
+ *
+ * Spending. Every process of the slice publishes its busy time in its region slot and subtracts
+ * what it measured from the slice's budget in the region header (tokens[dev], ns of GPU time);
+ * whichever process ticks claims the wall time since the last refill with an exchange and adds
+ * L % of it, up to a burst of L % of GS_LIMITER_WINDOW_NS. The gate is open while the budget is
+ * positive. A process killed at any point leaves no stuck state: the budget is refilled by the
+ * others (or by the next process to start, up to the burst).
+ *
+ * Queue depth. Work that is already queued cannot be stopped, so the launch path also waits
+ * while more than GS_LIMITER_QUEUE_NS of this process's launches (launches not yet completed x
+ * the measured GPU time per launch) are outstanding: the overshoot of a closed gate stays small,
+ * and it is paid back from the budget like any other busy time, so the long-run share is exact.
+ * A single kernel longer than the window is not interrupted: it is paid back after it ends.
+ *
+ * Share mode: the same budget, but while the rest of the GPU is idle (NVML's device utilization
+ * minus the slice's own measured busy time) the gate stays open and borrowed time costs nothing:
+ * the slice takes idle capacity and gives it back within NVML's sample period (up to about a
+ * second) of another tenant's work starting.
+ */
+#include "vgpu/limiter.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "region/region.h"
+
+#define S gs_vgpu_state
+
+#define GS_LIMITER_RING 64
+#define GS_LIMITER_SAMPLE_NS 500000ull       /* at most one event per period while busy ... */
+#define GS_LIMITER_SAMPLE_LAUNCHES 128u      /* ... or per this many launches */
+#define GS_LIMITER_TICK_NS 250000ull         /* the ticker's period while launches happen */
+#define GS_LIMITER_IDLE_TICK_NS 5000000ull   /* ... and while nothing happens */
+#define GS_LIMITER_WINDOW_NS 20000000ull     /* burst: L % of this much GPU time */
+#define GS_LIMITER_QUEUE_NS 4000000ull       /* outstanding work allowed per process (at least 4
+                                              * launches: long kernels keep the GPU fed) */
+#define GS_LIMITER_QUEUE_LAUNCHES 1024u      /* ... and launches, until their cost is known */
+#define GS_LIMITER_CALIBRATE_NS 1000000000ull
+#define GS_LIMITER_SHARE_PERIOD_NS 100000000ull
+
+enum { ENTRY_FREE, ENTRY_WRITING, ENTRY_READY, ENTRY_EMPTY };
+
+struct lim_entry {
+        _Atomic int state;
+        CUevent ev;
+        uint64_t first_launch; /* CLOCK_MONOTONIC ns of the first launch it covers */
+        uint64_t seq;          /* launches made up to and including its record */
+};
+
+struct lim_dev {
+        unsigned bp;              /* basis points of the device's time; 0 = not limited */
+        int64_t burst;            /* ns of GPU time */
+        _Atomic int ready;        /* 0 none, 1 being made, 2 ready, -1 failed */
+        CUcontext ctx;
+        CUstream own;             /* private stream for the reference event */
+        CUevent ref;
+        uint64_t ref_ns;
+        struct lim_entry ring[GS_LIMITER_RING];
+        _Atomic uint64_t head, tail;
+        _Atomic uint64_t last_record;
+        _Atomic uint64_t record_seq;   /* launches made up to the last record */
+        _Atomic uint64_t seg_start;  /* first launch not yet covered by a recorded event; 0 none */
+        _Atomic uint64_t last_launch;
+        _Atomic uint64_t launched, completed;
+        _Atomic unsigned waiting;    /* launching threads waiting in the gate */
+        _Atomic uint64_t per_launch; /* measured GPU time per launch (ns, moving average) */
+        _Atomic int64_t *tokens;     /* the slice's budget (region) or local_tokens */
+        _Atomic int64_t local_tokens;
+        _Atomic bool borrow;         /* share mode: the rest of the GPU is idle */
+        /* ticker only */
+        uint64_t done;               /* completion time of the last completed entry */
+        uint64_t busy, published;
+        uint64_t share_busy, share_at;
+        nvmlDevice_t nvml;
+};
+
+bool gs_limiter_enabled;
+
+static struct {
+        struct lim_dev dev[GS_VGPU_MAX_DEVICES];
+        _Atomic uint64_t local_refill;
+        _Atomic bool running;
+        _Atomic bool stopping;
+        pthread_t thread;
+        pthread_mutex_t lock; /* set-up only */
+} L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static inline uint64_t mono_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void nap(uint64_t ns)
+{
+        struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+void gs_limiter_configure(void)
+{
+        gs_limiter_enabled = gs_vgpu_compute_limited(&S.cfg);
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
+                struct lim_dev *d = &L.dev[i];
+                d->bp = gs_limiter_enabled ? S.cfg.compute[i] * 100u : 0;
+                d->burst = (int64_t)(GS_LIMITER_WINDOW_NS * d->bp / 10000u);
+                d->tokens = &d->local_tokens;
+        }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Set-up: the first limited launch on a device makes its events (in the launching context).   */
+/* ------------------------------------------------------------------------------------------ */
+
+static void *ticker(void *arg);
+static void stop_ticker(void);
+
+static int calibrate(struct lim_dev *d)
+{
+        if (S.cu.cuEventRecord(d->ref, d->own) != CUDA_SUCCESS || S.cu.cuEventSynchronize(d->ref) != CUDA_SUCCESS)
+                return -1;
+        d->ref_ns = mono_ns();
+        return 0;
+}
+
+static int make_events(struct lim_dev *d)
+{
+        if (S.cu.cuCtxGetCurrent == NULL || S.cu.cuEventCreate == NULL || S.cu.cuEventRecord == NULL ||
+            S.cu.cuEventQuery == NULL || S.cu.cuEventSynchronize == NULL || S.cu.cuStreamCreate == NULL ||
+            (S.cu.cuEventElapsedTime_v2 == NULL && S.cu.cuEventElapsedTime == NULL))
+                return -1;
+        if (S.cu.cuCtxGetCurrent(&d->ctx) != CUDA_SUCCESS || d->ctx == NULL)
+                return 1; /* no context yet: the launch fails anyway; set up on a later one */
+        if (S.cu.cuStreamCreate(&d->own, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+            S.cu.cuEventCreate(&d->ref, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+                return -1;
+        for (int i = 0; i < GS_LIMITER_RING; i++)
+                if (S.cu.cuEventCreate(&d->ring[i].ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+                        return -1;
+        return calibrate(d);
+}
+
+static void share_region(struct lim_dev *d, int vis)
+{
+        if (gs_vgpu_slot_ready() != 0 || S.region == NULL || (unsigned)vis >= gs_region_ndevices(S.region))
+                return;
+        _Atomic int64_t *t = gs_region_tokens(S.region, (unsigned)vis);
+        if (t == NULL)
+                return;
+        gs_region_set_compute(S.region, (unsigned)vis, d->bp, (uint32_t)S.cfg.compute_mode);
+        d->tokens = t;
+}
+
+static int start_ticker(void)
+{
+        if (atomic_load(&L.running))
+                return 0;
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old); /* the application's signals stay with its threads */
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 128 * 1024);
+        atomic_store(&L.stopping, false);
+        int rc = pthread_create(&L.thread, &attr, ticker, NULL);
+        pthread_attr_destroy(&attr);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != 0)
+                return -1;
+        atomic_store(&L.running, true);
+        /* Registered now, after the CUDA runtime registered its own teardown: ours runs first,
+         * so the ticker never calls into a driver that is being torn down. */
+        static bool registered;
+        if (!registered) {
+                atexit(stop_ticker);
+                registered = true;
+        }
+        return 0;
+}
+
+/* Slow path, once per device: 0 ready, -1 not now (a launch into a capturing stream: it runs
+ * nothing) or never (logged: the device runs unlimited). */
+static int setup(int vis, CUstream stream)
+{
+        struct lim_dev *d = &L.dev[vis];
+        CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+        if (S.cu.cuStreamIsCapturing != NULL && S.cu.cuStreamIsCapturing(stream, &cs) == CUDA_SUCCESS &&
+            cs != CU_STREAM_CAPTURE_STATUS_NONE)
+                return -1;
+        /* Our calls must not count as this thread's unsafe calls in a capture of another stream. */
+        CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+        bool exchanged = S.cu.cuThreadExchangeStreamCaptureMode != NULL &&
+                         S.cu.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+        pthread_mutex_lock(&L.lock);
+        int state = atomic_load(&d->ready);
+        if (state == 0) {
+                atomic_store(&d->ready, 1);
+                int made = make_events(d);
+                if (made > 0) {
+                        state = 0;
+                } else if (made == 0 && start_ticker() == 0) {
+                        share_region(d, vis);
+                        state = 2;
+                        gs_vgpu_log(2, "compute limit on device %d: %u.%02u %% (%s)", vis, d->bp / 100, d->bp % 100,
+                                    S.cfg.compute_mode == GS_COMPUTE_SHARE ? "share" : "cap");
+                } else {
+                        state = -1;
+                        gs_vgpu_log(0, "compute limit on device %d cannot be enforced (events or thread); running "
+                                       "unlimited", vis);
+                }
+                atomic_store(&d->ready, state);
+        }
+        pthread_mutex_unlock(&L.lock);
+        if (exchanged)
+                S.cu.cuThreadExchangeStreamCaptureMode(&mode);
+        return state == 2 ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The launch path.                                                                           */
+/* ------------------------------------------------------------------------------------------ */
+
+static _Thread_local CUcontext tl_ctx;
+static _Thread_local int tl_vis = -1;
+
+static int launch_device(void)
+{
+        if (S.nvisible == 1)
+                return 0;
+        CUcontext c = NULL;
+        if (S.cu.cuCtxGetCurrent == NULL || S.cu.cuCtxGetCurrent(&c) != CUDA_SUCCESS || c == NULL)
+                return -1;
+        if (c != tl_ctx) {
+                tl_ctx = c;
+                tl_vis = gs_vgpu_current_device();
+        }
+        return tl_vis;
+}
+
+static bool over_budget(struct lim_dev *d)
+{
+        return atomic_load_explicit(d->tokens, memory_order_relaxed) <= 0 &&
+               !atomic_load_explicit(&d->borrow, memory_order_relaxed);
+}
+
+static bool queue_full(struct lim_dev *d)
+{
+        uint64_t out = atomic_load_explicit(&d->launched, memory_order_relaxed) -
+                       atomic_load_explicit(&d->completed, memory_order_relaxed);
+        uint64_t per = atomic_load_explicit(&d->per_launch, memory_order_relaxed);
+        return out >= GS_LIMITER_QUEUE_LAUNCHES || (out > 4 && per != 0 && out * per > GS_LIMITER_QUEUE_NS);
+}
+
+static void record(struct lim_dev *d, CUstream stream, uint64_t now)
+{
+        uint64_t h = atomic_load_explicit(&d->head, memory_order_relaxed);
+        if (h - atomic_load_explicit(&d->tail, memory_order_acquire) >= GS_LIMITER_RING)
+                return; /* full: the entries pending already cover the work */
+        if (!atomic_compare_exchange_strong_explicit(&d->head, &h, h + 1, memory_order_acq_rel, memory_order_relaxed))
+                return; /* another thread is recording right now */
+        struct lim_entry *e = &d->ring[h % GS_LIMITER_RING];
+        atomic_store_explicit(&e->state, ENTRY_WRITING, memory_order_relaxed);
+        atomic_store_explicit(&d->last_record, now, memory_order_relaxed);
+        uint64_t first = atomic_exchange_explicit(&d->seg_start, 0, memory_order_relaxed);
+        e->first_launch = first != 0 ? first : now;
+        e->seq = atomic_load_explicit(&d->launched, memory_order_relaxed);
+        atomic_store_explicit(&d->record_seq, e->seq, memory_order_relaxed);
+        /* A capturing stream runs nothing now: its launches are the graph's, counted when it is
+         * launched. */
+        CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+        bool ok = (S.cu.cuStreamIsCapturing == NULL || (S.cu.cuStreamIsCapturing(stream, &cs) == CUDA_SUCCESS &&
+                                                          cs == CU_STREAM_CAPTURE_STATUS_NONE)) &&
+                  S.cu.cuEventRecord(e->ev, stream) == CUDA_SUCCESS;
+        atomic_store_explicit(&e->state, ok ? ENTRY_READY : ENTRY_EMPTY, memory_order_release);
+}
+
+int gs_limiter_gate(CUstream stream)
+{
+        int vis = launch_device();
+        if (vis < 0 || vis >= GS_VGPU_MAX_DEVICES)
+                return -1;
+        struct lim_dev *d = &L.dev[vis];
+        if (d->bp == 0)
+                return -1;
+        int state = atomic_load_explicit(&d->ready, memory_order_acquire);
+        if (__builtin_expect(state != 2, 0) && (state < 0 || setup(vis, stream) < 0))
+                return -1;
+        /* Within budget: two loads and a compare. Otherwise wait (the ticker refills). */
+        if (__builtin_expect(!over_budget(d) && !queue_full(d), 1))
+                return vis;
+        atomic_fetch_add(&d->waiting, 1);
+        /* Launches made since the last record are covered by no event: cover them now, before
+         * the wait (an event recorded after their work ended would count the wait as busy). */
+        if (atomic_load(&d->seg_start) != 0)
+                record(d, stream, mono_ns());
+        while (over_budget(d) || queue_full(d)) {
+                if (!atomic_load_explicit(&L.running, memory_order_relaxed))
+                        break;
+                nap(100000);
+        }
+        atomic_fetch_sub(&d->waiting, 1);
+        return vis;
+}
+
+void gs_limiter_launched(int vis, CUstream stream)
+{
+        struct lim_dev *d = &L.dev[vis];
+        uint64_t now = mono_ns();
+        uint64_t seq = atomic_fetch_add_explicit(&d->launched, 1, memory_order_relaxed) + 1;
+        atomic_store_explicit(&d->last_launch, now, memory_order_relaxed);
+        uint64_t zero = 0;
+        if (atomic_load_explicit(&d->seg_start, memory_order_relaxed) == 0)
+                atomic_compare_exchange_strong_explicit(&d->seg_start, &zero, now, memory_order_relaxed,
+                                                        memory_order_relaxed);
+        bool pending = atomic_load_explicit(&d->head, memory_order_relaxed) !=
+                       atomic_load_explicit(&d->tail, memory_order_relaxed);
+        if (pending && now - atomic_load_explicit(&d->last_record, memory_order_relaxed) < GS_LIMITER_SAMPLE_NS &&
+            seq - atomic_load_explicit(&d->record_seq, memory_order_relaxed) < GS_LIMITER_SAMPLE_LAUNCHES)
+                return;
+        record(d, stream, now);
+}
+
+void gs_limiter_before_sync(CUstream stream)
+{
+        int vis = launch_device();
+        if (vis < 0 || vis >= GS_VGPU_MAX_DEVICES)
+                return;
+        struct lim_dev *d = &L.dev[vis];
+        if (d->bp != 0 && atomic_load_explicit(&d->ready, memory_order_acquire) == 2 &&
+            atomic_load_explicit(&d->seg_start, memory_order_relaxed) != 0)
+                record(d, stream, mono_ns());
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The ticker: events -> busy time -> the shared budget.                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+static uint64_t event_ns(struct lim_dev *d, CUevent ev, uint64_t now)
+{
+        float ms = 0;
+        CUresult rc = S.cu.cuEventElapsedTime_v2 != NULL ? S.cu.cuEventElapsedTime_v2(&ms, d->ref, ev)
+                                                          : S.cu.cuEventElapsedTime(&ms, d->ref, ev);
+        if (rc != CUDA_SUCCESS)
+                return now;
+        int64_t off = (int64_t)((double)ms * 1e6);
+        uint64_t t = off < 0 && (uint64_t)-off > d->ref_ns ? 0 : d->ref_ns + (uint64_t)off;
+        return t > now ? now : t;
+}
+
+static void account(struct lim_dev *d, uint64_t first, uint64_t end, uint64_t launches)
+{
+        uint64_t start = first > d->done ? first : d->done;
+        if (end > start) {
+                d->busy += end - start;
+                if (launches != 0) {
+                        uint64_t per = (end - start) / launches, old = atomic_load(&d->per_launch);
+                        atomic_store_explicit(&d->per_launch, old == 0 ? per : (old * 7 + per) / 8,
+                                              memory_order_relaxed);
+                }
+        }
+        if (end > d->done)
+                d->done = end;
+}
+
+/* Completed entries, in order. Returns the in-flight time of the oldest pending one. */
+static uint64_t drain(struct lim_dev *d, uint64_t now)
+{
+        uint64_t t = atomic_load_explicit(&d->tail, memory_order_relaxed);
+        while (t != atomic_load_explicit(&d->head, memory_order_acquire)) {
+                struct lim_entry *e = &d->ring[t % GS_LIMITER_RING];
+                int st = atomic_load_explicit(&e->state, memory_order_acquire);
+                if (st == ENTRY_WRITING || st == ENTRY_FREE)
+                        return 0; /* its producer is still writing it */
+                if (st == ENTRY_READY) {
+                        CUresult rc = S.cu.cuEventQuery(e->ev);
+                        if (rc == CUDA_ERROR_NOT_READY) {
+                                uint64_t start = e->first_launch > d->done ? e->first_launch : d->done;
+                                return now > start ? now - start : 0;
+                        }
+                        if (rc == CUDA_SUCCESS)
+                                account(d, e->first_launch, event_ns(d, e->ev, now),
+                                        e->seq - atomic_load_explicit(&d->completed, memory_order_relaxed));
+                }
+                atomic_store_explicit(&d->completed, e->seq, memory_order_relaxed);
+                atomic_store_explicit(&e->state, ENTRY_FREE, memory_order_relaxed);
+                atomic_store_explicit(&d->tail, ++t, memory_order_release);
+        }
+        /* Nothing pending. Launches made after the last record (it was pending then) are still
+         * uncovered: in flight until a launch records again, or, once launches stopped (the
+         * application waits for its own work), assumed done after their number of average
+         * launches. */
+        uint64_t first = atomic_load_explicit(&d->seg_start, memory_order_relaxed);
+        if (first == 0)
+                return 0;
+        uint64_t last = atomic_load_explicit(&d->last_launch, memory_order_relaxed);
+        uint64_t seq = atomic_load_explicit(&d->launched, memory_order_relaxed);
+        uint64_t start = first > d->done ? first : d->done;
+        uint64_t end = start + (seq - atomic_load_explicit(&d->completed, memory_order_relaxed)) *
+                                       atomic_load_explicit(&d->per_launch, memory_order_relaxed);
+        if (end < last)
+                end = last;
+        /* A thread waiting in the gate covers them with an event; otherwise they are done when
+         * the estimate says so and no launch came for a while. */
+        if (atomic_load(&d->waiting) != 0 || now - last < 2 * GS_LIMITER_SAMPLE_NS || now < end) {
+                uint64_t upto = now < end ? now : end;
+                return upto > start ? upto - start : 0;
+        }
+        if (atomic_compare_exchange_strong_explicit(&d->seg_start, &first, 0, memory_order_relaxed,
+                                                    memory_order_relaxed)) {
+                account(d, first, end, 0);
+                atomic_store_explicit(&d->completed, seq, memory_order_relaxed);
+        }
+        return 0;
+}
+
+static void refill(uint64_t now)
+{
+        uint64_t prev = S.region != NULL && S.slot >= 0 ? gs_region_refill_claim(S.region, now)
+                                                        : atomic_exchange(&L.local_refill, now);
+        uint64_t dt = prev == 0 || prev > now ? 0 : now - prev;
+        if (dt > 1000000000000ull)
+                dt = 1000000000000ull;
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
+                struct lim_dev *d = &L.dev[i];
+                if (d->bp == 0 || atomic_load(&d->ready) != 2)
+                        continue;
+                int64_t add = (int64_t)(dt * d->bp / 10000u);
+                int64_t old = atomic_load_explicit(d->tokens, memory_order_relaxed), nv;
+                do {
+                        nv = old + add;
+                        if (nv > d->burst)
+                                nv = old > d->burst ? old : d->burst;
+                } while (!atomic_compare_exchange_weak_explicit(d->tokens, &old, nv, memory_order_relaxed,
+                                                                memory_order_relaxed));
+        }
+}
+
+/* Share mode: borrow while nobody else uses the GPU: NVML's device utilization (its own sample
+ * period, 1/6 s to 1 s) at most 5 points above our busy time over the last 100 ms. */
+static void share_check(struct lim_dev *d, int vis, uint64_t now)
+{
+        if (S.cfg.compute_mode != GS_COMPUTE_SHARE || now - d->share_at < GS_LIMITER_SHARE_PERIOD_NS)
+                return;
+        uint64_t busy = d->busy - d->share_busy, span = now - d->share_at;
+        d->share_busy = d->busy;
+        bool first = d->share_at == 0;
+        d->share_at = now;
+        if (first)
+                return;
+        if (d->nvml == NULL) {
+                if (gs_vgpu_load_nvml() < 0 || S.nv.nvmlInit_v2 == NULL || S.nv.nvmlInit_v2() != NVML_SUCCESS ||
+                    S.nv.nvmlDeviceGetHandleByUUID == NULL ||
+                    S.nv.nvmlDeviceGetHandleByUUID(S.uuid_of[vis], &d->nvml) != NVML_SUCCESS)
+                        return;
+        }
+        nvmlUtilization_t u;
+        if (S.nv.nvmlDeviceGetUtilizationRates == NULL || S.nv.nvmlDeviceGetUtilizationRates(d->nvml, &u) != NVML_SUCCESS)
+                return;
+        uint64_t own = span != 0 ? busy * 100 / span : 0;
+        atomic_store(&d->borrow, u.gpu <= own + 5);
+}
+
+static bool tick(struct lim_dev *d, int vis, uint64_t now)
+{
+        if (S.cu.cuCtxSetCurrent(d->ctx) != CUDA_SUCCESS)
+                return false;
+        if (now - d->ref_ns > GS_LIMITER_CALIBRATE_NS && d->head == d->tail)
+                calibrate(d);
+        /* What was in flight is an estimate: the measurement that replaces it may be smaller,
+         * and the difference goes back into the budget. */
+        uint64_t total = d->busy + drain(d, now);
+        int64_t delta = (int64_t)(total - d->published);
+        d->published = total;
+        if (delta != 0 && atomic_fetch_sub_explicit(d->tokens, delta, memory_order_relaxed) < delta &&
+            atomic_load_explicit(&d->borrow, memory_order_relaxed)) {
+                /* Borrowed time is free: the slice owes nothing for what nobody else wanted. */
+                int64_t t = atomic_load_explicit(d->tokens, memory_order_relaxed);
+                while (t < 0 && !atomic_compare_exchange_weak_explicit(d->tokens, &t, 0, memory_order_relaxed,
+                                                                       memory_order_relaxed))
+                        ;
+        }
+        if (S.region != NULL && S.slot >= 0 && (unsigned)vis < gs_region_ndevices(S.region)) {
+                gs_region_set_busy(S.region, S.slot, (unsigned)vis, total);
+                uint64_t last = atomic_load(&d->last_launch);
+                if (delta != 0 && last != 0) {
+                        struct timespec rt;
+                        clock_gettime(CLOCK_REALTIME, &rt);
+                        uint64_t real = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+                        gs_region_set_last_launch(S.region, S.slot, real - (now - last));
+                }
+        }
+        share_check(d, vis, now);
+        return delta != 0 || atomic_load(&d->head) != atomic_load(&d->tail) || atomic_load(&d->seg_start) != 0;
+}
+
+static void *ticker(void *arg)
+{
+        (void)arg;
+        /* Our calls must never invalidate a stream capture the application runs in global mode. */
+        CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+        if (S.cu.cuThreadExchangeStreamCaptureMode != NULL)
+                S.cu.cuThreadExchangeStreamCaptureMode(&mode);
+        while (!atomic_load(&L.stopping)) {
+                uint64_t now = mono_ns();
+                bool active = false;
+                for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
+                        if (L.dev[i].bp != 0 && atomic_load_explicit(&L.dev[i].ready, memory_order_acquire) == 2)
+                                active |= tick(&L.dev[i], i, now);
+                refill(now);
+                nap(active ? GS_LIMITER_TICK_NS : GS_LIMITER_IDLE_TICK_NS);
+        }
+        return NULL;
+}
+
+static void stop_ticker(void)
+{
+        if (!atomic_load(&L.running))
+                return;
+        atomic_store(&L.stopping, true);
+        pthread_join(L.thread, NULL);
+        atomic_store(&L.running, false);
+}
+
+/* A forked child has no ticker and none of the parent's events: it starts over. */
+void gs_limiter_after_fork(void)
+{
+        pthread_mutex_init(&L.lock, NULL);
+        atomic_store(&L.running, false);
+        atomic_store(&L.local_refill, 0);
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
+                struct lim_dev *d = &L.dev[i];
+                unsigned bp = d->bp;
+                int64_t burst = d->burst;
+                memset((void *)d, 0, sizeof(*d));
+                d->bp = bp;
+                d->burst = burst;
+                d->tokens = &d->local_tokens;
+        }
+}

@@ -1,0 +1,158 @@
+/*
+ * compute_probe: a driver-API workload for the compute limiter's tests on the simulated GPU (the
+ * fake libcuda.so.1 gives a kernel named fg_spin_<N>us N microseconds of simulated GPU time).
+ *   compute_probe MODE SECONDS KERNEL_US
+ * MODE is the launch path: kernel (cuLaunchKernel), ptsz (cuLaunchKernel_ptsz on the per-thread
+ * stream), ex (cuLaunchKernelEx), coop (cuLaunchCooperativeKernel), excoop (cuLaunchKernelEx with
+ * the cooperative attribute), graph (a captured graph of 10 kernels, cuGraphLaunch), procaddr
+ * (cuLaunchKernel as cuGetProcAddress_v2 returns it), quiet (one kernel every 2 ms, busy-waiting
+ * between launches, between two marker writes: "BEGIN-QUIET"/"END-QUIET" on stderr), batch
+ * (cuLaunchKernel in batches of PROBE_BATCH (default 4), waiting for the batch before the last,
+ * as bench/compute_shapes.cu does).
+ * It launches for SECONDS of wall time, synchronizes, and prints
+ *   launches=N work_us=W wall_us=T fraction=W/T intercepted=0|1
+ * where W is the simulated GPU time of the work it completed and intercepted says whether the
+ * launch function it called lives in libgpuslice-vgpu.so.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "abi/cuda.h"
+
+static double now_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int die(const char *what, CUresult rc)
+{
+        fprintf(stderr, "compute_probe: %s failed: %d\n", what, rc);
+        exit(2);
+}
+#define CK(call) do { CUresult rc_ = (call); if (rc_ != CUDA_SUCCESS) die(#call, rc_); } while (0)
+
+static int in_vgpu(void *fn)
+{
+        Dl_info info;
+        return dladdr(fn, &info) != 0 && info.dli_fname != NULL && strstr(info.dli_fname, "gpuslice-vgpu") != NULL;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc != 4) {
+                fprintf(stderr, "usage: compute_probe MODE SECONDS KERNEL_US\n");
+                return 2;
+        }
+        const char *mode = argv[1];
+        double seconds = atof(argv[2]);
+        unsigned kus = (unsigned)atoi(argv[3]);
+        char name[64], ptx[512];
+        snprintf(name, sizeof(name), "fg_spin_%uus", kus);
+        snprintf(ptx, sizeof(ptx), ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry %s()\n{\n\tret;\n}\n", name);
+        CUdevice dev;
+        CUcontext ctx;
+        CUmodule mod;
+        CUfunction f;
+        CUstream s;
+        CK(cuInit(0));
+        CK(cuDeviceGet(&dev, 0));
+        CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+        CK(cuCtxSetCurrent(ctx));
+        CK(cuModuleLoadData(&mod, ptx));
+        CK(cuModuleGetFunction(&f, mod, name));
+        CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+
+        gs_cuLaunchKernel_fn launch = cuLaunchKernel;
+        CUdriverProcAddressQueryResult st;
+        if (strcmp(mode, "procaddr") == 0)
+                CK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&launch, 13000, 0, &st));
+        CUgraphExec exec = NULL;
+        unsigned per = 1;
+        if (strcmp(mode, "graph") == 0) {
+                CUgraph g;
+                CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+                for (int i = 0; i < 10; i++)
+                        CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+                CK(cuStreamEndCapture(s, &g));
+                CK(cuGraphInstantiateWithFlags(&exec, g, 0));
+                per = 10;
+        }
+        CUlaunchAttribute coop = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
+        CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
+                              .blockDimZ = 1, .hStream = s};
+        if (strcmp(mode, "excoop") == 0) {
+                cfg.attrs = &coop;
+                cfg.numAttrs = 1;
+        }
+        void *fn = (void *)launch;
+        if (strcmp(mode, "ptsz") == 0)
+                fn = (void *)cuLaunchKernel_ptsz;
+        else if (strcmp(mode, "ex") == 0 || strcmp(mode, "excoop") == 0)
+                fn = (void *)cuLaunchKernelEx;
+        else if (strcmp(mode, "coop") == 0)
+                fn = (void *)cuLaunchCooperativeKernel;
+        else if (strcmp(mode, "graph") == 0)
+                fn = (void *)cuGraphLaunch;
+        bool quiet = strcmp(mode, "quiet") == 0, batch = strcmp(mode, "batch") == 0;
+        CUevent done[2];
+        bool pending[2] = {false, false};
+        int nbatch = getenv("PROBE_BATCH") != NULL ? atoi(getenv("PROBE_BATCH")) : 4;
+        if (batch)
+                for (int k = 0; k < 2; k++)
+                        CK(cuEventCreate(&done[k], CU_EVENT_DISABLE_TIMING));
+
+        unsigned long n = 0;
+        double t0 = now_us(), end = t0 + seconds * 1e6;
+        if (quiet) { /* the first launch sets the limiter up (and may wait for a budget): before the marker */
+                CK(launch(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+                CK(cuStreamSynchronize(s));
+                for (double w = now_us() + 5000; now_us() < w;)
+                        ;
+                fputs("BEGIN-QUIET\n", stderr);
+        }
+        while (now_us() < end) {
+                CUresult rc;
+                if (strcmp(mode, "ptsz") == 0)
+                        rc = cuLaunchKernel_ptsz(f, 1, 1, 1, 32, 1, 1, 0, CU_STREAM_PER_THREAD, NULL, NULL);
+                else if (strcmp(mode, "ex") == 0 || strcmp(mode, "excoop") == 0)
+                        rc = cuLaunchKernelEx(&cfg, f, NULL, NULL);
+                else if (strcmp(mode, "coop") == 0)
+                        rc = cuLaunchCooperativeKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL);
+                else if (exec != NULL)
+                        rc = cuGraphLaunch(exec, s);
+                else
+                        rc = launch(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+                if (rc != CUDA_SUCCESS)
+                        die(mode, rc);
+                n++;
+                if (batch && n % (unsigned long)nbatch == 0) {
+                        /* as bench/compute_shapes.cu: a batch in flight while the next is queued */
+                        int k = (int)(n / (unsigned long)nbatch) & 1;
+                        CK(cuEventRecord(done[k], s));
+                        pending[k] = true;
+                        if (pending[k ^ 1])
+                                CK(cuEventSynchronize(done[k ^ 1]));
+                }
+                if (quiet)
+                        for (double w = now_us() + 2000; now_us() < w;)
+                                ;
+        }
+        if (quiet)
+                fputs("END-QUIET\n", stderr);
+        CK(cuStreamSynchronize(s));
+        CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+        double wall = now_us() - t0, work = (double)n * per * kus;
+        printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d\n", n, work, wall, work / wall,
+               in_vgpu(fn));
+        return 0;
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The compute limiter against the simulated GPU (the fake libcuda.so.1 runs each kernel for the
+# time its name says on a per-process timeline, so a fraction of GPU time is measurable): the cap
+# on every launch path, long kernels, HAMi's names, a budget shared by processes, a process killed
+# mid-window, share mode, no interception without a limit, no system call within budget, config
+# errors, gpuslice exec --compute, and what the usage region records.
+set -uo pipefail
+SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
+unset LD_LIBRARY_PATH LD_PRELOAD
+LIB=$BUILD/libgpuslice-vgpu.so
+PROBE=$BUILD/tests/vgpu/compute-probe
+FAKE=$BUILD/tests/fakegpu
+TMP=$(mktemp -d /tmp/gs-compute.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
+export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf FAKEGPU_STATE=$TMP/fakegpu.state
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
+nok=0 nfail=0
+ok() { nok=$((nok + 1)); echo "ok - $1"; }
+not_ok() { nfail=$((nfail + 1)); echo "not ok - $1"; }
+sliced() { env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" "$@"; }
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2" | tail -1; }
+# within FILE LO HI: the run's fraction of GPU time is in [LO, HI]
+within() { awk -v f="$(field fraction "$1")" -v lo="$2" -v hi="$3" 'BEGIN { exit !(f != "" && f >= lo && f <= hi) }'; }
+# run DESC LO HI ENV... -- probe args
+run() {
+        local desc=$1 lo=$2 hi=$3; shift 3
+        if sliced "$@" >"$TMP/out" 2>&1 && within "$TMP/out" "$lo" "$hi"; then
+                ok "$desc: $(field fraction "$TMP/out") of the GPU's time"
+        else
+                not_ok "$desc (want $lo..$hi)"; sed 's/^/    # /' "$TMP/out" | tail -5
+        fi
+}
+
+# No limit: the driver's own launch function, the whole GPU.
+run "no compute limit: the whole GPU" 0.90 1.01 "$PROBE" procaddr 1 500
+grep -q "intercepted=0" "$TMP/out" && ok "no compute limit: cuGetProcAddress hands out the driver's cuLaunchKernel" ||
+        not_ok "unlimited launches are intercepted"
+run "GPUSLICE_COMPUTE_MODE=off: not enforced" 0.90 1.01 GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=off "$PROBE" procaddr 1 500
+grep -q "intercepted=0" "$TMP/out" && ok "mode off: launches are not intercepted" || not_ok "mode off intercepts"
+run "--compute 100 is the whole GPU" 0.90 1.01 GPUSLICE_COMPUTE_LIMIT=100 "$PROBE" procaddr 1 500
+
+# Cap: 30 % on every launch path (0.5 ms kernels, 2 s each).
+for mode in kernel ptsz ex coop excoop graph procaddr; do
+        run "cap 30 %, $mode" 0.26 0.34 GPUSLICE_COMPUTE_LIMIT=30 "$PROBE" $mode 2 500
+done
+grep -q "intercepted=1" "$TMP/out" && ok "with a limit cuGetProcAddress hands out the wrapper" || not_ok "procaddr not intercepted"
+for l in 10 50 80; do
+        run "cap $l %, 0.5 ms kernels" "$(awk -v l=$l 'BEGIN{print l/100-0.04}')" "$(awk -v l=$l 'BEGIN{print l/100+0.04}')" \
+                GPUSLICE_COMPUTE_LIMIT=$l "$PROBE" kernel 2 500
+done
+run "cap 30 %, 5 ms kernels" 0.25 0.35 GPUSLICE_COMPUTE_LIMIT=30 "$PROBE" kernel 3 5000
+# 2.1 ms kernels in batches the application waits for (as bench/compute_shapes.cu): launches
+# covered by no event while the application waits must still count, and a high share must keep
+# the GPU fed.
+run "cap 50 %, 2.1 ms kernels, application-synchronized batches" 0.46 0.54 GPUSLICE_COMPUTE_LIMIT=50 "$PROBE" batch 3 2100
+run "cap 80 %, 2.1 ms kernels, application-synchronized batches" 0.76 0.84 GPUSLICE_COMPUTE_LIMIT=80 "$PROBE" batch 3 2100
+# A kernel longer than the budget's window (20 ms) cannot be cut: it is paid back after it ends.
+run "cap 30 %, 60 ms kernels (longer than the window)" 0.22 0.38 GPUSLICE_COMPUTE_LIMIT=30 "$PROBE" kernel 4 60000
+run "cap 30 %, 20 us launch-bound kernels" 0.25 0.35 GPUSLICE_COMPUTE_LIMIT=30 "$PROBE" kernel 2 20
+run "HAMi's CUDA_DEVICE_SM_LIMIT=30 GPU_CORE_UTILIZATION_POLICY=force" 0.26 0.34 \
+        CUDA_DEVICE_SM_LIMIT=30 GPU_CORE_UTILIZATION_POLICY=force "$PROBE" kernel 2 500
+run "GPUSLICE_COMPUTE_LIMIT_0 overrides the global share" 0.16 0.24 \
+        GPUSLICE_COMPUTE_LIMIT=60 GPUSLICE_COMPUTE_LIMIT_0=20 "$PROBE" kernel 2 500
+
+# Processes of one slice share its budget: two at once under 40 % get 40 % together.
+sliced GPUSLICE_COMPUTE_LIMIT=40 GPUSLICE_REGION="$TMP/shared" "$PROBE" kernel 3 500 >"$TMP/a" 2>&1 &
+sliced GPUSLICE_COMPUTE_LIMIT=40 GPUSLICE_REGION="$TMP/shared" "$PROBE" kernel 3 500 >"$TMP/b" 2>&1 &
+wait
+sum=$(awk -v a="$(field fraction "$TMP/a")" -v b="$(field fraction "$TMP/b")" 'BEGIN { print a + b }')
+awk -v s="$sum" 'BEGIN { exit !(s >= 0.34 && s <= 0.46) }' &&
+        ok "two processes of a 40 % slice: $sum of the GPU together" || { not_ok "shared budget: $sum"; cat "$TMP/a" "$TMP/b"; }
+
+# The region records the slice's share and each process's busy time (the observer reads them).
+python3 - "$TMP/shared" "$(field work_us "$TMP/a")" "$(field work_us "$TMP/b")" <<'EOF' && ok "the region holds the share (4000 bp) and the busy time the processes measured" || not_ok "region compute fields"
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+limit = struct.unpack_from('<I', b, 1856)[0]
+mode = struct.unpack_from('<I', b, 168)[0]
+# slots are released at exit: the busy time is gone with them; the share stays in the header
+assert limit == 4000 and mode == 0, (limit, mode)
+EOF
+
+# A process killed mid-window leaves no stuck budget: the next one gets the share.
+env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_REGION="$TMP/killed" \
+        "$PROBE" kernel 10 2000 >/dev/null 2>&1 &
+pid=$! # the probe itself (env execs it), not a subshell
+sleep 1.3
+kill -9 $pid
+wait $pid 2>/dev/null
+run "after a kill -9 mid-window, the next process gets its 30 %" 0.25 0.35 \
+        GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_REGION="$TMP/killed" "$PROBE" kernel 2 500
+
+# Share mode: alone on an idle GPU the slice borrows everything; beside a busy tenant (NVML says
+# the GPU is 95 % busy) it keeps to its share.
+run "share 30 % alone on an idle GPU borrows the idle time" 0.85 1.01 \
+        GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share "$PROBE" kernel 3 500
+{ grep -v '^ *mig off' "$SRC/tests/fakegpu/configs/1gpu.conf"; echo "  mig off"; echo "  utilization gpu=95 memory=10"; } >"$TMP/busy.conf"
+run "share 30 % beside a busy tenant keeps to 30 %" 0.25 0.35 FAKEGPU_CONFIG="$TMP/busy.conf" \
+        GPUSLICE_COMPUTE_LIMIT=30 GPU_CORE_UTILIZATION_POLICY=default "$PROBE" kernel 2 500
+
+# Within budget a launch makes no system call (the main thread between the markers: only the
+# markers' own writes).
+if command -v strace >/dev/null; then
+        sliced GPUSLICE_COMPUTE_LIMIT=50 strace -f -qq -o "$TMP/trace" "$PROBE" quiet 1 20 >"$TMP/q" 2>&1
+        main=$(awk 'NR == 1 {print $1}' "$TMP/trace")
+        calls=$(awk -v p="$main" '$1 == p' "$TMP/trace" | sed -n '/BEGIN-QUIET/,/END-QUIET/p' | grep -v -e '-QUIET' -e '^[0-9]* *<\.\.\. write resumed>' | wc -l)
+        launches=$(field launches "$TMP/q")
+        [ "$calls" = 0 ] && [ "${launches:-0}" -gt 100 ] &&
+                ok "$launches launches within budget: no system call on the launching thread" ||
+                { not_ok "system calls within budget: $calls"; awk -v p="$main" '$1 == p' "$TMP/trace" | sed -n '/BEGIN-QUIET/,/END-QUIET/p' | head; }
+else
+        echo "ok - SKIP no strace: the no-system-call check did not run"
+fi
+
+# Configuration errors are reported and CUDA refuses to start.
+for bad in "GPUSLICE_COMPUTE_LIMIT=150" "CUDA_DEVICE_SM_LIMIT=abc" "GPUSLICE_COMPUTE_MODE=fast"; do
+        sliced $bad "$PROBE" kernel 0.1 500 >"$TMP/bad" 2>&1
+        grep -q "invalid ${bad%%=*} '${bad#*=}'" "$TMP/bad" && grep -q "cuInit(0) failed" "$TMP/bad" &&
+                ok "$bad: reported, CUDA refuses to start" || { not_ok "$bad"; cat "$TMP/bad"; }
+done
+
+# gpuslice exec --compute
+GS=$BUILD/gpuslice
+env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 30 -- "$PROBE" kernel 2 500 >"$TMP/out" 2>&1 &&
+        within "$TMP/out" 0.26 0.34 && ok "gpuslice exec --compute 30: $(field fraction "$TMP/out")" ||
+        { not_ok "exec --compute"; cat "$TMP/out"; }
+env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 50 --compute-mode share -- "$PROBE" kernel 2 500 >"$TMP/out" 2>&1 &&
+        within "$TMP/out" 0.85 1.01 && ok "gpuslice exec --compute 50 --compute-mode share (idle GPU): $(field fraction "$TMP/out")" ||
+        { not_ok "exec --compute-mode share"; cat "$TMP/out"; }
+for args in "--compute 0" "--compute 101" "--compute-0 x" "--compute 30 --compute-mode fast"; do
+        "$GS" exec $args -- true >"$TMP/e" 2>&1
+        [ $? = 2 ] && grep -q "input error" "$TMP/e" && ok "exec $args: usage error" || { not_ok "exec $args"; cat "$TMP/e"; }
+done
+
+echo "$nok passed, $nfail failed"
+[ "$nfail" = 0 ]
