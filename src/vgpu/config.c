@@ -243,6 +243,14 @@ static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
                 else
                         strcpy(cfg->region, v);
         }
+        strcpy(cfg->arbiter_dir, "/dev/shm");
+        v = lookup(src, "GPUSLICE_ARBITER_DIR", NULL, &name);
+        if (v != NULL) {
+                if (v[0] != '/' || strlen(v) >= sizeof(cfg->arbiter_dir))
+                        fail(cfg, "invalid %s '%s' (an absolute path)", name, v);
+                else
+                        strcpy(cfg->arbiter_dir, v);
+        }
         v = lookup(src, "GPUSLICE_DEVICES", NULL, &name);
         if (v != NULL) {
                 if (strlen(v) >= sizeof(cfg->devices))

@@ -13,6 +13,9 @@
  *   GPUSLICE_COMPUTE_MODE / GPU_CORE_UTILIZATION_POLICY        cap (HAMi: force), share (HAMi:
  *                                                             default), off (HAMi: disable);
  *                                                             default: cap
+ *   GPUSLICE_ARBITER_DIR                                      where the GPUs' arbiter files are
+ *                                                             (compute-limited slices take turns
+ *                                                             through them; default /dev/shm)
  *   GPUSLICE_LOG_LEVEL / LIBCUDA_LOG_LEVEL                    0 errors .. 4 debug (default 1)
  *   GPUSLICE_SLICE_FILE                                       read-only slice file (default
  *                                                             /etc/gpuslice/slice.conf), KEY=VALUE
@@ -50,6 +53,7 @@ struct gs_vgpu_config {
         unsigned compute_all;                /* the global value (0 = unlimited) */
         int compute_mode;                    /* GS_COMPUTE_* */
         char region[512];                    /* usage region path ("" = none: process-local only) */
+        char arbiter_dir[256];               /* GPUSLICE_ARBITER_DIR: the GPUs' arbiter files */
         char devices[1024];                  /* GPUSLICE_DEVICES as given ("" = all) */
         int log_level;
         bool error;                          /* an invalid setting was found */

@@ -39,8 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "region/region.h"
+#include "vgpu/arbiter.h"
 
 #define S gs_vgpu_state
 
@@ -85,6 +87,9 @@ struct lim_dev {
         _Atomic int64_t *tokens;     /* the slice's budget (region) or local_tokens */
         _Atomic int64_t local_tokens;
         _Atomic bool borrow;         /* share mode: the rest of the GPU is idle */
+        struct gs_arb arb;           /* turns on the GPU with other slices */
+        _Atomic bool wanting;        /* the slice has work to launch (ticker's view) */
+        _Atomic uint64_t arb_off_until; /* the arbiter is ignored until then (a stuck lease) */
         /* ticker only */
         uint64_t done;               /* completion time of the last completed entry */
         uint64_t busy, published;
@@ -171,6 +176,20 @@ static void share_region(struct lim_dev *d, int vis)
         d->tokens = t;
 }
 
+/* The slice's identity on the GPU's arbiter: its region's creation (every process of the slice
+ * shares it), else this process. */
+static void join_arbiter(struct lim_dev *d, int vis)
+{
+        uint64_t key = (uint64_t)getpid() << 32 | (uint64_t)mono_ns();
+        if (S.region != NULL) {
+                const struct gs_region_header *h = &gs_region_file(S.region)->hdr;
+                key = h->created_ns ^ ((uint64_t)(uint32_t)h->creator_pid << 32);
+        }
+        if (gs_arb_open(&d->arb, S.cfg.arbiter_dir, S.uuid_of[vis], key | 1, d->bp) < 0)
+                gs_vgpu_log(1, "device %d: no arbiter file in %s (%s): this slice does not take turns with "
+                               "others on the GPU", vis, S.cfg.arbiter_dir, strerror(errno));
+}
+
 static int start_ticker(void)
 {
         if (atomic_load(&L.running))
@@ -220,6 +239,7 @@ static int setup(int vis, CUstream stream)
                         state = 0;
                 } else if (made == 0 && start_ticker() == 0) {
                         share_region(d, vis);
+                        join_arbiter(d, vis);
                         state = 2;
                         gs_vgpu_log(2, "compute limit on device %d: %u.%02u %% (%s)", vis, d->bp / 100, d->bp % 100,
                                     S.cfg.compute_mode == GS_COMPUTE_SHARE ? "share" : "cap");
@@ -257,10 +277,39 @@ static int launch_device(void)
         return tl_vis;
 }
 
-static bool over_budget(struct lim_dev *d)
+/* The slice's own budget is spent (and it may not borrow). */
+static bool spent(struct lim_dev *d)
 {
         return atomic_load_explicit(d->tokens, memory_order_relaxed) <= 0 &&
                !atomic_load_explicit(&d->borrow, memory_order_relaxed);
+}
+
+/* Another slice's turn on the GPU (unless the arbiter is being ignored). */
+static bool not_our_turn(struct lim_dev *d)
+{
+        return !gs_arb_may_launch(&d->arb) && atomic_load_explicit(&d->arb_off_until, memory_order_relaxed) == 0;
+}
+
+/* No launch now: the budget is spent, or it is another slice's turn on the GPU. */
+static bool over_budget(struct lim_dev *d)
+{
+        return spent(d) || not_our_turn(d);
+}
+
+/* The arbiter file is shared with every slice on the GPU, other containers included: a lease
+ * held far past its quantum (a stopped process, a hostile writer) is ignored for a second, which
+ * is what the GPU is without an arbiter. */
+#define GS_LIMITER_TURN_WAIT_NS 200000000ull
+static void check_turn_wait(struct lim_dev *d, int vis, uint64_t began, uint64_t now)
+{
+        uint64_t off = atomic_load_explicit(&d->arb_off_until, memory_order_relaxed);
+        if (off != 0 && now > off)
+                atomic_store(&d->arb_off_until, 0);
+        if (off == 0 && not_our_turn(d) && now - began > GS_LIMITER_TURN_WAIT_NS) {
+                atomic_store(&d->arb_off_until, now + 1000000000ull);
+                gs_vgpu_log(1, "device %d: waited %llu ms for a turn on the GPU; ignoring the arbiter for 1 s", vis,
+                            (unsigned long long)((now - began) / 1000000u));
+        }
 }
 
 static bool queue_full(struct lim_dev *d)
@@ -308,14 +357,27 @@ int gs_limiter_gate(CUstream stream)
         /* Within budget: two loads and a compare. Otherwise wait (the ticker refills). */
         if (__builtin_expect(!over_budget(d) && !queue_full(d), 1))
                 return vis;
+        if (!spent(d) && not_our_turn(d)) { /* a free GPU is taken without waiting */
+                gs_arb_try_take(&d->arb, mono_ns());
+                if (!over_budget(d) && !queue_full(d))
+                        return vis;
+        }
         atomic_fetch_add(&d->waiting, 1);
         /* Launches made since the last record are covered by no event: cover them now, before
          * the wait (an event recorded after their work ended would count the wait as busy). */
         if (atomic_load(&d->seg_start) != 0)
                 record(d, stream, mono_ns());
+        uint64_t began = mono_ns();
         while (over_budget(d) || queue_full(d)) {
                 if (!atomic_load_explicit(&L.running, memory_order_relaxed))
                         break;
+                if (!spent(d) && not_our_turn(d)) {
+                        uint64_t now = mono_ns();
+                        gs_arb_try_take(&d->arb, now);
+                        check_turn_wait(d, vis, began, now);
+                } else {
+                        began = mono_ns(); /* only the wait for a turn counts */
+                }
                 nap(100000);
         }
         atomic_fetch_sub(&d->waiting, 1);
@@ -445,11 +507,14 @@ static void refill(uint64_t now)
                 if (d->bp == 0 || atomic_load(&d->ready) != 2)
                         continue;
                 int64_t add = (int64_t)(dt * d->bp / 10000u);
+                /* An idle slice keeps at most a burst; one that waits for its turn on the GPU keeps
+                 * what it accrues meanwhile (up to four bursts). */
+                int64_t cap = atomic_load(&d->wanting) ? 4 * d->burst : d->burst;
                 int64_t old = atomic_load_explicit(d->tokens, memory_order_relaxed), nv;
                 do {
                         nv = old + add;
-                        if (nv > d->burst)
-                                nv = old > d->burst ? old : d->burst;
+                        if (nv > cap)
+                                nv = old > cap ? old : cap;
                 } while (!atomic_compare_exchange_weak_explicit(d->tokens, &old, nv, memory_order_relaxed,
                                                                 memory_order_relaxed));
         }
@@ -510,7 +575,20 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
                 }
         }
         share_check(d, vis, now);
-        return delta != 0 || atomic_load(&d->head) != atomic_load(&d->tail) || atomic_load(&d->seg_start) != 0;
+        uint64_t off = atomic_load(&d->arb_off_until);
+        if (off != 0 && now > off)
+                atomic_store(&d->arb_off_until, 0);
+        bool idle = atomic_load(&d->head) == atomic_load(&d->tail) && atomic_load(&d->seg_start) == 0;
+        /* A slice whose budget is spent does not want a turn (it could not use it). */
+        bool wanting = (!idle || atomic_load(&d->waiting) != 0 ||
+                        now - atomic_load(&d->last_launch) < 2 * GS_LIMITER_SAMPLE_NS) && !spent(d);
+        atomic_store(&d->wanting, wanting || atomic_load(&d->waiting) != 0);
+        /* Hand the GPU over when about one tick of our work is left: the next slice's first
+         * launches then queue behind it instead of finding the GPU idle. */
+        uint64_t left = (atomic_load(&d->launched) - atomic_load(&d->completed)) * atomic_load(&d->per_launch);
+        gs_arb_tick(&d->arb, now, wanting, delta > 0 ? (uint64_t)delta : 0,
+                    idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS));
+        return !idle || wanting || delta != 0;
 }
 
 static void *ticker(void *arg)

@@ -98,6 +98,33 @@ run "share 30 % alone on an idle GPU borrows the idle time" 0.85 1.01 \
 run "share 30 % beside a busy tenant keeps to 30 %" 0.25 0.35 FAKEGPU_CONFIG="$TMP/busy.conf" \
         GPUSLICE_COMPUTE_LIMIT=30 GPU_CORE_UTILIZATION_POLICY=default "$PROBE" kernel 2 500
 
+# Two slices on one GPU take turns through the GPU's arbiter file, in proportion to their shares
+# (share mode: all of it between them; cap mode: each at most its share).
+export GPUSLICE_ARBITER_DIR=$TMP/arbiter
+mkdir -p "$GPUSLICE_ARBITER_DIR"
+for mode in share cap; do
+        sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=$mode GPUSLICE_REGION="$TMP/s30-$mode" "$PROBE" kernel 3 500 >"$TMP/a" 2>&1 &
+        sliced GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=$mode GPUSLICE_REGION="$TMP/s70-$mode" "$PROBE" kernel 3 500 >"$TMP/b" 2>&1 &
+        wait
+        a=$(field fraction "$TMP/a") b=$(field fraction "$TMP/b")
+        awk -v a="$a" -v b="$b" 'BEGIN { exit !(a >= 0.25 && a <= 0.34 && b >= 0.63 && b <= 0.74 && a + b <= 1.02) }' &&
+                ok "$mode mode, slices of 30 % and 70 % on one GPU: $a and $b" || { not_ok "$mode 30/70: $a $b"; cat "$TMP/a" "$TMP/b"; }
+done
+ARB=$GPUSLICE_ARBITER_DIR/gpuslice-gpu-GPU-6b1fe2a6-3b64-d9c1-4a3e-5f0b2c7d8e91
+[ -f "$ARB" ] && ok "the GPU's arbiter file is \$GPUSLICE_ARBITER_DIR/gpuslice-gpu-<UUID>" || not_ok "arbiter file: $(ls "$GPUSLICE_ARBITER_DIR")"
+# The file is shared with every slice on the GPU: a lease held forever (a hostile container, a
+# stopped process) costs a slice at most a short wait now and then, never its share.
+python3 - "$ARB" <<'EOF2'
+import struct, sys, time
+with open(sys.argv[1], 'r+b') as f:
+    f.seek(16)
+    f.write(struct.pack('<Q', (64 << 48) | ((time.monotonic_ns() + 3600 * 10**9) >> 10)))
+EOF2
+run "a lease held forever by someone else: the slice still gets its share" 0.20 0.34 \
+        GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 3 500
+grep -q "ignoring the arbiter for 1 s" "$TMP/out" && ok "... and says why it ignores the arbiter" || not_ok "no log of the stuck lease"
+unset GPUSLICE_ARBITER_DIR
+
 # Within budget a launch makes no system call (the main thread between the markers: only the
 # markers' own writes).
 if command -v strace >/dev/null; then
