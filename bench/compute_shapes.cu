@@ -10,6 +10,8 @@
 //   graph    a CUDA graph of 20 `short` kernels, captured once, replayed; work = kernels
 //   coop     cooperative launches of a grid-synchronising kernel sized to full occupancy,
 //            as many FMAs per launch as one `short` kernel; work = launches
+//   half     one `short` kernel, synchronized, then as long again spinning on the CPU: a GPU
+//            busy about half the time (the limiter's cost under a limit it does not reach)
 //   green N  `short` (same grid, same work per kernel) inside a green context of N SMs asked for
 //            (driver API); sms= is the number of SMs the context was given, asked= is N
 // Every kernel does fixed work, so a ratio of rates is a ratio of throughputs. The rate is taken
@@ -229,7 +231,7 @@ static int enter_green_context(int device, unsigned asked)
 
 static void usage()
 {
-        std::fprintf(stderr, "usage: compute_shapes short|long|tiny|graph|coop SECONDS\n"
+        std::fprintf(stderr, "usage: compute_shapes short|long|tiny|graph|coop|half SECONDS\n"
                              "       compute_shapes green SECONDS N_SMS\n");
         std::exit(2);
 }
@@ -258,7 +260,8 @@ int main(int argc, char **argv)
         if (name == "green") {
                 if (argc != 4 || (asked = std::atoi(argv[3])) <= 0)
                         usage();
-        } else if (argc != 3 || (name != "short" && name != "long" && name != "tiny" && name != "graph" && name != "coop")) {
+        } else if (argc != 3 || (name != "short" && name != "long" && name != "tiny" && name != "graph" && name != "coop" &&
+                                     name != "half")) {
                 usage();
         }
         int iters = 6000;
@@ -296,6 +299,19 @@ int main(int argc, char **argv)
                 n_out = (size_t)nb * nt;
                 s.batch = name == "long" ? 4 : name == "tiny" ? 2000 : 20;
                 s.launch = [&out, nb, nt, a, b, it](cudaStream_t q) { fma_kernel<<<nb, nt, 0, q>>>(out, a, b, it); };
+        } else if (name == "half") {
+                // A GPU busy about half the time: one `short` kernel, wait for it, then as long
+                // again on the CPU. Under a limit above its use it measures the limiter's cost.
+                s.batch = 1;
+                s.launch = [&out, blocks, a, b, iters](cudaStream_t q) {
+                        auto t = clk::now();
+                        fma_kernel<<<blocks, THREADS, 0, q>>>(out, a, b, iters);
+                        CK(cudaStreamSynchronize(q));
+                        double busy = since(t);
+                        auto u = clk::now();
+                        while (since(u) < busy)
+                                ;
+                };
         } else if (name == "graph") {
                 s.per_launch = GRAPH_KERNELS;
                 s.batch = 1;

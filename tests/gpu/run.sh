@@ -4,7 +4,8 @@
 # benchmarks (bench/run.sh, bench/configure.sh, bench/vgpu.sh, bench/hook.sh).
 # GS_GPU_ONLY=LIST (comma-separated) runs only those parts: list (issue 2: info, list, NVML
 # probe), configure (issue 3), quota (issue 4: the interposer), hook (issue 8: the OCI hook and
-# CDI under runc), bench (bench/run.sh); the benchmark of a part runs with it.
+# CDI under runc), compute (issue 9: the compute limiter, bench/compute_limit.sh; seconds per run
+# in GS_COMPUTE_SECONDS, default 3), bench (bench/run.sh); the benchmark of a part runs with it.
 # Without an NVIDIA GPU it exits 77, which meson (and `make test`) report as SKIPPED.
 # Results and raw outputs go to $OUT (or a temp dir); the last line is "N passed, N failed".
 set -uo pipefail
@@ -474,6 +475,15 @@ PY
         left=0
         for d in "$SLICES"/gs-gpu-*-$$; do [ -e "$d" ] && left=$((left + 1)); done
         check "issue 8 cleaned up: no runc state, no slice directory left ($left)" test ! -e "$HW" -a "$left" = 0
+fi
+
+# --- issue 9: the compute limiter ----------------------------------------------------------
+if only compute && [ -x "$CARRY/compute_shapes" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
+        bash bench/compute_limit.sh "$BUILD" "${GS_COMPUTE_SECONDS:-3}" | tee "$OUTDIR/compute_limit.txt"
+        check "compute limiter: every run completed" test "${PIPESTATUS[0]}" = 0
+        worst=$(sed -n 's/^worst |achieved - L| = \([0-9.]*\).*/\1/p' "$OUTDIR/compute_limit.txt")
+        check "cap mode: every shape within 2 points of L (worst ${worst:-?})" \
+                awk -v w="${worst:-99}" 'BEGIN { exit !(w <= 2) }'
 fi
 
 # --- speed (issue 2) -------------------------------------------------------------------------
