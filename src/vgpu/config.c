@@ -191,6 +191,19 @@ static const char *lookup(const struct source *src, const char *ours, const char
         return v;
 }
 
+/* An absolute path setting (ours, or HAMi's alias) into out; left as it is when unset. */
+static void load_path(struct gs_vgpu_config *cfg, const struct source *src, const char *ours, const char *alias,
+                      char *out, size_t size)
+{
+        const char *name, *v = lookup(src, ours, alias, &name);
+        if (v == NULL)
+                return;
+        if (v[0] != '/' || strlen(v) >= size)
+                fail(cfg, "invalid %s '%s' (an absolute path)", name, v);
+        else
+                strcpy(out, v);
+}
+
 static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
 {
         memset(cfg, 0, sizeof(*cfg));
@@ -236,21 +249,10 @@ static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
                 cfg->compute_mode = GS_COMPUTE_CAP;
                 fail(cfg, "invalid %s '%s' (cap, share or off)", name, v);
         }
-        v = lookup(src, "GPUSLICE_REGION", "CUDA_DEVICE_MEMORY_SHARED_CACHE", &name);
-        if (v != NULL) {
-                if (v[0] != '/' || strlen(v) >= sizeof(cfg->region))
-                        fail(cfg, "invalid %s '%s' (an absolute path)", name, v);
-                else
-                        strcpy(cfg->region, v);
-        }
+        load_path(cfg, src, "GPUSLICE_REGION", "CUDA_DEVICE_MEMORY_SHARED_CACHE", cfg->region, sizeof(cfg->region));
         strcpy(cfg->arbiter_dir, "/dev/shm");
-        v = lookup(src, "GPUSLICE_ARBITER_DIR", NULL, &name);
-        if (v != NULL) {
-                if (v[0] != '/' || strlen(v) >= sizeof(cfg->arbiter_dir))
-                        fail(cfg, "invalid %s '%s' (an absolute path)", name, v);
-                else
-                        strcpy(cfg->arbiter_dir, v);
-        }
+        load_path(cfg, src, "GPUSLICE_ARBITER_DIR", NULL, cfg->arbiter_dir, sizeof(cfg->arbiter_dir));
+        load_path(cfg, src, "GPUSLICE_MPS_PIPE_DIRECTORY", NULL, cfg->mps_dir, sizeof(cfg->mps_dir));
         v = lookup(src, "GPUSLICE_DEVICES", NULL, &name);
         if (v != NULL) {
                 if (strlen(v) >= sizeof(cfg->devices))

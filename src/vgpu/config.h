@@ -16,6 +16,11 @@
  *   GPUSLICE_ARBITER_DIR                                      where the GPUs' arbiter files are
  *                                                             (compute-limited slices take turns
  *                                                             through them; default /dev/shm)
+ *   GPUSLICE_MPS_PIPE_DIRECTORY                               cap mode through an MPS server: the
+ *                                                             server's pipe directory (`gpuslice mps
+ *                                                             start` makes one per GPU); the process
+ *                                                             connects with the share as its active
+ *                                                             thread percentage (limiter.c)
  *   GPUSLICE_LOG_LEVEL / LIBCUDA_LOG_LEVEL                    0 errors .. 4 debug (default 1)
  *   GPUSLICE_SLICE_FILE                                       read-only slice file (default
  *                                                             /etc/gpuslice/slice.conf), KEY=VALUE
@@ -54,6 +59,7 @@ struct gs_vgpu_config {
         int compute_mode;                    /* GS_COMPUTE_* */
         char region[512];                    /* usage region path ("" = none: process-local only) */
         char arbiter_dir[256];               /* GPUSLICE_ARBITER_DIR: the GPUs' arbiter files */
+        char mps_dir[256];                   /* GPUSLICE_MPS_PIPE_DIRECTORY ("" = no MPS) */
         char devices[1024];                  /* GPUSLICE_DEVICES as given ("" = all) */
         int log_level;
         bool error;                          /* an invalid setting was found */

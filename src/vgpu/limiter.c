@@ -34,10 +34,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,7 +56,7 @@
 #define GS_LIMITER_WINDOW_NS 20000000ull     /* burst: L % of this much GPU time */
 #define GS_LIMITER_QUEUE_NS 4000000ull       /* outstanding work allowed per process (at least 4
                                               * launches: long kernels keep the GPU fed) */
-#define GS_LIMITER_QUEUE_LAUNCHES 1024u      /* ... and launches, until their cost is known */
+#define GS_LIMITER_QUEUE_LAUNCHES 1024u      /* ... and launches */
 #define GS_LIMITER_CALIBRATE_NS 1000000000ull
 #define GS_LIMITER_SHARE_PERIOD_NS 100000000ull
 
@@ -93,6 +95,7 @@ struct lim_dev {
         /* ticker only */
         uint64_t done;               /* completion time of the last completed entry */
         uint64_t busy, published;
+        uint64_t arb_total;          /* the highest busy total handed to the arbiter */
         uint64_t share_busy, share_at;
         nvmlDevice_t nvml;
 };
@@ -122,9 +125,49 @@ static void nap(uint64_t ns)
                 ;
 }
 
+/* Cap mode through MPS (GPUSLICE_MPS_PIPE_DIRECTORY): the process becomes a client of the host's
+ * MPS server, confined to its share of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, set here before
+ * the driver reads it at cuInit; the driver rounds it down to its SM granularity, 2 SMs on an
+ * H100, and reports the confined SM count to the process). Slices on one GPU then run side by
+ * side instead of time-slicing, and a kernel of any length stays within the partition. The
+ * partition is the cap: launches are not intercepted. MPS has one percentage per process, so a
+ * slice whose devices have different shares stays on the time limiter, as does one whose server
+ * is not running (both logged). */
+static bool connect_mps(void)
+{
+        if (S.cfg.mps_dir[0] == '\0' || S.cfg.compute_mode != GS_COMPUTE_CAP)
+                return false;
+        unsigned pct = 0;
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
+                if (S.cfg.compute[i] == 0 || S.cfg.compute[i] == pct)
+                        continue;
+                if (pct != 0) {
+                        gs_vgpu_log(1, "MPS: devices with different compute shares (%u %%, %u %%) cannot share one "
+                                       "MPS percentage; using the time limiter", pct, S.cfg.compute[i]);
+                        return false;
+                }
+                pct = S.cfg.compute[i];
+        }
+        /* No server there: the driver would run the process unconfined. */
+        char control[sizeof(S.cfg.mps_dir) + 16];
+        struct stat st;
+        snprintf(control, sizeof(control), "%s/control", S.cfg.mps_dir);
+        if (stat(control, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+                gs_vgpu_log(1, "MPS: no control daemon at %s; using the time limiter", S.cfg.mps_dir);
+                return false;
+        }
+        char v[16];
+        snprintf(v, sizeof(v), "%u", pct);
+        if (setenv("CUDA_MPS_PIPE_DIRECTORY", S.cfg.mps_dir, 1) < 0 ||
+            setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", v, 1) < 0)
+                return false;
+        gs_vgpu_log(2, "compute limit %u %% through the MPS server at %s", pct, S.cfg.mps_dir);
+        return true;
+}
+
 void gs_limiter_configure(void)
 {
-        gs_limiter_enabled = gs_vgpu_compute_limited(&S.cfg);
+        gs_limiter_enabled = gs_vgpu_compute_limited(&S.cfg) && !connect_mps();
         for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
                 struct lim_dev *d = &L.dev[i];
                 d->bp = gs_limiter_enabled ? S.cfg.compute[i] * 100u : 0;
@@ -317,7 +360,11 @@ static bool queue_full(struct lim_dev *d)
         uint64_t out = atomic_load_explicit(&d->launched, memory_order_relaxed) -
                        atomic_load_explicit(&d->completed, memory_order_relaxed);
         uint64_t per = atomic_load_explicit(&d->per_launch, memory_order_relaxed);
-        return out >= GS_LIMITER_QUEUE_LAUNCHES || (out > 4 && per != 0 && out * per > GS_LIMITER_QUEUE_NS);
+        /* Until a launch's cost is measured (the first event of the process completes), four: an
+         * unknown kernel may be long, and what is queued cannot be taken back. */
+        if (per == 0)
+                return out >= 4;
+        return out >= GS_LIMITER_QUEUE_LAUNCHES || (out > 4 && out * per > GS_LIMITER_QUEUE_NS);
 }
 
 static void record(struct lim_dev *d, CUstream stream, uint64_t now)
@@ -586,8 +633,12 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         /* Hand the GPU over when about one tick of our work is left: the next slice's first
          * launches then queue behind it instead of finding the GPU idle. */
         uint64_t left = (atomic_load(&d->launched) - atomic_load(&d->completed)) * atomic_load(&d->per_launch);
-        gs_arb_tick(&d->arb, now, wanting, delta > 0 ? (uint64_t)delta : 0,
-                    idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS));
+        /* The arbiter gets each nanosecond once: the in-flight part of `total` is an estimate that
+         * can fall back, so only what rises above the highest total so far is new GPU time. */
+        uint64_t fresh = total > d->arb_total ? total - d->arb_total : 0;
+        if (fresh != 0)
+                d->arb_total = total;
+        gs_arb_tick(&d->arb, now, wanting, fresh, idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS));
         return !idle || wanting || delta != 0;
 }
 

@@ -374,6 +374,8 @@ const char *dev_uuid_str(unsigned gpu, int mig);
 /* fake_cuda_device.c: the device's SMs (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) and the
  * minimum partition / alignment of an SM split on its architecture. */
 unsigned dev_sm_count(int dev);
+unsigned dev_hw_sm_count(int dev);  /* without an MPS client's share */
+extern unsigned g_mps_pct;          /* an MPS client's active thread percentage, 0 = none */
 void dev_sm_split_rules(int dev, unsigned *min_partition, unsigned *alignment);
 
 /* fake_cuda_ctx.c */

@@ -113,7 +113,21 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* The SMs this process's work can use on dev: the hardware's (dev_hw_sm_count), or an MPS
+ * client's share of them. */
 unsigned dev_sm_count(int dev)
+{
+    unsigned sms = dev_hw_sm_count(dev);
+
+    if (g_mps_pct != 0 && g_dev[dev].mig < 0) {
+        sms = sms * g_mps_pct / 100 / 2 * 2;
+        if (sms < 2)
+            sms = 2;
+    }
+    return sms;
+}
+
+unsigned dev_hw_sm_count(int dev)
 {
     const struct fg_gpu *g = &g_cfg.gpus[g_dev[dev].gpu];
     unsigned sms = fg_gpu_sm_count(g);

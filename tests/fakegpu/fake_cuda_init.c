@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static CUresult g_init_rc;
@@ -171,6 +172,30 @@ static void enumerate(void)
     }
 }
 
+/* An MPS client (shared/reference/compute-share.md, measured on an H100): with a control daemon
+ * answering in $CUDA_MPS_PIPE_DIRECTORY (its `control` pipe exists) and
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set, every device of the process has that share of its SMs,
+ * rounded down to an even count (80/50/30/20/10 % of 132 SMs: 104/66/38/26/12), reports it as
+ * its SM count and runs kernels on it. Without a daemon the variables change nothing. */
+unsigned g_mps_pct;
+
+static void mps_init(void)
+{
+    const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY"), *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    char control[512];
+    struct stat st;
+    char *end;
+    unsigned long v;
+
+    g_mps_pct = 0;
+    if (dir == NULL || pct == NULL || snprintf(control, sizeof(control), "%s/control", dir) >= (int)sizeof(control) ||
+        stat(control, &st) < 0 || !S_ISFIFO(st.st_mode))
+        return;
+    v = strtoul(pct, &end, 10);
+    if (*pct != '\0' && *end == '\0' && v >= 1 && v < 100)
+        g_mps_pct = (unsigned)v;
+}
+
 static CUresult do_init(void)
 {
     char path[512];
@@ -217,6 +242,7 @@ static CUresult do_init(void)
             fg_state_unlock(&g_shared);
     }
     time_init();
+    mps_init();
     for (int d = 0; d < g_ndev; d++) {
         memset(&g_prim[d], 0, sizeof(g_prim[d]));
         g_prim[d].kind = 1;

@@ -85,7 +85,7 @@ uint64_t kernel_base_ns(const char *name)
  * base * ceil(blocks / sms) / ceil(blocks / device SMs). */
 uint64_t kernel_ns(uint64_t base_ns, unsigned long long blocks, unsigned sms, int dev)
 {
-    unsigned dev_sms = dev_sm_count(dev);
+    unsigned dev_sms = dev_hw_sm_count(dev);
     unsigned long long waves, dev_waves;
     unsigned __int128 ns;
 

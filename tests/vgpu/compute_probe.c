@@ -9,10 +9,13 @@
  * between launches, between two marker writes: "BEGIN-QUIET"/"END-QUIET" on stderr), batch
  * (cuLaunchKernel in batches of PROBE_BATCH (default 4), waiting for the batch before the last,
  * as bench/compute_shapes.cu does).
+ * PROBE_BLOCKS sets the grid's blocks of the kernel, cuLaunchKernel modes only (default 1; a grid
+ * wider than the SMs it runs on takes more waves, each KERNEL_US long).
  * It launches for SECONDS of wall time, synchronizes, and prints
- *   launches=N work_us=W wall_us=T fraction=W/T intercepted=0|1
- * where W is the simulated GPU time of the work it completed and intercepted says whether the
- * launch function it called lives in libgpuslice-vgpu.so.
+ *   launches=N work_us=W wall_us=T fraction=W/T intercepted=0|1 sms=S
+ * where W is the simulated GPU time the work would take on the whole device, intercepted says
+ * whether the launch function it called lives in libgpuslice-vgpu.so, and S is the device's SM
+ * count as the process sees it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -107,6 +110,9 @@ int main(int argc, char **argv)
         CUevent done[2];
         bool pending[2] = {false, false};
         int nbatch = getenv("PROBE_BATCH") != NULL ? atoi(getenv("PROBE_BATCH")) : 4;
+        unsigned blocks = getenv("PROBE_BLOCKS") != NULL ? (unsigned)atoi(getenv("PROBE_BLOCKS")) : 1;
+        int sms = 0;
+        CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
         if (batch)
                 for (int k = 0; k < 2; k++)
                         CK(cuEventCreate(&done[k], CU_EVENT_DISABLE_TIMING));
@@ -131,7 +137,7 @@ int main(int argc, char **argv)
                 else if (exec != NULL)
                         rc = cuGraphLaunch(exec, s);
                 else
-                        rc = launch(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+                        rc = launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
                 if (rc != CUDA_SUCCESS)
                         die(mode, rc);
                 n++;
@@ -152,7 +158,7 @@ int main(int argc, char **argv)
         CK(cuStreamSynchronize(s));
         CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
         double wall = now_us() - t0, work = (double)n * per * kus;
-        printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d\n", n, work, wall, work / wall,
-               in_vgpu(fn));
+        printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d sms=%d\n", n, work, wall,
+               work / wall, in_vgpu(fn), sms);
         return 0;
 }

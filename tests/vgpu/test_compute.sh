@@ -125,6 +125,27 @@ run "a lease held forever by someone else: the slice still gets its share" 0.20 
 grep -q "ignoring the arbiter for 1 s" "$TMP/out" && ok "... and says why it ignores the arbiter" || not_ok "no log of the stuck lease"
 unset GPUSLICE_ARBITER_DIR
 
+# Cap mode through an MPS server (GPUSLICE_MPS_PIPE_DIRECTORY): the process connects with its
+# share as the active thread percentage; the driver confines it to that share of the SMs (38 of
+# 132 at 30 %) and launches are not intercepted. The simulated driver is an MPS client when the
+# daemon's control pipe is there. Without a daemon the slice stays on the time limiter.
+mkdir -p "$TMP/mps" && mkfifo "$TMP/mps/control"
+run "cap 30 % through MPS: the partition's throughput" 0.27 0.30 GPUSLICE_COMPUTE_LIMIT=30 \
+        GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" PROBE_BLOCKS=2112 "$PROBE" procaddr 1 500
+grep -q "intercepted=0 sms=38" "$TMP/out" && ok "through MPS: 38 SMs seen, launches not intercepted" ||
+        not_ok "MPS: $(tail -1 "$TMP/out")"
+run "cap 30 % with MPS asked but no daemon: the time limiter" 0.26 0.34 GPUSLICE_COMPUTE_LIMIT=30 \
+        GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/no-mps" GPUSLICE_LOG_LEVEL=1 PROBE_BLOCKS=2112 "$PROBE" procaddr 1 500
+grep -q "no control daemon at $TMP/no-mps; using the time limiter" "$TMP/out" && grep -q "intercepted=1 sms=132" "$TMP/out" &&
+        ok "... said so, and launches are intercepted" || not_ok "MPS without a daemon: $(tail -2 "$TMP/out")"
+run "share mode ignores MPS (share 30 % alone borrows)" 0.85 1.01 GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share \
+        GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" PROBE_BLOCKS=2112 "$PROBE" procaddr 1 500
+GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_LIMIT_1=50 GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" GPUSLICE_LOG_LEVEL=1 \
+        sliced "$PROBE" procaddr 0.2 500 >"$TMP/out" 2>&1
+grep -q "different compute shares" "$TMP/out" && grep -q "intercepted=1" "$TMP/out" &&
+        ok "devices with different shares: one MPS percentage cannot hold them, the time limiter does" ||
+        not_ok "MPS with per-device shares: $(tail -2 "$TMP/out")"
+
 # Within budget a launch makes no system call (the main thread between the markers: only the
 # markers' own writes).
 if command -v strace >/dev/null; then
@@ -154,7 +175,11 @@ env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 30 -- 
 env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 50 --compute-mode share -- "$PROBE" kernel 2 500 >"$TMP/out" 2>&1 &&
         within "$TMP/out" 0.85 1.01 && ok "gpuslice exec --compute 50 --compute-mode share (idle GPU): $(field fraction "$TMP/out")" ||
         { not_ok "exec --compute-mode share"; cat "$TMP/out"; }
-for args in "--compute 0" "--compute 101" "--compute-0 x" "--compute 30 --compute-mode fast"; do
+env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" PROBE_BLOCKS=2112 "$GS" exec --compute 50 --mps-pipe-dir "$TMP/mps" \
+        -- "$PROBE" procaddr 1 500 >"$TMP/out" 2>&1 && within "$TMP/out" 0.48 0.51 && grep -q "intercepted=0 sms=66" "$TMP/out" &&
+        ok "gpuslice exec --compute 50 --mps-pipe-dir: 66 SMs, $(field fraction "$TMP/out")" ||
+        { not_ok "exec --mps-pipe-dir"; cat "$TMP/out"; }
+for args in "--compute 0" "--compute 101" "--compute-0 x" "--compute 30 --compute-mode fast" "--compute 30 --mps-pipe-dir rel"; do
         "$GS" exec $args -- true >"$TMP/e" 2>&1
         [ $? = 2 ] && grep -q "input error" "$TMP/e" && ok "exec $args: usage error" || { not_ok "exec $args"; cat "$TMP/e"; }
 done
