@@ -21,7 +21,7 @@
 static const char exec_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] exec [--device LIST] [--memory SIZE] [--memory-<i> SIZE]\n"
         "                [--compute PERCENT] [--compute-<i> PERCENT] [--compute-mode cap|share|off]\n"
-        "                [--region PATH] -- COMMAND [ARGS...]\n"
+        "                [--mps-pipe-dir DIR] [--region PATH] -- COMMAND [ARGS...]\n"
         "\n"
         "Run COMMAND with a GPU slice: libgpuslice-vgpu.so is preloaded into it and every process it\n"
         "starts, which then see at most SIZE of GPU memory per device and together never use more,\n"
@@ -34,6 +34,10 @@ static const char exec_help[] =
         "  --compute-<i>=PERCENT share of visible device i (overrides --compute)\n"
         "  --compute-mode=MODE   cap: never more than PERCENT (default); share: at least PERCENT,\n"
         "                        more while the rest of the GPU is idle; off: not enforced\n"
+        "  --mps-pipe-dir=DIR    cap mode through the MPS server whose pipe directory is DIR\n"
+        "                        (`gpuslice mps start`): the command runs on PERCENT of the SMs,\n"
+        "                        beside other slices instead of taking turns (one PERCENT for\n"
+        "                        all devices; without a running server: the time limiter)\n"
         "  -d, --device=LIST     devices the command may see (as for `list`); default all\n"
         "      --region=PATH     usage region file to share (default: a new one, removed at exit)\n"
         "  -h, --help\n"
@@ -42,7 +46,7 @@ static const char exec_help[] =
         "The exit status is COMMAND's (128+N if it died of signal N).\n";
 
 struct exec_opts {
-        const char *memory, *compute, *compute_mode, *region;
+        const char *memory, *compute, *compute_mode, *mps_dir, *region;
         const char *memory_dev[GS_VGPU_MAX_DEVICES];
         const char *compute_dev[GS_VGPU_MAX_DEVICES];
         char *devices;
@@ -108,6 +112,8 @@ static void export_slice(const char *lib, const char *region, const struct exec_
                 setenv("GPUSLICE_COMPUTE_LIMIT", o->compute, 1);
         if (o->compute_mode != NULL)
                 setenv("GPUSLICE_COMPUTE_MODE", o->compute_mode, 1);
+        if (o->mps_dir != NULL)
+                setenv("GPUSLICE_MPS_PIPE_DIRECTORY", o->mps_dir, 1);
         set_indexed("GPUSLICE_MEMORY_LIMIT", o->memory_dev);
         set_indexed("GPUSLICE_COMPUTE_LIMIT", o->compute_dev);
         const char *old = getenv("LD_PRELOAD");
@@ -174,11 +180,12 @@ static int check_indexed(const char *name, const char *const *vals, int (*check)
 /* Options into o (argv is rewritten into av); 0, -1 after --help, or an exit code. */
 static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
 {
-        enum { O_MEMORY = 0x100, O_REGION, O_COMPUTE, O_COMPUTE_MODE };
+        enum { O_MEMORY = 0x100, O_REGION, O_COMPUTE, O_COMPUTE_MODE, O_MPS_DIR };
         static const struct option opts[] = {
                 {"memory", required_argument, NULL, O_MEMORY},
                 {"compute", required_argument, NULL, O_COMPUTE},
                 {"compute-mode", required_argument, NULL, O_COMPUTE_MODE},
+                {"mps-pipe-dir", required_argument, NULL, O_MPS_DIR},
                 {"region", required_argument, NULL, O_REGION},
                 {"device", required_argument, NULL, 'd'},
                 {"help", no_argument, NULL, 'h'},
@@ -211,6 +218,11 @@ static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
                         if (gs_vgpu_parse_compute_mode(optarg) < 0)
                                 return cli_usage_error("exec", "invalid --compute-mode: %s (cap, share or off)", optarg);
                         o->compute_mode = optarg;
+                        break;
+                case O_MPS_DIR:
+                        if (optarg[0] != '/')
+                                return cli_usage_error("exec", "--mps-pipe-dir must be an absolute path: %s", optarg);
+                        o->mps_dir = optarg;
                         break;
                 case O_REGION:
                         if (optarg[0] != '/')
