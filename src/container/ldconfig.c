@@ -50,6 +50,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/strutil.h"
 
 #ifndef MFD_CLOEXEC
@@ -63,9 +64,6 @@
 #endif
 #ifndef F_SEAL_EXEC
 #define F_SEAL_EXEC 0x0020
-#endif
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
@@ -340,24 +338,6 @@ static __attribute__((noreturn)) void child_fail(const struct child_args *a, int
         _exit(127);
 }
 
-/* Mark every fd above 2 close-on-exec (only stdio reaches ldconfig). */
-static void cloexec_from_3(void)
-{
-#ifdef SYS_close_range
-        if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0)
-                return;
-#endif
-        struct rlimit rl;
-        long max = 4096;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-                max = rl.rlim_cur < 1048576 ? (long)rl.rlim_cur : 1048576;
-        for (long fd = 3; fd < max; fd++) {
-                int fl = fcntl((int)fd, F_GETFD);
-                if (fl >= 0 && !(fl & FD_CLOEXEC))
-                        fcntl((int)fd, F_SETFD, fl | FD_CLOEXEC);
-        }
-}
-
 /* Put an empty read-only tmpfs over a directory of the new root, if there is one. */
 static int hide_dir(const char *path)
 {
@@ -456,7 +436,7 @@ static __attribute__((noreturn)) void child_main(struct child_args *a)
         }
         a->argv[w] = NULL;
 
-        cloexec_from_3();
+        gs_cloexec_from_3(); /* only stdio reaches ldconfig */
 
         if (set_limit(RLIMIT_CPU, GS_LDCONFIG_RLIMIT_CPU_S) < 0 || set_limit(RLIMIT_AS, GS_LDCONFIG_RLIMIT_AS) < 0 ||
             set_limit(RLIMIT_NOFILE, GS_LDCONFIG_RLIMIT_NOFILE) < 0 ||
@@ -496,45 +476,6 @@ static __attribute__((noreturn)) void child_main(struct child_args *a)
 /* ------------------------------------------------------------------------------------------ */
 /* The parent                                                                                  */
 /* ------------------------------------------------------------------------------------------ */
-
-static long long now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Wait for pid until the deadline: 1 reaped (status set), 0 timed out, -1 error. */
-static int wait_until(pid_t pid, long long deadline, int *status)
-{
-        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        for (;;) {
-                pid_t r = waitpid(pid, status, WNOHANG);
-                if (r == pid) {
-                        if (pidfd >= 0)
-                                close(pidfd);
-                        return 1;
-                }
-                if (r < 0 && errno != EINTR) {
-                        if (pidfd >= 0)
-                                close(pidfd);
-                        return -1;
-                }
-                long long left = deadline - now_ms();
-                if (left <= 0) {
-                        if (pidfd >= 0)
-                                close(pidfd);
-                        return 0;
-                }
-                if (pidfd >= 0) {
-                        struct pollfd p = {.fd = pidfd, .events = POLLIN};
-                        poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-                } else {
-                        struct timespec ts = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};
-                        nanosleep(&ts, NULL);
-                }
-        }
-}
 
 static void free_filter(struct sock_fprog *p)
 {
@@ -627,7 +568,7 @@ int gs_ldconfig_run(const struct gs_ldconfig_opts *o, struct gs_error *err)
 
         /* A raw clone: fork semantics (no stack argument) with new pid and ipc namespaces. The
          * child only makes system calls until it execs. */
-        long long deadline = now_ms() + timeout_ms;
+        long long deadline = gs_now_ms() + timeout_ms;
         pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)(SIGCHLD | CLONE_NEWPID | CLONE_NEWIPC), NULL, NULL,
                                    NULL, NULL);
         if (pid < 0)
@@ -637,7 +578,7 @@ int gs_ldconfig_run(const struct gs_ldconfig_opts *o, struct gs_error *err)
         close(gs_steal_fd(&wr));
 
         int status = 0;
-        int w = wait_until(pid, deadline, &status);
+        int w = gs_wait_until(pid, deadline, &status);
         if (w == 0) {
                 kill(pid, SIGKILL);
                 while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

@@ -26,6 +26,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/strutil.h"
 #include "driver/context.h"
 
@@ -366,13 +367,6 @@ reply:
 /* The parent side                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-static long long now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sanitize(struct gs_device_info *info)
 {
 #define TERM(s) ((s)[sizeof(s) - 1] = '\0')
@@ -400,7 +394,7 @@ static int read_deadline(int fd, void *buf, size_t len, long long deadline)
 {
         size_t got = 0;
         while (got < len) {
-                long long left = deadline - now_ms();
+                long long left = deadline - gs_now_ms();
                 if (left <= 0)
                         return 0;
                 struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -432,7 +426,7 @@ int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return gs_error_sys(err, "socketpair");
         fflush(NULL);
-        long long start = now_ms();
+        long long start = gs_now_ms();
         pid_t pid = fork();
         if (pid < 0) {
                 close(sv[0]);
@@ -481,7 +475,7 @@ int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs
         }
         if (rc < 0)
                 return gs_error_set(err, GS_EHELPER, "nvml helper died before answering");
-        gs_log_info("nvml helper answered in %lld ms (pid %d)", now_ms() - start, (int)h.pid);
+        gs_log_info("nvml helper answered in %lld ms (pid %d)", gs_now_ms() - start, (int)h.pid);
         if (r->magic != REPLY_MAGIC)
                 return gs_error_set(err, GS_EHELPER, "nvml helper sent a malformed reply");
         r->msg[sizeof(r->msg) - 1] = '\0';
