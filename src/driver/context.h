@@ -30,6 +30,11 @@ struct gs_context {
 /* The host path of an in-root path (the root prepended, unless it is "/"). */
 void gs_context_host_path(const struct gs_context *ctx, const char *in_root, char *out, size_t len);
 
+/* The canonical in-root path of the driver binary `name` (a regular ELF executable of this machine,
+ * as `list` finds them), looked for in the caller's $PATH (or the usual default) inside the root.
+ * GS_ENOTFOUND naming the root and the search path when there is none. */
+int gs_driver_find_binary(struct gs_context *ctx, const char *name, char *out, size_t len, struct gs_error *err);
+
 /* Parse the RM version out of /proc/driver/nvidia/version text. */
 int gs_parse_nvrm_version(const char *text, char *out, size_t len);
 /* Fill `out` from <root>/proc/driver/nvidia; -1 when procfs cannot answer fully. */

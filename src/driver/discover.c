@@ -215,34 +215,55 @@ static bool is_binary_in_root(int rootfd, const char *path, char *canon, size_t 
         return true;
 }
 
-static int lookup_binaries(struct gs_context *ctx, unsigned opts, struct gs_file_list *out, struct gs_error *err)
+/* The first `name` in the search path (colon-separated; NULL: the caller's $PATH, else the usual
+ * default) that is a driver binary inside the root; its canonical in-root path into canon.
+ * Relative entries are skipped: they make no sense inside another root. */
+static bool find_binary(struct gs_context *ctx, const char *search, const char *name, char *canon, size_t len)
+{
+        for (const char *dir = search;;) {
+                size_t dlen = strcspn(dir, ":");
+                char cand[PATH_MAX];
+                int n = snprintf(cand, sizeof(cand), "%.*s/%s", (int)dlen, dlen ? dir : ".", name);
+                if (n > 0 && (size_t)n < sizeof(cand) && cand[0] == '/' &&
+                    is_binary_in_root(ctx->rootfd, cand, canon, len))
+                        return true;
+                if (dir[dlen] == '\0')
+                        return false;
+                dir += dlen + 1;
+        }
+}
+
+static const char *binary_search_path(void)
 {
         const char *env = secure_getenv("PATH");
-        if (env == NULL || *env == '\0')
-                env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        return env != NULL && *env != '\0' ? env : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+}
+
+int gs_driver_find_binary(struct gs_context *ctx, const char *name, char *out, size_t len, struct gs_error *err)
+{
+        const char *search = binary_search_path();
+        if (!find_binary(ctx, search, name, out, len))
+                return gs_error_set(err, GS_ENOTFOUND, "%s not found under the driver root %s (searched $PATH: %s)",
+                                    name, ctx->root, search);
+        gs_log_info("selecting %s", out);
+        return 0;
+}
+
+static int lookup_binaries(struct gs_context *ctx, unsigned opts, struct gs_file_list *out, struct gs_error *err)
+{
+        const char *search = binary_search_path();
         for (size_t i = 0; i < GS_ARRAY_SIZE(binaries); i++) {
                 const struct binspec *b = &binaries[i];
                 if (b->reject_opts & opts)
                         continue;
-                bool found = false;
-                for (const char *dir = env; !found;) {
-                        size_t dlen = strcspn(dir, ":");
-                        char cand[PATH_MAX], canon[PATH_MAX];
-                        int n = snprintf(cand, sizeof(cand), "%.*s/%s", (int)dlen, dlen ? dir : ".", b->name);
-                        /* Relative PATH entries make no sense inside another root: skip them. */
-                        if (n > 0 && (size_t)n < sizeof(cand) && cand[0] == '/' &&
-                            is_binary_in_root(ctx->rootfd, cand, canon, sizeof(canon))) {
-                                if (gs_file_list_add(out, canon, b->caps, err) < 0)
-                                        return -1;
-                                gs_log_info("selecting %s", canon);
-                                found = true;
-                        }
-                        if (dir[dlen] == '\0')
-                                break;
-                        dir += dlen + 1;
-                }
-                if (!found)
+                char canon[PATH_MAX];
+                if (!find_binary(ctx, search, b->name, canon, sizeof(canon))) {
                         gs_log_warn("missing binary %s", b->name);
+                        continue;
+                }
+                if (gs_file_list_add(out, canon, b->caps, err) < 0)
+                        return -1;
+                gs_log_info("selecting %s", canon);
         }
         return 0;
 }
