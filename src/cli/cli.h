@@ -2,6 +2,7 @@
 #ifndef GS_CLI_CLI_H
 #define GS_CLI_CLI_H
 
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -41,6 +42,18 @@ int cli_parse_user(struct cli_globals *g, const char *arg);
  * without an explicit env). Warn about loader variables, then clear it all: PATH becomes
  * /usr/sbin:/usr/bin:/sbin:/bin and nothing else is read from it or passed on. */
 void cli_hook_environment(const char *verb);
+
+/* SECS (> 0, <= 3600, fractions allowed) of option `opt` into milliseconds (at least 1); a usage
+ * error code (naming `verb`, NULL for a global option) on failure. */
+int cli_parse_seconds(const char *verb, const char *opt, const char *arg, unsigned *ms);
+
+/* A verb with subcommands (`cdi`, `mps`, ...): without one, `help` on stderr and CLI_EXIT_USAGE;
+ * with -h, --help or help, `help` on stdout and 0; else -1 (argv[1] is the subcommand). */
+int cli_subcommand_help(int argc, char **argv, const char *help);
+
+/* One JSON document on stdout, as every --json prints it (pretty, spaced, '/' unescaped); the
+ * object is released. */
+void cli_print_json(json_object *root);
 
 /* Append `arg` to a comma-joined list (repeatable options such as --device). */
 int cli_join(char **list, const char *arg);

@@ -348,15 +348,10 @@ out:
 
 int cmd_cdi(const struct cli_globals *g, int argc, char **argv)
 {
-        if (argc < 2) {
-                fputs(cdi_help, stderr);
-                return CLI_EXIT_USAGE;
-        }
+        int rc = cli_subcommand_help(argc, argv, cdi_help);
+        if (rc >= 0)
+                return rc;
         const char *sub = argv[1];
-        if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
-                fputs(cdi_help, stdout);
-                return 0;
-        }
         optind = 0;
         if (strcmp(sub, "generate") == 0)
                 return cdi_generate(g, argc - 1, argv + 1);
@@ -405,15 +400,10 @@ int cmd_cdi_hook(const struct cli_globals *g, int argc, char **argv)
 {
         (void)g;
         cli_hook_environment("cdi-hook");
-        if (argc < 2) {
-                fputs(hook_help, stderr);
-                return CLI_EXIT_USAGE;
-        }
+        int rc = cli_subcommand_help(argc, argv, hook_help);
+        if (rc >= 0)
+                return rc;
         const char *sub = argv[1];
-        if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
-                fputs(hook_help, stdout);
-                return 0;
-        }
         bool links = strcmp(sub, "create-symlinks") == 0;
         if (!links && strcmp(sub, "update-ldcache") != 0)
                 return cli_usage_error("cdi-hook", "unknown cdi-hook command '%s' (create-symlinks or update-ldcache)",

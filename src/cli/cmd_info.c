@@ -91,9 +91,7 @@ static int print_json(const struct gs_device_info *d)
                 json_object_array_add(gpus, o);
         }
         json_object_object_add(root, "gpus", gpus);
-        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(root);
+        cli_print_json(root);
         return 0;
 }
 

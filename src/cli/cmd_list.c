@@ -243,9 +243,7 @@ static int run_list(const struct cli_globals *g, struct list_opts *lo)
                 json_object *root = json_object_new_object();
                 for (int c = 0; c < NCATS; c++)
                         json_object_object_add(root, cat_names[c], o.cats[c] ? o.cats[c] : json_object_new_array());
-                puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                  JSON_C_TO_STRING_NOSLASHESCAPE));
-                json_object_put(root);
+                cli_print_json(root);
         }
         rv = 0;
 out:

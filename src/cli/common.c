@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,39 @@ const struct gs_device_info *cli_query_devices(struct gs_context *ctx, bool basi
                 cli_error(init ? "initialization" : "detection", "%s", err.msg);
         }
         return info;
+}
+
+int cli_parse_seconds(const char *verb, const char *opt, const char *arg, unsigned *ms)
+{
+        char *end;
+        errno = 0;
+        double s = strtod(arg, &end);
+        if (*arg == '\0' || *end != '\0' || errno != 0 || !(s > 0) || s > 3600)
+                return cli_usage_error(verb, "invalid %s: %s (seconds, > 0 and <= 3600)", opt, arg);
+        *ms = (unsigned)(s * 1000 + 0.5);
+        if (*ms == 0)
+                *ms = 1;
+        return 0;
+}
+
+int cli_subcommand_help(int argc, char **argv, const char *help)
+{
+        if (argc < 2) {
+                fputs(help, stderr);
+                return CLI_EXIT_USAGE;
+        }
+        if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+                fputs(help, stdout);
+                return 0;
+        }
+        return -1;
+}
+
+void cli_print_json(json_object *root)
+{
+        puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(root);
 }
 
 int cli_join(char **list, const char *arg)

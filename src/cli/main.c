@@ -90,19 +90,6 @@ int cli_parse_user(struct cli_globals *g, const char *arg)
         return 0;
 }
 
-static int parse_timeout(struct cli_globals *g, const char *arg)
-{
-        char *end;
-        errno = 0;
-        double s = strtod(arg, &end);
-        if (*arg == '\0' || *end != '\0' || errno != 0 || !(s > 0) || s > 3600)
-                return cli_usage_error(NULL, "invalid --nvml-timeout: %s (seconds, > 0 and <= 3600)", arg);
-        g->nvml_timeout_ms = (unsigned)(s * 1000 + 0.5);
-        if (g->nvml_timeout_ms == 0)
-                g->nvml_timeout_ms = 1;
-        return 0;
-}
-
 /* Installed also as nvidia-container-runtime-hook: `nvidia-container-runtime-hook prestart` (docker
  * --gpus, podman hooks.d) is `gpuslice hook prestart`. NVIDIA's hook flags (-config, -debug) are
  * accepted by the hook verb. */
@@ -161,7 +148,7 @@ int main(int argc, char **argv)
                         g.debug = optarg;
                         break;
                 case 0x100:
-                        rc = parse_timeout(&g, optarg);
+                        rc = cli_parse_seconds(NULL, "--nvml-timeout", optarg, &g.nvml_timeout_ms);
                         g.timeout_set = true;
                         break;
                 case 'k':
