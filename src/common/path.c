@@ -271,3 +271,39 @@ DIR *gs_opendir_in_root(int rootfd, const char *path, struct gs_error *err)
         }
         return d;
 }
+
+int gs_mkdir_p(const char *path, mode_t mode, struct gs_error *err)
+{
+        char buf[PATH_MAX];
+        if (path == NULL || path[0] != '/')
+                return gs_error_set(err, GS_EINVAL, "%s: not an absolute path", path != NULL ? path : "(null)");
+        if (strlen(path) >= sizeof(buf))
+                return gs_error_set(err, GS_EINVAL, "path too long: %.64s...", path);
+        strcpy(buf, path);
+        gs_autoclose int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return gs_error_sys(err, "open /");
+        char *save = NULL;
+        for (char *c = strtok_r(buf + 1, "/", &save); c != NULL; c = strtok_r(NULL, "/", &save)) {
+                int upto = (int)(c - buf + (ptrdiff_t)strlen(c)); /* path up to this component */
+                bool made = false;
+                int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (nfd < 0 && errno == ENOENT) {
+                        if (mkdirat(fd, c, mode) == 0)
+                                made = true;
+                        else if (errno != EEXIST)
+                                return gs_error_sys(err, "cannot create %.*s", upto, path);
+                        nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                }
+                if (nfd < 0)
+                        return errno == ENOTDIR ? gs_error_set(err, GS_EINVAL, "%.*s is not a directory", upto, path)
+                                                : gs_error_sys(err, "cannot open %.*s", upto, path);
+                if (made && fchmod(nfd, mode) < 0) { /* the mode as asked, whatever the umask */
+                        close(nfd);
+                        return gs_error_sys(err, "chmod %.*s", upto, path);
+                }
+                close(fd);
+                fd = nfd;
+        }
+        return gs_steal_fd(&fd);
+}

@@ -40,4 +40,9 @@ DIR *gs_opendir_in_root(int rootfd, const char *path, struct gs_error *err);
 /* Join a and b with exactly one '/' between them into out. -1 (GS_EINVAL) if it does not fit. */
 int gs_path_join(char *out, size_t outlen, const char *a, const char *b, struct gs_error *err);
 
+/* mkdir -p of an absolute host path: each missing directory is created with exactly `mode`
+ * (whatever the umask); existing components may be symlinks, followed as mkdir -p does. Returns
+ * an O_DIRECTORY fd on the last one, or -1 ("<prefix> is not a directory", ...). */
+int gs_mkdir_p(const char *path, mode_t mode, struct gs_error *err);
+
 #endif
