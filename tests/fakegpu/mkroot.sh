@@ -42,7 +42,8 @@ done
 config=$1 dest=$2
 
 fg=$build/tests/fakegpu
-for f in libnvidia-ml.so.1 libfakegpu-stub.so libfakegpu-tls.so nvidia-smi fakegpu-stub-bin fakegpu-tool; do
+for f in libnvidia-ml.so.1 libfakegpu-stub.so libfakegpu-tls.so nvidia-smi fakegpu-stub-bin fakegpu-tool \
+	nvidia-cuda-mps-control; do
 	[ -e "$fg/$f" ] || die "$fg/$f not found: build first (ninja -C $build), or pass --build DIR"
 done
 tool=$fg/fakegpu-tool
@@ -178,8 +179,12 @@ rm -f "$dest/.ldconfig.log"
 # ---- binaries -------------------------------------------------------------------------------
 mkdir -p "$dest/usr/bin"
 install -m 0755 "$fg/nvidia-smi" "$dest/usr/bin/nvidia-smi"
-for b in nvidia-debugdump nvidia-persistenced nvidia-cuda-mps-control nvidia-cuda-mps-server; do
+for b in nvidia-debugdump nvidia-persistenced; do
 	install -m 0755 "$fg/fakegpu-stub-bin" "$dest/usr/bin/$b"
+done
+# The simulated MPS control daemon; the same binary is the MPS server under that name.
+for b in nvidia-cuda-mps-control nvidia-cuda-mps-server; do
+	install -m 0755 "$fg/nvidia-cuda-mps-control" "$dest/usr/bin/$b"
 done
 
 # ---- firmware -------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Stand-in for the driver's other binaries (nvidia-debugdump, nvidia-persistenced,
- * nvidia-cuda-mps-control, nvidia-cuda-mps-server) in a fake driver root. */
+/* Stand-in for the driver's other binaries (nvidia-debugdump, nvidia-persistenced) in a fake
+ * driver root; the MPS ones are simulated (fake_mps_control.c). */
 #include <stdio.h>
 
 int main(int argc, char **argv)

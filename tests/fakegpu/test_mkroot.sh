@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Self-test of tests/fakegpu/mkroot.sh and the nvidia-smi stand-in.
+# Self-test of tests/fakegpu/mkroot.sh, the nvidia-smi stand-in and the MPS control client.
 # usage: test_mkroot.sh FAKEGPU_SOURCE_DIR BUILD_DIR
 set -uo pipefail
 src=${1:?source dir} build=${2:?build dir}
@@ -36,6 +36,12 @@ check "nvidia-smi" test -x "$r/usr/bin/nvidia-smi"
 for b in nvidia-debugdump nvidia-persistenced nvidia-cuda-mps-control nvidia-cuda-mps-server; do
 	check "$b" test -x "$r/usr/bin/$b"
 done
+# The simulated MPS control (fake_mps_control.c; the integration test test_mps.sh runs its daemon):
+# the server is the same binary, and the client without a daemon fails as the real one does.
+check "mps server is the simulated control" cmp -s "$r/usr/bin/nvidia-cuda-mps-control" "$r/usr/bin/nvidia-cuda-mps-server"
+env -i CUDA_MPS_PIPE_DIRECTORY="$tmp/no-mps" "$r/usr/bin/nvidia-cuda-mps-control" </dev/null >"$tmp/mps.out" 2>&1
+check "mps client without a daemon exits 1" test $? = 1
+check "... saying so" grep -qx "Cannot find MPS control daemon process" "$tmp/mps.out"
 check "persistenced socket" test -S "$r/var/run/nvidia-persistenced/socket"
 check "var/run is a symlink" test -L "$r/var/run"
 check "mps dir" test -d "$r/tmp/nvidia-mps"
