@@ -71,5 +71,6 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv);
 int cmd_hook(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi_hook(const struct cli_globals *g, int argc, char **argv);
+int cmd_mps(const struct cli_globals *g, int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const char global_help[] =
         "  list        list the driver files and devices a container would get\n"
         "  configure   put GPUs and the driver into a container (everything or nothing)\n"
         "  exec        run a command with a GPU memory quota (the slicing interposer)\n"
+        "  mps         start, stop or query one MPS control daemon per GPU\n"
         "\n"
         "Global options:\n"
         "  -r, --root=DIR            driver root (default /): libraries, binaries, ld.so.cache,\n"
@@ -208,6 +209,8 @@ int main(int argc, char **argv)
                 rv = cmd_cdi(&g, vargc, vargv);
         else if (strcmp(verb, "cdi-hook") == 0)
                 rv = cmd_cdi_hook(&g, vargc, vargv);
+        else if (strcmp(verb, "mps") == 0)
+                rv = cmd_mps(&g, vargc, vargv);
         else if (strcmp(verb, "help") == 0) {
                 fputs(global_help, stdout);
                 rv = 0;

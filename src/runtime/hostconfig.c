@@ -6,6 +6,7 @@
  * copy of the caller's struct, which is replaced only when the whole text is valid.
  */
 #include "runtime/hostconfig.h"
+#include "runtime/mps.h"
 #include "runtime/request.h"
 
 #include <errno.h>
@@ -70,6 +71,7 @@ static const struct key keys[] = {
         {SEC_HOOK, "cuda-compat-mode", T_COMPAT, offsetof(struct gs_hostconfig, compat_mode), 0, 0, 0, 0},
         STR(SEC_SLICE, "library", vgpu_library, V_ABSOLUTE_OR_EMPTY),
         STR(SEC_SLICE, "regions-dir", regions_dir, V_ABSOLUTE),
+        STR(SEC_SLICE, "mps-root", mps_root, V_ABSOLUTE),
 };
 #define NKEYS GS_ARRAY_SIZE(keys)
 
@@ -98,6 +100,7 @@ void gs_hostconfig_defaults(struct gs_hostconfig *hc)
         hc->compat_mode = GS_COMPAT_LDCONFIG;
         hc->vgpu_library[0] = '\0';
         snprintf(hc->regions_dir, sizeof(hc->regions_dir), "%s", GS_SLICE_REGIONS_DIR);
+        snprintf(hc->mps_root, sizeof(hc->mps_root), "%s", GS_MPS_ROOT_DEFAULT);
 }
 
 /* ---------------------------------------------------------------------------------------------

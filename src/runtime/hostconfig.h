@@ -28,6 +28,8 @@
  *   slice.library            string   ""             host path of libgpuslice-vgpu.so ("" = next to gpuslice,
  *                                                    then the install dir)
  *   slice.regions-dir        string   "/run/gpuslice/slices"
+ *   slice.mps-root           string   "/run/gpuslice/mps"   `gpuslice mps`: one MPS pipe directory per
+ *                                                    GPU under it (<root>/<GPU-UUID>/)
  */
 #ifndef GS_RUNTIME_HOSTCONFIG_H
 #define GS_RUNTIME_HOSTCONFIG_H
@@ -57,6 +59,7 @@ struct gs_hostconfig {
         enum gs_compat_mode compat_mode;
         char vgpu_library[GS_HOSTCONFIG_MAX_STR];
         char regions_dir[GS_HOSTCONFIG_MAX_STR];
+        char mps_root[GS_HOSTCONFIG_MAX_STR];
 };
 
 /* The defaults above. */

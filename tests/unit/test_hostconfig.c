@@ -82,6 +82,7 @@ static void assert_defaults(const struct gs_hostconfig *c)
         assert_int_equal(c->compat_mode, GS_COMPAT_LDCONFIG);
         assert_string_equal(c->vgpu_library, "");
         assert_string_equal(c->regions_dir, "/run/gpuslice/slices");
+        assert_string_equal(c->mps_root, "/run/gpuslice/mps");
 }
 
 /* Every key set to something other than its default. */
@@ -102,7 +103,8 @@ static const char every_key[] =
         "cuda-compat-mode = \"mount\"\n"
         "[slice]\n"
         "library = \"/opt/gpuslice/lib/libgpuslice-vgpu.so\"\n"
-        "regions-dir = \"/var/run/slices\"\n";
+        "regions-dir = \"/var/run/slices\"\n"
+        "mps-root = \"/var/run/mps\"\n";
 
 static void assert_every_key(const struct gs_hostconfig *c)
 {
@@ -120,6 +122,7 @@ static void assert_every_key(const struct gs_hostconfig *c)
         assert_int_equal(c->compat_mode, GS_COMPAT_MOUNT);
         assert_string_equal(c->vgpu_library, "/opt/gpuslice/lib/libgpuslice-vgpu.so");
         assert_string_equal(c->regions_dir, "/var/run/slices");
+        assert_string_equal(c->mps_root, "/var/run/mps");
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -415,6 +418,9 @@ static void test_paths(void **state)
         expect_error("[driver]\nroot = \"\"\n", NAME ":2: 'driver.root' must be an absolute path");
         expect_error("[slice]\nregions-dir = \"\"\n", NAME ":2: 'slice.regions-dir' must be an absolute path");
         expect_error("[slice]\nregions-dir = \"./slices\"\n", NAME ":2: 'slice.regions-dir' must be an absolute path");
+        expect_error("[slice]\nmps-root = \"\"\n", NAME ":2: 'slice.mps-root' must be an absolute path");
+        expect_error("[slice]\nmps-root = \"run/mps\"\n", NAME ":2: 'slice.mps-root' must be an absolute path");
+        expect_error("[driver]\nmps-root = \"/run/mps\"\n", NAME ":2: unknown key 'driver.mps-root'");
         expect_error("[slice]\nlibrary = \"libgpuslice-vgpu.so\"\n",
                      NAME ":2: 'slice.library' must be empty or an absolute path");
         expect_error("[hook]\nlog-file = \"hook.log\"\n", NAME ":2: 'hook.log-file' must be empty or an absolute path");
@@ -714,7 +720,7 @@ static void test_example_config(void **state)
                 n += k;
         }
         fclose(f);
-        assert_int_equal(nkeys, 15);
+        assert_int_equal(nkeys, 16);
         gs_hostconfig_defaults(&hc);
         expect_ok(every_key);
         if (parse_n(text, n) != 0)
