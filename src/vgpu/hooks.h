@@ -63,6 +63,7 @@
         N(nvmlDeviceGetCount)                                                                     \
         N(nvmlDeviceGetCount_v2)                                                                  \
         N(nvmlDeviceGetHandleByIndex)                                                             \
-        N(nvmlDeviceGetHandleByIndex_v2)
+        N(nvmlDeviceGetHandleByIndex_v2)                                                          \
+        N(nvmlDeviceGetUtilizationRates)
 
 #endif

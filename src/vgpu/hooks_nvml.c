@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "vgpu/limiter.h"
 #include "vgpu/vgpu.h"
 
 #define S gs_vgpu_state
@@ -131,5 +132,17 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemor
         nvmlReturn_t rc = NREAL(nvmlDeviceGetMemoryInfo_v2, device, memory);
         if (rc == NVML_SUCCESS && memory != NULL)
                 view(device, &memory->total, &memory->used, &memory->free, &memory->reserved);
+        return rc;
+}
+
+/* A compute-limited slice sees its own utilization: its busy time as a percentage of what its
+ * share allows (limiter.c); the rest of the GPU's load is not its to see. */
+GS_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
+{
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetUtilizationRates, device, utilization);
+        unsigned pct;
+        if (rc == NVML_SUCCESS && utilization != NULL && gs_limiter_enabled &&
+            gs_limiter_view(visible_of_handle(device), &pct) == 0)
+                utilization->gpu = pct;
         return rc;
 }

@@ -39,7 +39,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,6 +97,8 @@ struct lim_dev {
         uint64_t done;               /* completion time of the last completed entry */
         uint64_t busy, published;
         uint64_t arb_total;          /* the highest busy total handed to the arbiter */
+        uint64_t view_at, view_busy; /* the utilization view's last sample */
+        _Atomic int view_pct;        /* its last answer (-1: none yet) */
         uint64_t share_busy, share_at;
         nvmlDevice_t nvml;
 };
@@ -133,6 +136,19 @@ static void nap(uint64_t ns)
  * partition is the cap: launches are not intercepted. MPS has one percentage per process, so a
  * slice whose devices have different shares stays on the time limiter, as does one whose server
  * is not running (both logged). */
+static bool mps_daemon_listens(const char *dir)
+{
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        if ((size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/control", dir) >= sizeof(a.sun_path))
+                return false;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return false;
+        bool ok = connect(fd, (const struct sockaddr *)&a, sizeof(a)) == 0;
+        close(fd);
+        return ok;
+}
+
 static bool connect_mps(void)
 {
         if (S.cfg.mps_dir[0] == '\0' || S.cfg.compute_mode != GS_COMPUTE_CAP)
@@ -148,11 +164,10 @@ static bool connect_mps(void)
                 }
                 pct = S.cfg.compute[i];
         }
-        /* No server there: the driver would run the process unconfined. */
-        char control[sizeof(S.cfg.mps_dir) + 16];
-        struct stat st;
-        snprintf(control, sizeof(control), "%s/control", S.cfg.mps_dir);
-        if (stat(control, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+        /* No daemon there: the driver would run the process unconfined. A daemon listens on the
+         * `control` socket in its pipe directory; one that quit leaves the socket behind, which
+         * then refuses connections. (Its pid file names a host pid, not visible in a container.) */
+        if (!mps_daemon_listens(S.cfg.mps_dir)) {
                 gs_vgpu_log(1, "MPS: no control daemon at %s; using the time limiter", S.cfg.mps_dir);
                 return false;
         }
@@ -173,6 +188,7 @@ void gs_limiter_configure(void)
                 d->bp = gs_limiter_enabled ? S.cfg.compute[i] * 100u : 0;
                 d->burst = (int64_t)(GS_LIMITER_WINDOW_NS * d->bp / 10000u);
                 d->tokens = &d->local_tokens;
+                atomic_store(&d->view_pct, -1);
         }
 }
 
@@ -592,6 +608,52 @@ static void share_check(struct lim_dev *d, int vis, uint64_t now)
         atomic_store(&d->borrow, u.gpu <= own + 5);
 }
 
+#define GS_LIMITER_VIEW_NS 500000000ull        /* the view's window (NVML: 1/6 s to 1 s) */
+#define GS_LIMITER_VIEW_SAMPLE_NS 200000000ull /* ... sampled by a process without a ticker */
+
+/* Busy ns over span ns, as a percentage of what a share of bp basis points allows (at most 100). */
+static int view_percent(uint64_t busy, uint64_t span, unsigned bp)
+{
+        if (span == 0 || bp == 0)
+                return 0;
+        uint64_t pct = (uint64_t)((unsigned __int128)busy * 1000000u / ((unsigned __int128)span * bp));
+        return pct > 100 ? 100 : (int)pct;
+}
+
+/* The slice's busy time on vis: every process's (region), or this process's own. */
+static uint64_t slice_busy(int vis, uint64_t own)
+{
+        return S.region != NULL && S.slot >= 0 ? gs_region_busy(S.region, (unsigned)vis) : own;
+}
+
+static void update_view(struct lim_dev *d, int vis, uint64_t now, uint64_t own)
+{
+        if (now - d->view_at < GS_LIMITER_VIEW_NS)
+                return;
+        uint64_t busy = slice_busy(vis, own);
+        if (d->view_at != 0)
+                atomic_store(&d->view_pct, view_percent(busy > d->view_busy ? busy - d->view_busy : 0, now - d->view_at,
+                                                        d->bp));
+        d->view_at = now;
+        d->view_busy = busy;
+}
+
+int gs_limiter_view(int vis, unsigned *pct)
+{
+        if (!gs_limiter_enabled || vis < 0 || vis >= GS_VGPU_MAX_DEVICES || L.dev[vis].bp == 0)
+                return -1;
+        struct lim_dev *d = &L.dev[vis];
+        int v = atomic_load(&d->view_pct);
+        if (v < 0 || !atomic_load(&L.running)) { /* no ticker here: sample the slice's region */
+                uint64_t t0 = mono_ns(), b0 = gs_vgpu_busy(vis);
+                nap(GS_LIMITER_VIEW_SAMPLE_NS);
+                uint64_t b1 = gs_vgpu_busy(vis);
+                v = view_percent(b1 > b0 ? b1 - b0 : 0, mono_ns() - t0, d->bp);
+        }
+        *pct = (unsigned)v;
+        return 0;
+}
+
 static bool tick(struct lim_dev *d, int vis, uint64_t now)
 {
         if (S.cu.cuCtxSetCurrent(d->ctx) != CUDA_SUCCESS)
@@ -622,6 +684,7 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
                 }
         }
         share_check(d, vis, now);
+        update_view(d, vis, now, total);
         uint64_t off = atomic_load(&d->arb_off_until);
         if (off != 0 && now > off)
                 atomic_store(&d->arb_off_until, 0);
@@ -684,5 +747,6 @@ void gs_limiter_after_fork(void)
                 d->bp = bp;
                 d->burst = burst;
                 d->tokens = &d->local_tokens;
+                atomic_store(&d->view_pct, -1);
         }
 }

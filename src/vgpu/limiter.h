@@ -30,5 +30,11 @@ void gs_limiter_launched(int vis, CUstream stream) GS_HIDDEN;
  * cover the launches no event covers yet. */
 void gs_limiter_before_sync(CUstream stream) GS_HIDDEN;
 void gs_limiter_after_fork(void) GS_HIDDEN;
+/* The utilization view (NVML's utilization inside the slice): the slice's busy time over the last
+ * 0.5 s as a percentage of the time its share allows on vis (a slice using all of its share shows
+ * 100). 0 with *pct set when vis is time-limited, -1 otherwise (the driver's answer stands). Kept
+ * by the ticker in a process that launches; another process (nvidia-smi) samples the region for
+ * 0.2 s. */
+int gs_limiter_view(int vis, unsigned *pct) GS_HIDDEN;
 
 #endif

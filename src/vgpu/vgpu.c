@@ -339,6 +339,16 @@ uint64_t gs_vgpu_usage(int vis)
         return u;
 }
 
+uint64_t gs_vgpu_busy(int vis)
+{
+        uint64_t b = 0;
+        pthread_mutex_lock(&S.lock);
+        if (region_ready(false) == 0)
+                b = gs_region_busy(S.region, (unsigned)vis);
+        pthread_mutex_unlock(&S.lock);
+        return b;
+}
+
 static void start_reconciler(void);
 
 /* The context size last measured on this GPU on this host, by any slice (/dev/shm, per GPU

@@ -59,6 +59,8 @@ int gs_vgpu_slot_ready(void) GS_HIDDEN;
 /* Limit and usage of a visible device (usage includes every process of the slice). */
 uint64_t gs_vgpu_limit(int vis) GS_HIDDEN;
 uint64_t gs_vgpu_usage(int vis) GS_HIDDEN;
+/* The slice's measured GPU busy time on vis (every process's, from the region; 0 without one). */
+uint64_t gs_vgpu_busy(int vis) GS_HIDDEN;
 /* Reserve `bytes` on visible device vis for this process: 0 ok, -1 over the quota. */
 int gs_vgpu_charge(int vis, uint64_t bytes) GS_HIDDEN;
 void gs_vgpu_uncharge(int vis, uint64_t bytes) GS_HIDDEN;

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static CUresult g_init_rc;
@@ -173,7 +175,7 @@ static void enumerate(void)
 }
 
 /* An MPS client (shared/reference/compute-share.md, measured on an H100): with a control daemon
- * answering in $CUDA_MPS_PIPE_DIRECTORY (its `control` pipe exists) and
+ * listening in $CUDA_MPS_PIPE_DIRECTORY (its `control` socket accepts a connection) and
  * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set, every device of the process has that share of its SMs,
  * rounded down to an even count (80/50/30/20/10 % of 132 SMs: 104/66/38/26/12), reports it as
  * its SM count and runs kernels on it. Without a daemon the variables change nothing. */
@@ -182,14 +184,20 @@ unsigned g_mps_pct;
 static void mps_init(void)
 {
     const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY"), *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-    char control[512];
-    struct stat st;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
     char *end;
     unsigned long v;
+    int fd, up;
 
     g_mps_pct = 0;
-    if (dir == NULL || pct == NULL || snprintf(control, sizeof(control), "%s/control", dir) >= (int)sizeof(control) ||
-        stat(control, &st) < 0 || !S_ISFIFO(st.st_mode))
+    if (dir == NULL || pct == NULL ||
+        (size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/control", dir) >= sizeof(a.sun_path))
+        return;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    up = fd >= 0 && connect(fd, (const struct sockaddr *)&a, sizeof(a)) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (!up)
         return;
     v = strtoul(pct, &end, 10);
     if (*pct != '\0' && *end == '\0' && v >= 1 && v < 100)

@@ -9,6 +9,7 @@
  * between launches, between two marker writes: "BEGIN-QUIET"/"END-QUIET" on stderr), batch
  * (cuLaunchKernel in batches of PROBE_BATCH (default 4), waiting for the batch before the last,
  * as bench/compute_shapes.cu does).
+ * PROBE_NVML=1 reads NVML's utilization of device 0 two thirds of the way through (util=U below).
  * PROBE_BLOCKS sets the grid's blocks of the kernel, cuLaunchKernel modes only (default 1; a grid
  * wider than the SMs it runs on takes more waves, each KERNEL_US long).
  * It launches for SECONDS of wall time, synchronizes, and prints
@@ -29,6 +30,25 @@
 #include <unistd.h>
 
 #include "abi/cuda.h"
+#include "abi/nvml.h"
+
+/* NVML's utilization of device 0 as this process sees it (through dlsym, as tools find it). */
+static int nvml_util(void)
+{
+        void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+        if (h == NULL)
+                return -1;
+        gs_nvmlInit_v2_fn init = (gs_nvmlInit_v2_fn)dlsym(h, "nvmlInit_v2");
+        gs_nvmlDeviceGetHandleByIndex_v2_fn get = (gs_nvmlDeviceGetHandleByIndex_v2_fn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+        gs_nvmlDeviceGetUtilizationRates_fn util =
+                (gs_nvmlDeviceGetUtilizationRates_fn)dlsym(h, "nvmlDeviceGetUtilizationRates");
+        nvmlDevice_t d;
+        nvmlUtilization_t u;
+        if (init == NULL || get == NULL || util == NULL || init() != NVML_SUCCESS || get(0, &d) != NVML_SUCCESS ||
+            util(d, &u) != NVML_SUCCESS)
+                return -1;
+        return (int)u.gpu;
+}
 
 static double now_us(void)
 {
@@ -118,7 +138,9 @@ int main(int argc, char **argv)
                         CK(cuEventCreate(&done[k], CU_EVENT_DISABLE_TIMING));
 
         unsigned long n = 0;
-        double t0 = now_us(), end = t0 + seconds * 1e6;
+        double t0 = now_us(), end = t0 + seconds * 1e6, ask = t0 + seconds * 2e6 / 3;
+        bool want_util = getenv("PROBE_NVML") != NULL;
+        int util = -1;
         if (quiet) { /* the first launch sets the limiter up (and may wait for a budget): before the marker */
                 CK(launch(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
                 CK(cuStreamSynchronize(s));
@@ -152,13 +174,17 @@ int main(int argc, char **argv)
                 if (quiet)
                         for (double w = now_us() + 2000; now_us() < w;)
                                 ;
+                if (want_util && util < 0 && now_us() >= ask)
+                        util = nvml_util();
         }
         if (quiet)
                 fputs("END-QUIET\n", stderr);
+        if (want_util && util < 0) /* SECONDS 0: no launch of its own */
+                util = nvml_util();
         CK(cuStreamSynchronize(s));
         CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
         double wall = now_us() - t0, work = (double)n * per * kus;
-        printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d sms=%d\n", n, work, wall,
-               work / wall, in_vgpu(fn), sms);
+        printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d sms=%d util=%d\n", n, work, wall,
+               work / wall, in_vgpu(fn), sms, util);
         return 0;
 }

@@ -11,7 +11,9 @@ LIB=$BUILD/libgpuslice-vgpu.so
 PROBE=$BUILD/tests/vgpu/compute-probe
 FAKE=$BUILD/tests/fakegpu
 TMP=$(mktemp -d /tmp/gs-compute.XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
+# (the simulated MPS daemon, started below, is told to quit: it is not a job of ours)
+trap 'kill $(jobs -p) 2>/dev/null; [ -S "$TMP/mps/control" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY="$TMP/mps" \
+        "$FAKE/nvidia-cuda-mps-control" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf FAKEGPU_STATE=$TMP/fakegpu.state
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
 nok=0 nfail=0
@@ -125,11 +127,33 @@ run "a lease held forever by someone else: the slice still gets its share" 0.20 
 grep -q "ignoring the arbiter for 1 s" "$TMP/out" && ok "... and says why it ignores the arbiter" || not_ok "no log of the stuck lease"
 unset GPUSLICE_ARBITER_DIR
 
+# The utilization view: inside a compute-limited slice NVML's GPU utilization is the slice's busy
+# time as a percentage of what its share allows (a slice using all of its 30 % shows 100; one busy
+# ~24 % of the time under a 50 % cap shows ~48); without a limit the driver's answer stands.
+sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_REGION="$TMP/view" PROBE_NVML=1 "$PROBE" kernel 1.5 500 >"$TMP/out" 2>&1
+u=$(field util "$TMP/out")
+[ "${u:-0}" -ge 95 ] && ok "utilization view, a slice using all of its 30 %: $u" || not_ok "view at cap 30: ${u:-none}"
+sliced GPUSLICE_COMPUTE_LIMIT=50 PROBE_NVML=1 "$PROBE" quiet 1.5 500 >"$TMP/out" 2>&1
+u=$(field util "$TMP/out")
+[ "${u:-0}" -ge 38 ] && [ "${u:-0}" -le 58 ] && ok "utilization view, busy ~24 % under a 50 % cap: $u" || not_ok "view quiet: ${u:-none}"
+sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_REGION="$TMP/view2" "$PROBE" kernel 2 500 >/dev/null 2>&1 &
+sleep 0.7
+sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_REGION="$TMP/view2" PROBE_NVML=1 "$PROBE" kernel 0 500 >"$TMP/out" 2>&1
+wait
+u=$(field util "$TMP/out")
+[ "${u:-0}" -ge 85 ] && ok "utilization view in a process that launches nothing (as nvidia-smi): the slice's, $u" ||
+        not_ok "view from a second process: ${u:-none}"
+sliced PROBE_NVML=1 "$PROBE" kernel 0.5 500 >"$TMP/out" 2>&1
+[ "$(field util "$TMP/out")" = 0 ] && ok "no compute limit: NVML's own utilization (the simulated GPU's 0)" ||
+        not_ok "unlimited view: $(tail -1 "$TMP/out")"
+
 # Cap mode through an MPS server (GPUSLICE_MPS_PIPE_DIRECTORY): the process connects with its
 # share as the active thread percentage; the driver confines it to that share of the SMs (38 of
 # 132 at 30 %) and launches are not intercepted. The simulated driver is an MPS client when the
-# daemon's control pipe is there. Without a daemon the slice stays on the time limiter.
-mkdir -p "$TMP/mps" && mkfifo "$TMP/mps/control"
+# daemon listens on its control socket (the simulated daemon, tests/fakegpu). Without a daemon
+# the slice stays on the time limiter.
+mkdir -p "$TMP/mps" "$TMP/mps-log"
+CUDA_MPS_PIPE_DIRECTORY="$TMP/mps" CUDA_MPS_LOG_DIRECTORY="$TMP/mps-log" "$FAKE/nvidia-cuda-mps-control" -d
 run "cap 30 % through MPS: the partition's throughput" 0.27 0.30 GPUSLICE_COMPUTE_LIMIT=30 \
         GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" PROBE_BLOCKS=2112 "$PROBE" procaddr 1 500
 grep -q "intercepted=0 sms=38" "$TMP/out" && ok "through MPS: 38 SMs seen, launches not intercepted" ||
@@ -179,6 +203,13 @@ env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" PROBE_BLOCKS=2112 "$GS" exe
         -- "$PROBE" procaddr 1 500 >"$TMP/out" 2>&1 && within "$TMP/out" 0.48 0.51 && grep -q "intercepted=0 sms=66" "$TMP/out" &&
         ok "gpuslice exec --compute 50 --mps-pipe-dir: 66 SMs, $(field fraction "$TMP/out")" ||
         { not_ok "exec --mps-pipe-dir"; cat "$TMP/out"; }
+# A daemon that quit leaves its socket behind: nobody listens, so the time limiter applies.
+echo quit | CUDA_MPS_PIPE_DIRECTORY="$TMP/mps" "$FAKE/nvidia-cuda-mps-control" >/dev/null
+for i in $(seq 50); do [ -e "$TMP/mps/nvidia-cuda-mps-control.pid" ] || break; sleep 0.1; done
+sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" GPUSLICE_LOG_LEVEL=1 PROBE_BLOCKS=2112 \
+        "$PROBE" procaddr 0.3 500 >"$TMP/out" 2>&1
+[ -S "$TMP/mps/control" ] && grep -q "no control daemon at" "$TMP/out" && grep -q "intercepted=1 sms=132" "$TMP/out" &&
+        ok "after the daemon quit (its socket left behind): the time limiter" || not_ok "stale MPS socket: $(tail -2 "$TMP/out")"
 for args in "--compute 0" "--compute 101" "--compute-0 x" "--compute 30 --compute-mode fast" "--compute 30 --mps-pipe-dir rel"; do
         "$GS" exec $args -- true >"$TMP/e" 2>&1
         [ $? = 2 ] && grep -q "input error" "$TMP/e" && ok "exec $args: usage error" || { not_ok "exec $args"; cat "$TMP/e"; }
