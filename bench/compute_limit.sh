@@ -10,6 +10,13 @@
 #   3. cost: `half` (a GPU busy about half the time) natively and under a 80 % cap it never
 #      reaches, paired (CS_PAIRS rounds, alternating); and `tiny` with the interposer preloaded but
 #      no compute limit (nothing intercepted).
+#   4. mps: cap mode through a real MPS daemon (`gpuslice mps start`, BUILD/gpuslice): short,
+#      long and tiny at every L, and two slices at 30 % and 70 % together.
+# Native runs also sample NVML's GPU utilization (nvidia-smi, every 100 ms): a workload that
+# leaves the GPU idle part of the time natively (PyTorch's loop) gets more than L % of its
+# native speed under a cap of L % of the GPU's time; "busy" is that native fraction. `tiny`, whose
+# native rate drifts run to run, is measured in CS_TINY_ROUNDS (default 3) native/limited pairs
+# per L, and its cell is the median of the paired ratios.
 # Prints a line per run as it comes, then the tables. Exits 77 without a GPU, 1 if a run failed.
 # Needs BUILD/libgpuslice-vgpu.so and BUILD/gpu-carry/compute_shapes (tests/gpu/prepare.sh).
 # CS_TORCH=0 leaves PyTorch out; CS_SHAPES overrides the shape list; CS_PARTS="cap share cost".
@@ -27,7 +34,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$W"' EXIT
 LIMITS=${CS_LIMITS:-10 20 30 50 80}
 SHAPES=${CS_SHAPES:-short long tiny graph coop torch}
 [ "${CS_TORCH:-1}" = 1 ] || SHAPES=${SHAPES//torch/}
-PARTS=${CS_PARTS:-cap share cost}
+PARTS=${CS_PARTS:-cap share cost mps}
 fails=0
 
 # rate SHAPE [ENV...]: run the shape (with the environment given), print its rate or nothing
@@ -48,6 +55,16 @@ rate() {
         fi
         echo "$r"
 }
+# native_busy SHAPE: its native rate, and NVML's mean GPU utilization over the run ("RATE BUSY")
+native_busy() {
+        nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 >"$W/util" 2>/dev/null &
+        local smi=$! r
+        r=$(rate "$1")
+        local rc=$?
+        kill $smi 2>/dev/null; wait $smi 2>/dev/null
+        [ $rc = 0 ] || return 1
+        echo "$r $(awk '$1 > 0 { s += $1; n++ } END { if (n) printf "%.1f", s / n; else print 0 }' "$W/util")"
+}
 limited() { # SHAPE L [MODE]: a fresh slice at L %
         rate "$1" LD_PRELOAD="$LIB" GPUSLICE_COMPUTE_LIMIT="$2" GPUSLICE_COMPUTE_MODE="${3:-cap}" \
                 GPUSLICE_REGION="$W/region-$1-$2-$RANDOM"
@@ -57,25 +74,39 @@ frac() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", 100 * a / b;
 echo "== compute limiter ($(date -u +%F), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)), ${SECS} s per run"
 if [[ " $PARTS " == *" cap "* ]]; then
         for s in $SHAPES; do
-                n1=$(rate "$s") || { fails=$((fails + 1)); continue; }
-                echo "  $s native $n1"
+                nb=$(native_busy "$s") || { fails=$((fails + 1)); continue; }
+                n1=${nb% *} busy=${nb#* }
+                echo "  $s native $n1 (GPU busy $busy %)"
                 for l in $LIMITS; do
-                        r=$(limited "$s" "$l") || { fails=$((fails + 1)); continue; }
+                        if [ "$s" = tiny ]; then # paired rounds: the median of limited/native
+                                : >"$W/tiny"
+                                for i in $(seq "${CS_TINY_ROUNDS:-3}"); do
+                                        a=$(rate tiny) && b=$(limited tiny "$l") && echo "$a $b" >>"$W/tiny" ||
+                                                fails=$((fails + 1))
+                                done
+                                r=$(awk '{ print $2 / $1 }' "$W/tiny" | sort -g | awk -v n1="$n1" '{ q[NR] = $1 }
+                                        END { if (!NR) exit 1; m = NR % 2 ? q[(NR + 1) / 2] : (q[NR / 2] + q[NR / 2 + 1]) / 2; printf "%.2f", m * n1 }') ||
+                                        continue
+                                echo "  tiny L=$l pairs: $(awk '{ printf "%.3f ", $2 / $1 }' "$W/tiny")-> $r (as a rate on the first native)"
+                        else
+                                r=$(limited "$s" "$l") || { fails=$((fails + 1)); continue; }
+                                echo "  $s L=$l $r"
+                        fi
                         echo "$s $l $r" >>"$W/cap"
-                        echo "  $s L=$l $r"
                 done
                 n2=$(rate "$s") || { fails=$((fails + 1)); continue; }
+                [ "$s" = tiny ] && n2=$n1 # its cells are already paired ratios
                 echo "  $s native $n2"
-                echo "$s $n1 $n2" >>"$W/native"
+                echo "$s $n1 $n2 $busy" >>"$W/native"
         done
         echo
         echo "cap mode: achieved % of native (the mean of the native runs before and after) at L %"
         awk -v limits="$LIMITS" '
-        FILENAME ~ /native$/ { base[$1] = ($2 + $3) / 2; drift[$1] = $3 / $2; order[++n] = $1; next }
+        FILENAME ~ /native$/ { base[$1] = ($2 + $3) / 2; drift[$1] = $3 / $2; busy[$1] = $4; order[++n] = $1; next }
         { r[$1, $2] = $3 }
         END {
                 nl = split(limits, L, " ")
-                printf "%-7s", "shape"; for (i = 1; i <= nl; i++) printf " %8s", "L=" L[i]; printf " %9s %8s\n", "max |err|", "drift"
+                printf "%-7s", "shape"; for (i = 1; i <= nl; i++) printf " %8s", "L=" L[i]; printf " %9s %8s %6s\n", "max |err|", "drift", "busy"
                 worst = 0
                 for (k = 1; k <= n; k++) {
                         s = order[k]; printf "%-7s", s; m = 0
@@ -84,7 +115,7 @@ if [[ " $PARTS " == *" cap "* ]]; then
                                 a = 100 * r[s, L[i]] / base[s]; e = a - L[i]; if (e < 0) e = -e; if (e > m) m = e
                                 printf " %8.1f", a
                         }
-                        printf " %9.1f %8.4f\n", m, drift[s]; if (m > worst) worst = m
+                        printf " %9.1f %8.4f %6s\n", m, drift[s], busy[s]; if (m > worst) worst = m
                 }
                 printf "worst |achieved - L| = %.1f points (target 2)\n", worst
         }' "$W/native" "$W/cap"
@@ -120,6 +151,45 @@ if [[ " $PARTS " == *" cost "* ]]; then
         show "target >= 0.99" "$W/pairs"
         echo "cost: tiny (launch-bound) with the interposer but no compute limit (native, preloaded):"
         show "nothing intercepted on the launch path" "$W/pairs0"
+fi
+if [[ " $PARTS " == *" mps "* ]]; then
+        echo
+        GS=$PWD/$BUILD/gpuslice MR=$W/mps
+        if ! command -v nvidia-cuda-mps-control >/dev/null || ! "$GS" mps start --mps-root "$MR" >"$W/mps.out" 2>&1; then
+                echo "FAIL mps: no MPS daemon: $(cat "$W/mps.out" 2>/dev/null)"
+                fails=$((fails + 1))
+        else
+                cat "$W/mps.out"
+                P=$(ls -d "$MR"/*/pipe | head -1)
+                mpsl() { rate "$1" LD_PRELOAD="$LIB" GPUSLICE_COMPUTE_LIMIT="$2" GPUSLICE_MPS_PIPE_DIRECTORY="$P" \
+                        GPUSLICE_REGION="$W/region-mps-$1-$2-$RANDOM"; }
+                : >"$W/mps.table"
+                # compute_shapes sizes its grids by the SM count it sees (16 blocks per SM): under
+                # MPS a kernel does seen/native of the native work, so its rate is scaled by that.
+                lastsms() { sed -n 's/.* sms=\([0-9]*\).*/\1/p' "$(ls -t "$W"/out.* | grep -v '\.err$' | head -1)"; }
+                work() { awk -v r="$1" -v s="$2" -v n="$3" -v shape="$4" 'BEGIN { printf "%.4f", shape == "torch" || shape == "tiny" || s == "" ? r : r * s / n }'; }
+                for s in ${CS_MPS_SHAPES:-short long tiny}; do
+                        n=$(rate "$s") || { fails=$((fails + 1)); continue; }
+                        nsms=$(lastsms)
+                        line="$s"
+                        for l in $LIMITS; do
+                                r=$(mpsl "$s" "$l") || { fails=$((fails + 1)); r=0; }
+                                sms=$(lastsms)
+                                line="$line $(frac "$(work "$r" "$sms" "$nsms" "$s")" "$n")/$sms"
+                        done
+                        echo "$line" | tee -a "$W/mps.table"
+                done
+                n=$(rate short)
+                nsms=$(lastsms)
+                mpsl short 30 >"$W/m30" & mpsl short 70 >"$W/m70" & wait
+                echo "cap mode through MPS: achieved % of native work / SMs the process saw, at L = $LIMITS"
+                cat "$W/mps.table"
+                a=$(work "$(cat "$W/m30")" "$(( nsms * 30 / 100 / 2 * 2 ))" "$nsms" short)
+                b=$(work "$(cat "$W/m70")" "$(( nsms * 70 / 100 / 2 * 2 ))" "$nsms" short)
+                echo "  two slices through MPS, 30 % and 70 % together: $(frac "$a" "$n") % and $(frac "$b" "$n") % of native work (target 30/70 +- 3)"
+                "$GS" mps status --mps-root "$MR"
+                "$GS" mps stop --mps-root "$MR"
+        fi
 fi
 echo "runs failed: $fails"
 [ "$fails" -eq 0 ]

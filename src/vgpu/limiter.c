@@ -144,7 +144,8 @@ static bool mps_daemon_listens(const char *dir)
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return false;
-        bool ok = connect(fd, (const struct sockaddr *)&a, sizeof(a)) == 0;
+        /* A live listener of another socket type answers EPROTOTYPE; nobody listening, ECONNREFUSED. */
+        bool ok = connect(fd, (const struct sockaddr *)&a, sizeof(a)) == 0 || errno == EPROTOTYPE;
         close(fd);
         return ok;
 }

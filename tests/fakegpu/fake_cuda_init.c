@@ -194,7 +194,7 @@ static void mps_init(void)
         (size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/control", dir) >= sizeof(a.sun_path))
         return;
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    up = fd >= 0 && connect(fd, (const struct sockaddr *)&a, sizeof(a)) == 0;
+    up = fd >= 0 && (connect(fd, (const struct sockaddr *)&a, sizeof(a)) == 0 || errno == EPROTOTYPE);
     if (fd >= 0)
         close(fd);
     if (!up)
