@@ -15,6 +15,11 @@ TMP=$(mktemp -d /tmp/gs-compute.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; [ -S "$TMP/mps/control" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY="$TMP/mps" \
         "$FAKE/nvidia-cuda-mps-control" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf FAKEGPU_STATE=$TMP/fakegpu.state
+# Compute-limited processes of one GPU take turns through its arbiter file (default in /dev/shm);
+# every simulated GPU has the same UUID, so a run of this test beside another (the ASan build's,
+# a developer's) would take turns with it: each run gets its own.
+export GPUSLICE_ARBITER_DIR=$TMP/arbiter
+mkdir -p "$GPUSLICE_ARBITER_DIR"
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
 nok=0 nfail=0
 ok() { nok=$((nok + 1)); echo "ok - $1"; }
@@ -102,8 +107,6 @@ run "share 30 % beside a busy tenant keeps to 30 %" 0.25 0.35 FAKEGPU_CONFIG="$T
 
 # Two slices on one GPU take turns through the GPU's arbiter file, in proportion to their shares
 # (share mode: all of it between them; cap mode: each at most its share).
-export GPUSLICE_ARBITER_DIR=$TMP/arbiter
-mkdir -p "$GPUSLICE_ARBITER_DIR"
 for mode in share cap; do
         sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=$mode GPUSLICE_REGION="$TMP/s30-$mode" "$PROBE" kernel 3 500 >"$TMP/a" 2>&1 &
         sliced GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=$mode GPUSLICE_REGION="$TMP/s70-$mode" "$PROBE" kernel 3 500 >"$TMP/b" 2>&1 &
@@ -125,7 +128,7 @@ EOF2
 run "a lease held forever by someone else: the slice still gets its share" 0.20 0.34 \
         GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 3 500
 grep -q "ignoring the arbiter for 1 s" "$TMP/out" && ok "... and says why it ignores the arbiter" || not_ok "no log of the stuck lease"
-unset GPUSLICE_ARBITER_DIR
+rm -f "$ARB"
 
 # The utilization view: inside a compute-limited slice NVML's GPU utilization is the slice's busy
 # time as a percentage of what its share allows (a slice using all of its 30 % shows 100; one busy
@@ -133,9 +136,11 @@ unset GPUSLICE_ARBITER_DIR
 sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_REGION="$TMP/view" PROBE_NVML=1 "$PROBE" kernel 1.5 500 >"$TMP/out" 2>&1
 u=$(field util "$TMP/out")
 [ "${u:-0}" -ge 95 ] && ok "utilization view, a slice using all of its 30 %: $u" || not_ok "view at cap 30: ${u:-none}"
+# (the view is judged against the run's own busy fraction: a loaded machine slows the busy-wait)
 sliced GPUSLICE_COMPUTE_LIMIT=50 PROBE_NVML=1 "$PROBE" quiet 1.5 500 >"$TMP/out" 2>&1
-u=$(field util "$TMP/out")
-[ "${u:-0}" -ge 38 ] && [ "${u:-0}" -le 58 ] && ok "utilization view, busy ~24 % under a 50 % cap: $u" || not_ok "view quiet: ${u:-none}"
+u=$(field util "$TMP/out") f=$(field fraction "$TMP/out")
+awk -v u="${u:--1}" -v f="${f:-0}" 'BEGIN { w = 100 * f / 0.5; exit !(u >= 0 && u >= w - 12 && u <= w + 12 && u < 90) }' &&
+        ok "utilization view, busy $f of the GPU under a 50 % cap: $u" || not_ok "view quiet: ${u:-none} (busy $f)"
 sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_REGION="$TMP/view2" "$PROBE" kernel 2 500 >/dev/null 2>&1 &
 sleep 0.7
 sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_REGION="$TMP/view2" PROBE_NVML=1 "$PROBE" kernel 0 500 >"$TMP/out" 2>&1
