@@ -252,6 +252,7 @@ enum gs_compat_mode { GS_COMPAT_LDCONFIG = 0, GS_COMPAT_MOUNT, GS_COMPAT_DISABLE
 #define GS_SLICE_FILE_PATH "/etc/gpuslice/slice.conf"
 #define GS_SLICE_RUN_DIR "/run/gpuslice"
 #define GS_SLICE_REGIONS_DIR "/run/gpuslice/slices"
+#define GS_SLICE_ARBITER_DIR "/run/gpuslice/arbiter"
 
 struct gs_slice_opts {
         const char *memory;                              /* size for every visible device, or NULL */
@@ -263,6 +264,10 @@ struct gs_slice_opts {
         const char *regions_dir;   /* NULL: GS_SLICE_REGIONS_DIR */
         const char *vgpu_lib;      /* host path of libgpuslice-vgpu.so; NULL: next to the gpuslice
                                       executable, then <prefix>/lib/gpuslice */
+        const char *mps_root;      /* a cap-mode compute slice on one GPU whose `gpuslice mps` daemon
+                                      (<mps_root>/<UUID>/pipe) listens runs on its share of the SMs
+                                      through it: the pipe directory is mounted at the same path and
+                                      named in the slice file; NULL: never */
 };
 
 /* True when the slice sets any limit. */

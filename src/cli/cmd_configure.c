@@ -40,13 +40,16 @@ static const char configure_help[] =
         "      --compute-mode=MODE   cap (default: never above the share), share (borrow idle\n"
         "                            time), off\n"
         "      --slice-id=ID         names the slice's host directory (default pid-<PID>)\n"
-        "      --regions-dir=DIR     where slice directories live (default " GS_SLICE_REGIONS_DIR ")\n"
+        "      --regions-dir=DIR     where slice directories live (default " GS_SLICE_REGIONS_DIR "; the GPUs'\n"
+        "                            arbiter directories are in DIR/../arbiter)\n"
+        "      --mps-root=DIR        cap mode through the GPU's `gpuslice mps` daemon under DIR when it\n"
+        "                            runs (one GPU; the hook uses slice.mps-root of its config)\n"
         "  -h, --help\n"
         "\n"
         "Errors: 'gpuslice: <stage> error: <message>' with nvidia-container-cli's stage names.\n";
 
 enum { O_COMPAT32 = 0x100, O_MIGCONF, O_MIGMON, O_IMEX, O_NOCG, O_NODEVBIND, O_NOPERS, O_NOFM, O_NOGSP, O_COMPAT,
-       O_MEMORY, O_SLICEID, O_REGIONS, O_CSHARE, O_CMODE };
+       O_MEMORY, O_SLICEID, O_REGIONS, O_MPSROOT, O_CSHARE, O_CMODE };
 
 static const struct option opts[] = {
         {"pid", required_argument, NULL, 'p'},
@@ -72,6 +75,7 @@ static const struct option opts[] = {
         {"memory", required_argument, NULL, O_MEMORY},
         {"compute-share", required_argument, NULL, O_CSHARE},
         {"compute-mode", required_argument, NULL, O_CMODE},
+        {"mps-root", required_argument, NULL, O_MPSROOT},
         {"slice-id", required_argument, NULL, O_SLICEID},
         {"regions-dir", required_argument, NULL, O_REGIONS},
         {"help", no_argument, NULL, 'h'},
@@ -153,6 +157,11 @@ static int take_option(struct args *a, int c, char **argv)
                 if (optarg[0] != '/')
                         return cli_usage_error("configure", "--regions-dir must be an absolute path: %s", optarg);
                 o->slice.regions_dir = optarg;
+                return -1;
+        case O_MPSROOT:
+                if (optarg[0] != '/')
+                        return cli_usage_error("configure", "--mps-root must be an absolute path: %s", optarg);
+                o->slice.mps_root = optarg;
                 return -1;
         case 'h':
                 fputs(configure_help, stdout);

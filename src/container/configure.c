@@ -495,8 +495,17 @@ static int stage_slice_prepare(struct run *x, struct gs_error *err)
         return 0;
 }
 
-/* slice (in the container): the interposer, the slice file, the usage region and the preload
- * list that makes every process load the interposer. */
+static int slice_bind(struct run *x, const char *host, const char *dst, enum gs_node_kind kind, unsigned long flags,
+                      struct gs_error *err)
+{
+        if (count_op(x, dst, err) < 0)
+                return -1;
+        gs_log_info("mounting %s at %s%s", host, x->c.rootfs, dst);
+        return gs_mount_bind(&x->r, host, dst, kind, flags, err);
+}
+
+/* slice (in the container): the interposer, the slice file, the usage region, the preload list
+ * that makes every process load the interposer, and the GPUs' arbiter directories. */
 static int mount_slice(struct run *x, struct gs_error *err)
 {
         if (!x->slice_ready || x->slice.already)
@@ -525,12 +534,25 @@ static int mount_slice(struct run *x, struct gs_error *err)
                         snprintf(host, sizeof(host), "%s", x->slice.lib);
                 else
                         snprintf(host, sizeof(host), "%s/%s", x->slice.dir, files[i].name);
-                if (count_op(x, files[i].dst, err) < 0)
-                        return -1;
-                gs_log_info("mounting %s at %s%s", host, x->c.rootfs, files[i].dst);
-                if (gs_mount_bind(&x->r, host, files[i].dst, files[i].kind, files[i].flags, err) < 0)
+                if (slice_bind(x, host, files[i].dst, files[i].kind, files[i].flags, err) < 0)
                         return -1;
         }
+        /* Each GPU's arbiter directory read-only, and in it the container's own record read-write. */
+        for (unsigned i = 0; i < x->slice.narb; i++) {
+                char dst[PATH_MAX];
+                snprintf(host, sizeof(host), "%s/gpuslice-gpu-%s", x->slice.arb_root, x->slice.arb_uuid[i]);
+                snprintf(dst, sizeof(dst), "%s/gpuslice-gpu-%s", GS_SLICE_ARBITER_DIR, x->slice.arb_uuid[i]);
+                if (slice_bind(x, host, dst, GS_NODE_DIR, GS_MNT_PROC, err) < 0)
+                        return -1;
+                size_t hn = strlen(host), dn = strlen(dst);
+                snprintf(host + hn, sizeof(host) - hn, "/%s", x->slice.id);
+                snprintf(dst + dn, sizeof(dst) - dn, "/%s", x->slice.id);
+                if (slice_bind(x, host, dst, GS_NODE_FILE, GS_MNT_IPC, err) < 0)
+                        return -1;
+        }
+        /* The GPU's MPS daemon (cap mode through MPS): its pipe directory, where it is on the host. */
+        if (x->slice.mps_pipe[0] != '\0' && slice_bind(x, x->slice.mps_pipe, x->slice.mps_pipe, GS_NODE_DIR, GS_MNT_IPC, err) < 0)
+                return -1;
         return 0;
 }
 

@@ -323,6 +323,8 @@ int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bo
         snprintf(rq->vgpu_lib, sizeof(rq->vgpu_lib), "%s", hc->vgpu_library);
         o->slice.regions_dir = rq->regions_dir[0] != '\0' ? rq->regions_dir : NULL;
         o->slice.vgpu_lib = rq->vgpu_lib[0] != '\0' ? rq->vgpu_lib : NULL;
+        snprintf(rq->mps_root, sizeof(rq->mps_root), "%s", hc->mps_root);
+        o->slice.mps_root = rq->mps_root[0] != '\0' ? rq->mps_root : NULL;
 
         /* A legacy image: CUDA_VERSION set (not empty), NVIDIA_REQUIRE_CUDA not. */
         const char *req_cuda = gs_env_get(env, nenv, "NVIDIA_REQUIRE_CUDA");

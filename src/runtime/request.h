@@ -46,6 +46,7 @@ struct gs_request {
         char container_id[256];
         char regions_dir[4096];
         char vgpu_lib[4096];
+        char mps_root[4096];
 };
 
 /* Fill rq from a container's env (KEY=VALUE strings) and the host config: the device, capability,

@@ -14,7 +14,10 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/name.h"
+#include "common/path.h"
 #include "common/strutil.h"
+#include "common/unixsock.h"
 
 #if defined(__x86_64__)
 #define GS_MULTIARCH "x86_64-linux-gnu"
@@ -63,10 +66,7 @@ int gs_slice_find_library(const char *configured, char *out, size_t len, struct 
 
 bool gs_slice_id_valid(const char *id)
 {
-        size_t n = strlen(id);
-        if (n == 0 || n >= 256 || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
-                return false;
-        return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-") == n;
+        return gs_name_is_safe(id, 256);
 }
 
 /* Field 22 of /proc/<pid>/stat (clock ticks since boot); 0 if the process is gone. */
@@ -137,30 +137,14 @@ static void remove_tree(int parentfd, const char *name, int depth)
                 gs_log_warn("cannot remove %s: %s", name, strerror(errno));
 }
 
-/* mkdir -p for an absolute host directory owned by root (0755). */
-static int make_dirs(const char *path, struct gs_error *err)
-{
-        char p[PATH_MAX];
-        if (path[0] != '/' || !gs_strlcpy(p, path, sizeof(p)))
-                return gs_error_set(err, GS_EINVAL, "invalid regions directory: %s", path);
-        for (char *s = p + 1;; s++) {
-                if (*s == '/' || *s == '\0') {
-                        char c = *s;
-                        *s = '\0';
-                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                                return gs_error_sys(err, "mkdir %s", p);
-                        *s = c;
-                        if (c == '\0')
-                                break;
-                }
-        }
-        return 0;
-}
-
 static int open_regions(const char *regions_dir, bool create, struct gs_error *err)
 {
-        if (create && make_dirs(regions_dir, err) < 0)
-                return -1;
+        if (create) {
+                int made = gs_mkdir_p(regions_dir, 0755, err);
+                if (made < 0)
+                        return -1;
+                close(made);
+        }
         int fd = open(regions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return gs_error_sys(err, "open %s", regions_dir);
@@ -188,7 +172,118 @@ static int owner_alive(int regfd, const char *id, pid_t *pid_out)
         return start_time((pid_t)pid) == st ? 1 : 0;
 }
 
-static int write_slice_conf(int dirfd, const struct gs_slice_opts *s, const char *devices, struct gs_error *err)
+/* ---- the GPUs' arbiter directories (turn-taking between compute-limited slices) ---- */
+
+static bool compute_limited(const struct gs_slice_opts *s)
+{
+        bool any = s->compute != NULL;
+        for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++)
+                any = any || s->compute_dev[i] != NULL;
+        return any && (s->compute_mode == NULL || strcmp(s->compute_mode, "off") != 0);
+}
+
+/* <regions_dir>/../arbiter */
+static int arbiter_root(const char *regions, char *out, size_t len, struct gs_error *err)
+{
+        const char *slash = strrchr(regions, '/');
+        size_t n = slash != NULL ? (size_t)(slash - regions) : 0;
+        if (n + sizeof("/arbiter") > len)
+                return gs_error_set(err, GS_EINVAL, "regions directory path too long");
+        memcpy(out, regions, n);
+        memcpy(out + n, "/arbiter", sizeof("/arbiter"));
+        return 0;
+}
+
+/* The GPU's arbiter directory under the root: sticky and world-writable, ours (root's). */
+static int open_gpu_arbiter(int rootfd, const char *uuid, bool create, struct gs_error *err)
+{
+        char name[GS_STR_LONG + 16];
+        if (snprintf(name, sizeof(name), "gpuslice-gpu-%s", uuid) >= (int)sizeof(name) || !gs_name_is_safe(name, sizeof(name)))
+                return gs_error_set(err, GS_EINVAL, "unusable GPU UUID for an arbiter directory: '%s'", uuid);
+        if (create && mkdirat(rootfd, name, 01777) < 0 && errno != EEXIST)
+                return gs_error_sys(err, "mkdir %s", name);
+        int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return gs_error_sys(err, "open %s", name);
+        struct stat st;
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || fchmod(fd, 01777) < 0) {
+                close(fd);
+                return gs_error_set(err, GS_EFORMAT, "arbiter directory %s is not ours (owner, or not a directory)", name);
+        }
+        return fd;
+}
+
+/* For each of the container's GPUs (`devices`, comma-separated UUIDs): its arbiter directory and,
+ * in it, a fresh record named after the container (anything there by that name is replaced). */
+static int make_arbiter_files(struct gs_slice_host *h, const char *devices, struct gs_error *err)
+{
+        int made = gs_mkdir_p(h->arb_root, 0755, err);
+        if (made < 0)
+                return -1;
+        gs_autoclose int rootfd = made;
+        static const char zero[64];
+        for (const char *p = devices; p != NULL && *p != '\0' && h->narb < GS_MAX_GPUS;) {
+                size_t n = strcspn(p, ",");
+                if (n > 0 && n < GS_STR_LONG) {
+                        char uuid[GS_STR_LONG];
+                        memcpy(uuid, p, n);
+                        uuid[n] = '\0';
+                        gs_autoclose int gfd = open_gpu_arbiter(rootfd, uuid, true, err);
+                        if (gfd < 0)
+                                return -1;
+                        if (unlinkat(gfd, h->id, 0) < 0 && errno != ENOENT)
+                                return gs_error_sys(err, "remove %s/gpuslice-gpu-%s/%s", h->arb_root, uuid, h->id);
+                        if (write_at(gfd, h->id, zero, sizeof(zero), 0666, err) < 0)
+                                return -1;
+                        memcpy(h->arb_uuid[h->narb++], uuid, n + 1);
+                }
+                p += n + (p[n] == ',');
+        }
+        return 0;
+}
+
+/* Remove the container's record from every GPU's arbiter directory. */
+static void remove_arbiter_files(const char *arb_root, const char *id)
+{
+        int fd = open(arb_root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        DIR *d = fdopendir(fd);
+        if (d == NULL) {
+                close(fd);
+                return;
+        }
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+                if (strncmp(e->d_name, "gpuslice-gpu-", 13) != 0)
+                        continue;
+                gs_autoclose int gfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (gfd >= 0 && unlinkat(gfd, id, 0) < 0 && errno != ENOENT)
+                        gs_log_warn("cannot remove %s/%s/%s: %s", arb_root, e->d_name, id, strerror(errno));
+        }
+        closedir(d);
+}
+
+/* Cap mode through MPS: one GPU (MPS takes one percentage per process), cap mode, and the GPU's
+ * daemon under the MPS root listening now (a daemon that quits later leaves the slice on the time
+ * limiter: the interposer checks again). */
+static void find_mps_pipe(const struct gs_slice_opts *s, const char *devices, struct gs_slice_host *h)
+{
+        h->mps_pipe[0] = '\0';
+        if (s->mps_root == NULL || devices == NULL || *devices == '\0' || strchr(devices, ',') != NULL ||
+            (s->compute_mode != NULL && strcmp(s->compute_mode, "cap") != 0))
+                return;
+        char pipe[PATH_MAX];
+        if (snprintf(pipe, sizeof(pipe), "%s/%s/pipe", s->mps_root, devices) >= (int)sizeof(pipe))
+                return;
+        if (gs_unix_listens(pipe, "control")) {
+                snprintf(h->mps_pipe, sizeof(h->mps_pipe), "%s", pipe);
+                gs_log_info("slice: cap mode through the MPS daemon at %s", pipe);
+        }
+}
+
+static int write_slice_conf(int dirfd, const struct gs_slice_opts *s, const char *devices,
+                            const struct gs_slice_host *h, struct gs_error *err)
 {
         char buf[8192];
         size_t n = 0;
@@ -210,6 +305,10 @@ static int write_slice_conf(int dirfd, const struct gs_slice_opts *s, const char
                         ADD("GPUSLICE_COMPUTE_LIMIT_%d=%s\n", i, s->compute_dev[i]);
         if (s->compute_mode != NULL)
                 ADD("GPUSLICE_COMPUTE_MODE=%s\n", s->compute_mode);
+        if (h->narb > 0)
+                ADD("GPUSLICE_ARBITER_DIR=%s\nGPUSLICE_ARBITER_NAME=%s\n", GS_SLICE_ARBITER_DIR, h->id);
+        if (h->mps_pipe[0] != '\0')
+                ADD("GPUSLICE_MPS_PIPE_DIRECTORY=%s\n", h->mps_pipe);
 #undef ADD
         if (n >= sizeof(buf))
                 return gs_error_set(err, GS_EINVAL, "slice configuration too long");
@@ -232,8 +331,10 @@ int gs_slice_prepare(const struct gs_slice_opts *s, pid_t owner_pid, const char 
                 return gs_error_set(err, GS_EINVAL, "invalid container id for a slice: '%s'", id);
         if (gs_slice_find_library(s->vgpu_lib, h->lib, sizeof(h->lib), err) < 0)
                 return -1;
-        if (snprintf(h->dir, sizeof(h->dir), "%s/%s", regions, id) >= (int)sizeof(h->dir))
+        if (snprintf(h->dir, sizeof(h->dir), "%s/%s", regions, id) >= (int)sizeof(h->dir) ||
+            arbiter_root(regions, h->arb_root, sizeof(h->arb_root), err) < 0)
                 return gs_error_set(err, GS_EINVAL, "regions directory path too long");
+        snprintf(h->id, sizeof(h->id), "%s", id);
         unsigned long long st = start_time(owner_pid);
         if (st == 0)
                 return gs_error_set(err, GS_ENOTFOUND, "the container's process %d is gone", (int)owner_pid);
@@ -268,7 +369,8 @@ int gs_slice_prepare(const struct gs_slice_opts *s, pid_t owner_pid, const char 
         char owner[64];
         int on = snprintf(owner, sizeof(owner), "%d %llu\n", (int)owner_pid, st);
         if (write_at(h->dirfd, "owner", owner, (size_t)on, 0644, err) < 0 ||
-            write_slice_conf(h->dirfd, s, devices, err) < 0 || write_at(h->dirfd, "usage", "", 0, 0666, err) < 0)
+            (compute_limited(s) && (find_mps_pipe(s, devices, h), make_arbiter_files(h, devices, err) < 0)) ||
+            write_slice_conf(h->dirfd, s, devices, h, err) < 0 || write_at(h->dirfd, "usage", "", 0, 0666, err) < 0)
                 goto fail;
         return 0;
 fail:
@@ -314,6 +416,9 @@ void gs_slice_abort(struct gs_slice_host *h)
                         }
                         *slash = '/';
                 }
+                if (h->narb > 0)
+                        remove_arbiter_files(h->arb_root, h->id);
+                h->narb = 0;
                 h->created = false;
         }
         gs_slice_close(h);
@@ -332,6 +437,10 @@ int gs_slice_remove(const char *regions_dir, const char *id, struct gs_error *er
                 regions_dir = GS_SLICE_REGIONS_DIR;
         if (!gs_slice_id_valid(id))
                 return gs_error_set(err, GS_EINVAL, "invalid container id: '%s'", id);
+        char arb[PATH_MAX];
+        if (arbiter_root(regions_dir, arb, sizeof(arb), err) < 0)
+                return -1;
+        remove_arbiter_files(arb, id);
         gs_autoclose int regfd = open(regions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (regfd < 0)
                 return errno == ENOENT ? 0 : gs_error_sys(err, "open %s", regions_dir);
@@ -347,6 +456,8 @@ unsigned gs_slice_sweep(const char *regions_dir)
 {
         if (regions_dir == NULL)
                 regions_dir = GS_SLICE_REGIONS_DIR;
+        char arb[PATH_MAX];
+        bool arb_ok = arbiter_root(regions_dir, arb, sizeof(arb), NULL) == 0;
         int regfd = open(regions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (regfd < 0)
                 return 0;
@@ -369,8 +480,11 @@ unsigned gs_slice_sweep(const char *regions_dir)
                         continue; /* being made right now, perhaps */
                 gs_log_info("sweeping slice directory %s/%s (its container is gone)", regions_dir, e->d_name);
                 remove_tree(dirfd(d), e->d_name, 0);
+                if (arb_ok)
+                        remove_arbiter_files(arb, e->d_name);
                 removed++;
         }
         closedir(d);
         return removed;
 }
+

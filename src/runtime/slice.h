@@ -9,6 +9,13 @@
  *                  mounted read-only over the container's /etc/ld.so.preload
  *   usage          the usage region (0666, sized by the first process), mounted read-write at
  *                  GS_SLICE_USAGE_PATH
+ * and, for a compute-limited slice, in each of its GPUs' arbiter directories
+ * <regions_dir>/../arbiter/gpuslice-gpu-<UUID>/ (sticky, world-writable: host slices of any user add
+ * their own file there) a file named after the container (0666, 64 bytes): the directory is
+ * mounted read-only at GS_SLICE_ARBITER_DIR/gpuslice-gpu-<UUID>, and only the container's own file
+ * in it read-write, so a container can write its own turn-taking record and read the others'.
+ * A cap-mode slice on one GPU whose `gpuslice mps` daemon listens (opts->mps_root) gets the
+ * daemon's pipe directory, mounted read-write at the same path, named in slice.conf.
  * The directory goes when the container does: a poststop hook removes it, and every hook run
  * sweeps the directories whose owner is no longer alive.
  */
@@ -30,6 +37,11 @@ struct gs_slice_host {
         int dirfd;              /* O_DIRECTORY fd on dir, or -1 */
         bool created;           /* we made dir (remove it on failure) */
         bool already;           /* dir existed for this same live container: nothing to do */
+        char id[256];           /* the container's id (names its directory and arbiter files) */
+        char arb_root[PATH_MAX]; /* the GPUs' arbiter directories (<regions_dir>/../arbiter) */
+        unsigned narb;          /* GPUs whose arbiter file we made for the container */
+        char arb_uuid[GS_MAX_GPUS][GS_STR_LONG];
+        char mps_pipe[PATH_MAX]; /* the GPU's MPS pipe directory the slice connects to, or "" */
 };
 
 /* The interposer: `configured` if set (must be readable), else next to the running executable
@@ -55,7 +67,7 @@ int gs_slice_write_preload(struct gs_slice_host *h, const char *image, size_t le
 void gs_slice_abort(struct gs_slice_host *h);
 void gs_slice_close(struct gs_slice_host *h);
 
-/* poststop: remove the container's directory (no error if it is gone). */
+/* poststop: remove the container's directory and arbiter files (no error if they are gone). */
 int gs_slice_remove(const char *regions_dir, const char *id, struct gs_error *err);
 
 /* Remove the directories whose owner is dead (and half-made ones older than a minute). Returns

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/name.h"
 
 int gs_vgpu_parse_size(const char *s, uint64_t *bytes)
 {
@@ -250,8 +253,15 @@ static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
                 fail(cfg, "invalid %s '%s' (cap, share or off)", name, v);
         }
         load_path(cfg, src, "GPUSLICE_REGION", "CUDA_DEVICE_MEMORY_SHARED_CACHE", cfg->region, sizeof(cfg->region));
-        strcpy(cfg->arbiter_dir, "/dev/shm");
+        struct stat st;
+        strcpy(cfg->arbiter_dir, stat(GS_VGPU_HOST_ARBITER_DIR, &st) == 0 && S_ISDIR(st.st_mode)
+                                         ? GS_VGPU_HOST_ARBITER_DIR : "/dev/shm");
         load_path(cfg, src, "GPUSLICE_ARBITER_DIR", NULL, cfg->arbiter_dir, sizeof(cfg->arbiter_dir));
+        v = lookup(src, "GPUSLICE_ARBITER_NAME", NULL, &name);
+        if (v != NULL && !gs_name_is_safe(v, sizeof(cfg->arbiter_name)))
+                fail(cfg, "invalid %s '%s' (letters, digits, '_', '.', '+', '-')", name, v);
+        else if (v != NULL)
+                strcpy(cfg->arbiter_name, v);
         load_path(cfg, src, "GPUSLICE_MPS_PIPE_DIRECTORY", NULL, cfg->mps_dir, sizeof(cfg->mps_dir));
         v = lookup(src, "GPUSLICE_DEVICES", NULL, &name);
         if (v != NULL) {

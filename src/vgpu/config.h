@@ -13,9 +13,14 @@
  *   GPUSLICE_COMPUTE_MODE / GPU_CORE_UTILIZATION_POLICY        cap (HAMi: force), share (HAMi:
  *                                                             default), off (HAMi: disable);
  *                                                             default: cap
- *   GPUSLICE_ARBITER_DIR                                      where the GPUs' arbiter files are
- *                                                             (compute-limited slices take turns
- *                                                             through them; default /dev/shm)
+ *   GPUSLICE_ARBITER_DIR                                      where the GPUs' arbiter directories
+ *                                                             are (compute-limited slices take
+ *                                                             turns through them; default
+ *                                                             /run/gpuslice/arbiter if it exists,
+ *                                                             else /dev/shm)
+ *   GPUSLICE_ARBITER_NAME                                     the slice's file there (the hook:
+ *                                                             the container id; default: the
+ *                                                             slice's region key in hex)
  *   GPUSLICE_MPS_PIPE_DIRECTORY                               cap mode through an MPS server: the
  *                                                             server's pipe directory (`gpuslice mps
  *                                                             start` makes one per GPU); the process
@@ -48,6 +53,9 @@
 #include <stdint.h>
 
 #define GS_VGPU_MAX_DEVICES 16
+/* Where the hook makes the GPUs' arbiter directories (GS_SLICE_ARBITER_DIR in gpuslice.h): on the
+ * host, and the same path inside a container. */
+#define GS_VGPU_HOST_ARBITER_DIR "/run/gpuslice/arbiter"
 
 enum { GS_COMPUTE_CAP = 0, GS_COMPUTE_SHARE = 1, GS_COMPUTE_OFF = 2 }; /* cap is the default */
 
@@ -58,7 +66,8 @@ struct gs_vgpu_config {
         unsigned compute_all;                /* the global value (0 = unlimited) */
         int compute_mode;                    /* GS_COMPUTE_* */
         char region[512];                    /* usage region path ("" = none: process-local only) */
-        char arbiter_dir[256];               /* GPUSLICE_ARBITER_DIR: the GPUs' arbiter files */
+        char arbiter_dir[256];               /* GPUSLICE_ARBITER_DIR: the GPUs' arbiter directories */
+        char arbiter_name[256];              /* GPUSLICE_ARBITER_NAME ("" = from the region) */
         char mps_dir[256];                   /* GPUSLICE_MPS_PIPE_DIRECTORY ("" = no MPS) */
         char devices[1024];                  /* GPUSLICE_DEVICES as given ("" = all) */
         int log_level;

@@ -39,11 +39,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/unixsock.h"
 #include "region/region.h"
 #include "vgpu/arbiter.h"
 
@@ -136,20 +135,6 @@ static void nap(uint64_t ns)
  * partition is the cap: launches are not intercepted. MPS has one percentage per process, so a
  * slice whose devices have different shares stays on the time limiter, as does one whose server
  * is not running (both logged). */
-static bool mps_daemon_listens(const char *dir)
-{
-        struct sockaddr_un a = {.sun_family = AF_UNIX};
-        if ((size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/control", dir) >= sizeof(a.sun_path))
-                return false;
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return false;
-        /* A live listener of another socket type answers EPROTOTYPE; nobody listening, ECONNREFUSED. */
-        bool ok = connect(fd, (const struct sockaddr *)&a, sizeof(a)) == 0 || errno == EPROTOTYPE;
-        close(fd);
-        return ok;
-}
-
 static bool connect_mps(void)
 {
         if (S.cfg.mps_dir[0] == '\0' || S.cfg.compute_mode != GS_COMPUTE_CAP)
@@ -168,7 +153,7 @@ static bool connect_mps(void)
         /* No daemon there: the driver would run the process unconfined. A daemon listens on the
          * `control` socket in its pipe directory; one that quit leaves the socket behind, which
          * then refuses connections. (Its pid file names a host pid, not visible in a container.) */
-        if (!mps_daemon_listens(S.cfg.mps_dir)) {
+        if (!gs_unix_listens(S.cfg.mps_dir, "control")) {
                 gs_vgpu_log(1, "MPS: no control daemon at %s; using the time limiter", S.cfg.mps_dir);
                 return false;
         }
@@ -236,18 +221,24 @@ static void share_region(struct lim_dev *d, int vis)
         d->tokens = t;
 }
 
-/* The slice's identity on the GPU's arbiter: its region's creation (every process of the slice
- * shares it), else this process. */
+/* The slice's name on the GPU's arbiter: GPUSLICE_ARBITER_NAME (the hook: the container id), else
+ * its region's creation (every process of the slice shares it), else this process. */
 static void join_arbiter(struct lim_dev *d, int vis)
 {
-        uint64_t key = (uint64_t)getpid() << 32 | (uint64_t)mono_ns();
-        if (S.region != NULL) {
-                const struct gs_region_header *h = &gs_region_file(S.region)->hdr;
-                key = h->created_ns ^ ((uint64_t)(uint32_t)h->creator_pid << 32);
+        char name[64];
+        const char *n = S.cfg.arbiter_name;
+        if (n[0] == '\0') {
+                uint64_t key = (uint64_t)getpid() << 32 | (uint64_t)mono_ns();
+                if (S.region != NULL) {
+                        const struct gs_region_header *h = &gs_region_file(S.region)->hdr;
+                        key = h->created_ns ^ ((uint64_t)(uint32_t)h->creator_pid << 32);
+                }
+                snprintf(name, sizeof(name), "x-%016llx", (unsigned long long)key);
+                n = name;
         }
-        if (gs_arb_open(&d->arb, S.cfg.arbiter_dir, S.uuid_of[vis], key | 1, d->bp) < 0)
-                gs_vgpu_log(1, "device %d: no arbiter file in %s (%s): this slice does not take turns with "
-                               "others on the GPU", vis, S.cfg.arbiter_dir, strerror(errno));
+        if (gs_arb_open(&d->arb, S.cfg.arbiter_dir, S.uuid_of[vis], n, d->bp) < 0)
+                gs_vgpu_log(1, "device %d: no arbiter in %s/gpuslice-gpu-%s (%s): this slice does not take turns "
+                               "with others on the GPU", vis, S.cfg.arbiter_dir, S.uuid_of[vis], strerror(errno));
 }
 
 static int start_ticker(void)

@@ -5,7 +5,9 @@
 # GS_GPU_ONLY=LIST (comma-separated) runs only those parts: list (issue 2: info, list, NVML
 # probe), configure (issue 3), quota (issue 4: the interposer), hook (issue 8: the OCI hook and
 # CDI under runc), compute (issue 9: the compute limiter, bench/compute_limit.sh; seconds per run
-# in GS_COMPUTE_SECONDS, default 3), bench (bench/run.sh); the benchmark of a part runs with it.
+# in GS_COMPUTE_SECONDS, default 3), ctcompute (issue 9 in containers: two compute slices taking
+# turns, one through MPS, under runc and the hook), bench (bench/run.sh); the benchmark of a part
+# runs with it.
 # Without an NVIDIA GPU it exits 77, which meson (and `make test`) report as SKIPPED.
 # Results and raw outputs go to $OUT (or a temp dir); the last line is "N passed, N failed".
 set -uo pipefail
@@ -278,7 +280,7 @@ fi
 # CDI-aware runtime would. Each runs /check.sh (KEY=VALUE lines, then cuda_fill, then DONE);
 # outputs in $OUTDIR/hook-*.txt.
 RUNC=${GS_RUNC:-$(cd "$(dirname "$CARRY/x")" 2>/dev/null && pwd)/runc/runc}
-if only hook && [ -x "$RUNC" ] && [ -x "$CARRY/cuda_fill" ] && [ -x "$CARRY/busybox" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
+if { only hook || only ctcompute; } && [ -x "$RUNC" ] && [ -x "$CARRY/cuda_fill" ] && [ -x "$CARRY/busybox" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
         HW=$(mktemp -d /tmp/gs-gpu-hook.XXXXXX)
         HSTATE=$HW/runc-state SLICES=/run/gpuslice/slices
         made_run=; [ -e /run/gpuslice ] || made_run=1   # the CDI slice hooks use the default regions-dir
@@ -397,6 +399,7 @@ PY
         HOOKS="{\"prestart\": [{\"path\": \"$GSA\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$HW/config.toml\", \"prestart\"], \"env\": [$HOOK_ENV]}],
                 \"poststop\": [{\"path\": \"$GSA\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$HW/config.toml\", \"poststop\"], \"env\": [$HOOK_ENV]}]}"
 
+        if only hook; then
         # (a) the OCI hook: a 4 GiB slice of GPU 0
         id=gs-gpu-hook-$$
         mkbundle hook /usr/bin/nvidia-smi 3 "$NV, \"GPUSLICE_MEMORY_LIMIT=4Gi\"" "$HOOKS" && runct hook "$id" "$HW/regions/$id"
@@ -469,6 +472,57 @@ PY
         if [ -f bench/hook.sh ] && [ "${GS_GPU_BENCH:-1}" = 1 ]; then
                 BUSYBOX=$CARRY/busybox bash bench/hook.sh "$BUILD" 20 / | tee "$OUTDIR/bench_hook.txt"
                 check "hook benchmark: every hook and configure run succeeded" test "${PIPESTATUS[0]}" = 0
+        fi
+        fi # only hook
+
+        # (c) issue 9 in containers (GS_GPU_ONLY=ctcompute): compute slices under the real hook.
+        # Two containers at 30 % and 70 % (share mode) take turns through the arbiter directory the
+        # hook mounts; then a 30 % cap-mode container runs through a real MPS daemon (gpuslice mps).
+        if [ -x "$CARRY/compute_shapes" ]; then
+                cp "$CARRY/compute_shapes" "$HW/base/compute_shapes"
+                printf '%s\n' 'echo "slice_conf=$(tr "\n" " " </etc/gpuslice/slice.conf 2>/dev/null)"' \
+                        '/compute_shapes "$1" "$2"; echo "shape_rc=$?"' 'echo DONE' >"$HW/base/compute.sh"
+                ctbundle() { # NAME SHAPE SECONDS ENV-ITEMS [CONFIG]: HW/NAME runs /compute.sh SHAPE SECONDS
+                        local hooks=${HOOKS//$HW\/config.toml/${5:-$HW/config.toml}}
+                        mkbundle "$1" none 0 "$4" "$hooks" && python3 - "$HW/$1/config.json" "$2" "$3" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["args"] = ["/bin/sh", "/compute.sh", sys.argv[2], sys.argv[3]]
+json.dump(c, open(p, "w"), indent=2)
+PY
+                }
+                rate_of() { sed -n 's/^shape=.* rate=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
+                native=$("$CARRY/compute_shapes" short 3 2>/dev/null | sed -n 's/.* rate=\([0-9.]*\).*/\1/p')
+                for pct in 30 70; do ctbundle "ct$pct" short 3 "$NV, \"GPUSLICE_COMPUTE_LIMIT=$pct\", \"GPUSLICE_COMPUTE_MODE=share\""; done
+                hook_ids+=("gs-gpu-ct30-$$" "gs-gpu-ct70-$$")
+                timeout 60 "$RUNC" --root "$HSTATE" run --bundle "$HW/ct30" "gs-gpu-ct30-$$" </dev/null >"$OUTDIR/ct30.txt" 2>&1 &
+                timeout 60 "$RUNC" --root "$HSTATE" run --bundle "$HW/ct70" "gs-gpu-ct70-$$" </dev/null >"$OUTDIR/ct70.txt" 2>&1 &
+                wait
+                native2=$("$CARRY/compute_shapes" short 3 2>/dev/null | sed -n 's/.* rate=\([0-9.]*\).*/\1/p')
+                cat "$OUTDIR/ct30.txt" "$OUTDIR/ct70.txt"
+                r30=$(rate_of "$OUTDIR/ct30.txt") r70=$(rate_of "$OUTDIR/ct70.txt")
+                read -r p30 p70 < <(awk -v a="${r30:-0}" -v b="${r70:-0}" -v n1="${native:-0}" -v n2="${native2:-0}" \
+                        'BEGIN { n = (n1 + n2) / 2; if (n <= 0) n = 1e99; printf "%.1f %.1f\n", 100 * a / n, 100 * b / n }')
+                echo "containers, share 30 % and 70 % together: $p30 % and $p70 % of native (native $native / $native2)"
+                check "containers: slice.conf names the arbiter (30 %)" grep -q "^slice_conf=.*GPUSLICE_ARBITER_NAME=gs-gpu-ct30-$$" "$OUTDIR/ct30.txt"
+                check "containers: 30 % and 70 % share slices split 30/70 +- 3 ($p30 / $p70)" \
+                        awk -v a="$p30" -v b="$p70" 'BEGIN { exit !(a >= 27 && a <= 33 && b >= 67 && b <= 73) }'
+                # cap mode through the real MPS daemon, connected by the hook (slice.mps-root)
+                MROOT=$HW/mps
+                if "$GSA" mps start --device 0 --mps-root "$MROOT" >"$OUTDIR/ct-mps-start.txt" 2>&1; then
+                        { cat "$HW/config.toml"; echo "mps-root = \"$MROOT\""; } >"$HW/config-mps.toml"
+                        ctbundle ctmps short 3 "$NV, \"GPUSLICE_COMPUTE_LIMIT=30\"" "$HW/config-mps.toml"
+                        hook_ids+=("gs-gpu-ctmps-$$")
+                        timeout 60 "$RUNC" --root "$HSTATE" run --bundle "$HW/ctmps" "gs-gpu-ctmps-$$" </dev/null >"$OUTDIR/ctmps.txt" 2>&1
+                        cat "$OUTDIR/ctmps.txt"
+                        check "containers: the hook connects a 30 % cap slice to the GPU's MPS daemon" \
+                                grep -q "^slice_conf=.*GPUSLICE_MPS_PIPE_DIRECTORY=$MROOT/" "$OUTDIR/ctmps.txt"
+                        check "containers: ... and the process runs on 38 of 132 SMs" grep -q "^shape=short .* sms=38" "$OUTDIR/ctmps.txt"
+                        "$GSA" mps stop --mps-root "$MROOT" >>"$OUTDIR/ct-mps-start.txt" 2>&1
+                else
+                        cat "$OUTDIR/ct-mps-start.txt"; check "containers: gpuslice mps start" false
+                fi
         fi
         hook_cleanup
         trap - EXIT

@@ -26,6 +26,7 @@ cleanup() {
         local id d
         for id in "${ids[@]}"; do "$RUNC" --root "$STATE" delete -f "$id" >/dev/null 2>&1; done
         for d in /sys/fs/cgroup/*/"$CG"-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+        [ -d "$TMP/mps" ] && "$GS" --root "$DRV" mps stop --mps-root "$TMP/mps" >/dev/null 2>&1
         rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -229,6 +230,78 @@ run livedel -- "$RUNC" --root "$STATE" delete "$live"
 expect_rc livedel 0 "runc delete of the stopped container"
 [ -e "$SLICES/$live" ] && not_ok "live: runc delete (poststop) left its slice directory" ||
         ok "live: runc delete ran the poststop hook, which removed its slice directory"
+
+# Two compute-limited containers on one GPU take turns through the GPU's arbiter directory: the
+# hook makes each container's record in <regions>/../arbiter/gpuslice-gpu-<UUID>/, mounts the
+# directory read-only and only the container's own record read-write. In share mode on an idle
+# (simulated) GPU each would borrow everything; taking turns, together they get the GPU once.
+# A container cannot add files there, nor write the other's record; poststop removes its record.
+ARBDIR=$TMP/arbiter/gpuslice-gpu-$GPU0_UUID
+for pct in 30 70; do
+        make_bundle "arb$pct" '.process.env += $env
+                | .process.args = ["/bin/sh", "-c", "d=/run/gpuslice/arbiter/gpuslice-gpu-" + $uuid
+                    + "; sed \"s/^/SLICE /\" /etc/gpuslice/slice.conf; (sleep 1.5; ls $d | sed \"s/^/ARB /\") &"
+                    + " /usr/bin/compute-probe kernel 3 500 | sed \"s/^/PROBE /\"; wait; (: >$d/evil) 2>/dev/null && echo ADD_FILE written || echo ADD_FILE refused"
+                    + "; for f in $d/gs-*; do [ $f = $d/" + $id + " ] && continue; (printf x >>$f) 2>/dev/null && echo OTHER written || echo OTHER refused; done"
+                    + "; (printf \"\" >>$d/" + $id + ") 2>/dev/null && echo OWN writable || echo OWN read-only; echo DONE"]
+                | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}' \
+                --arg uuid "$GPU0_UUID" --arg id "gs-$$-arb$pct" \
+                --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_COMPUTE_LIMIT=$pct GPUSLICE_COMPUTE_MODE=share)"
+        cp "$BUILD/tests/integration/hook-compute-probe" "$TMP/arb$pct/rootfs/usr/bin/compute-probe"
+        ids+=("gs-$$-arb$pct")
+done
+run_bundle arb30 & run_bundle arb70 & wait
+for pct in 30 70; do
+        expect_done "arb$pct" "compute share $pct % (share mode)"
+        expect_fact "arb$pct" "SLICE GPUSLICE_ARBITER_DIR=/run/gpuslice/arbiter" "arbiter $pct: slice.conf names the arbiter directory"
+        expect_fact "arb$pct" "SLICE GPUSLICE_ARBITER_NAME=gs-$$-arb$pct" "arbiter $pct: ... and the container's record"
+        expect_fact "arb$pct" "ADD_FILE refused" "arbiter $pct: the GPU's arbiter directory is read-only in the container"
+        expect_fact "arb$pct" "OWN writable" "arbiter $pct: the container's own record is writable"
+        expect_no_fact "arb$pct" "OTHER written" "arbiter $pct: the other container's record is not"
+done
+expect_fact arb30 "ARB gs-$$-arb70" "arbiter: each container sees the other's record"
+a=$(sed -n 's/^PROBE .*fraction=\([0-9.]*\).*/\1/p' "$TMP/arb30.out") b=$(sed -n 's/^PROBE .*fraction=\([0-9.]*\).*/\1/p' "$TMP/arb70.out")
+awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { exit !(a >= 0.22 && b >= 0.55 && a + b <= 1.05) }' &&
+        ok "two containers, shares 30 % and 70 % of an idle GPU: $a and $b (turns, not overlap)" ||
+        not_ok "two containers 30/70 share: $a and $b (want >= 0.22, >= 0.55, sum <= 1.05)"
+left=$(ls -A "$ARBDIR" 2>&1)
+[ -d "$ARBDIR" ] && [ -z "$left" ] && [ "$(stat -c %a "$ARBDIR")" = 1777 ] &&
+        ok "arbiter: poststop removed both records; the GPU's directory stays (sticky, for host slices)" ||
+        not_ok "arbiter directory after the containers: $(stat -c %a "$ARBDIR" 2>&1) $left"
+
+# A cap-mode slice on a GPU whose `gpuslice mps` daemon runs (slice.mps-root in the hook's config)
+# runs through it: the pipe directory mounted where it is on the host, named in slice.conf, and the
+# interposer (no launch intercepted) gives the process 30 % of the SMs. Share mode stays on time.
+MPSROOT=$TMP/mps
+CONF_MPS=$TMP/hook-mps.toml
+{ cat "$CONF"; printf 'mps-root = "%s"\n' "$MPSROOT"; } >"$CONF_MPS"
+if "$GS" --root "$DRV" mps start --device 0 --mps-root "$MPSROOT" >"$TMP/mpsstart.out" 2>&1; then
+        PIPE=$MPSROOT/$GPU0_UUID/pipe
+        for mode in cap share; do
+                CONF=$CONF_MPS make_bundle "mps$mode" '.process.env += $env
+                        | .process.args = ["/bin/sh", "-c", "sed \"s/^/SLICE /\" /etc/gpuslice/slice.conf; /usr/bin/compute-probe procaddr 1 500 | sed \"s/^/PROBE /\"; echo DONE"]
+                        | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}' \
+                        --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=$mode)"
+                cp "$BUILD/tests/integration/hook-compute-probe" "$TMP/mps$mode/rootfs/usr/bin/compute-probe"
+                run_bundle "mps$mode"
+                expect_done "mps$mode" "compute 30 % ($mode mode) with an MPS daemon on the GPU"
+        done
+        expect_fact mpscap "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$PIPE" "MPS: slice.conf names the GPU's pipe directory (cap mode)"
+        expect_fact_re mpscap "^PROBE .*intercepted=0 sms=32 " "MPS: in the container the process runs on 32 of the GPU's 108 SMs, nothing intercepted"
+        expect_no_fact mpsshare "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$PIPE" "MPS: share mode stays on the time limiter"
+        expect_fact_re mpsshare "^PROBE .*intercepted=1 sms=108 " "MPS: ... (launches intercepted, every SM seen)"
+        "$GS" --root "$DRV" mps stop --mps-root "$MPSROOT" >/dev/null 2>&1
+        # A daemon that is not running: the slice stays on the time limiter.
+        CONF=$CONF_MPS make_bundle mpsgone '.process.env += $env
+                | .process.args = ["/bin/sh", "-c", "sed \"s/^/SLICE /\" /etc/gpuslice/slice.conf; echo DONE"]
+                | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}' \
+                --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_COMPUTE_LIMIT=30)"
+        run_bundle mpsgone
+        expect_done mpsgone "compute 30 % after the MPS daemon stopped"
+        expect_no_fact mpsgone "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$PIPE" "MPS: no daemon, no MPS in slice.conf"
+else
+        not_ok "gpuslice mps start for the hook test: $(cat "$TMP/mpsstart.out")"
+fi
 
 # 11. CVE-2025-23266. The image: LD_PRELOAD=/proc/self/cwd/poc.so (poc.so in the rootfs and the
 #     bundle: a createContainer hook's cwd is the rootfs, a prestart hook's the bundle),

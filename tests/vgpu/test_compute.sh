@@ -105,7 +105,7 @@ run "share 30 % alone on an idle GPU borrows the idle time" 0.85 1.01 \
 run "share 30 % beside a busy tenant keeps to 30 %" 0.25 0.35 FAKEGPU_CONFIG="$TMP/busy.conf" \
         GPUSLICE_COMPUTE_LIMIT=30 GPU_CORE_UTILIZATION_POLICY=default "$PROBE" kernel 2 500
 
-# Two slices on one GPU take turns through the GPU's arbiter file, in proportion to their shares
+# Two slices on one GPU take turns through the GPU's arbiter directory, in proportion to their shares
 # (share mode: all of it between them; cap mode: each at most its share).
 for mode in share cap; do
         sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=$mode GPUSLICE_REGION="$TMP/s30-$mode" "$PROBE" kernel 3 500 >"$TMP/a" 2>&1 &
@@ -116,19 +116,42 @@ for mode in share cap; do
                 ok "$mode mode, slices of 30 % and 70 % on one GPU: $a and $b" || { not_ok "$mode 30/70: $a $b"; cat "$TMP/a" "$TMP/b"; }
 done
 ARB=$GPUSLICE_ARBITER_DIR/gpuslice-gpu-GPU-6b1fe2a6-3b64-d9c1-4a3e-5f0b2c7d8e91
-[ -f "$ARB" ] && ok "the GPU's arbiter file is \$GPUSLICE_ARBITER_DIR/gpuslice-gpu-<UUID>" || not_ok "arbiter file: $(ls "$GPUSLICE_ARBITER_DIR")"
-# The file is shared with every slice on the GPU: a lease held forever (a hostile container, a
-# stopped process) costs a slice at most a short wait now and then, never its share.
-python3 - "$ARB" <<'EOF2'
-import struct, sys, time
-with open(sys.argv[1], 'r+b') as f:
-    f.seek(16)
-    f.write(struct.pack('<Q', (64 << 48) | ((time.monotonic_ns() + 3600 * 10**9) >> 10)))
+n=$(find "$ARB" -maxdepth 1 -type f -size 64c 2>/dev/null | wc -l)
+[ "$(stat -c %a "$ARB" 2>/dev/null)" = 1777 ] && [ "$n" -ge 2 ] &&
+        ok "the GPU's arbiter is \$GPUSLICE_ARBITER_DIR/gpuslice-gpu-<UUID>/ (sticky), a file per slice: $n" ||
+        not_ok "arbiter directory: $(ls -la "$ARB" 2>&1)"
+rm -f "$ARB"/*
+# Every slice writes only its own file and reads the others' with pread: a hostile one can make
+# the arbiter useless (then a slice waits at most a short while now and then, and keeps its share),
+# never crash a slice or stop it. Here a peer claims the GPU forever with the least virtual time,
+# files are truncated under the reader, replaced by a FIFO, a directory, a symlink, garbage.
+python3 - "$ARB" "$TMP/hostile.stop" <<'EOF2' &
+import os, struct, sys, time
+d, stop = sys.argv[1], sys.argv[2]
+def rec(now):  # magic v2, want_ns, vtime, since, until, weight, state: always wanting, holding, first
+    return struct.pack('<QQQQQII16x', 0x0200004252415347, now + 3600 * 10**9, 0, 1, now + 3600 * 10**9, 10000, 1)
+os.mkfifo(os.path.join(d, 'fifo'))
+os.mkdir(os.path.join(d, 'dir'))
+os.symlink('/etc/passwd', os.path.join(d, 'link'))
+with open(os.path.join(d, 'garbage'), 'wb') as f:
+    f.write(os.urandom(64))
+with open(os.path.join(d, 'hostile'), 'wb') as f:
+    f.write(rec(time.monotonic_ns()))
+i = 0
+while not os.path.exists(stop):
+    with open(os.path.join(d, 'shrinking'), 'wb') as f:
+        f.write(rec(time.monotonic_ns())[: i % 65])
+    i += 1
+    time.sleep(0.0003)
 EOF2
-run "a lease held forever by someone else: the slice still gets its share" 0.20 0.34 \
+HOSTILE=$!
+sleep 0.3
+run "a peer holding the GPU forever, files truncated under the reader: the slice still gets its share" 0.20 0.34 \
         GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 3 500
 grep -q "ignoring the arbiter for 1 s" "$TMP/out" && ok "... and says why it ignores the arbiter" || not_ok "no log of the stuck lease"
-rm -f "$ARB"
+touch "$TMP/hostile.stop"
+wait $HOSTILE
+rm -rf "${ARB:?}"/*
 
 # The utilization view: inside a compute-limited slice NVML's GPU utilization is the slice's busy
 # time as a percentage of what its share allows (a slice using all of its 30 % shows 100; one busy
