@@ -335,6 +335,16 @@ static bool spent(struct lim_dev *d)
                !atomic_load_explicit(&d->borrow, memory_order_relaxed);
 }
 
+/* A gate closed on a spent budget opens again once a chunk of it is back (a quarter of the
+ * burst: L % of 5 ms), not at the first positive token: the start of every burst costs the GPU
+ * time of a launch's latency, and bursts of one refill tick (L % of 0.25 ms) lose a tenth of a
+ * launch-bound slice's share to it. */
+static bool refilled(struct lim_dev *d)
+{
+        return atomic_load_explicit(d->tokens, memory_order_relaxed) >= d->burst / 4 ||
+               atomic_load_explicit(&d->borrow, memory_order_relaxed);
+}
+
 /* Another slice's turn on the GPU (unless the arbiter is being ignored). */
 static bool not_our_turn(struct lim_dev *d)
 {
@@ -423,10 +433,11 @@ int gs_limiter_gate(CUstream stream)
         if (atomic_load(&d->seg_start) != 0)
                 record(d, stream, mono_ns());
         uint64_t began = mono_ns();
-        while (over_budget(d) || queue_full(d)) {
+        bool was_spent = spent(d);
+        while ((was_spent ? !refilled(d) : spent(d)) || not_our_turn(d) || queue_full(d)) {
                 if (!atomic_load_explicit(&L.running, memory_order_relaxed))
                         break;
-                if (!spent(d) && not_our_turn(d)) {
+                if ((was_spent ? refilled(d) : !spent(d)) && not_our_turn(d)) {
                         uint64_t now = mono_ns();
                         gs_arb_try_take(&d->arb, now);
                         check_turn_wait(d, vis, began, now);
@@ -683,7 +694,8 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         bool idle = atomic_load(&d->head) == atomic_load(&d->tail) && atomic_load(&d->seg_start) == 0;
         /* A slice whose budget is spent does not want a turn (it could not use it). */
         bool wanting = (!idle || atomic_load(&d->waiting) != 0 ||
-                        now - atomic_load(&d->last_launch) < 2 * GS_LIMITER_SAMPLE_NS) && !spent(d);
+                        now - atomic_load(&d->last_launch) < 2 * GS_LIMITER_SAMPLE_NS) && !spent(d) &&
+                       (atomic_load(&d->waiting) == 0 || refilled(d));
         atomic_store(&d->wanting, wanting || atomic_load(&d->waiting) != 0);
         /* Hand the GPU over when about one tick of our work is left: the next slice's first
          * launches then queue behind it instead of finding the GPU idle. */
