@@ -482,6 +482,51 @@ static void free_filter(struct sock_fprog *p)
         free(p->filter);
 }
 
+/* Wait (until the deadline) for the sandboxed ldconfig and judge its end: the child's report of a
+ * failed step or exec, its exit status or signal. 1 when the container has no ldconfig of its own
+ * (nothing to do), 0 when it ran well, -1 on failure. */
+static int wait_child(pid_t pid, int rd, bool host, const char *exe_path, long long deadline, unsigned timeout_ms,
+                      struct gs_error *err)
+{
+        int status = 0;
+        int w = gs_wait_until(pid, deadline, &status);
+        if (w == 0) {
+                kill(pid, SIGKILL);
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+                return gs_error_set(err, GS_ETIMEOUT, "process %s timed out after %u ms", exe_path, timeout_ms);
+        }
+        if (w < 0)
+                return gs_error_sys(err, "wait for process %s", exe_path);
+
+        struct child_report r;
+        memset(&r, 0, sizeof(r));
+        ssize_t n;
+        do
+                n = read(rd, &r, sizeof(r));
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof(r)) {
+                r.step[sizeof(r.step) - 1] = '\0';
+                errno = r.err;
+                if (r.kind == REPORT_EXEC && !host && r.err == ENOENT) {
+                        gs_log_info("no %s in the container, ld.so.cache not updated", exe_path);
+                        return 1;
+                }
+                if (r.kind == REPORT_EXEC)
+                        return gs_error_sys(err, "process %s could not be executed", exe_path);
+                return gs_error_sys(err, "ldconfig sandbox: %s failed", r.step);
+        }
+        if (n > 0)
+                return gs_error_set(err, GS_EHELPER, "ldconfig sandbox: short report from the child");
+
+        if (WIFSIGNALED(status))
+                return gs_error_set(err, GS_EHELPER, "process %s terminated with signal %d", exe_path, WTERMSIG(status));
+        if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+                return gs_error_set(err, GS_EHELPER, "process %s failed with error code: %d", exe_path,
+                                    WEXITSTATUS(status));
+        return 0;
+}
+
 int gs_ldconfig_run(const struct gs_ldconfig_opts *o, struct gs_error *err)
 {
         if (o == NULL || o->rootfs == NULL || o->rootfs[0] != '/' || o->ldconfig == NULL || o->ldconfig[0] == '\0')
@@ -577,42 +622,8 @@ int gs_ldconfig_run(const struct gs_ldconfig_opts *o, struct gs_error *err)
                 child_main(&a);
         close(gs_steal_fd(&wr));
 
-        int status = 0;
-        int w = gs_wait_until(pid, deadline, &status);
-        if (w == 0) {
-                kill(pid, SIGKILL);
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
-                return gs_error_set(err, GS_ETIMEOUT, "process %s timed out after %u ms", exe_path, timeout_ms);
-        }
-        if (w < 0)
-                return gs_error_sys(err, "wait for process %s", exe_path);
-
-        struct child_report r;
-        memset(&r, 0, sizeof(r));
-        ssize_t n;
-        do
-                n = read(rd, &r, sizeof(r));
-        while (n < 0 && errno == EINTR);
-        if (n == (ssize_t)sizeof(r)) {
-                r.step[sizeof(r.step) - 1] = '\0';
-                errno = r.err;
-                if (r.kind == REPORT_EXEC && !host && r.err == ENOENT) {
-                        gs_log_info("no %s in the container, ld.so.cache not updated", exe_path);
-                        return 0;
-                }
-                if (r.kind == REPORT_EXEC)
-                        return gs_error_sys(err, "process %s could not be executed", exe_path);
-                return gs_error_sys(err, "ldconfig sandbox: %s failed", r.step);
-        }
-        if (n > 0)
-                return gs_error_set(err, GS_EHELPER, "ldconfig sandbox: short report from the child");
-
-        if (WIFSIGNALED(status))
-                return gs_error_set(err, GS_EHELPER, "process %s terminated with signal %d", exe_path, WTERMSIG(status));
-        if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-                return gs_error_set(err, GS_EHELPER, "process %s failed with error code: %d", exe_path,
-                                    WEXITSTATUS(status));
-        gs_log_info("%s done", exe_path);
-        return 0;
+        int rv = wait_child(pid, rd, host, exe_path, deadline, timeout_ms, err);
+        if (rv == 0)
+                gs_log_info("%s done", exe_path);
+        return rv < 0 ? -1 : 0;
 }
