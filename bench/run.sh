@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks. On the GPU host (bash tests/gpu/run.sh runs this too):
 #   median wall time of `gpuslice list` and `gpuslice info` over 20 runs, interleaved with
-#   `nvidia-smi -L` (the same NVML initialisation, done by NVIDIA's own tool) as the baseline.
+#   `nvidia-smi -L` (the same NVML initialisation, done by NVIDIA's own tool) as the baseline;
+#   then bench/metrics.sh (one scrape of `gpuslice metrics` with 100 slices, and 50 scrapes/s).
 set -euo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -17,4 +18,9 @@ else
         tests/fakegpu/mkroot.sh --build "$BUILD" tests/fakegpu/configs/8gpu-mig.conf "$root/r" >/dev/null
         "$T" -n 20 -w 3 -- "$GS" --root "$root/r" list -- "$GS" --root "$root/r" info
         rm -rf "$root"
+fi
+# `gpuslice metrics` with 100 slices' regions (no GPU needed): bench/metrics.sh
+if command -v curl >/dev/null && [ -x "$BUILD/tests/region_tool" ]; then
+        echo
+        bash bench/metrics.sh "$BUILD"
 fi

@@ -68,6 +68,7 @@ struct gs_mig_device {
         unsigned ci;             /* compute instance id */
         char uuid[GS_STR_LONG];  /* MIG-... */
         uint64_t memory_total;   /* bytes */
+        uint64_t memory_used;    /* bytes, NVML's answer at query time */
 };
 
 struct gs_gpu {
@@ -79,6 +80,10 @@ struct gs_gpu {
         char bus_id[GS_STR_SHORT]; /* NVML form 00000000:3B:00.0 */
         char arch[GS_STR_SHORT]; /* CUDA compute capability "M.m" */
         uint64_t memory_total;   /* bytes */
+        uint64_t memory_used;    /* bytes in use at query time (NVML; 0 from procfs) */
+        bool utilization_valid;  /* NVML answered nvmlDeviceGetUtilizationRates (not on MIG GPUs) */
+        unsigned utilization_gpu;    /* percent of the last sample period a kernel ran */
+        unsigned utilization_memory; /* percent of it memory was read or written */
         bool mig_capable;
         bool mig_enabled;
         unsigned nmigs;

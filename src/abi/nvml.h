@@ -196,6 +196,30 @@ typedef enum nvmlBrandType_enum {
     NVML_BRAND_COUNT
 } nvmlBrandType_t;
 
+/* Events (health: XID errors). Event type bits of nvmlDeviceRegisterEvents and
+ * nvmlDeviceGetSupportedEventTypes. */
+#define nvmlEventTypeSingleBitEccError 0x0000000000000001ULL
+#define nvmlEventTypeDoubleBitEccError 0x0000000000000002ULL
+#define nvmlEventTypePState 0x0000000000000004ULL
+#define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
+#define nvmlEventTypeClock 0x0000000000000010ULL
+#define nvmlEventTypePowerSourceChange 0x0000000000000080ULL
+#define nvmlEventMigConfigChange 0x0000000000000100ULL
+#define nvmlEventTypeNone 0x0000000000000000ULL
+
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+
+/* What nvmlEventSetWait_v2 fills (the unversioned nvmlEventSetWait fills the first three members
+ * only). eventData is the XID for nvmlEventTypeXidCriticalError; the instance ids name the MIG
+ * device an event belongs to (GS_NVML_INVALID_INSTANCE_ID: the whole GPU). */
+typedef struct nvmlEventData_st {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
+
 /* ---------------------------------------------------------------------------------------- */
 /* Entry points: X(name, return type, parameter list)                                        */
 /* ---------------------------------------------------------------------------------------- */
@@ -249,9 +273,20 @@ typedef enum nvmlBrandType_enum {
     X(nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))          \
     X(nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))
 
+/* The event API, listed apart (only the device plugin's health watcher and the fake use it). */
+#define GS_NVML_EVENT_FUNCTIONS(X)                                                                \
+    X(nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t * set))                                   \
+    X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set))                                       \
+    X(nvmlDeviceGetSupportedEventTypes, nvmlReturn_t, (nvmlDevice_t device, unsigned long long *eventTypes)) \
+    X(nvmlDeviceRegisterEvents, nvmlReturn_t,                                                     \
+      (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set))                   \
+    X(nvmlEventSetWait_v2, nvmlReturn_t, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms)) \
+    X(nvmlEventSetWait, nvmlReturn_t, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))
+
 /* Function-pointer types: gs_nvmlInit_v2_fn, gs_nvmlDeviceGetUUID_fn, ... */
 #define GS_NVML_FN_TYPEDEF_(name, ret, params) typedef ret(*gs_##name##_fn) params;
 GS_NVML_FUNCTIONS(GS_NVML_FN_TYPEDEF_)
+GS_NVML_EVENT_FUNCTIONS(GS_NVML_FN_TYPEDEF_)
 #undef GS_NVML_FN_TYPEDEF_
 
 /* A table of every entry point above, for programs that dlsym them. */
@@ -264,6 +299,7 @@ struct gs_nvml_fns {
 #ifndef GS_NVML_NO_PROTOTYPES
 #define GS_NVML_PROTO_(name, ret, params) ret name params;
 GS_NVML_FUNCTIONS(GS_NVML_PROTO_)
+GS_NVML_EVENT_FUNCTIONS(GS_NVML_PROTO_)
 #undef GS_NVML_PROTO_
 #endif
 

@@ -38,6 +38,25 @@ const struct gs_device_info *cli_query_devices(struct gs_context *ctx, bool basi
 /* --user[=UID[:GID]] (numbers or names) into g->uid/gid; a usage error code on failure. */
 int cli_parse_user(struct cli_globals *g, const char *arg);
 
+/* `metrics` and `top`: the host config (--config), the collector over the regions directory
+ * (--regions-dir, else the config's) and extra regions, and, unless no_nvml, the NVML poller
+ * (global options, else the config's driver root, user and timeout). Errors are printed; -1. */
+struct gs_collector;
+struct gs_gpu_poller;
+struct cli_observe_opts {
+        const char *verb;
+        const char *config;
+        const char *regions_dir;
+        const char *const *regions;
+        size_t nregions;
+        unsigned window_ms;
+        unsigned nvml_interval_ms;
+        bool no_nvml;
+        void (*log)(void *arg, const char *line);
+};
+int cli_observe_start(const struct cli_globals *g, const struct cli_observe_opts *o, struct gs_collector **collector,
+                      struct gs_gpu_poller **gpus);
+
 /* For a runtime hook (`verb`): its environment may be the image's (a runtime that runs hooks
  * without an explicit env). Warn about loader variables, then clear it all: PATH becomes
  * /usr/sbin:/usr/bin:/sbin:/bin and nothing else is read from it or passed on. */
@@ -72,5 +91,9 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi_hook(const struct cli_globals *g, int argc, char **argv);
 int cmd_mps(const struct cli_globals *g, int argc, char **argv);
+int cmd_metrics(const struct cli_globals *g, int argc, char **argv);
+int cmd_top(const struct cli_globals *g, int argc, char **argv);
+int cmd_doctor(const struct cli_globals *g, int argc, char **argv);
+int cmd_device_plugin(const struct cli_globals *g, int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "container/caps.h"
+#include "gs_commit.h"
 
 static const char global_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n"
@@ -23,6 +24,10 @@ static const char global_help[] =
         "  configure   put GPUs and the driver into a container (everything or nothing)\n"
         "  exec        run a command with a GPU memory quota (the slicing interposer)\n"
         "  mps         start, stop or query one MPS control daemon per GPU\n"
+        "  metrics     serve Prometheus metrics of every slice and GPU on this host\n"
+        "  top         a live terminal view of every slice on this host (--once [--json] for scripts)\n"
+        "  doctor      check this node (driver, nodes, cgroups, hooks, CDI spec, MPS) and say what to fix\n"
+        "  device-plugin  serve this node's GPUs and GPU slices to the kubelet (Kubernetes)\n"
         "\n"
         "Global options:\n"
         "  -r, --root=DIR            driver root (default /): libraries, binaries, ld.so.cache,\n"
@@ -35,7 +40,7 @@ static const char global_help[] =
         "  -n, --no-pivot            ldconfig sandbox: MS_MOVE+chroot instead of pivot_root\n"
         "      --nvml-timeout=SECS   give NVML this long to answer (default 10, max 3600)\n"
         "  -h, --help                this help (COMMAND --help for a command's options)\n"
-        "  -V, --version             print the version\n"
+        "  -V, --version             print the version and the commit it was built from\n"
         "\n"
         "Errors print 'gpuslice: <stage> error: <message>' and exit 1; usage errors exit 2.\n";
 
@@ -162,7 +167,7 @@ int main(int argc, char **argv)
                         fputs(global_help, stdout);
                         return 0;
                 case 'V':
-                        printf("gpuslice %s\n", gs_version());
+                        printf("gpuslice %s (commit %s)\n", gs_version(), GS_COMMIT);
                         return 0;
                 case ':':
                         return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
@@ -211,6 +216,14 @@ int main(int argc, char **argv)
                 rv = cmd_cdi_hook(&g, vargc, vargv);
         else if (strcmp(verb, "mps") == 0)
                 rv = cmd_mps(&g, vargc, vargv);
+        else if (strcmp(verb, "metrics") == 0)
+                rv = cmd_metrics(&g, vargc, vargv);
+        else if (strcmp(verb, "top") == 0)
+                rv = cmd_top(&g, vargc, vargv);
+        else if (strcmp(verb, "doctor") == 0)
+                rv = cmd_doctor(&g, vargc, vargv);
+        else if (strcmp(verb, "device-plugin") == 0)
+                rv = cmd_device_plugin(&g, vargc, vargv);
         else if (strcmp(verb, "help") == 0) {
                 fputs(global_help, stdout);
                 rv = 0;

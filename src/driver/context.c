@@ -127,6 +127,16 @@ static int find_nvml_cb(void *arg, const char *key, const char *value, int32_t f
         return 1;
 }
 
+bool gs_nvml_library_path(struct gs_context *ctx, char *out, size_t len)
+{
+        struct nvml_find f = {.ctx = ctx};
+        struct gs_error lerr = {0};
+        const struct gs_ldcache *lc = gs_context_ldcache(ctx, &lerr);
+        if (lc == NULL || gs_ldcache_foreach(lc, GS_LD_ARCH_HOST, find_nvml_cb, &f, &lerr) < 0 || !f.found)
+                return false;
+        return gs_strlcpy(out, f.path, len);
+}
+
 const struct gs_device_info *gs_devices(struct gs_context *ctx, struct gs_error *err)
 {
         if (ctx->devices_loaded)
@@ -145,6 +155,12 @@ const struct gs_device_info *gs_devices(struct gs_context *ctx, struct gs_error 
                 return NULL;
         ctx->devices_loaded = true;
         return &ctx->devices;
+}
+
+const struct gs_device_info *gs_devices_requery(struct gs_context *ctx, struct gs_error *err)
+{
+        ctx->devices_loaded = false;
+        return gs_devices(ctx, err);
 }
 
 void gs_context_host_path(const struct gs_context *ctx, const char *in_root, char *out, size_t len)

@@ -48,6 +48,17 @@ const struct gs_ldcache *gs_context_ldcache(struct gs_context *ctx, struct gs_er
 int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs_device_info *out,
                   struct gs_error *err);
 
+/* The in-root path of libnvidia-ml.so.1 as the root's ld.so.cache names it (false: not there). */
+bool gs_nvml_library_path(struct gs_context *ctx, char *out, size_t len);
+
+/* In a freshly forked NVML helper: load the libraries NVML needs, chroot into the driver root,
+ * drop to the helper identity with no_new_privs. -1 with `msg` set. (nvml_events.c uses it too.) */
+int gs_nvml_confine(const struct gs_context *ctx, char *msg, size_t len);
+
+/* Ask NVML again (a fresh helper: memory used and utilization now), replacing the context's
+ * cached answer. On failure the cache is unchanged but no longer marked as loaded. */
+const struct gs_device_info *gs_devices_requery(struct gs_context *ctx, struct gs_error *err);
+
 /* Map an NVML brand enum value to nvidia-container-cli's brand string. */
 const char *gs_brand_name(int brand);
 

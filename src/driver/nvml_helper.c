@@ -107,8 +107,10 @@ static void query_mig(const struct nvml *n, nvmlDevice_t dev, struct gs_gpu *g, 
                 QUERY(r, n->fn.nvmlDeviceGetGpuInstanceId(mig, &m->gi), "nvmlDeviceGetGpuInstanceId", g->index);
                 QUERY(r, n->fn.nvmlDeviceGetComputeInstanceId(mig, &m->ci), "nvmlDeviceGetComputeInstanceId", g->index);
                 nvmlMemory_t mem;
-                if (n->fn.nvmlDeviceGetMemoryInfo(mig, &mem) == NVML_SUCCESS)
+                if (n->fn.nvmlDeviceGetMemoryInfo(mig, &mem) == NVML_SUCCESS) {
                         m->memory_total = mem.total;
+                        m->memory_used = mem.used;
+                }
                 g->nmigs++;
         }
 }
@@ -152,6 +154,16 @@ static void query_all(const struct nvml *n, struct reply *r)
                 nvmlMemory_t mem;
                 QUERY(r, n->fn.nvmlDeviceGetMemoryInfo(dev, &mem), "nvmlDeviceGetMemoryInfo", i);
                 g->memory_total = mem.total;
+                g->memory_used = mem.used;
+                /* Optional (the observer's figures): NOT_SUPPORTED on MIG-enabled GPUs, absent in
+                 * old drivers; never a reason to fail the query. */
+                nvmlUtilization_t util;
+                if (n->fn.nvmlDeviceGetUtilizationRates != NULL &&
+                    n->fn.nvmlDeviceGetUtilizationRates(dev, &util) == NVML_SUCCESS) {
+                        g->utilization_valid = true;
+                        g->utilization_gpu = util.gpu > 100 ? 100 : util.gpu;
+                        g->utilization_memory = util.memory > 100 ? 100 : util.memory;
+                }
                 unsigned cur = 0, pending = 0;
                 nvmlReturn_t rc = n->fn.nvmlDeviceGetMigMode(dev, &cur, &pending);
                 if (rc == NVML_SUCCESS) {
@@ -210,6 +222,7 @@ static int nvml_load(struct nvml *n, const char *path, struct reply *r)
                 (gs_nvmlDeviceGetMigDeviceHandleByIndex_fn)dlsym(n->h, "nvmlDeviceGetMigDeviceHandleByIndex");
         n->fn.nvmlDeviceGetGpuInstanceId = (gs_nvmlDeviceGetGpuInstanceId_fn)dlsym(n->h, "nvmlDeviceGetGpuInstanceId");
         n->fn.nvmlDeviceGetComputeInstanceId = (gs_nvmlDeviceGetComputeInstanceId_fn)dlsym(n->h, "nvmlDeviceGetComputeInstanceId");
+        n->fn.nvmlDeviceGetUtilizationRates = (gs_nvmlDeviceGetUtilizationRates_fn)dlsym(n->h, "nvmlDeviceGetUtilizationRates");
 
         const struct {
                 const char *name;
@@ -276,6 +289,21 @@ static int drop_privileges(uid_t uid, gid_t gid, char *msg, size_t msglen)
         return 0;
 }
 
+int gs_nvml_confine(const struct gs_context *ctx, char *msg, size_t len)
+{
+        if (strcmp(ctx->root, "/") != 0) {
+                /* Libraries NVML needs that a minimal driver root may lack (as nvidia-container-cli). */
+                static const char *const preload[] = {"libm.so.6", "librt.so.1", "libpthread.so.0", "libdl.so.2"};
+                for (size_t i = 0; i < GS_ARRAY_SIZE(preload); i++)
+                        dlopen(preload[i], RTLD_NOW | RTLD_GLOBAL);
+                if (fchdir(ctx->rootfd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+                        snprintf(msg, len, "chroot to %s failed: %s", ctx->root, strerror(errno));
+                        return -1;
+                }
+        }
+        return drop_privileges(ctx->uid, ctx->gid, msg, len);
+}
+
 /* The helper is not our child (see gs_nvml_query), so it reports its own crash. */
 static struct reply g_reply; /* large: keep it off the stack */
 static int g_sock = -1;
@@ -327,17 +355,7 @@ static __attribute__((noreturn)) void helper_main(const struct gs_context *ctx, 
                 close(devnull);
         }
 
-        if (strcmp(ctx->root, "/") != 0) {
-                /* Libraries NVML needs that a minimal driver root may lack (as nvidia-container-cli). */
-                static const char *const preload[] = {"libm.so.6", "librt.so.1", "libpthread.so.0", "libdl.so.2"};
-                for (size_t i = 0; i < GS_ARRAY_SIZE(preload); i++)
-                        dlopen(preload[i], RTLD_NOW | RTLD_GLOBAL);
-                if (fchdir(ctx->rootfd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
-                        snprintf(r.msg, sizeof(r.msg), "chroot to %s failed: %s", ctx->root, strerror(errno));
-                        goto reply;
-                }
-        }
-        if (drop_privileges(ctx->uid, ctx->gid, r.msg, sizeof(r.msg)) < 0)
+        if (gs_nvml_confine(ctx, r.msg, sizeof(r.msg)) < 0)
                 goto reply;
 
         struct nvml n;

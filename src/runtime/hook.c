@@ -34,6 +34,15 @@ static int hook_error(struct gs_error *err)
         return -1;
 }
 
+/* The pod's names (CRI annotations) beside the slice, for the observer's labels. A failure
+ * costs only the labels, never the container. */
+static void write_labels(const struct gs_slice_opts *s, const char *id, const struct gs_oci_config *cfg)
+{
+        struct gs_error lerr = {0};
+        if (gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, &lerr) < 0)
+                gs_log_warn("container %s: no labels for the observer: %s", id, lerr.msg);
+}
+
 /* prestart / createRuntime: the container's env -> request -> configure. */
 static int configure_container(const struct gs_hook_opts *h, const struct gs_oci_state *st, struct gs_error *err)
 {
@@ -72,6 +81,8 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
                 gs_load_kmods(ctx, err);
         gs_error_clear(err);
         rv = gs_configure(ctx, &rq.opts, err);
+        if (rv == 0 && gs_slice_requested(&rq.opts.slice))
+                write_labels(&rq.opts.slice, st->id, &cfg);
         gs_context_free(ctx);
 out:
         gs_request_release(&rq);

@@ -28,10 +28,10 @@
 /* ---------------------------------------------------------------------------------------------
  * The known keys.
  */
-enum section { SEC_DRIVER, SEC_HOOK, SEC_SLICE, NSECS };
-static const char *const section_names[NSECS] = {"driver", "hook", "slice"};
+enum section { SEC_DRIVER, SEC_HOOK, SEC_SLICE, SEC_DP, NSECS };
+static const char *const section_names[NSECS] = {"driver", "hook", "slice", "device-plugin"};
 
-enum value_type { T_STRING, T_BOOL, T_UINT, T_CAPS, T_COMPAT };
+enum value_type { T_STRING, T_BOOL, T_UINT, T_CAPS, T_COMPAT, T_LIST };
 
 /* Checks on a string value. */
 enum {
@@ -54,6 +54,7 @@ struct key {
         {sec, name, T_STRING, offsetof(struct gs_hostconfig, field), \
          sizeof(((struct gs_hostconfig *)0)->field), checks, 0, 0}
 #define BOOL(sec, name, field) {sec, name, T_BOOL, offsetof(struct gs_hostconfig, field), 0, 0, 0, 0}
+#define UINT(sec, name, field, min, max) {sec, name, T_UINT, offsetof(struct gs_hostconfig, field), 0, 0, min, max}
 
 static const struct key keys[] = {
         STR(SEC_DRIVER, "root", root, V_ABSOLUTE),
@@ -72,6 +73,22 @@ static const struct key keys[] = {
         STR(SEC_SLICE, "library", vgpu_library, V_ABSOLUTE_OR_EMPTY),
         STR(SEC_SLICE, "regions-dir", regions_dir, V_ABSOLUTE),
         STR(SEC_SLICE, "mps-root", mps_root, V_ABSOLUTE),
+        STR(SEC_DP, "socket-dir", dp.socket_dir, V_ABSOLUTE),
+        STR(SEC_DP, "resource", dp.resource, 0),
+        UINT(SEC_DP, "replicas", dp.replicas, 1, 64),
+        STR(SEC_DP, "replica-memory", dp.replica_memory, 0),
+        UINT(SEC_DP, "replica-compute", dp.replica_compute, 0, 100),
+        {SEC_DP, "slices", T_LIST, offsetof(struct gs_hostconfig, dp.slices), 0, 0, 0, 0},
+        STR(SEC_DP, "slice-domain", dp.slice_domain, 0),
+        STR(SEC_DP, "allocate", dp.allocate, 0),
+        STR(SEC_DP, "cdi-spec", dp.cdi_spec, V_ABSOLUTE),
+        STR(SEC_DP, "cdi-kind", dp.cdi_kind, 0),
+        STR(SEC_DP, "hook-path", dp.hook_path, V_ABSOLUTE_OR_EMPTY),
+        STR(SEC_DP, "host-root", dp.host_root, V_ABSOLUTE_OR_EMPTY),
+        STR(SEC_DP, "pod-resources-socket", dp.pod_resources_socket, V_ABSOLUTE_OR_EMPTY),
+        UINT(SEC_DP, "label-interval", dp.label_interval_s, 0, 3600),
+        BOOL(SEC_DP, "health-checks", dp.health_checks),
+        STR(SEC_DP, "sysfs", dp.sysfs, V_ABSOLUTE),
 };
 #define NKEYS GS_ARRAY_SIZE(keys)
 
@@ -101,6 +118,18 @@ void gs_hostconfig_defaults(struct gs_hostconfig *hc)
         hc->vgpu_library[0] = '\0';
         snprintf(hc->regions_dir, sizeof(hc->regions_dir), "%s", GS_SLICE_REGIONS_DIR);
         snprintf(hc->mps_root, sizeof(hc->mps_root), "%s", GS_MPS_ROOT_DEFAULT);
+        struct gs_hostconfig_dp *dp = &hc->dp;
+        snprintf(dp->socket_dir, sizeof(dp->socket_dir), "/var/lib/kubelet/device-plugins");
+        snprintf(dp->resource, sizeof(dp->resource), "nvidia.com/gpu");
+        dp->replicas = 1;
+        snprintf(dp->slice_domain, sizeof(dp->slice_domain), "gpuslice.io");
+        snprintf(dp->allocate, sizeof(dp->allocate), "cdi");
+        snprintf(dp->cdi_spec, sizeof(dp->cdi_spec), "/var/run/cdi/gpuslice-k8s.yaml");
+        snprintf(dp->cdi_kind, sizeof(dp->cdi_kind), "k8s.gpuslice.io/gpu");
+        snprintf(dp->pod_resources_socket, sizeof(dp->pod_resources_socket), "/var/lib/kubelet/pod-resources/kubelet.sock");
+        dp->label_interval_s = 30;
+        dp->health_checks = true;
+        snprintf(dp->sysfs, sizeof(dp->sysfs), "/sys");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -381,6 +410,45 @@ static int parse_caps(struct parser *ps, unsigned *out)
         return 0;
 }
 
+/* A one-line array of strings (each shorter than GS_HOSTCONFIG_LIST_STR), replacing the list. */
+static int parse_list(struct parser *ps, struct gs_hostconfig_list *out)
+{
+        unsigned n = 0;
+        if (*ps->p != '[')
+                return perr(ps, "'%s' must be an array of strings", ps->key);
+        ps->p++;
+        for (;;) {
+                skip_ws(ps);
+                if (ps->p == ps->eol || *ps->p == '#')
+                        return perr(ps, "unterminated array (arrays must be on one line)");
+                if (*ps->p == ']')
+                        break;
+                if (*ps->p != '"' && *ps->p != '\'')
+                        return perr(ps, "'%s' must be an array of strings", ps->key);
+                if (n == GS_HOSTCONFIG_MAX_LIST)
+                        return perr(ps, "'%s' has more than %d elements", ps->key, GS_HOSTCONFIG_MAX_LIST);
+                int r = parse_string(ps, out->v[n], sizeof(out->v[n]));
+                if (r == -1)
+                        return -1;
+                if (r == -2)
+                        return perr(ps, "'%s': an element is too long (at most %d bytes)", ps->key,
+                                    GS_HOSTCONFIG_LIST_STR - 1);
+                n++;
+                skip_ws(ps);
+                if (ps->p == ps->eol || *ps->p == '#')
+                        return perr(ps, "unterminated array (arrays must be on one line)");
+                if (*ps->p == ',') {
+                        ps->p++;
+                        continue;
+                }
+                if (*ps->p != ']')
+                        return perr(ps, "expected ',' or ']' after an element of '%s'", ps->key);
+        }
+        ps->p++; /* ']' */
+        out->n = n;
+        return 0;
+}
+
 static int parse_value(struct parser *ps, const struct key *k, struct gs_hostconfig *hc)
 {
         char *field = (char *)hc + k->off;
@@ -409,6 +477,8 @@ static int parse_value(struct parser *ps, const struct key *k, struct gs_hostcon
         }
         case T_CAPS:
                 return parse_caps(ps, (unsigned *)field);
+        case T_LIST:
+                return parse_list(ps, (struct gs_hostconfig_list *)field);
         case T_STRING:
         case T_COMPAT:
                 break;

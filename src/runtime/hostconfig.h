@@ -30,6 +30,26 @@
  *   slice.regions-dir        string   "/run/gpuslice/slices"
  *   slice.mps-root           string   "/run/gpuslice/mps"   `gpuslice mps`: one MPS pipe directory per
  *                                                    GPU under it (<root>/<GPU-UUID>/)
+ * and for `gpuslice device-plugin` (src/k8s), in [device-plugin]:
+ *   socket-dir               string   "/var/lib/kubelet/device-plugins"  the kubelet's directory
+ *   resource                 string   "nvidia.com/gpu"  whole GPUs and MIG devices ("" = not offered)
+ *   replicas                 integer  1              each GPU offered this many times under `resource`
+ *                                                    (1..64; time-slicing: replicas share the GPU)
+ *   replica-memory           string   ""             each replica's memory quota (a size; "" = none)
+ *   replica-compute          integer  0              each replica's compute share in percent (0 = none)
+ *   slices                   array    []             "NAME=MEM[,COMPUTE]": resource <slice-domain>/NAME,
+ *                                                    each GPU offered as shares of MEM (and COMPUTE %)
+ *   slice-domain             string   "gpuslice.io"
+ *   allocate                 string   "cdi"          cdi | cdi-annotations | env
+ *   cdi-spec                 string   "/var/run/cdi/gpuslice-k8s.yaml"  the spec the plugin writes
+ *   cdi-kind                 string   "k8s.gpuslice.io/gpu"
+ *   hook-path                string   ""             the gpuslice the spec's hooks run, on the host
+ *                                                    ("" = this executable)
+ *   host-root                string   ""             the driver root as the host sees it ("" = driver.root)
+ *   pod-resources-socket     string   "/var/lib/kubelet/pod-resources/kubelet.sock" ("" = no labels)
+ *   label-interval           integer  30             seconds between pod-resources lookups (0 = none)
+ *   health-checks            bool     true           watch NVML's XID events and lost GPUs
+ *   sysfs                    string   "/sys"         PCI topology and NUMA nodes
  */
 #ifndef GS_RUNTIME_HOSTCONFIG_H
 #define GS_RUNTIME_HOSTCONFIG_H
@@ -42,6 +62,34 @@
 #define GS_HOSTCONFIG_DEFAULT_PATH "/etc/gpuslice/config.toml"
 #define GS_HOSTCONFIG_MAX_STR 4096
 #define GS_HOSTCONFIG_DEFAULT_BIN_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define GS_HOSTCONFIG_MAX_LIST 16
+#define GS_HOSTCONFIG_LIST_STR 128
+
+/* An array of strings. */
+struct gs_hostconfig_list {
+        unsigned n;
+        char v[GS_HOSTCONFIG_MAX_LIST][GS_HOSTCONFIG_LIST_STR];
+};
+
+/* [device-plugin] */
+struct gs_hostconfig_dp {
+        char socket_dir[GS_HOSTCONFIG_MAX_STR];
+        char resource[256];
+        unsigned replicas;
+        char replica_memory[64];
+        unsigned replica_compute;
+        struct gs_hostconfig_list slices;
+        char slice_domain[128];
+        char allocate[32];
+        char cdi_spec[GS_HOSTCONFIG_MAX_STR];
+        char cdi_kind[256];
+        char hook_path[GS_HOSTCONFIG_MAX_STR];
+        char host_root[GS_HOSTCONFIG_MAX_STR];
+        char pod_resources_socket[GS_HOSTCONFIG_MAX_STR];
+        unsigned label_interval_s;
+        bool health_checks;
+        char sysfs[GS_HOSTCONFIG_MAX_STR];
+};
 
 struct gs_hostconfig {
         char root[GS_HOSTCONFIG_MAX_STR];
@@ -60,6 +108,7 @@ struct gs_hostconfig {
         char vgpu_library[GS_HOSTCONFIG_MAX_STR];
         char regions_dir[GS_HOSTCONFIG_MAX_STR];
         char mps_root[GS_HOSTCONFIG_MAX_STR];
+        struct gs_hostconfig_dp dp;
 };
 
 /* The defaults above. */

@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <json-c/json.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,8 @@
 #include "common/path.h"
 #include "common/strutil.h"
 #include "common/unixsock.h"
+#include "region/region.h"
+#include "runtime/oci.h"
 
 #if defined(__x86_64__)
 #define GS_MULTIARCH "x86_64-linux-gnu"
@@ -72,23 +76,7 @@ bool gs_slice_id_valid(const char *id)
 /* Field 22 of /proc/<pid>/stat (clock ticks since boot); 0 if the process is gone. */
 static unsigned long long start_time(pid_t pid)
 {
-        char path[64], buf[1024];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        gs_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return 0;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
-        char *p = strrchr(buf, ')');
-        if (p == NULL)
-                return 0;
-        /* after ") ": state is field 3; start time is field 22 */
-        p++;
-        for (int field = 3; field < 22 && p != NULL; field++)
-                p = strchr(p + 1, ' ');
-        return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+        return gs_region_proc_start_time((int)pid);
 }
 
 static int write_at(int dirfd, const char *name, const char *data, size_t len, mode_t mode, struct gs_error *err)
@@ -152,24 +140,15 @@ static int open_regions(const char *regions_dir, bool create, struct gs_error *e
 }
 
 /* The owner recorded in <regions>/<id>/owner: 1 alive (and the same process), 0 dead, -1 none. */
-static int owner_alive(int regfd, const char *id, pid_t *pid_out)
+int gs_slice_owner_alive(int regfd, const char *id, pid_t *pid_out)
 {
-        char path[PATH_MAX], buf[64];
-        snprintf(path, sizeof(path), "%s/owner", id);
-        gs_autoclose int fd = openat(regfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        long pid;
+        pid_t pid;
         unsigned long long st;
-        if (sscanf(buf, "%ld %llu", &pid, &st) != 2 || pid <= 0)
+        if (gs_slice_read_owner(regfd, id, &pid, &st) < 0)
                 return -1;
         if (pid_out != NULL)
-                *pid_out = (pid_t)pid;
-        return start_time((pid_t)pid) == st ? 1 : 0;
+                *pid_out = pid;
+        return start_time(pid) == st ? 1 : 0;
 }
 
 /* ---- the GPUs' arbiter directories (turn-taking between compute-limited slices) ---- */
@@ -346,7 +325,7 @@ int gs_slice_prepare(const struct gs_slice_opts *s, pid_t owner_pid, const char 
                 if (errno != EEXIST)
                         return gs_error_sys(err, "mkdir %s", h->dir);
                 pid_t was = 0;
-                if (owner_alive(regfd, id, &was) == 1 && was == owner_pid) {
+                if (gs_slice_owner_alive(regfd, id, &was) == 1 && was == owner_pid) {
                         h->already = true;
                         gs_log_info("slice directory %s already set up for this container", h->dir);
                         return 0;
@@ -472,7 +451,7 @@ unsigned gs_slice_sweep(const char *regions_dir)
         while ((e = readdir(d)) != NULL) {
                 if (e->d_name[0] == '.')
                         continue;
-                int alive = owner_alive(dirfd(d), e->d_name, NULL);
+                int alive = gs_slice_owner_alive(dirfd(d), e->d_name, NULL);
                 if (alive == 1)
                         continue;
                 struct stat st;
@@ -488,3 +467,116 @@ unsigned gs_slice_sweep(const char *regions_dir)
         return removed;
 }
 
+/* ------------------------------------------------------------------------------------------- */
+/* The observer's view of a slice directory: its owner record and its labels.                  */
+
+/* The pod's names as the CRI runtimes put them into config.json's annotations: CRI-O's keys,
+ * then containerd's. */
+static const struct {
+        const char *label;
+        const char *keys[2];
+} label_keys[] = {
+        {"namespace", {"io.kubernetes.pod.namespace", "io.kubernetes.cri.sandbox-namespace"}},
+        {"pod", {"io.kubernetes.pod.name", "io.kubernetes.cri.sandbox-name"}},
+        {"container", {"io.kubernetes.container.name", "io.kubernetes.cri.container-name"}},
+};
+
+int gs_slice_write_labels(const char *regions_dir, const char *id, char *const *annotations, size_t n,
+                          struct gs_error *err)
+{
+        if (regions_dir == NULL)
+                regions_dir = GS_SLICE_REGIONS_DIR;
+        if (!gs_slice_id_valid(id))
+                return gs_error_set(err, GS_EINVAL, "invalid container id: '%s'", id);
+        json_object *o = json_object_new_object();
+        if (o == NULL)
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
+        int found = 0;
+        for (size_t i = 0; i < GS_ARRAY_SIZE(label_keys); i++)
+                for (size_t k = 0; k < 2; k++) {
+                        const char *v = gs_env_get(annotations, n, label_keys[i].keys[k]);
+                        if (v != NULL && *v != '\0' && strlen(v) < GS_SLICE_LABEL_MAX) {
+                                json_object_object_add(o, label_keys[i].label, json_object_new_string(v));
+                                found++;
+                                break;
+                        }
+                }
+        int rc = 0;
+        if (found > 0) {
+                const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+                gs_autoclose int regfd = open(regions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                gs_autoclose int dfd = regfd < 0 ? -1 : openat(regfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (dfd < 0)
+                        rc = gs_error_sys(err, "open %s/%s", regions_dir, id);
+                else {
+                        /* Whole or not at all: a temporary file renamed over the old one. */
+                        unlinkat(dfd, ".labels.tmp", 0);
+                        rc = write_at(dfd, ".labels.tmp", text, strlen(text), 0644, err);
+                        if (rc == 0 && renameat(dfd, ".labels.tmp", dfd, "labels") < 0)
+                                rc = gs_error_sys(err, "rename %s/%s/labels", regions_dir, id);
+                }
+        }
+        json_object_put(o);
+        return rc;
+}
+
+/* Read at most `max` bytes of the regular file <id>/<name> under regfd (NUL-terminated). */
+static ssize_t read_small(int regfd, const char *id, const char *name, char *buf, size_t max)
+{
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s/%s", id, name) >= (int)sizeof(path))
+                return -1;
+        gs_autoclose int fd = openat(regfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size >= (off_t)max)
+                return -1;
+        size_t len = 0;
+        while (len < max - 1) {
+                ssize_t r = read(fd, buf + len, max - 1 - len);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -1;
+                if (r == 0)
+                        break;
+                len += (size_t)r;
+        }
+        buf[len] = '\0';
+        return (ssize_t)len;
+}
+
+int gs_slice_read_labels(int regfd, const char *id, struct gs_slice_labels *out)
+{
+        memset(out, 0, sizeof(*out));
+        char buf[8192]; /* three names of < 254 bytes, each escaped at worst 6 times over */
+        ssize_t len = read_small(regfd, id, "labels", buf, sizeof(buf));
+        if (len < 0)
+                return errno == ENOENT ? 0 : -1;
+        json_tokener *tok = json_tokener_new();
+        json_object *o = tok != NULL ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
+        int rc = -1;
+        if (o != NULL && json_tokener_get_error(tok) == json_tokener_success && json_object_is_type(o, json_type_object)) {
+                char *dst[] = {out->ns, out->pod, out->container};
+                for (size_t i = 0; i < GS_ARRAY_SIZE(label_keys); i++) {
+                        json_object *v;
+                        if (json_object_object_get_ex(o, label_keys[i].label, &v) && json_object_is_type(v, json_type_string))
+                                gs_strlcpy(dst[i], json_object_get_string(v), GS_SLICE_LABEL_MAX);
+                }
+                rc = 1;
+        }
+        json_object_put(o);
+        if (tok != NULL)
+                json_tokener_free(tok);
+        return rc;
+}
+
+int gs_slice_read_owner(int regfd, const char *id, pid_t *pid, unsigned long long *start)
+{
+        char buf[64];
+        long p;
+        if (read_small(regfd, id, "owner", buf, sizeof(buf)) <= 0 || sscanf(buf, "%ld %llu", &p, start) != 2 ||
+            p <= 0 || p > INT32_MAX)
+                return -1;
+        *pid = (pid_t)p;
+        return 0;
+}

@@ -70,8 +70,36 @@ void gs_slice_close(struct gs_slice_host *h);
 /* poststop: remove the container's directory and arbiter files (no error if they are gone). */
 int gs_slice_remove(const char *regions_dir, const char *id, struct gs_error *err);
 
+/* Whether the container that owns <id> under the regions directory fd lives (its owner record's
+ * pid with the same start time): 1 alive, 0 gone, -1 no readable owner record. */
+int gs_slice_owner_alive(int regfd, const char *id, pid_t *pid_out);
+
 /* Remove the directories whose owner is dead (and half-made ones older than a minute). Returns
  * how many were removed; never fails (problems are logged). */
 unsigned gs_slice_sweep(const char *regions_dir);
+
+/* ---- for the observer (gpuslice metrics / top) ----
+ *   labels         JSON object {"namespace": ..., "pod": ..., "container": ...} (each optional),
+ *                  from the CRI annotations of the container's config.json: CRI-O's
+ *                  io.kubernetes.pod.namespace, io.kubernetes.pod.name, io.kubernetes.container.name,
+ *                  else containerd's io.kubernetes.cri.sandbox-namespace, -sandbox-name, -container-name.
+ *                  Absent when none is set. */
+#define GS_SLICE_LABEL_MAX 254 /* Kubernetes names are at most 253 characters */
+struct gs_slice_labels {
+        char ns[GS_SLICE_LABEL_MAX];
+        char pod[GS_SLICE_LABEL_MAX];
+        char container[GS_SLICE_LABEL_MAX];
+};
+
+/* Write <regions_dir>/<id>/labels from the "key=value" annotations (replacing it atomically);
+ * nothing when no annotation names the pod. The directory must exist (gs_slice_prepare). */
+int gs_slice_write_labels(const char *regions_dir, const char *id, char *const *annotations, size_t n,
+                          struct gs_error *err);
+/* Read <id>/labels under the regions directory fd: 1 read (missing keys are ""), 0 no labels
+ * file, -1 unreadable or not a JSON object (out is all "" then). */
+int gs_slice_read_labels(int regfd, const char *id, struct gs_slice_labels *out);
+/* The owner record <id>/owner: the container's init pid (host namespace) and its start time
+ * (/proc/<pid>/stat field 22). 0, or -1 when missing or malformed. */
+int gs_slice_read_owner(int regfd, const char *id, pid_t *pid, unsigned long long *start);
 
 #endif

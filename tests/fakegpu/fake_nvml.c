@@ -11,19 +11,26 @@
  *
  * Memory used and the running processes also include what processes using the fake
  * libcuda.so.1 hold, read from the shared state file (fakegpu_state.h) at each query.
+ *
+ * Events (XID errors, a GPU that falls off the bus) come from the events file, which a test
+ * appends to while NVML runs (README.md, "Events"): an event set delivers the lines written after
+ * it was created; a lost GPU answers GPU_IS_LOST from then on, in every process.
  */
 #include "abi/nvml.h"
 #include "fakegpu_config.h"
 #include "fakegpu_state.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -182,6 +189,110 @@ static nvmlReturn_t copy_out(char *buf, unsigned int length, const char *s)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* The events file: "xid <UUID> <code>" and "lost <GPU-UUID>" lines                           */
+/* ---------------------------------------------------------------------------------------- */
+
+#define EVENTS_ENV "FAKEGPU_EVENTS"
+#define EVENTS_DEFAULT_PATH "/etc/fakegpu/events"
+#define EVENTS_MAX 4096      /* lines looked at */
+#define EVENTS_FILE_MAX (1 << 20)
+
+struct fg_event {
+    int lost;                /* 1: "lost", 0: "xid" */
+    unsigned gpu;            /* GPU index */
+    int mig;                 /* MIG slot, or -1 */
+    unsigned long long xid;
+};
+
+static struct fg_event g_events[EVENTS_MAX];
+static unsigned g_nevents;                  /* events parsed so far (under g_lock) */
+static off_t g_events_size = -1;            /* file size when last read */
+static int g_lost[FG_MAX_GPUS];
+
+static const char *events_path(void)
+{
+    const char *p = getenv(EVENTS_ENV);
+    return p != NULL && *p != '\0' ? p : EVENTS_DEFAULT_PATH;
+}
+
+/* The GPU (and MIG slot) of a UUID, or -1. */
+static int find_uuid(const char *uuid, int *mig)
+{
+    for (unsigned i = 0; i < g_cfg.ngpus; i++) {
+        const struct fg_gpu *g = &g_cfg.gpus[i];
+        *mig = -1;
+        if (strcmp(g->uuid, uuid) == 0)
+            return (int)i;
+        for (unsigned j = 0; g->mig == FG_MIG_ON && j < g->nmig; j++)
+            if (strcmp(g->migs[j].uuid, uuid) == 0) {
+                *mig = (int)j;
+                return (int)i;
+            }
+    }
+    return -1;
+}
+
+static void parse_event_line(const char *line)
+{
+    char kind[8], uuid[FG_STR];
+    unsigned long long xid = 0;
+    int n = sscanf(line, "%7s %95s %llu", kind, uuid, &xid), mig, gpu;
+
+    if (n < 2 || g_nevents >= EVENTS_MAX || (gpu = find_uuid(uuid, &mig)) < 0)
+        return; /* comments, blank or unknown lines, other machines' UUIDs */
+    if (strcmp(kind, "lost") == 0 && mig < 0) {
+        g_lost[gpu] = 1;
+        g_events[g_nevents++] = (struct fg_event){1, (unsigned)gpu, -1, 79};
+    } else if (strcmp(kind, "xid") == 0 && n == 3) {
+        g_events[g_nevents++] = (struct fg_event){0, (unsigned)gpu, mig, xid};
+    }
+}
+
+/* Read the events file again when its size changed (it only grows). Caller holds g_lock. */
+static void refresh_events(void)
+{
+    struct stat st;
+    int fd;
+    char *buf;
+    ssize_t n;
+
+    if (stat(events_path(), &st) < 0 || st.st_size == g_events_size || st.st_size > EVENTS_FILE_MAX)
+        return;
+    fd = open(events_path(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    buf = malloc((size_t)st.st_size + 1);
+    n = buf != NULL ? read(fd, buf, (size_t)st.st_size) : -1;
+    close(fd);
+    if (n < 0) {
+        free(buf);
+        return;
+    }
+    buf[n] = '\0';
+    g_events_size = n;
+    g_nevents = 0;
+    memset(g_lost, 0, sizeof(g_lost));
+    for (char *line = buf, *nl; line != NULL && *line != '\0'; line = nl) {
+        nl = strchr(line, '\n');
+        if (nl != NULL)
+            *nl++ = '\0';
+        parse_event_line(line);
+    }
+    free(buf);
+}
+
+static int gpu_lost(unsigned gpu)
+{
+    int lost;
+
+    pthread_mutex_lock(&g_lock);
+    refresh_events();
+    lost = gpu < FG_MAX_GPUS && g_lost[gpu];
+    pthread_mutex_unlock(&g_lock);
+    return lost;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Init / shutdown                                                                           */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -225,6 +336,8 @@ static nvmlReturn_t do_init(const char *entry)
         return rc;
     }
     setup_handles();
+    g_events_size = -1;
+    refresh_events();
     __atomic_store_n(&g_refcount, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&g_lock);
     return NVML_SUCCESS;
@@ -332,6 +445,8 @@ static nvmlReturn_t by_index(unsigned int index, nvmlDevice_t *device)
 {
     if (device == NULL || index >= g_cfg.ngpus)
         return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu_lost(index))
+        return NVML_ERROR_GPU_IS_LOST;
     *device = &g_gpu_handles[index];
     return NVML_SUCCESS;
 }
@@ -357,6 +472,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *de
         const struct fg_gpu *g = &g_cfg.gpus[i];
 
         if (strcmp(g->uuid, uuid) == 0) {
+            if (gpu_lost(i))
+                return NVML_ERROR_GPU_IS_LOST;
             *device = &g_gpu_handles[i];
             return NVML_SUCCESS;
         }
@@ -394,6 +511,8 @@ static nvmlReturn_t by_busid(const char *busid, nvmlDevice_t *device)
         const struct fg_gpu *g = &g_cfg.gpus[i];
 
         if (g->domain == dom && g->bus == bus && g->device == dev && g->function == fn) {
+            if (gpu_lost(i))
+                return NVML_ERROR_GPU_IS_LOST;
             *device = &g_gpu_handles[i];
             return NVML_SUCCESS;
         }
@@ -417,12 +536,15 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevi
 /* Device queries                                                                            */
 /* ---------------------------------------------------------------------------------------- */
 
-/* Resolve device into g/m or return INVALID_ARGUMENT. */
+/* Resolve device into g/m or return INVALID_ARGUMENT; a lost GPU (and its MIG devices) answers
+ * GPU_IS_LOST. */
 #define RESOLVE(dev, g, m)                                        \
     const struct fg_gpu *g;                                       \
     const struct fg_mig *m;                                       \
     if (resolve((dev), &g, &m) < 0)                               \
-        return NVML_ERROR_INVALID_ARGUMENT
+        return NVML_ERROR_INVALID_ARGUMENT;                       \
+    if (gpu_lost(gpu_index(g)))                                   \
+        return NVML_ERROR_GPU_IS_LOST
 
 EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
@@ -861,4 +983,148 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int
 EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
 {
     return mig_instance_id(device, id, 1);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Events                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+#define EVENT_SETS 16
+#define SUPPORTED_EVENTS (nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | \
+                          nvmlEventTypePState | nvmlEventTypeXidCriticalError | nvmlEventTypeClock)
+
+struct nvmlEventSet_st {
+    int used;
+    unsigned next;                              /* the first event not yet delivered */
+    unsigned long long types[FG_MAX_GPUS];      /* registered event types per GPU */
+};
+
+static struct nvmlEventSet_st g_sets[EVENT_SETS];
+
+static struct nvmlEventSet_st *set_of(nvmlEventSet_t set)
+{
+    uintptr_t p = (uintptr_t)set, base = (uintptr_t)&g_sets[0];
+
+    if (set == NULL || p < base || p >= base + sizeof(g_sets) || (p - base) % sizeof(g_sets[0]) != 0 ||
+        !set->used)
+        return NULL;
+    return set;
+}
+
+EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+    ENTER();
+    if (set == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&g_lock);
+    for (unsigned i = 0; i < EVENT_SETS; i++) {
+        if (!g_sets[i].used) {
+            memset(&g_sets[i], 0, sizeof(g_sets[i]));
+            g_sets[i].used = 1;
+            refresh_events();
+            g_sets[i].next = g_nevents; /* only what happens from now on */
+            *set = &g_sets[i];
+            pthread_mutex_unlock(&g_lock);
+            return NVML_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return NVML_ERROR_MEMORY;
+}
+
+EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+    struct nvmlEventSet_st *s;
+
+    ENTER();
+    if ((s = set_of(set)) == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    s->used = 0;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes)
+{
+    ENTER();
+    RESOLVE(device, g, m);
+    (void)g;
+    if (eventTypes == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (m != NULL) /* events are registered on the GPU; MIG events name their instances */
+        return NVML_ERROR_NOT_SUPPORTED;
+    *eventTypes = SUPPORTED_EVENTS;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)
+{
+    struct nvmlEventSet_st *s;
+
+    ENTER();
+    RESOLVE(device, g, m);
+    if ((s = set_of(set)) == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (m != NULL || (eventTypes & ~SUPPORTED_EVENTS) != 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    s->types[gpu_index(g)] |= eventTypes;
+    return NVML_SUCCESS;
+}
+
+/* The next event for set s, if any: SUCCESS (data filled), GPU_IS_LOST, or TIMEOUT. */
+static nvmlReturn_t next_event(struct nvmlEventSet_st *s, nvmlEventData_t *data, int v2)
+{
+    nvmlReturn_t rc = NVML_ERROR_TIMEOUT;
+
+    pthread_mutex_lock(&g_lock);
+    refresh_events();
+    while (rc == NVML_ERROR_TIMEOUT && s->next < g_nevents) {
+        const struct fg_event *e = &g_events[s->next++];
+        const struct fg_gpu *g = &g_cfg.gpus[e->gpu];
+
+        if (e->lost && s->types[e->gpu] != 0) {
+            rc = NVML_ERROR_GPU_IS_LOST;
+        } else if (!e->lost && (s->types[e->gpu] & nvmlEventTypeXidCriticalError)) {
+            data->device = &g_gpu_handles[e->gpu];
+            data->eventType = nvmlEventTypeXidCriticalError;
+            data->eventData = e->xid;
+            if (v2) {
+                data->gpuInstanceId = e->mig >= 0 ? g->migs[e->mig].gi : GS_NVML_INVALID_INSTANCE_ID;
+                data->computeInstanceId = e->mig >= 0 ? g->migs[e->mig].ci : GS_NVML_INVALID_INSTANCE_ID;
+            }
+            rc = NVML_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms, int v2)
+{
+    struct nvmlEventSet_st *s = set_of(set);
+    struct timespec t0, now, tick = {0, 20 * 1000 * 1000};
+
+    if (s == NULL || data == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        nvmlReturn_t rc = next_event(s, data, v2);
+        if (rc != NVML_ERROR_TIMEOUT)
+            return rc;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= (long)timeoutms)
+            return NVML_ERROR_TIMEOUT;
+        nanosleep(&tick, NULL);
+    }
+}
+
+EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+    ENTER();
+    return event_wait(set, data, timeoutms, 1);
+}
+
+EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+    ENTER();
+    return event_wait(set, data, timeoutms, 0);
 }

@@ -27,6 +27,7 @@
 static struct gs_nvml_fns nv;
 
 static const char *g_confdir;
+static void *g_lib;
 static char g_tmpdir[] = "/tmp/fakegpu-test.XXXXXX";
 
 #define OK(expr) CHECK_RC(expr, NVML_SUCCESS)
@@ -485,6 +486,117 @@ static void test_mig_on(void)
     OK(nv.nvmlShutdown());
 }
 
+/* Events: "xid" and "lost" lines appended to $FAKEGPU_EVENTS while NVML runs. */
+static void append_event(const char *path, const char *line)
+{
+    FILE *f = fopen(path, "a");
+
+    if (f == NULL) {
+        perror(path);
+        exit(1);
+    }
+    fputs(line, f);
+    fclose(f);
+}
+
+static void test_events(void)
+{
+    struct gs_nvml_event_fns_ {
+#define X(name, ret, params) gs_##name##_fn name;
+        GS_NVML_EVENT_FUNCTIONS(X)
+#undef X
+    } ev;
+    char path[256], line[256], uuid[96];
+    nvmlDevice_t d0, d1, mig, d;
+    nvmlEventSet_t set, set2;
+    nvmlEventData_t data;
+    nvmlMemory_t mem;
+    unsigned long long types;
+    unsigned n;
+    struct timespec t0, t1;
+
+#define X(name, ret, params) *(void **)&ev.name = dlsym(g_lib, #name);
+    GS_NVML_EVENT_FUNCTIONS(X)
+#undef X
+#define X(name, ret, params) CHECK(ev.name != NULL);
+    GS_NVML_EVENT_FUNCTIONS(X)
+#undef X
+    if (ev.nvmlEventSetWait_v2 == NULL)
+        return;
+    snprintf(path, sizeof(path), "%s/events", g_tmpdir);
+    unlink(path);
+    setenv("FAKEGPU_EVENTS", path, 1);
+    use_sample("8gpu-mig.conf");
+    CHECK_RC(ev.nvmlEventSetCreate(&set), NVML_ERROR_UNINITIALIZED);
+    OK(nv.nvmlInit_v2());
+    OK(nv.nvmlDeviceGetHandleByIndex_v2(0, &d0));
+    OK(nv.nvmlDeviceGetHandleByIndex_v2(2, &d1));  /* GPU 2: MIG on */
+    OK(nv.nvmlDeviceGetMigDeviceHandleByIndex(d1, 1, &mig));
+    OK(ev.nvmlDeviceGetSupportedEventTypes(d0, &types));
+    CHECK((types & nvmlEventTypeXidCriticalError) != 0);
+    CHECK_RC(ev.nvmlDeviceGetSupportedEventTypes(mig, &types), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(ev.nvmlDeviceGetSupportedEventTypes(d0, NULL), NVML_ERROR_INVALID_ARGUMENT);
+    CHECK_RC(ev.nvmlEventSetCreate(NULL), NVML_ERROR_INVALID_ARGUMENT);
+    /* an event before the set exists is not delivered */
+    OK(nv.nvmlDeviceGetUUID(d0, uuid, sizeof(uuid)));
+    snprintf(line, sizeof(line), "xid %s 48\n", uuid);
+    append_event(path, line);
+    OK(ev.nvmlEventSetCreate(&set));
+    OK(ev.nvmlDeviceRegisterEvents(d0, nvmlEventTypeXidCriticalError, set));
+    OK(ev.nvmlDeviceRegisterEvents(d1, nvmlEventTypeXidCriticalError, set));
+    CHECK_RC(ev.nvmlDeviceRegisterEvents(mig, nvmlEventTypeXidCriticalError, set), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(ev.nvmlDeviceRegisterEvents(d0, 1ULL << 40, set), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_RC(ev.nvmlDeviceRegisterEvents(d0, nvmlEventTypeXidCriticalError, (nvmlEventSet_t)&data), NVML_ERROR_INVALID_ARGUMENT);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_RC(ev.nvmlEventSetWait_v2(set, &data, 100), NVML_ERROR_TIMEOUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 100);
+    CHECK_RC(ev.nvmlEventSetWait_v2(set, NULL, 0), NVML_ERROR_INVALID_ARGUMENT);
+    /* an XID on GPU 0, then one on a MIG device of GPU 2 (its instances named) */
+    snprintf(line, sizeof(line), "xid %s 79\n", uuid);
+    append_event(path, line);
+    OK(ev.nvmlEventSetWait_v2(set, &data, 1000));
+    CHECK(data.device == d0 && data.eventType == nvmlEventTypeXidCriticalError && data.eventData == 79);
+    CHECK(data.gpuInstanceId == GS_NVML_INVALID_INSTANCE_ID && data.computeInstanceId == GS_NVML_INVALID_INSTANCE_ID);
+    OK(nv.nvmlDeviceGetUUID(mig, uuid, sizeof(uuid)));
+    snprintf(line, sizeof(line), "# a comment\nxid GPU-unknown 31\nxid %s 94\n", uuid);
+    append_event(path, line);
+    OK(ev.nvmlEventSetWait_v2(set, &data, 1000));
+    CHECK(data.device == d1 && data.eventData == 94 && data.gpuInstanceId == 2 && data.computeInstanceId == 1);
+    CHECK_RC(ev.nvmlEventSetWait_v2(set, &data, 0), NVML_ERROR_TIMEOUT);
+    /* a second set sees only what comes after it */
+    OK(ev.nvmlEventSetCreate(&set2));
+    OK(ev.nvmlDeviceRegisterEvents(d1, nvmlEventTypeXidCriticalError, set2));
+    /* GPU 0 falls off the bus: the waits say GPU_IS_LOST, its calls too, for a new process as well */
+    OK(nv.nvmlDeviceGetUUID(d0, uuid, sizeof(uuid)));
+    snprintf(line, sizeof(line), "lost %s\n", uuid);
+    append_event(path, line);
+    CHECK_RC(ev.nvmlEventSetWait_v2(set, &data, 1000), NVML_ERROR_GPU_IS_LOST);
+    CHECK_RC(ev.nvmlEventSetWait_v2(set2, &data, 0), NVML_ERROR_TIMEOUT); /* set2 did not register GPU 0 */
+    CHECK_RC(nv.nvmlDeviceGetMemoryInfo(d0, &mem), NVML_ERROR_GPU_IS_LOST);
+    CHECK_RC(nv.nvmlDeviceGetHandleByIndex_v2(0, &d), NVML_ERROR_GPU_IS_LOST);
+    CHECK_RC(nv.nvmlDeviceGetHandleByUUID(uuid, &d), NVML_ERROR_GPU_IS_LOST);
+    OK(nv.nvmlDeviceGetMemoryInfo(d1, &mem));
+    OK(nv.nvmlDeviceGetCount_v2(&n));
+    CHECK(n == 8);
+    /* the old unversioned wait fills only device, type and data */
+    OK(nv.nvmlDeviceGetUUID(mig, uuid, sizeof(uuid)));
+    snprintf(line, sizeof(line), "xid %s 13\n", uuid);
+    append_event(path, line);
+    memset(&data, 0x5a, sizeof(data));
+    OK(ev.nvmlEventSetWait(set2, &data, 1000));
+    CHECK(data.device == d1 && data.eventData == 13 && data.gpuInstanceId == 0x5a5a5a5a);
+    OK(ev.nvmlEventSetFree(set));
+    CHECK_RC(ev.nvmlEventSetFree(set), NVML_ERROR_INVALID_ARGUMENT);
+    OK(ev.nvmlEventSetFree(set2));
+    OK(nv.nvmlShutdown());
+    OK(nv.nvmlInit_v2());
+    CHECK_RC(nv.nvmlDeviceGetHandleByIndex_v2(0, &d), NVML_ERROR_GPU_IS_LOST);
+    OK(nv.nvmlShutdown());
+    unlink(path);
+    unsetenv("FAKEGPU_EVENTS");
+}
+
 static void test_faults(void)
 {
     char text[2048];
@@ -730,6 +842,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "dlopen %s: %s\n", argv[1], dlerror());
         return 1;
     }
+    g_lib = h;
 #define X(name, ret, params)                                      \
     *(void **)&nv.name = dlsym(h, #name);                         \
     if (nv.name == NULL) {                                        \
@@ -749,6 +862,7 @@ int main(int argc, char **argv)
     test_mig_off();
     test_mig_on();
     test_faults();
+    test_events();
     test_parser();
 
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_tmpdir);

@@ -6,7 +6,9 @@
 # probe), configure (issue 3), quota (issue 4: the interposer), hook (issue 8: the OCI hook and
 # CDI under runc), compute (issue 9: the compute limiter, bench/compute_limit.sh; seconds per run
 # in GS_COMPUTE_SECONDS, default 3), ctcompute (issue 9 in containers: two compute slices taking
-# turns, one through MPS, under runc and the hook), bench (bench/run.sh); the benchmark of a part
+# turns, one through MPS, under runc and the hook), metrics (issue 10: gpuslice metrics against two
+# slices, tests/gpu/metrics_check.sh), k8s (issue 12: the device plugin's Allocate answer for a
+# 4 GiB share, as a container), bench (bench/run.sh); the benchmark of a part
 # runs with it.
 # Without an NVIDIA GPU it exits 77, which meson (and `make test`) report as SKIPPED.
 # Results and raw outputs go to $OUT (or a temp dir); the last line is "N passed, N failed".
@@ -280,7 +282,7 @@ fi
 # CDI-aware runtime would. Each runs /check.sh (KEY=VALUE lines, then cuda_fill, then DONE);
 # outputs in $OUTDIR/hook-*.txt.
 RUNC=${GS_RUNC:-$(cd "$(dirname "$CARRY/x")" 2>/dev/null && pwd)/runc/runc}
-if { only hook || only ctcompute; } && [ -x "$RUNC" ] && [ -x "$CARRY/cuda_fill" ] && [ -x "$CARRY/busybox" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
+if { only hook || only ctcompute || only k8s; } && [ -x "$RUNC" ] && [ -x "$CARRY/cuda_fill" ] && [ -x "$CARRY/busybox" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
         HW=$(mktemp -d /tmp/gs-gpu-hook.XXXXXX)
         HSTATE=$HW/runc-state SLICES=/run/gpuslice/slices
         made_run=; [ -e /run/gpuslice ] || made_run=1   # the CDI slice hooks use the default regions-dir
@@ -475,6 +477,57 @@ PY
         fi
         fi # only hook
 
+        # (d) issue 12 (GS_GPU_ONLY=k8s): gpuslice device-plugin on this GPU, registered by
+        # kubelet-probe (the kubelet's side in C: this host's python has no grpcio); its Allocate
+        # answer for one 4 GiB share applied as a CDI runtime would (the plugin's own spec, the
+        # answer's env) to a runc bundle: the quota checks of (a) and (b).
+        KPROBE=$BUILD/tests/k8s/kubelet-probe
+        if only k8s && [ -x "$KPROBE" ]; then
+                mkdir -p "$HW/dp"
+                { cat "$HW/config.toml"; printf '[device-plugin]\nsocket-dir = "%s"\nresource = ""\n' "$HW/dp"
+                  printf 'slices = ["4g=4Gi"]\ncdi-spec = "%s"\nhook-path = "%s"\nlabel-interval = 0\n' "$HW/k8s-cdi.json" "$GSA"
+                } >"$HW/dp.toml"
+                "$GSA" device-plugin --config "$HW/dp.toml" 2>"$OUTDIR/k8s-plugin.log" &
+                dpp=$!
+                uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
+                "$KPROBE" "$HW/dp" gpuslice.io/4g "$uuid::0" 60 >"$OUTDIR/k8s-allocate.json" 2>"$OUTDIR/k8s-probe.err"
+                rc=$?
+                kill "$dpp"; wait "$dpp"
+                cat "$OUTDIR/k8s-allocate.json" "$OUTDIR/k8s-probe.err"
+                check "device-plugin: registered; Allocate of a 4 GiB share answered" test "$rc" = 0
+                python3 - "$OUTDIR/k8s-allocate.json" "$HW/k8s-cdi.json" >"$HW/k8s-facts.txt" <<'PY'
+import json, sys
+a, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("names=%s" % " ".join(a["cdi_devices"]))
+print("env=%s" % ", ".join(json.dumps("%s=%s" % kv) for kv in sorted(a["envs"].items())))
+smi = [m["containerPath"] for m in s.get("containerEdits", {}).get("mounts", []) if m["containerPath"].endswith("/nvidia-smi")]
+print("smi=%s" % (smi[0] if smi else "/usr/bin/nvidia-smi"))
+PY
+                cat "$HW/k8s-facts.txt"
+                check "device-plugin: the answer names the CDI slice device k8s.gpuslice.io/gpu=0-4g" \
+                        test "$(kv names "$HW/k8s-facts.txt")" = "k8s.gpuslice.io/gpu=0-4g"
+                id=gs-gpu-k8s-$$
+                # shellcheck disable=SC2046
+                if mkbundle k8s "$(kv smi "$HW/k8s-facts.txt")" 3 "$(kv env "$HW/k8s-facts.txt")" &&
+                        python3 tests/gpu/cdi_apply.py "$HW/k8s/config.json" "$HW/k8s-cdi.json" -- $(kv names "$HW/k8s-facts.txt"); then
+                        if [ -n "${HOOK_LDLP:-}" ]; then # this host only: see HOOK_ENV above
+                                python3 - "$HW/k8s/config.json" "$GSA" "$HOOK_LDLP" <<'PY'
+import json, sys
+p, gs, ldlp = sys.argv[1:4]
+c = json.load(open(p))
+for hs in c.get("hooks", {}).values():
+    for h in hs:
+        if h["path"] == gs:
+            h.setdefault("env", []).append(ldlp)
+json.dump(c, open(p, "w"), indent=2)
+PY
+                        fi
+                        cp "$HW/k8s/config.json" "$OUTDIR/k8s-config.json"
+                        runct k8s "$id" "$SLICES/$id"
+                fi
+                quota_checks k8s "Kubernetes: the Allocate answer of a 4 GiB share"
+        fi
+
         # (c) issue 9 in containers (GS_GPU_ONLY=ctcompute): compute slices under the real hook.
         # Two containers at 30 % and 70 % (share mode) take turns through the arbiter directory the
         # hook mounts; then a 30 % cap-mode container runs through a real MPS daemon (gpuslice mps).
@@ -538,6 +591,13 @@ if only compute && [ -x "$CARRY/compute_shapes" ] && [ -e "$BUILD/libgpuslice-vg
         worst=$(sed -n 's/^worst |achieved - L| = \([0-9.]*\).*/\1/p' "$OUTDIR/compute_limit.txt")
         check "cap mode: every shape within 2 points of L (worst ${worst:-?})" \
                 awk -v w="${worst:-99}" 'BEGIN { exit !(w <= 2) }'
+fi
+
+# --- issue 10: gpuslice metrics against two slices --------------------------------------------
+if only metrics && [ -x "$CARRY/compute_shapes" ] && [ -x "$CARRY/cuda_fill" ]; then
+        bash tests/gpu/metrics_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/metrics_check.txt"
+        check "metrics: memory matches nvidia-smi within 1 %, compute matches the measured share within 2 points" \
+                test "${PIPESTATUS[0]}" = 0
 fi
 
 # --- speed (issue 2) -------------------------------------------------------------------------

@@ -83,6 +83,23 @@ static void assert_defaults(const struct gs_hostconfig *c)
         assert_string_equal(c->vgpu_library, "");
         assert_string_equal(c->regions_dir, "/run/gpuslice/slices");
         assert_string_equal(c->mps_root, "/run/gpuslice/mps");
+        const struct gs_hostconfig_dp *d = &c->dp;
+        assert_string_equal(d->socket_dir, "/var/lib/kubelet/device-plugins");
+        assert_string_equal(d->resource, "nvidia.com/gpu");
+        assert_int_equal(d->replicas, 1);
+        assert_string_equal(d->replica_memory, "");
+        assert_int_equal(d->replica_compute, 0);
+        assert_int_equal(d->slices.n, 0);
+        assert_string_equal(d->slice_domain, "gpuslice.io");
+        assert_string_equal(d->allocate, "cdi");
+        assert_string_equal(d->cdi_spec, "/var/run/cdi/gpuslice-k8s.yaml");
+        assert_string_equal(d->cdi_kind, "k8s.gpuslice.io/gpu");
+        assert_string_equal(d->hook_path, "");
+        assert_string_equal(d->host_root, "");
+        assert_string_equal(d->pod_resources_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+        assert_int_equal(d->label_interval_s, 30);
+        assert_true(d->health_checks);
+        assert_string_equal(d->sysfs, "/sys");
 }
 
 /* Every key set to something other than its default. */
@@ -104,7 +121,24 @@ static const char every_key[] =
         "[slice]\n"
         "library = \"/opt/gpuslice/lib/libgpuslice-vgpu.so\"\n"
         "regions-dir = \"/var/run/slices\"\n"
-        "mps-root = \"/var/run/mps\"\n";
+        "mps-root = \"/var/run/mps\"\n"
+        "[device-plugin]\n"
+        "socket-dir = \"/var/lib/k/dp\"\n"
+        "resource = \"example.com/gpu\"\n"
+        "replicas = 4\n"
+        "replica-memory = \"20Gi\"\n"
+        "replica-compute = 25\n"
+        "slices = [\"a=1Gi\", 'b=2Gi,50']\n"
+        "slice-domain = \"example.com\"\n"
+        "allocate = \"env\"\n"
+        "cdi-spec = \"/etc/cdi/k8s.json\"\n"
+        "cdi-kind = \"example.com/gpu\"\n"
+        "hook-path = \"/usr/bin/gpuslice\"\n"
+        "host-root = \"/\"\n"
+        "pod-resources-socket = \"\"\n"
+        "label-interval = 0\n"
+        "health-checks = false\n"
+        "sysfs = \"/host/sys\"\n";
 
 static void assert_every_key(const struct gs_hostconfig *c)
 {
@@ -123,6 +157,53 @@ static void assert_every_key(const struct gs_hostconfig *c)
         assert_string_equal(c->vgpu_library, "/opt/gpuslice/lib/libgpuslice-vgpu.so");
         assert_string_equal(c->regions_dir, "/var/run/slices");
         assert_string_equal(c->mps_root, "/var/run/mps");
+        const struct gs_hostconfig_dp *d = &c->dp;
+        assert_string_equal(d->socket_dir, "/var/lib/k/dp");
+        assert_string_equal(d->resource, "example.com/gpu");
+        assert_int_equal(d->replicas, 4);
+        assert_string_equal(d->replica_memory, "20Gi");
+        assert_int_equal(d->replica_compute, 25);
+        assert_int_equal(d->slices.n, 2);
+        assert_string_equal(d->slices.v[0], "a=1Gi");
+        assert_string_equal(d->slices.v[1], "b=2Gi,50");
+        assert_string_equal(d->slice_domain, "example.com");
+        assert_string_equal(d->allocate, "env");
+        assert_string_equal(d->cdi_spec, "/etc/cdi/k8s.json");
+        assert_string_equal(d->cdi_kind, "example.com/gpu");
+        assert_string_equal(d->hook_path, "/usr/bin/gpuslice");
+        assert_string_equal(d->host_root, "/");
+        assert_string_equal(d->pod_resources_socket, "");
+        assert_int_equal(d->label_interval_s, 0);
+        assert_false(d->health_checks);
+        assert_string_equal(d->sysfs, "/host/sys");
+}
+
+/* [device-plugin].slices: a one-line array of strings, bounded in count and length. */
+static void test_string_list(void **state)
+{
+        (void)state;
+        expect_ok("[device-plugin]\nslices = []\n");
+        assert_int_equal(hc.dp.slices.n, 0);
+        expect_ok("[device-plugin]\nslices = [ \"x=1G\" , ]\n");
+        assert_int_equal(hc.dp.slices.n, 1);
+        assert_string_equal(hc.dp.slices.v[0], "x=1G");
+        expect_error("[device-plugin]\nslices = \"x=1G\"\n", NAME ":2: 'device-plugin.slices' must be an array of strings");
+        expect_error("[device-plugin]\nslices = [1]\n", NAME ":2: 'device-plugin.slices' must be an array of strings");
+        expect_error("[device-plugin]\nslices = [\"a\"\n", NAME ":2: unterminated array (arrays must be on one line)");
+        expect_error("[device-plugin]\nslices = [\"a\" \"b\"]\n",
+                     NAME ":2: expected ',' or ']' after an element of 'device-plugin.slices'");
+        char text[4096] = "[device-plugin]\nslices = [";
+        for (int i = 0; i < GS_HOSTCONFIG_MAX_LIST + 1; i++)
+                strcat(text, "\"s=1G\",");
+        strcat(text, "]\n");
+        expect_error(text, NAME ":2: 'device-plugin.slices' has more than 16 elements");
+        char longv[GS_HOSTCONFIG_LIST_STR + 64];
+        memset(longv, 'a', sizeof(longv) - 1);
+        longv[sizeof(longv) - 1] = '\0';
+        snprintf(text, sizeof(text), "[device-plugin]\nslices = [\"%s\"]\n", longv);
+        expect_error(text, NAME ":2: 'device-plugin.slices': an element is too long (at most 127 bytes)");
+        expect_error("[device-plugin]\nreplicas = 0\n", NAME ":2: 'device-plugin.replicas' must be between 1 and 64");
+        expect_error("[device-plugin]\nsocket-dir = \"rel\"\n", NAME ":2: 'device-plugin.socket-dir' must be an absolute path");
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -720,7 +801,7 @@ static void test_example_config(void **state)
                 n += k;
         }
         fclose(f);
-        assert_int_equal(nkeys, 16);
+        assert_int_equal(nkeys, 32);
         gs_hostconfig_defaults(&hc);
         expect_ok(every_key);
         if (parse_n(text, n) != 0)
@@ -743,6 +824,7 @@ int main(void)
                 cmocka_unit_test_setup(test_strings, reset),
                 cmocka_unit_test_setup(test_string_lengths, reset),
                 cmocka_unit_test_setup(test_arrays, reset),
+                cmocka_unit_test_setup(test_string_list, reset),
                 cmocka_unit_test_setup(test_compat_mode, reset),
                 cmocka_unit_test_setup(test_paths, reset),
                 cmocka_unit_test_setup(test_comments_whitespace, reset),

@@ -1,0 +1,118 @@
+/* gpuslice device-plugin: option parsing and printing; the plugin is src/k8s (plugin.h). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "k8s/plugin.h"
+#include "runtime/hostconfig.h"
+
+static const char help[] =
+        "Usage: gpuslice [GLOBAL OPTIONS] device-plugin [OPTIONS]\n"
+        "\n"
+        "A Kubernetes device plugin (kubelet API v1beta1): offers this node's GPUs, MIG devices and GPU\n"
+        "slices as extended resources, registers with the kubelet (again after it restarts), reports\n"
+        "device health from NVML's XID events, and answers Allocate with CDI device names (its own CDI\n"
+        "spec, written at start) or, for runtimes without CDI, the environment `gpuslice hook` reads.\n"
+        "Runs until SIGTERM or SIGINT; progress lines go to standard error.\n"
+        "\n"
+        "What is offered and how is the host config's [device-plugin] section (with [driver] and\n"
+        "[slice]); every key and its default: " GS_HOSTCONFIG_DEFAULT_PATH " as packaging/config.toml\n"
+        "shows it. E.g. slices = [\"gpu-4g-25=4Gi,25\"] offers gpuslice.io/gpu-4g-25, each GPU as\n"
+        "shares of 4 GiB and 25 % of its time.\n"
+        "\n"
+        "  -c, --config=FILE         host config to read (default " GS_HOSTCONFIG_DEFAULT_PATH ", if any)\n"
+        "      --health-period=SECS  how often NVML is asked whether a GPU fell off the bus, between\n"
+        "                            events (default 5)\n"
+        "  -h, --help\n";
+
+struct dp_cli {
+        const char *config;
+        unsigned health_period_ms;
+};
+
+static int parse(struct dp_cli *d, int argc, char **argv)
+{
+        enum { O_HEALTH = 0x100 };
+        static const struct option opts[] = {
+                {"config", required_argument, NULL, 'c'},
+                {"health-period", required_argument, NULL, O_HEALTH},
+                {"help", no_argument, NULL, 'h'},
+                {0},
+        };
+        int c;
+        while ((c = getopt_long(argc, argv, "+:c:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        d->config = optarg;
+                        break;
+                case O_HEALTH: {
+                        int rc = cli_parse_seconds("device-plugin", "--health-period", optarg, &d->health_period_ms);
+                        if (rc != 0)
+                                return rc;
+                        break;
+                }
+                case 'h':
+                        fputs(help, stdout);
+                        return 0;
+                case ':':
+                        return cli_usage_error("device-plugin", "option '%s' needs a value", argv[optind - 1]);
+                default:
+                        return cli_usage_error("device-plugin", "unknown option '%s'", argv[optind - 1]);
+                }
+        }
+        if (optind < argc)
+                return cli_usage_error("device-plugin", "unexpected argument '%s'", argv[optind]);
+        return -1;
+}
+
+static void print_line(void *ud, const char *line)
+{
+        (void)ud;
+        char ts[32];
+        time_t t = time(NULL);
+        struct tm tm;
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        fprintf(stderr, "%s gpuslice device-plugin: %s\n", ts, line);
+        fflush(stderr);
+}
+
+int cmd_device_plugin(const struct cli_globals *g, int argc, char **argv)
+{
+        struct dp_cli d = {0};
+        int rv = parse(&d, argc, argv);
+        if (rv >= 0)
+                return rv;
+        struct gs_hostconfig *hc = malloc(sizeof(*hc));
+        struct gs_error err = {0};
+        if (hc == NULL || gs_hostconfig_load(hc, d.config, &err) < 0) {
+                cli_error("config", "%s", hc == NULL ? "out of memory" : err.msg);
+                free(hc);
+                return CLI_EXIT_FAILURE;
+        }
+        struct cli_globals eff = *g;
+        if (!g->user_set && hc->user[0] != '\0' && (rv = cli_parse_user(&eff, hc->user)) != 0) {
+                free(hc);
+                return rv;
+        }
+        eff.root = g->root_set ? g->root : hc->root;
+        eff.ldcache = g->ldcache_set ? g->ldcache : hc->ldcache;
+        eff.nvml_timeout_ms = g->timeout_set ? g->nvml_timeout_ms : hc->nvml_timeout_s * 1000;
+        eff.load_kmods = g->load_kmods || hc->load_kmods;
+        struct gs_context *ctx = cli_open_context(&eff);
+        if (ctx == NULL) {
+                free(hc);
+                return CLI_EXIT_FAILURE;
+        }
+        struct gs_k8s_opts o = {.hc = hc, .ctx = ctx, .health_period_ms = d.health_period_ms, .note = print_line};
+        rv = 0;
+        if (gs_k8s_plugin_run(&o, &err) < 0) {
+                cli_error(err.stage != NULL ? err.stage : "device-plugin", "%s", err.msg);
+                rv = CLI_EXIT_FAILURE;
+        }
+        gs_context_free(ctx);
+        free(hc);
+        return rv;
+}

@@ -1,0 +1,44 @@
+/*
+ * Allocate's answer for one container: the devices the kubelet picked, as the container will get
+ * them. The devices are grouped by GPU (a MIG device is its own group) in NVML index order; a
+ * group of k shares of a resource with a memory quota M and compute share C is a slice of k*M and
+ * min(100, k*C) % on that GPU.
+ *
+ *   cdi              cdi_devices: <kind>=<gpu> (MIG <gpu>:<mig>) for a whole device, and for a
+ *                    share <kind>=<gpu>-<slice>, the CDI slice device of the plugin's own spec
+ *                    (cdispec.c: the slice env and the hook that puts the interposer in)
+ *   cdi-annotations  the same names in the annotation cdi.k8s.io/gpuslice_<resource>
+ *   env              NVIDIA_VISIBLE_DEVICES=<UUIDs> and the slice env for `gpuslice hook`
+ *                    (GPUSLICE_MEMORY_LIMIT, GPUSLICE_COMPUTE_LIMIT), plus device specs for the
+ *                    GPUs' and the control nodes (host paths under host-root)
+ *
+ * When the groups' slices differ (or one is more than a share, where the CDI slice device says
+ * one share), each GPU gets GPUSLICE_MEMORY_LIMIT_<i> / GPUSLICE_COMPUTE_LIMIT_<i>, i its place
+ * in NVML index order among the container's GPUs, which is the interposer's visible order; a
+ * per-device value wins over the global one. Every answer also sets GPUSLICE_K8S_DEVICES_<RES> to
+ * the device IDs (the pod-resources labeller finds the container's slice by it).
+ */
+#ifndef GS_K8S_ALLOCATE_H
+#define GS_K8S_ALLOCATE_H
+
+#include <stddef.h>
+
+#include "api.pb-c.h"
+#include "k8s/arena.h"
+#include "k8s/health.h"
+#include "k8s/resources.h"
+
+struct gs_k8s_alloc_ctx {
+        const struct gs_k8s_plan *plan;
+        const struct gs_k8s_health *health;
+        const char *root;      /* the driver root as the plugin sees it */
+        const char *host_root; /* ... and as the host's runtime does (device specs) */
+};
+
+/* Fill `out` (allocated in `a`) for devices `ids` of resource r. -1 with err (GS_ENOTFOUND: an
+ * unknown ID; GS_EINVAL: an ID given twice, an unhealthy device, too many GPUs for per-device
+ * limits). */
+int gs_k8s_allocate(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resource *r, char *const *ids, size_t nids,
+                    struct gs_k8s_arena *a, V1beta1__ContainerAllocateResponse *out, struct gs_error *err);
+
+#endif

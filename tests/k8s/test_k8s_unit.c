@@ -1,0 +1,484 @@
+/* Unit tests of the device plugin's parts (cmocka): the plan from the config, preferred
+ * allocation, Allocate's answers, grpc-message coding, and gRPC over HTTP/2 between a client and a
+ * server connection of h2c.c on a socketpair (replies, errors, a deadline, size limits). */
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/proc.h"
+#include "k8s/allocate.h"
+#include "k8s/h2c.h"
+#include "k8s/prefer.h"
+#include "k8s/resources.h"
+
+static struct gs_device_info dev;
+static struct gs_hostconfig hc;
+static struct gs_k8s_plan plan;
+static struct gs_k8s_health health;
+
+/* GPU 0 and 1: 80 GiB; GPU 2: MIG mode with two MIG devices (gi 1, 2); GPU 3: 20 GiB. */
+static int setup(void **state)
+{
+        (void)state;
+        memset(&dev, 0, sizeof(dev));
+        memset(&health, 0, sizeof(health));
+        dev.ngpus = 4;
+        for (unsigned i = 0; i < dev.ngpus; i++) {
+                struct gs_gpu *g = &dev.gpus[i];
+                g->index = i;
+                g->minor = i;
+                g->memory_total = i == 3 ? 20ull << 30 : 81559ull << 20;
+                snprintf(g->uuid, sizeof(g->uuid), "GPU-%u", i);
+                snprintf(g->bus_id, sizeof(g->bus_id), "00000000:0%u:00.0", i + 1);
+        }
+        dev.gpus[2].mig_enabled = true;
+        dev.gpus[2].nmigs = 2;
+        for (unsigned j = 0; j < 2; j++) {
+                dev.gpus[2].migs[j].index = j;
+                dev.gpus[2].migs[j].gi = 1 + j;
+                snprintf(dev.gpus[2].migs[j].uuid, sizeof(dev.gpus[2].migs[j].uuid), "MIG-%u", j);
+        }
+        gs_hostconfig_defaults(&hc);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        gs_k8s_plan_release(&plan);
+        return 0;
+}
+
+static void add_slice(const char *s)
+{
+        strcpy(hc.dp.slices.v[hc.dp.slices.n++], s);
+}
+
+static const struct gs_k8s_resource *res(const char *name)
+{
+        for (size_t i = 0; i < plan.nres; i++)
+                if (strcmp(plan.res[i].name, name) == 0)
+                        return &plan.res[i];
+        fail_msg("no resource %s", name);
+        return NULL;
+}
+
+static void test_plan(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        add_slice("a-4g=4Gi,25");
+        add_slice("m=1Gi");
+        add_slice("huge=40Gi");
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        assert_int_equal(plan.nres, 4);
+        const struct gs_k8s_resource *w = res("nvidia.com/gpu");
+        assert_false(w->shared);
+        assert_int_equal(w->ndevs, 5); /* GPU 0, 1, the 2 MIG devices of GPU 2, GPU 3 */
+        assert_string_equal(w->devs[2].id, "MIG-0");
+        assert_int_equal(w->devs[2].gpu, 2);
+        assert_int_equal(w->devs[2].mig, 0);
+        assert_string_equal(w->endpoint, "gpuslice-nvidia.com_gpu.sock");
+        assert_string_equal(w->env_key, "GPUSLICE_K8S_DEVICES_NVIDIA_COM_GPU");
+        const struct gs_k8s_resource *a = res("gpuslice.io/a-4g");
+        assert_true(a->shared);
+        assert_int_equal(a->memory, 4ull << 30);
+        assert_int_equal(a->compute, 25);
+        assert_string_equal(a->cdi_slice, "a-4g");
+        /* 100 / 25 = 4 shares per GPU; GPU 2 (MIG) none; GPU 3 (20 GiB): 4 as well */
+        assert_int_equal(gs_k8s_shares_of(a, 0), 4);
+        assert_int_equal(gs_k8s_shares_of(a, 2), 0);
+        assert_int_equal(gs_k8s_shares_of(a, 3), 4);
+        assert_string_equal(a->devs[1].id, "GPU-0::1");
+        /* memory only: 79 GiB / 1 GiB, capped at 32 */
+        assert_int_equal(gs_k8s_shares_of(res("gpuslice.io/m"), 0), GS_K8S_MAX_SHARES);
+        assert_int_equal(gs_k8s_shares_of(res("gpuslice.io/m"), 3), 20);
+        /* 40 GiB shares: one per 80 GiB GPU, none of the 20 GiB one */
+        assert_int_equal(gs_k8s_shares_of(res("gpuslice.io/huge"), 1), 1);
+        assert_int_equal(gs_k8s_shares_of(res("gpuslice.io/huge"), 3), 0);
+        assert_non_null(gs_k8s_find(a, "GPU-3::3"));
+        assert_null(gs_k8s_find(a, "GPU-3::4"));
+}
+
+static void test_plan_replicas(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        hc.dp.replicas = 3;
+        strcpy(hc.dp.replica_memory, "20Gi");
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        const struct gs_k8s_resource *w = res("nvidia.com/gpu");
+        assert_true(w->shared);
+        assert_string_equal(w->cdi_slice, "k8s-replica");
+        assert_int_equal(gs_k8s_shares_of(w, 0), 3);
+        assert_int_equal(w->ndevs, 3 * 3 + 2); /* 3 GPUs x 3 replicas + 2 MIG devices */
+        assert_string_equal(w->devs[0].id, "GPU-0::0");
+}
+
+static void expect_plan_error(const char *what)
+{
+        struct gs_error err = {0};
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), -1);
+        if (strstr(err.msg, what) == NULL)
+                fail_msg("'%s' lacks '%s'", err.msg, what);
+        gs_hostconfig_defaults(&hc);
+}
+
+static void test_plan_errors(void **state)
+{
+        (void)state;
+        strcpy(hc.dp.resource, "gpu");
+        expect_plan_error("device-plugin.resource: 'gpu' is not DOMAIN/NAME");
+        strcpy(hc.dp.resource, "Nvidia.com/gpu");
+        expect_plan_error("DNS subdomain");
+        strcpy(hc.dp.resource, "nvidia.com/-gpu");
+        expect_plan_error("a letter or digit at both ends");
+        add_slice("x=1Gi");
+        add_slice("x=2Gi");
+        expect_plan_error("gpuslice.io/x is offered twice");
+        add_slice("bad size=1Gi");
+        expect_plan_error("device-plugin.slices");
+        strcpy(hc.dp.allocate, "volume-mounts");
+        expect_plan_error("device-plugin.allocate");
+        strcpy(hc.dp.cdi_kind, "nokind");
+        expect_plan_error("device-plugin.cdi-kind");
+        strcpy(hc.dp.replica_memory, "1Gi");
+        expect_plan_error("need replicas > 1");
+        hc.dp.resource[0] = '\0';
+        expect_plan_error("nothing to offer");
+        strcpy(hc.dp.slice_domain, "x.io");
+        add_slice("k8s-replica=1Gi");
+        hc.dp.replicas = 2;
+        strcpy(hc.dp.replica_memory, "1Gi");
+        expect_plan_error("the name 'k8s-replica' is taken");
+}
+
+static void test_format_size(void **state)
+{
+        (void)state;
+        char b[32];
+        gs_k8s_format_size(8ull << 30, b, sizeof(b));
+        assert_string_equal(b, "8Gi");
+        gs_k8s_format_size(1536ull << 20, b, sizeof(b));
+        assert_string_equal(b, "1536Mi");
+        gs_k8s_format_size(1000, b, sizeof(b));
+        assert_string_equal(b, "1000");
+        gs_k8s_format_size(0, b, sizeof(b));
+        assert_string_equal(b, "0");
+}
+
+/* Indexes of all devices of r. */
+static size_t all(const struct gs_k8s_resource *r, size_t *out)
+{
+        for (size_t i = 0; i < r->ndevs; i++)
+                out[i] = i;
+        return r->ndevs;
+}
+
+static void test_prefer_shares(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        add_slice("q=4Gi,25");
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        const struct gs_k8s_resource *r = res("gpuslice.io/q");
+        size_t av[64], out[16], n = all(r, av);
+        /* 3 shares: all on GPU 0 (the first that fits, fewest GPUs) */
+        assert_int_equal(gs_k8s_prefer(&plan, r, av, n, NULL, 0, 3, out, &err), 0);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(r->devs[out[i]].gpu, 0);
+        /* 5: a whole GPU's 4 and 1 more */
+        assert_int_equal(gs_k8s_prefer(&plan, r, av, n, NULL, 0, 5, out, &err), 0);
+        unsigned on0 = 0;
+        for (int i = 0; i < 5; i++)
+                on0 += r->devs[out[i]].gpu == r->devs[out[0]].gpu;
+        assert_int_equal(on0, 4);
+        /* best fit: GPU 1 has only 2 free, GPU 0 all 4: 2 shares go to GPU 1 */
+        size_t some[6] = {0, 1, 2, 3, 6, 7}; /* GPU 0: ::0-3, GPU 1: ::2, ::3 */
+        assert_int_equal(gs_k8s_prefer(&plan, r, some, 6, NULL, 0, 2, out, &err), 0);
+        assert_int_equal(r->devs[out[0]].gpu, 1);
+        assert_int_equal(r->devs[out[1]].gpu, 1);
+        /* a must-include share on GPU 3 keeps the rest there */
+        const struct gs_k8s_device *m = gs_k8s_find(r, "GPU-3::2");
+        size_t must = (size_t)(m - r->devs);
+        assert_int_equal(gs_k8s_prefer(&plan, r, av, n, &must, 1, 3, out, &err), 0);
+        assert_int_equal(out[0], must);
+        assert_int_equal(r->devs[out[1]].gpu, 3);
+        assert_int_equal(r->devs[out[2]].gpu, 3);
+        /* impossible sizes */
+        assert_int_equal(gs_k8s_prefer(&plan, r, av, n, NULL, 0, n + 1, out, &err), -1);
+        assert_int_equal(gs_k8s_prefer(&plan, r, av, n, NULL, 0, 0, out, &err), -1);
+        size_t twice[2] = {must, must};
+        assert_int_equal(gs_k8s_prefer(&plan, r, av, n, twice, 2, 3, out, &err), -1);
+}
+
+static void test_prefer_whole(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        /* GPUs 0 and 3 on NUMA node 0 behind one switch, GPU 1 on node 1 */
+        plan.topo.numa[0] = plan.topo.numa[3] = 0;
+        plan.topo.numa[1] = 1;
+        strcpy(plan.topo.pci[0], "pci0000:00/0000:00:01.0/0000:01:00.0");
+        strcpy(plan.topo.pci[3], "pci0000:00/0000:00:01.0/0000:04:00.0");
+        strcpy(plan.topo.pci[1], "pci0000:80/0000:80:01.0/0000:81:00.0");
+        const struct gs_k8s_resource *w = res("nvidia.com/gpu");
+        size_t av[3] = {0, 1, 4}, out[4]; /* GPU 0, GPU 1, GPU 3 */
+        assert_int_equal(gs_k8s_prefer(&plan, w, av, 3, NULL, 0, 2, out, &err), 0);
+        assert_string_equal(w->devs[out[0]].id, "GPU-0");
+        assert_string_equal(w->devs[out[1]].id, "GPU-3");
+        size_t must = 1; /* GPU 1 */
+        assert_int_equal(gs_k8s_prefer(&plan, w, av, 3, &must, 1, 2, out, &err), 0);
+        assert_string_equal(w->devs[out[0]].id, "GPU-1");
+        /* the two MIG devices of one GPU go together */
+        size_t mav[4] = {0, 2, 1, 3}; /* GPU-0, MIG-0, GPU-1, MIG-1 */
+        assert_int_equal(gs_k8s_prefer(&plan, w, mav, 4, NULL, 0, 2, out, &err), 0);
+        assert_string_equal(w->devs[out[0]].id, "MIG-0");
+        assert_string_equal(w->devs[out[1]].id, "MIG-1");
+}
+
+/* Allocate, and the answer's env value of `key` (NULL if absent). */
+static const char *env_of(const V1beta1__ContainerAllocateResponse *o, const char *key)
+{
+        for (size_t i = 0; i < o->n_envs; i++)
+                if (strcmp(o->envs[i]->key, key) == 0)
+                        return o->envs[i]->value;
+        return NULL;
+}
+
+static int alloc(const char *resource, const char *ids, struct gs_k8s_arena *a, V1beta1__ContainerAllocateResponse *o,
+                 struct gs_error *err)
+{
+        static char buf[1024];
+        char *v[32];
+        size_t n = 0;
+        strcpy(buf, ids);
+        for (char *s = strtok(buf, ","); s != NULL; s = strtok(NULL, ","))
+                v[n++] = s;
+        struct gs_k8s_alloc_ctx x = {&plan, &health, "/nonexistent", "/host"};
+        return gs_k8s_allocate(&x, res(resource), v, n, a, o, err);
+}
+
+static void test_allocate_cdi(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        struct gs_k8s_arena a = {0};
+        V1beta1__ContainerAllocateResponse o;
+        add_slice("q=4Gi,25");
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::0", &a, &o, &err), 0);
+        assert_int_equal(o.n_cdi_devices, 1);
+        assert_string_equal(o.cdi_devices[0]->name, "k8s.gpuslice.io/gpu=1-q");
+        assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT_0"));
+        assert_string_equal(env_of(&o, "GPUSLICE_K8S_DEVICES_GPUSLICE_IO_Q"), "GPU-1::0");
+        /* 1 share of GPU 3 and 3 of GPU 0 (given out of order): per device, NVML order */
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-3::0,GPU-0::1,GPU-0::2,GPU-0::3", &a, &o, &err), 0);
+        assert_int_equal(o.n_cdi_devices, 2);
+        assert_string_equal(o.cdi_devices[0]->name, "k8s.gpuslice.io/gpu=0-q");
+        assert_string_equal(o.cdi_devices[1]->name, "k8s.gpuslice.io/gpu=3-q");
+        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT_0"), "12Gi");
+        assert_string_equal(env_of(&o, "GPUSLICE_COMPUTE_LIMIT_0"), "75");
+        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT_1"), "4Gi");
+        assert_string_equal(env_of(&o, "GPUSLICE_COMPUTE_LIMIT_1"), "25");
+        /* a MIG device: its own CDI name */
+        assert_int_equal(alloc("nvidia.com/gpu", "MIG-1", &a, &o, &err), 0);
+        assert_string_equal(o.cdi_devices[0]->name, "k8s.gpuslice.io/gpu=2:1");
+        /* refusals */
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-0::0,GPU-0::0", &a, &o, &err), -1);
+        assert_int_equal(err.code, GS_EINVAL);
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-9::0", &a, &o, &err), -1);
+        assert_int_equal(err.code, GS_ENOTFOUND);
+        health.gpu_bad[1] = true;
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::2", &a, &o, &err), -1);
+        assert_non_null(strstr(err.msg, "unhealthy"));
+        health.mig_bad[2][0] = true;
+        assert_int_equal(alloc("nvidia.com/gpu", "MIG-1", &a, &o, &err), 0);
+        assert_int_equal(alloc("nvidia.com/gpu", "MIG-0", &a, &o, &err), -1);
+        gs_k8s_arena_free(&a);
+}
+
+static void test_allocate_env(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        struct gs_k8s_arena a = {0};
+        V1beta1__ContainerAllocateResponse o;
+        add_slice("q=4Gi,25");
+        strcpy(hc.dp.allocate, "env");
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::1,GPU-1::0", &a, &o, &err), 0);
+        assert_int_equal(o.n_cdi_devices, 0);
+        assert_string_equal(env_of(&o, "NVIDIA_VISIBLE_DEVICES"), "GPU-1");
+        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT"), "8Gi");
+        assert_string_equal(env_of(&o, "GPUSLICE_COMPUTE_LIMIT"), "50");
+        assert_int_equal(o.n_devices, 0); /* no such nodes under /nonexistent */
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::1,GPU-0::0", &a, &o, &err), 0);
+        assert_string_equal(env_of(&o, "NVIDIA_VISIBLE_DEVICES"), "GPU-0,GPU-1");
+        assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT_0")); /* uniform: global */
+        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT"), "4Gi");
+        assert_int_equal(alloc("nvidia.com/gpu", "MIG-0,GPU-3", &a, &o, &err), 0);
+        assert_string_equal(env_of(&o, "NVIDIA_VISIBLE_DEVICES"), "MIG-0,GPU-3");
+        assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT"));
+        gs_k8s_arena_free(&a);
+}
+
+static void test_grpc_message(void **state)
+{
+        (void)state;
+        char enc[256], dec[256];
+        gs_grpc_message_encode("100% done\n\xc3\xa9", enc, sizeof(enc));
+        assert_string_equal(enc, "100%25 done%0A%C3%A9");
+        gs_grpc_message_decode(enc, strlen(enc), dec, sizeof(dec));
+        assert_string_equal(dec, "100% done\n\xc3\xa9");
+        gs_grpc_message_decode("bad %zz %4", 10, dec, sizeof(dec));
+        assert_string_equal(dec, "bad %zz %4");
+        gs_grpc_message_encode("abcdef", enc, 5); /* truncated, still terminated */
+        assert_string_equal(enc, "ab");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* h2c on a socketpair                                                                         */
+
+struct result {
+        int calls, status;
+        char message[256];
+        uint8_t msg[64];
+        size_t len;
+};
+
+static void srv_call(struct gs_h2c_conn *c, int32_t stream, const char *path, const uint8_t *msg, size_t len, void *ud)
+{
+        int *closed = ud;
+        (void)closed;
+        if (strcmp(path, "/t.S/Echo") == 0)
+                gs_h2c_reply(c, stream, msg, len);
+        else if (strcmp(path, "/t.S/Fail") == 0)
+                gs_h2c_fail(c, stream, GS_GRPC_FAILED_PRECONDITION, "nope: 100%");
+        else if (strcmp(path, "/t.S/Stream") == 0) {
+                gs_h2c_send(c, stream, (const uint8_t *)"a", 1);
+                gs_h2c_send(c, stream, (const uint8_t *)"b", 1);
+        } else if (strcmp(path, "/t.S/Never") != 0)
+                gs_h2c_fail(c, stream, GS_GRPC_UNIMPLEMENTED, "unknown method");
+}
+
+static void srv_closed(struct gs_h2c_conn *c, int32_t stream, void *ud)
+{
+        (void)c;
+        (void)stream;
+        (*(int *)ud)++;
+}
+
+static const struct gs_h2c_server_ops ops = {srv_call, srv_closed};
+
+static void done(struct gs_h2c_conn *c, int status, const char *message, const uint8_t *msg, size_t len, void *ud)
+{
+        (void)c;
+        struct result *r = ud;
+        r->calls++;
+        r->status = status;
+        snprintf(r->message, sizeof(r->message), "%s", message);
+        r->len = len < sizeof(r->msg) ? len : sizeof(r->msg);
+        if (msg != NULL)
+                memcpy(r->msg, msg, r->len);
+}
+
+/* Drive both ends until the client's connection is finished (all its calls done) or 5 s. */
+static void drive(struct gs_h2c_conn *cli, struct gs_h2c_conn *srv)
+{
+        long long end = gs_now_ms() + 5000;
+        bool cdone = false;
+        while (!cdone && gs_now_ms() < end) {
+                struct pollfd p[2] = {{gs_h2c_fd(cli), gs_h2c_events(cli), 0}, {gs_h2c_fd(srv), gs_h2c_events(srv), 0}};
+                poll(p, 2, 50);
+                cdone = gs_h2c_io(cli, p[0].revents, gs_now_ms()) < 0;
+                assert_int_equal(gs_h2c_io(srv, p[1].revents, gs_now_ms()), 0);
+        }
+        assert_true(cdone);
+}
+
+static void test_h2c_loopback(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        int sv[2], closed = 0;
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        struct gs_h2c_conn *srv = gs_h2c_server_new(sv[0], &ops, &closed, &err);
+        struct gs_h2c_conn *cli = gs_h2c_client_new(sv[1], &err);
+        assert_non_null(srv);
+        assert_non_null(cli);
+        struct result echo = {0}, fail = {0}, never = {0}, unknown = {0}, empty = {0};
+        long long dl = gs_now_ms() + 3000;
+        assert_int_equal(gs_h2c_call(cli, "/t.S/Echo", (const uint8_t *)"hello", 5, dl, done, &echo, &err), 0);
+        assert_int_equal(gs_h2c_call(cli, "/t.S/Echo", NULL, 0, dl, done, &empty, &err), 0);
+        assert_int_equal(gs_h2c_call(cli, "/t.S/Fail", (const uint8_t *)"x", 1, dl, done, &fail, &err), 0);
+        assert_int_equal(gs_h2c_call(cli, "/t.S/Nope", (const uint8_t *)"x", 1, dl, done, &unknown, &err), 0);
+        assert_int_equal(gs_h2c_call(cli, "/t.S/Never", (const uint8_t *)"x", 1, gs_now_ms() + 300, done, &never, &err), 0);
+        /* a message over 4 MiB is refused before anything is sent */
+        uint8_t *big = calloc(1, GS_H2C_MAX_MESSAGE + 1);
+        assert_int_equal(gs_h2c_call(cli, "/t.S/Echo", big, GS_H2C_MAX_MESSAGE + 1, dl, done, &echo, &err), -1);
+        free(big);
+        drive(cli, srv);
+        assert_int_equal(echo.calls, 1);
+        assert_int_equal(echo.status, GS_GRPC_OK);
+        assert_int_equal(echo.len, 5);
+        assert_memory_equal(echo.msg, "hello", 5);
+        assert_int_equal(empty.status, GS_GRPC_OK);
+        assert_int_equal(empty.len, 0);
+        assert_int_equal(fail.status, GS_GRPC_FAILED_PRECONDITION);
+        assert_string_equal(fail.message, "nope: 100%");
+        assert_int_equal(unknown.status, GS_GRPC_UNIMPLEMENTED);
+        assert_int_equal(never.calls, 1);
+        assert_int_equal(never.status, GS_GRPC_DEADLINE_EXCEEDED);
+        gs_h2c_free(cli);
+        /* the server notices the end: its stream's closed callbacks ran (Never included) */
+        for (int i = 0; i < 20 && gs_h2c_io(srv, POLLIN, gs_now_ms()) == 0; i++)
+                usleep(10000);
+        gs_h2c_free(srv);
+        assert_int_equal(closed, 5);
+}
+
+static void test_h2c_stream_is_not_unary(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        int sv[2], closed = 0;
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        struct gs_h2c_conn *srv = gs_h2c_server_new(sv[0], &ops, &closed, &err);
+        struct gs_h2c_conn *cli = gs_h2c_client_new(sv[1], &err);
+        struct result r = {0};
+        /* two messages and no end: a unary client times out (the stream stays open) */
+        assert_int_equal(gs_h2c_call(cli, "/t.S/Stream", NULL, 0, gs_now_ms() + 300, done, &r, &err), 0);
+        drive(cli, srv);
+        assert_int_equal(r.status, GS_GRPC_DEADLINE_EXCEEDED);
+        gs_h2c_free(cli);
+        gs_h2c_free(srv);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_plan, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_plan_replicas, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_plan_errors, setup, teardown),
+                cmocka_unit_test(test_format_size),
+                cmocka_unit_test_setup_teardown(test_prefer_shares, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_prefer_whole, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_allocate_cdi, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_allocate_env, setup, teardown),
+                cmocka_unit_test(test_grpc_message),
+                cmocka_unit_test(test_h2c_loopback),
+                cmocka_unit_test(test_h2c_stream_is_not_unary),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
