@@ -481,7 +481,7 @@ PY
         # kubelet-probe (the kubelet's side in C: this host's python has no grpcio); its Allocate
         # answer for one 4 GiB share applied as a CDI runtime would (the plugin's own spec, the
         # answer's env) to a runc bundle: the quota checks of (a) and (b).
-        KPROBE=$BUILD/tests/k8s/kubelet-probe
+        KPROBE=$BUILD/tests/kubelet-probe
         if only k8s && [ -x "$KPROBE" ]; then
                 mkdir -p "$HW/dp"
                 { cat "$HW/config.toml"; printf '[device-plugin]\nsocket-dir = "%s"\nresource = ""\n' "$HW/dp"

@@ -243,12 +243,12 @@ mkdir -p "$DP"
 plugin_config "$TMP/d.toml" "$DP" 'slices = ["4g=4Gi"]' "cdi-kind = \"$KIND\"" "cdi-spec = \"$TMP/cdi/d.json\"" \
         'label-interval = 0'
 start_plugin "$TMP/d.toml" "$TMP/plugin-d.log"
-run probe -- timeout 60 "$BUILD/tests/k8s/kubelet-probe" "$DP" gpuslice.io/4g "${U[0]}::1" 30
+run probe -- timeout 60 "$BUILD/tests/kubelet-probe" "$DP" gpuslice.io/4g "${U[0]}::1" 30
 expect_rc probe 0 "kubelet-probe: Register, GetDevicePluginOptions, Allocate"
 jq -e --arg k "$KIND" --arg id "${U[0]}::1" '.endpoint == "gpuslice-gpuslice.io_4g.sock" and .cdi_devices == [$k + "=0-4g"]
         and .envs == {"GPUSLICE_K8S_DEVICES_GPUSLICE_IO_4G": $id}' "$TMP/probe.out" >/dev/null &&
         ok "... prints the answer: $KIND=0-4g" || not_ok "kubelet-probe printed: $(cat "$TMP/probe.out")"
-run probe2 -- timeout 60 "$BUILD/tests/k8s/kubelet-probe" "$DP" gpuslice.io/4g "GPU-nonexistent::0" 10
+run probe2 -- timeout 60 "$BUILD/tests/kubelet-probe" "$DP" gpuslice.io/4g "GPU-nonexistent::0" 10
 expect_rc probe2 1 "kubelet-probe: an unknown device ID fails"
 expect_err probe2 "unknown device ID" "... with the plugin's message"
 stop_plugin
