@@ -371,9 +371,11 @@ static bool parse_integer(const char *t, size_t n, bool *neg, uint64_t *val)
 
 static bool is_absolute(const char *s) { return s[0] == '/'; }
 
-static int parse_caps(struct parser *ps, unsigned *out)
+/* A one-line array of strings: `each` gets every element read into buf (bufsize bytes; `too_long`
+ * when it did not fit, buf then holding its start) and returns 0 or perr's -1. */
+static int parse_array(struct parser *ps, char *buf, size_t bufsize,
+                       int (*each)(struct parser *ps, const char *elem, bool too_long, void *arg), void *arg)
 {
-        unsigned caps = 0;
         if (*ps->p != '[')
                 return perr(ps, "'%s' must be an array of strings", ps->key);
         ps->p++;
@@ -385,16 +387,9 @@ static int parse_caps(struct parser *ps, unsigned *out)
                         break;
                 if (*ps->p != '"' && *ps->p != '\'')
                         return perr(ps, "'%s' must be an array of strings", ps->key);
-                char name[32];
-                int r = parse_string(ps, name, sizeof(name));
-                if (r == -1)
+                int r = parse_string(ps, buf, bufsize);
+                if (r == -1 || each(ps, buf, r == -2, arg) < 0)
                         return -1;
-                if (r == -2)
-                        return perr(ps, "'%s': unknown capability '%s...'", ps->key, name);
-                unsigned cap = gs_cap_from_name(name, strlen(name));
-                if (cap == 0)
-                        return perr(ps, "'%s': unknown capability '%s'", ps->key, name);
-                caps |= cap;
                 skip_ws(ps);
                 if (ps->p == ps->eol || *ps->p == '#')
                         return perr(ps, "unterminated array (arrays must be on one line)");
@@ -406,47 +401,47 @@ static int parse_caps(struct parser *ps, unsigned *out)
                         return perr(ps, "expected ',' or ']' after an element of '%s'", ps->key);
         }
         ps->p++; /* ']' */
+        return 0;
+}
+
+static int add_cap(struct parser *ps, const char *name, bool too_long, void *arg)
+{
+        if (too_long)
+                return perr(ps, "'%s': unknown capability '%s...'", ps->key, name);
+        unsigned cap = gs_cap_from_name(name, strlen(name));
+        if (cap == 0)
+                return perr(ps, "'%s': unknown capability '%s'", ps->key, name);
+        *(unsigned *)arg |= cap;
+        return 0;
+}
+
+static int parse_caps(struct parser *ps, unsigned *out)
+{
+        char name[32];
+        unsigned caps = 0;
+        if (parse_array(ps, name, sizeof(name), add_cap, &caps) < 0)
+                return -1;
         *out = caps;
+        return 0;
+}
+
+static int add_element(struct parser *ps, const char *elem, bool too_long, void *arg)
+{
+        struct gs_hostconfig_list *l = arg;
+        if (l->n == GS_HOSTCONFIG_MAX_LIST)
+                return perr(ps, "'%s' has more than %d elements", ps->key, GS_HOSTCONFIG_MAX_LIST);
+        if (too_long)
+                return perr(ps, "'%s': an element is too long (at most %d bytes)", ps->key, GS_HOSTCONFIG_LIST_STR - 1);
+        memcpy(l->v[l->n++], elem, strlen(elem) + 1);
         return 0;
 }
 
 /* A one-line array of strings (each shorter than GS_HOSTCONFIG_LIST_STR), replacing the list. */
 static int parse_list(struct parser *ps, struct gs_hostconfig_list *out)
 {
-        unsigned n = 0;
-        if (*ps->p != '[')
-                return perr(ps, "'%s' must be an array of strings", ps->key);
-        ps->p++;
-        for (;;) {
-                skip_ws(ps);
-                if (ps->p == ps->eol || *ps->p == '#')
-                        return perr(ps, "unterminated array (arrays must be on one line)");
-                if (*ps->p == ']')
-                        break;
-                if (*ps->p != '"' && *ps->p != '\'')
-                        return perr(ps, "'%s' must be an array of strings", ps->key);
-                if (n == GS_HOSTCONFIG_MAX_LIST)
-                        return perr(ps, "'%s' has more than %d elements", ps->key, GS_HOSTCONFIG_MAX_LIST);
-                int r = parse_string(ps, out->v[n], sizeof(out->v[n]));
-                if (r == -1)
-                        return -1;
-                if (r == -2)
-                        return perr(ps, "'%s': an element is too long (at most %d bytes)", ps->key,
-                                    GS_HOSTCONFIG_LIST_STR - 1);
-                n++;
-                skip_ws(ps);
-                if (ps->p == ps->eol || *ps->p == '#')
-                        return perr(ps, "unterminated array (arrays must be on one line)");
-                if (*ps->p == ',') {
-                        ps->p++;
-                        continue;
-                }
-                if (*ps->p != ']')
-                        return perr(ps, "expected ',' or ']' after an element of '%s'", ps->key);
-        }
-        ps->p++; /* ']' */
-        out->n = n;
-        return 0;
+        char elem[GS_HOSTCONFIG_LIST_STR];
+        out->n = 0;
+        return parse_array(ps, elem, sizeof(elem), add_element, out);
 }
 
 static int parse_value(struct parser *ps, const struct key *k, struct gs_hostconfig *hc)
