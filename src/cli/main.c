@@ -105,20 +105,9 @@ static bool invoked_as_nvidia_hook(const char *argv0)
         return strcmp(b != NULL ? b + 1 : argv0, "nvidia-container-runtime-hook") == 0;
 }
 
-int main(int argc, char **argv)
+/* The global options before the verb: -1 to go on (optind at the verb), else the exit status. */
+static int parse_globals(struct cli_globals *g, int argc, char **argv)
 {
-        struct cli_globals g = {.uid = (uid_t)-1, .gid = (gid_t)-1};
-        if (argc > 0 && invoked_as_nvidia_hook(argv[0])) {
-                struct gs_error cerr = {0};
-                if (gs_caps_init(&cerr) < 0 || gs_caps_enter(GS_STAGE_INIT, &cerr) < 0) {
-                        cli_error("permission", "%s", cerr.msg);
-                        return CLI_EXIT_FAILURE;
-                }
-                g.from_nvidia_name = true;
-                int rv = cmd_hook(&g, argc, argv);
-                gs_log_close();
-                return rv;
-        }
         static const struct option opts[] = {
                 {"root", required_argument, NULL, 'r'},
                 {"ldcache", required_argument, NULL, 'l'},
@@ -139,29 +128,29 @@ int main(int argc, char **argv)
                 case 'r':
                         if (optarg[0] != '/')
                                 return cli_usage_error(NULL, "--root must be an absolute path: %s", optarg);
-                        g.root = optarg;
-                        g.root_set = true;
+                        g->root = optarg;
+                        g->root_set = true;
                         break;
                 case 'l':
-                        g.ldcache = optarg;
-                        g.ldcache_set = true;
+                        g->ldcache = optarg;
+                        g->ldcache_set = true;
                         break;
                 case 'u':
-                        rc = cli_parse_user(&g, optarg);
-                        g.user_set = true;
+                        rc = cli_parse_user(g, optarg);
+                        g->user_set = true;
                         break;
                 case 'd':
-                        g.debug = optarg;
+                        g->debug = optarg;
                         break;
                 case 0x100:
-                        rc = cli_parse_seconds(NULL, "--nvml-timeout", optarg, &g.nvml_timeout_ms);
-                        g.timeout_set = true;
+                        rc = cli_parse_seconds(NULL, "--nvml-timeout", optarg, &g->nvml_timeout_ms);
+                        g->timeout_set = true;
                         break;
                 case 'k':
-                        g.load_kmods = true;
+                        g->load_kmods = true;
                         break;
                 case 'n':
-                        g.no_pivot = true;
+                        g->no_pivot = true;
                         break;
                 case 'h':
                         fputs(global_help, stdout);
@@ -181,6 +170,58 @@ int main(int argc, char **argv)
                 fputs(global_help, stderr);
                 return CLI_EXIT_USAGE;
         }
+        return -1;
+}
+
+/* The commands (the packaging tests read this table: every name has a man page and completion). */
+static const struct {
+        const char *name;
+        int (*run)(const struct cli_globals *g, int argc, char **argv);
+} verbs[] = {
+        {"info", cmd_info},
+        {"list", cmd_list},
+        {"configure", cmd_configure},
+        {"exec", cmd_exec},
+        {"hook", cmd_hook},
+        {"cdi", cmd_cdi},
+        {"cdi-hook", cmd_cdi_hook},
+        {"mps", cmd_mps},
+        {"metrics", cmd_metrics},
+        {"top", cmd_top},
+        {"doctor", cmd_doctor},
+        {"device-plugin", cmd_device_plugin},
+};
+
+static int run_verb(const struct cli_globals *g, const char *verb, int argc, char **argv)
+{
+        optind = 0; /* re-initialise getopt for the verb */
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+                if (strcmp(verb, verbs[i].name) == 0)
+                        return verbs[i].run(g, argc, argv);
+        if (strcmp(verb, "help") == 0) {
+                fputs(global_help, stdout);
+                return 0;
+        }
+        return cli_usage_error(NULL, "unknown command '%s'", verb);
+}
+
+int main(int argc, char **argv)
+{
+        struct cli_globals g = {.uid = (uid_t)-1, .gid = (gid_t)-1};
+        if (argc > 0 && invoked_as_nvidia_hook(argv[0])) {
+                struct gs_error cerr = {0};
+                if (gs_caps_init(&cerr) < 0 || gs_caps_enter(GS_STAGE_INIT, &cerr) < 0) {
+                        cli_error("permission", "%s", cerr.msg);
+                        return CLI_EXIT_FAILURE;
+                }
+                g.from_nvidia_name = true;
+                int rv = cmd_hook(&g, argc, argv);
+                gs_log_close();
+                return rv;
+        }
+        int rv = parse_globals(&g, argc, argv);
+        if (rv >= 0)
+                return rv;
         /* A hook's environment may be the image's (a runtime that runs hooks without an explicit
          * env): it names no file we write to. */
         if (g.debug == NULL && strcmp(argv[optind], "hook") != 0 && strcmp(argv[optind], "cdi-hook") != 0)
@@ -194,41 +235,7 @@ int main(int argc, char **argv)
                 cli_error("permission", "%s", cerr.msg);
                 return CLI_EXIT_FAILURE;
         }
-
-        const char *verb = argv[optind];
-        int vargc = argc - optind;
-        char **vargv = argv + optind;
-        optind = 0; /* re-initialise getopt for the verb */
-        int rv;
-        if (strcmp(verb, "info") == 0)
-                rv = cmd_info(&g, vargc, vargv);
-        else if (strcmp(verb, "list") == 0)
-                rv = cmd_list(&g, vargc, vargv);
-        else if (strcmp(verb, "configure") == 0)
-                rv = cmd_configure(&g, vargc, vargv);
-        else if (strcmp(verb, "exec") == 0)
-                rv = cmd_exec(&g, vargc, vargv);
-        else if (strcmp(verb, "hook") == 0)
-                rv = cmd_hook(&g, vargc, vargv);
-        else if (strcmp(verb, "cdi") == 0)
-                rv = cmd_cdi(&g, vargc, vargv);
-        else if (strcmp(verb, "cdi-hook") == 0)
-                rv = cmd_cdi_hook(&g, vargc, vargv);
-        else if (strcmp(verb, "mps") == 0)
-                rv = cmd_mps(&g, vargc, vargv);
-        else if (strcmp(verb, "metrics") == 0)
-                rv = cmd_metrics(&g, vargc, vargv);
-        else if (strcmp(verb, "top") == 0)
-                rv = cmd_top(&g, vargc, vargv);
-        else if (strcmp(verb, "doctor") == 0)
-                rv = cmd_doctor(&g, vargc, vargv);
-        else if (strcmp(verb, "device-plugin") == 0)
-                rv = cmd_device_plugin(&g, vargc, vargv);
-        else if (strcmp(verb, "help") == 0) {
-                fputs(global_help, stdout);
-                rv = 0;
-        } else
-                rv = cli_usage_error(NULL, "unknown command '%s'", verb);
+        rv = run_verb(&g, argv[optind], argc - optind, argv + optind);
         if (fflush(stdout) != 0 && rv == 0) {
                 cli_error("output", "%s", strerror(errno));
                 rv = CLI_EXIT_FAILURE;

@@ -18,7 +18,7 @@ for t in man lexgrog scdoc; do
         command -v "$t" >/dev/null || { echo "SKIP: $t is not installed (make test-deps)"; exit 77; }
 done
 
-verbs=$(sed -n 's/.*strcmp(verb, "\([a-z-]*\)") == 0.*/\1/p' "$SRC/src/cli/main.c" | grep -vx help)
+verbs=$(sed -n 's/^ *{"\([a-z-]*\)", cmd_[a-z_]*},$/\1/p' "$SRC/src/cli/main.c")
 [ -n "$verbs" ] || { echo "no commands found in src/cli/main.c"; exit 1; }
 
 # options PAGE CMD...: every --option CMD --help prints is in PAGE
