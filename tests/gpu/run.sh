@@ -364,6 +364,21 @@ if hooks:
 json.dump(c, open(p, "w"), indent=2)
 PY
         }
+        # hook_ldlp CONFIG: on this host only (see HOOK_ENV above), our hooks in a CDI-edited
+        # config.json also get HOOK_LDLP
+        hook_ldlp() {
+                [ -n "${HOOK_LDLP:-}" ] || return 0
+                python3 - "$1" "$GSA" "$HOOK_LDLP" <<'PY'
+import json, sys
+p, gs, ldlp = sys.argv[1:4]
+c = json.load(open(p))
+for hs in c.get("hooks", {}).values():
+    for h in hs:
+        if h["path"] == gs:
+            h.setdefault("env", []).append(ldlp)
+json.dump(c, open(p, "w"), indent=2)
+PY
+        }
         kv() { awk -v k="$1" 'index($0, k "=") == 1 {print substr($0, length(k) + 2); exit}' "$2"; }
         # runct NAME ID SLICE-DIR: runc run HW/NAME as ID (60 s at most); while cuda_fill holds its
         # memory, NVML's per-process count from the host and whether SLICE-DIR exists
@@ -449,18 +464,7 @@ PY
         id=gs-gpu-cdi-$$
         if mkbundle cdi "$(kv smi "$HW/cdi-facts.txt")" 3 "" && cp "$HW/cdi-links.txt" "$HW/cdi/rootfs/links.txt" &&
                 python3 tests/gpu/cdi_apply.py "$HW/cdi/config.json" "$OUTDIR/cdi.json" -- nvidia.com/gpu=0-4g; then
-                if [ -n "${HOOK_LDLP:-}" ]; then # this host only: see HOOK_ENV above
-                        python3 - "$HW/cdi/config.json" "$GSA" "$HOOK_LDLP" <<'PY'
-import json, sys
-p, gs, ldlp = sys.argv[1:4]
-c = json.load(open(p))
-for hs in c.get("hooks", {}).values():
-    for h in hs:
-        if h["path"] == gs:
-            h.setdefault("env", []).append(ldlp)
-json.dump(c, open(p, "w"), indent=2)
-PY
-                fi
+                hook_ldlp "$HW/cdi/config.json"
                 cp "$HW/cdi/config.json" "$OUTDIR/cdi-config.json"
                 runct cdi "$id" "$SLICES/$id"
         fi
@@ -510,18 +514,7 @@ PY
                 # shellcheck disable=SC2046
                 if mkbundle k8s "$(kv smi "$HW/k8s-facts.txt")" 3 "$(kv env "$HW/k8s-facts.txt")" &&
                         python3 tests/gpu/cdi_apply.py "$HW/k8s/config.json" "$HW/k8s-cdi.json" -- $(kv names "$HW/k8s-facts.txt"); then
-                        if [ -n "${HOOK_LDLP:-}" ]; then # this host only: see HOOK_ENV above
-                                python3 - "$HW/k8s/config.json" "$GSA" "$HOOK_LDLP" <<'PY'
-import json, sys
-p, gs, ldlp = sys.argv[1:4]
-c = json.load(open(p))
-for hs in c.get("hooks", {}).values():
-    for h in hs:
-        if h["path"] == gs:
-            h.setdefault("env", []).append(ldlp)
-json.dump(c, open(p, "w"), indent=2)
-PY
-                        fi
+                        hook_ldlp "$HW/k8s/config.json"
                         cp "$HW/k8s/config.json" "$OUTDIR/k8s-config.json"
                         runct k8s "$id" "$SLICES/$id"
                 fi
