@@ -62,3 +62,15 @@ void gs_log_write(char level, const char *file, int line, const char *fmt, ...)
                 /* best effort */
         }
 }
+
+void gs_log_warn_to(void (*sink)(void *arg, const char *line), void *arg, const char *fmt, ...)
+{
+        char line[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        gs_log_warn("%s", line);
+        if (sink != NULL)
+                sink(arg, line);
+}

@@ -14,4 +14,9 @@ void gs_log_write(char level, const char *file, int line, const char *fmt, ...)
 #define gs_log_warn(...) gs_log_write('W', __FILE__, __LINE__, __VA_ARGS__)
 #define gs_log_err(...) gs_log_write('E', __FILE__, __LINE__, __VA_ARGS__)
 
+/* A warning for the debug log that is also handed, as one line, to `sink` (a caller's log
+ * callback, as the observer's collector and server take; NULL: the debug log only). */
+void gs_log_warn_to(void (*sink)(void *arg, const char *line), void *arg, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
 #endif

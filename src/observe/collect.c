@@ -62,18 +62,7 @@ static uint64_t clock_ns(clockid_t id)
         return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void report(struct gs_collector *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(struct gs_collector *c, const char *fmt, ...)
-{
-        char line[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        gs_log_warn("%s", line);
-        if (c->log != NULL)
-                c->log(c->log_arg, line);
-}
+#define report(c, ...) gs_log_warn_to((c)->log, (c)->log_arg, __VA_ARGS__)
 
 /* Report `why` for a source unless it is what was reported last for it. */
 static void note(struct gs_collector *c, struct source *s, const char *path, const char *why)

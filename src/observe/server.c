@@ -158,18 +158,7 @@ static int open_listener(const char *spec, const struct gs_listen_addr *a, char 
 /* ------------------------------------------------------------------------------------------- */
 /* requests                                                                                    */
 
-static void server_log(struct gs_metrics_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void server_log(struct gs_metrics_server *s, const char *fmt, ...)
-{
-        char line[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        gs_log_warn("%s", line);
-        if (s->log != NULL)
-                s->log(s->log_arg, line);
-}
+#define server_log(s, ...) gs_log_warn_to((s)->log, (s)->log_arg, __VA_ARGS__)
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -179,7 +168,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
         size_t n = strlen(line);
         while (n > 0 && line[n - 1] == '\n')
                 line[--n] = '\0';
-        server_log(cls, "http: %s", line);
+        struct gs_metrics_server *s = cls;
+        server_log(s, "http: %s", line);
 }
 
 /* Queue a response: `body` is freed by MHD when `owned`, else it must be static. */
