@@ -230,9 +230,11 @@ static bool peer_wants(const struct gs_arb_peer *p, uint64_t now)
         return p->valid && now - p->want_ns <= GS_ARB_WANT_NS;
 }
 
+/* A lease runs at most two quanta past its holder's last renewal: one that claims more is no lease
+ * (the holder's clock read may be a little ahead of ours: a quantum of slack). */
 static bool peer_holds(const struct gs_arb_peer *p, uint64_t now)
 {
-        return p->valid && p->state != GS_ARB_FREE && p->until > now;
+        return p->valid && p->state != GS_ARB_FREE && p->until > now && p->until - now <= 3 * GS_ARB_QUANTUM_NS;
 }
 
 /* The least vtime among the other wanting slices (UINT64_MAX if none). */

@@ -16,7 +16,7 @@
  * to the wanting slice that has received the least GPU time per unit of share (weighted fair
  * queuing, ties by name). A holder stops launching at the end of its quantum, lets its queued work
  * finish, then hands over. A lease is good for two quanta unless renewed (a dead holder blocks
- * nobody). Two slices that take the GPU at the same instant see each other within a refresh
+ * nobody); a record that claims a lease further ahead than that is no lease (a hostile peer's). Two slices that take the GPU at the same instant see each other within a refresh
  * (1 ms), and the later one (then the greater name) backs off.
  *
  * A slice's file (version 2, 64 bytes, little-endian host order):
@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define GS_ARB_PEERS 63    /* other slices read per GPU */
 #define GS_ARB_NAME_MAX 256 /* as a container id */
@@ -82,10 +83,19 @@ struct gs_arb {
  * arbitration: logged by the caller). */
 int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char *name, uint32_t weight);
 
-/* The launch path: may this slice launch now? (one load) */
+/* The launch path: may this slice launch now? Two loads and the coarse clock (vDSO, no system
+ * call): a lease that ran out is not ours any more, even before our ticker (late on a loaded
+ * machine) releases it, since another slice may already have taken the GPU. */
 static inline bool gs_arb_may_launch(const struct gs_arb *a)
 {
-        return a->me == NULL || atomic_load_explicit(&a->me->state, memory_order_relaxed) == GS_ARB_HOLDING;
+        if (a->me == NULL)
+                return true;
+        if (atomic_load_explicit(&a->me->state, memory_order_relaxed) != GS_ARB_HOLDING)
+                return false;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec <
+               atomic_load_explicit(&a->me->until, memory_order_relaxed);
 }
 
 /* A launching thread that waits for the GPU: take it as soon as it is our turn. */

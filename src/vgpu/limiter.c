@@ -357,19 +357,24 @@ static bool over_budget(struct lim_dev *d)
         return spent(d) || not_our_turn(d);
 }
 
-/* The arbiter file is shared with every slice on the GPU, other containers included: a lease
- * held far past its quantum (a stopped process, a hostile writer) is ignored for a second, which
- * is what the GPU is without an arbiter. */
-#define GS_LIMITER_TURN_WAIT_NS 200000000ull
+/* The arbiter's directory is shared with every slice on the GPU, other containers included. A
+ * record that claims the GPU far ahead is no lease (arbiter.c); one renewed in time but never
+ * handed over (a hostile writer; or a peer whose kernel runs for seconds) is ignored for a while
+ * once we waited GS_LIMITER_TURN_WAIT_NS for our turn: that is the GPU without an arbiter. The
+ * bound is far above a fair wait (a few quanta of 20 ms), also on a loaded machine where a
+ * holder's hand-over comes late. */
+#define GS_LIMITER_TURN_WAIT_NS 2000000000ull
+#define GS_LIMITER_TURN_IGNORE_NS 5000000000ull
 static void check_turn_wait(struct lim_dev *d, int vis, uint64_t began, uint64_t now)
 {
         uint64_t off = atomic_load_explicit(&d->arb_off_until, memory_order_relaxed);
         if (off != 0 && now > off)
                 atomic_store(&d->arb_off_until, 0);
         if (off == 0 && not_our_turn(d) && now - began > GS_LIMITER_TURN_WAIT_NS) {
-                atomic_store(&d->arb_off_until, now + 1000000000ull);
-                gs_vgpu_log(1, "device %d: waited %llu ms for a turn on the GPU; ignoring the arbiter for 1 s", vis,
-                            (unsigned long long)((now - began) / 1000000u));
+                atomic_store(&d->arb_off_until, now + GS_LIMITER_TURN_IGNORE_NS);
+                gs_vgpu_log(1, "device %d: waited %llu ms for a turn on the GPU; ignoring the arbiter for %llu s", vis,
+                            (unsigned long long)((now - began) / 1000000u),
+                            (unsigned long long)(GS_LIMITER_TURN_IGNORE_NS / 1000000000u));
         }
 }
 

@@ -112,7 +112,11 @@ for mode in share cap; do
         sliced GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=$mode GPUSLICE_REGION="$TMP/s70-$mode" "$PROBE" kernel 3 500 >"$TMP/b" 2>&1 &
         wait
         a=$(field fraction "$TMP/a") b=$(field fraction "$TMP/b")
-        awk -v a="$a" -v b="$b" 'BEGIN { exit !(a >= 0.25 && a <= 0.34 && b >= 0.63 && b <= 0.74 && a + b <= 1.02) }' &&
+        # Each hand-over leaves the GPU idle for the wake-ups of two threads: on a loaded machine
+        # (CI runs two suites at once on two cores) that is a few points of the GPU in sum; the
+        # split between the slices (b/a = 70/30) does not depend on it.
+        awk -v a="$a" -v b="$b" 'BEGIN { exit !(a >= 0.24 && a <= 0.35 && b >= 0.58 && b <= 0.75 && a + b <= 1.02 &&
+                                               b / a >= 1.9 && b / a <= 2.9) }' &&
                 ok "$mode mode, slices of 30 % and 70 % on one GPU: $a and $b" || { not_ok "$mode 30/70: $a $b"; cat "$TMP/a" "$TMP/b"; }
 done
 ARB=$GPUSLICE_ARBITER_DIR/gpuslice-gpu-GPU-6b1fe2a6-3b64-d9c1-4a3e-5f0b2c7d8e91
@@ -122,36 +126,59 @@ n=$(find "$ARB" -maxdepth 1 -type f -size 64c 2>/dev/null | wc -l)
         not_ok "arbiter directory: $(ls -la "$ARB" 2>&1)"
 rm -f "$ARB"/*
 # Every slice writes only its own file and reads the others' with pread: a hostile one can make
-# the arbiter useless (then a slice waits at most a short while now and then, and keeps its share),
-# never crash a slice or stop it. Here a peer claims the GPU forever with the least virtual time,
-# files are truncated under the reader, replaced by a FIFO, a directory, a symlink, garbage.
-python3 - "$ARB" "$TMP/hostile.stop" <<'EOF2' &
+# the arbiter useless (then a slice waits at most a while now and then, and keeps most of its
+# share), never crash a slice or stop it. Here a peer claims the GPU for an hour with the least
+# virtual time (no lease: a lease runs two quanta), files are truncated under the reader, replaced
+# by a FIFO, a directory, a symlink, garbage.
+# hostile DIR STOP MODE: MODE "far" claims the GPU an hour ahead, "renew" renews a lease of two
+# quanta every millisecond and never hands it over.
+hostile() {
+        python3 - "$@" <<'EOF2'
 import os, struct, sys, time
-d, stop = sys.argv[1], sys.argv[2]
-def rec(now):  # magic v2, want_ns, vtime, since, until, weight, state: always wanting, holding, first
-    return struct.pack('<QQQQQII16x', 0x0200004252415347, now + 3600 * 10**9, 0, 1, now + 3600 * 10**9, 10000, 1)
-os.mkfifo(os.path.join(d, 'fifo'))
-os.mkdir(os.path.join(d, 'dir'))
-os.symlink('/etc/passwd', os.path.join(d, 'link'))
-with open(os.path.join(d, 'garbage'), 'wb') as f:
-    f.write(os.urandom(64))
-with open(os.path.join(d, 'hostile'), 'wb') as f:
-    f.write(rec(time.monotonic_ns()))
+d, stop, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+def rec(now):  # magic v2, want_ns, vtime, since, until, weight, state: wanting, holding, first
+    until = now + 3600 * 10**9 if mode == 'far' else now + 40 * 10**6
+    return struct.pack('<QQQQQII16x', 0x0200004252415347, now, 0, 1, until, 10000, 1)
+if mode == 'far':
+    os.mkfifo(os.path.join(d, 'fifo'))
+    os.mkdir(os.path.join(d, 'dir'))
+    os.symlink('/etc/passwd', os.path.join(d, 'link'))
+    with open(os.path.join(d, 'garbage'), 'wb') as f:
+        f.write(os.urandom(64))
+fd = os.open(os.path.join(d, 'hostile'), os.O_RDWR | os.O_CREAT, 0o644)
 i = 0
 while not os.path.exists(stop):
-    with open(os.path.join(d, 'shrinking'), 'wb') as f:
-        f.write(rec(time.monotonic_ns())[: i % 65])
+    now = time.monotonic_ns()
+    os.pwrite(fd, rec(now), 0)
+    if mode == 'far':
+        with open(os.path.join(d, 'shrinking'), 'wb') as f:
+            f.write(rec(now)[: i % 65])
     i += 1
-    time.sleep(0.0003)
+    time.sleep(0.0003 if mode == 'far' else 0.001)
 EOF2
+}
+hostile "$ARB" "$TMP/hostile.stop" far &
 HOSTILE=$!
 sleep 0.3
-run "a peer holding the GPU forever, files truncated under the reader: the slice still gets its share" 0.20 0.34 \
+run "a peer claiming the GPU for an hour, files truncated under the reader: the slice gets its share" 0.26 0.34 \
         GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 3 500
-grep -q "ignoring the arbiter for 1 s" "$TMP/out" && ok "... and says why it ignores the arbiter" || not_ok "no log of the stuck lease"
+grep -q "ignoring the arbiter" "$TMP/out" && not_ok "a lease claimed an hour ahead made the slice wait" ||
+        ok "... without waiting for it: a claim past two quanta is no lease"
 touch "$TMP/hostile.stop"
 wait $HOSTILE
-rm -rf "${ARB:?}"/*
+rm -rf "${ARB:?}"/* "$TMP/hostile.stop"
+# A peer that renews its lease and never hands it over: the slice waits 2 s for its turn, then
+# ignores the arbiter for 5 s (4 s run: about half of its 30 %), and says so.
+hostile "$ARB" "$TMP/hostile.stop" renew &
+HOSTILE=$!
+sleep 0.3
+run "a peer renewing its lease forever: the slice waits 2 s, then takes its share" 0.05 0.24 \
+        GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 4 500
+grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
+        not_ok "no log of the stuck lease"
+touch "$TMP/hostile.stop"
+wait $HOSTILE
+rm -rf "${ARB:?}"/* "$TMP/hostile.stop"
 
 # The utilization view: inside a compute-limited slice NVML's GPU utilization is the slice's busy
 # time as a percentage of what its share allows (a slice using all of its 30 % shows 100; one busy
@@ -191,7 +218,7 @@ run "cap 30 % with MPS asked but no daemon: the time limiter" 0.26 0.34 GPUSLICE
 grep -q "no control daemon at $TMP/no-mps; using the time limiter" "$TMP/out" && grep -q "intercepted=1 sms=132" "$TMP/out" &&
         ok "... said so, and launches are intercepted" || not_ok "MPS without a daemon: $(tail -2 "$TMP/out")"
 run "share mode ignores MPS (share 30 % alone borrows)" 0.85 1.01 GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share \
-        GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" PROBE_BLOCKS=2112 "$PROBE" procaddr 1 500
+        GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" PROBE_BLOCKS=2112 "$PROBE" procaddr 2 500
 GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_LIMIT_1=50 GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" GPUSLICE_LOG_LEVEL=1 \
         sliced "$PROBE" procaddr 0.2 500 >"$TMP/out" 2>&1
 grep -q "different compute shares" "$TMP/out" && grep -q "intercepted=1" "$TMP/out" &&
