@@ -12,6 +12,9 @@
 #      no compute limit (nothing intercepted).
 #   4. mps: cap mode through a real MPS daemon (`gpuslice mps start`, BUILD/gpuslice): short,
 #      long and tiny at every L, and two slices at 30 % and 70 % together.
+#   5. runtimes: short, graph and coop at 30 % under every other CUDA runtime prepare.sh built
+#      (gpu-carry/compute_shapes-11.8-static, -shared, -ptds, 12.4 likewise), each against its
+#      own native rate.
 # Native runs also sample NVML's GPU utilization (nvidia-smi, every 100 ms): a workload that
 # leaves the GPU idle part of the time natively (PyTorch's loop) gets more than L % of its
 # native speed under a cap of L % of the GPU's time; "busy" is that native fraction. `tiny`, whose
@@ -19,7 +22,7 @@
 # per L, and its cell is the median of the paired ratios.
 # Prints a line per run as it comes, then the tables. Exits 77 without a GPU, 1 if a run failed.
 # Needs BUILD/libgpuslice-vgpu.so and BUILD/gpu-carry/compute_shapes (tests/gpu/prepare.sh).
-# CS_TORCH=0 leaves PyTorch out; CS_SHAPES overrides the shape list; CS_PARTS="cap share cost".
+# CS_TORCH=0 leaves PyTorch out; CS_SHAPES overrides the shape list; CS_PARTS="cap share cost mps runtimes".
 set -uo pipefail
 BUILD=${1:-build} SECS=${2:-3}
 cd "$(dirname "$0")/.."
@@ -34,7 +37,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$W"' EXIT
 LIMITS=${CS_LIMITS:-10 20 30 50 80}
 SHAPES=${CS_SHAPES:-short long tiny graph coop torch}
 [ "${CS_TORCH:-1}" = 1 ] || SHAPES=${SHAPES//torch/}
-PARTS=${CS_PARTS:-cap share cost mps}
+PARTS=${CS_PARTS:-cap share cost mps runtimes}
 fails=0
 
 # rate SHAPE [ENV...]: run the shape (with the environment given), print its rate or nothing
@@ -44,7 +47,7 @@ rate() {
         if [ "$shape" = torch ]; then
                 env "$@" "$PY" bench/compute_torch.py "$SECS" >"$out" 2>"$out.err"
         else
-                env "$@" "$CS" "$shape" "$SECS" >"$out" 2>"$out.err"
+                env "$@" ${PIN:-} "$CS" "$shape" "$SECS" >"$out" 2>"$out.err"
         fi
         local rc=$? r
         r=$(sed -n 's/^shape=.* rate=\([0-9.]*\).*/\1/p' "$out" | tail -1)
@@ -190,6 +193,72 @@ if [[ " $PARTS " == *" mps "* ]]; then
                 "$GS" mps status --mps-root "$MR"
                 "$GS" mps stop --mps-root "$MR"
         fi
+fi
+if [[ " $PARTS " == *" overhead "* ]]; then
+        # What a launch-bound stream loses to the limiter itself: tiny under caps of 99, 80, 50, 10 %
+        # (each should give L % of native) with the interposer built here and with every variant
+        # in BUILD/lib-variants/ (the same code built with other -DGS_LIMITER_* periods), in paired
+        # rounds between two native runs.
+        echo
+        : >"$W/ovh"
+        # pinned to two CPUs (CS_PIN): a launch-bound rate moves with the cores it lands on
+        PIN="taskset -c ${CS_PIN:-2,3}"
+        for i in $(seq "${CS_OVERHEAD_ROUNDS:-5}"); do
+                a=$(rate tiny) || { fails=$((fails + 1)); continue; }
+                row=""
+                for lib in "$LIB" "$PWD/$BUILD"/lib-variants/*.so; do
+                        [ -e "$lib" ] || continue
+                        for l in ${CS_OVERHEAD_LIMITS:-99 80 50 10}; do
+                                r=$(LIB=$lib limited tiny "$l") || r=0
+                                row="$row ${lib##*/}@$l=$r"
+                        done
+                done
+                b=$(rate tiny) || { fails=$((fails + 1)); continue; }
+                echo "$a $b$row" | tee -a "$W/ovh"
+        done
+        PIN=
+        echo "overhead: tiny under a cap, % of native (paired with the mean of the natives around it; medians):"
+        awk '{ n = ($1 + $2) / 2; for (i = 3; i <= NF; i++) { split($i, kv, "="); printf "%s %.1f\n", kv[1], 100 * kv[2] / n } }' "$W/ovh" |
+                sort -k1,1 -k2,2g | awk '{ v[$1] = v[$1] " " $2; c[$1]++; x[$1, c[$1]] = $2 }
+                END { for (k in c) { m = c[k]; printf "  %-36s %6.1f  (%s)\n", k, m % 2 ? x[k, (m + 1) / 2] : (x[k, m / 2] + x[k, m / 2 + 1]) / 2, substr(v[k], 2) } }' | sort
+fi
+if [[ " $PARTS " == *" loaded "* ]]; then
+        # A cap on GPU time is a cap on throughput at the clock the GPU runs. Alone under a cap the
+        # GPU idles part of the time and boosts; beside another slice that keeps it busy it runs at
+        # the clock it runs natively. torch at L % alone and beside `short` capped at 100 - L %
+        # (started first, running longer), each with the mean SM clock and power while it ran.
+        echo
+        clk_start() { nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 100 >"$W/clk" 2>/dev/null & CLK=$!; }
+        clk_stop() { kill $CLK 2>/dev/null; wait $CLK 2>/dev/null
+                awk -F', ' '$2 > 100 { c += $1; p += $2; n++ } END { if (n) printf "%d MHz %d W", c / n, p / n; else print "-" }' "$W/clk"; }
+        for l in ${CS_LOADED_LIMITS:-80 50}; do
+                clk_start; n1=$(rate torch) || n1=0; cn=$(clk_stop)
+                clk_start; a=$(limited torch "$l") || a=0; ca=$(clk_stop)
+                (SECS=$((${SECS%.*} + 10)) limited short $((100 - l)) >/dev/null) &
+                bg=$!
+                sleep 2
+                clk_start; b=$(limited torch "$l") || b=0; cb=$(clk_stop)
+                wait $bg
+                n2=$(rate torch) || n2=0
+                n=$(awk -v a="$n1" -v b="$n2" 'BEGIN { print (a + b) / 2 }')
+                echo "  torch L=$l: alone $(frac "$a" "$n") % ($ca), beside short at $((100 - l)) %: $(frac "$b" "$n") % ($cb); native $n1, $n2 ($cn)"
+        done
+fi
+if [[ " $PARTS " == *" runtimes "* ]] && ls "$CS"-* >/dev/null 2>&1; then
+        echo
+        echo "cap 30 % under each CUDA runtime (gpu-carry/compute_shapes-VERSION-LINKING): % of native, per shape"
+        for b in "$CS"-*; do
+                [ -x "$b" ] || continue
+                line="  ${b##*/compute_shapes-}:"
+                for s in ${CS_RT_SHAPES:-short graph coop}; do
+                        if n=$(CS=$b rate "$s") && r=$(CS=$b limited "$s" 30); then
+                                line="$line $s $(frac "$r" "$n")"
+                        else
+                                fails=$((fails + 1)) line="$line $s failed"
+                        fi
+                done
+                echo "$line"
+        done
 fi
 echo "runs failed: $fails"
 [ "$fails" -eq 0 ]

@@ -169,6 +169,10 @@ static Window run_window(Shape &s, cudaStream_t st, double seconds)
         return w;
 }
 
+// Green contexts: built with CUDA 13 (the driver entry points came in 12.4, the SM resource's
+// fields as used here later); the shapes build with older toolkits too (tests/gpu/prepare.sh
+// builds 11.8 and 12.4), without `green`.
+#if CUDART_VERSION >= 13000
 template <class T> static T driver_entry(const char *name)
 {
         void *p = nullptr;
@@ -228,6 +232,13 @@ static int enter_green_context(int device, unsigned asked)
         // still holds it current would only add teardown ordering to get wrong).
         return (int)given.sm.smCount;
 }
+#else
+static int enter_green_context(int, unsigned)
+{
+        std::fprintf(stderr, "compute_shapes: green contexts need a CUDA 13 build (built with %d)\n", CUDART_VERSION);
+        std::exit(2);
+}
+#endif
 
 static void usage()
 {
@@ -352,7 +363,7 @@ int main(int argc, char **argv)
                 for (int k = 0; k < GRAPH_KERNELS; k++)
                         fma_kernel<<<blocks, THREADS, 0, st>>>(out, a, b, iters);
                 CK(cudaStreamEndCapture(st, &graph));
-                CK(cudaGraphInstantiate(&graph_exec, graph, 0));
+                CK(cudaGraphInstantiateWithFlags(&graph_exec, graph, 0));
                 CK(cudaGraphDestroy(graph));
         }
         s.clear = [&out, &part, n_out](cudaStream_t q) {

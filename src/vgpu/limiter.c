@@ -48,10 +48,18 @@
 
 #define S gs_vgpu_state
 
+/* (The sampling and tick periods can be set at build time, -DGS_LIMITER_TICK_NS=..., to measure
+ * their cost: bench/compute_limit.sh's `overhead` part.) */
 #define GS_LIMITER_RING 64
+#ifndef GS_LIMITER_SAMPLE_NS
 #define GS_LIMITER_SAMPLE_NS 500000ull       /* at most one event per period while busy ... */
+#endif
+#ifndef GS_LIMITER_SAMPLE_LAUNCHES
 #define GS_LIMITER_SAMPLE_LAUNCHES 128u      /* ... or per this many launches */
+#endif
+#ifndef GS_LIMITER_TICK_NS
 #define GS_LIMITER_TICK_NS 250000ull         /* the ticker's period while launches happen */
+#endif
 #define GS_LIMITER_IDLE_TICK_NS 5000000ull   /* ... and while nothing happens */
 #define GS_LIMITER_WINDOW_NS 20000000ull     /* burst: L % of this much GPU time */
 #define GS_LIMITER_QUEUE_NS 4000000ull       /* outstanding work allowed per process (at least 4

@@ -77,6 +77,16 @@ declare -A RTPKG=([11.8]=libcudart11.0 [12.4]=libcudart12)
 need_update=1
 OLD_CUDA="11.8 12.4"
 [ "${GS_PREPARE_OLD_CUDA:-1}" = 1 ] || OLD_CUDA=
+# Their cooperative_groups.h needs libcu++ (<cuda/std/...>), which Debian packages apart, in main
+# (bookworm's 1.8.1, the one CUDA 11.8 came with; it serves 12.4's headers too).
+LIBCXX=$CACHE/libcu++
+if [ -n "$OLD_CUDA" ] && [ ! -e "$LIBCXX/usr/include/cuda/std/type_traits" ]; then
+        echo "prepare: downloading libcu++ 1.8.1 (Debian main)"
+        mkdir -p "$LIBCXX/deb"
+        (cd "$LIBCXX/deb" && apt-get download -q "libcu++-dev=1.8.1-2" >/dev/null 2>&1)
+        dpkg-deb -x "$LIBCXX"/deb/*.deb "$LIBCXX"
+        rm -rf "$LIBCXX/deb"
+fi
 for v in $OLD_CUDA; do
         X=$CACHE/cuda-$v
         if [ ! -x "$X/usr/lib/nvidia-cuda-toolkit/bin/nvcc" ]; then
@@ -104,7 +114,8 @@ EOF
         fi
         T=$X/usr
         # Debian pairs these toolkits with gcc 11/12; this machine's gcc 12 works for host code.
-        nvcc() { PATH=$T/bin:$PATH "$T/lib/nvidia-cuda-toolkit/bin/nvcc" -ccbin /usr/bin/g++ -allow-unsupported-compiler -O2 $ARCH "$@"; }
+        nvcc() { PATH=$T/bin:$PATH "$T/lib/nvidia-cuda-toolkit/bin/nvcc" -ccbin /usr/bin/g++ -allow-unsupported-compiler -O2 $ARCH \
+                -I"$LIBCXX/usr/include" "$@"; }
         mkdir -p "$CARRY/cudart-$v"
         cp -L "$T/lib/x86_64-linux-gnu/libcudart.so.${RTPKG[$v]#libcudart}" "$CARRY/cudart-$v/"
         SHARED=(-cudart shared -Xlinker -rpath -Xlinker "\$ORIGIN/cudart-$v")
@@ -113,5 +124,10 @@ EOF
         nvcc "${SHARED[@]}" -o "$CARRY/cudart_paths-$v-shared" tests/gpu/cudart_paths.cu
         nvcc -o "$CARRY/cuda_fill-$v-static" tests/gpu/cuda_fill.cu
         nvcc "${SHARED[@]}" -o "$CARRY/cuda_fill-$v-shared" tests/gpu/cuda_fill.cu
+        # The compute limiter under this runtime (bench/compute_limit.sh, CS_RUNTIMES): its
+        # launches, graphs and cooperative launches, static and shared, and the per-thread stream.
+        nvcc -o "$CARRY/compute_shapes-$v-static" bench/compute_shapes.cu
+        nvcc --default-stream per-thread -o "$CARRY/compute_shapes-$v-ptds" bench/compute_shapes.cu
+        nvcc "${SHARED[@]}" -o "$CARRY/compute_shapes-$v-shared" bench/compute_shapes.cu
 done
 du -sh "$CARRY"; du -sh "$CARRY/runc"; du -sh "$BUILD/runtime-libs"
