@@ -1,5 +1,6 @@
 #include "vgpu/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -141,7 +142,7 @@ static const char *slice_get(struct slice_file *sf, const char *name)
         for (char *line = sf->buf; line != NULL && *line != '\0';) {
                 char *next = strchr(line, '\n');
                 if (strncmp(line, name, n) == 0 && line[n] == '=') {
-                        static char value[600];
+                        static char value[1100]; /* GPUSLICE_DEVICES: 16 UUIDs */
                         size_t len = next != NULL ? (size_t)(next - line) - n - 1 : strlen(line + n + 1);
                         if (len >= sizeof(value))
                                 len = sizeof(value) - 1;
@@ -207,6 +208,95 @@ static void load_path(struct gs_vgpu_config *cfg, const struct source *src, cons
                 strcpy(out, v);
 }
 
+/* A device UUID as NVML spells it: GPU- or MIG-, then hex digits and dashes. */
+static bool is_uuid(const char *s, size_t len)
+{
+        if (len <= 4 || (strncasecmp(s, "GPU-", 4) != 0 && strncasecmp(s, "MIG-", 4) != 0))
+                return false;
+        for (size_t i = 4; i < len; i++)
+                if (!isxdigit((unsigned char)s[i]) && s[i] != '-')
+                        return false;
+        return true;
+}
+
+/* GPUSLICE_DEVICES into cfg->devices (as given: an invalid list hides every device) and
+ * cfg->uuid[] (each UUID, prefix in upper and hex in lower case, as the driver's are compared);
+ * -1 when it is not a list of UUIDs. An empty value is no list: every device. */
+static int load_devices(struct gs_vgpu_config *cfg, const char *v)
+{
+        if (strlen(v) >= sizeof(cfg->devices))
+                return -1;
+        strcpy(cfg->devices, v);
+        int n = 0;
+        for (const char *p = v; *p != '\0'; p += *p == ',') {
+                size_t len = strcspn(p, ",");
+                /* (an empty entry, a trailing comma's included, is no UUID) */
+                if (n == GS_VGPU_MAX_DEVICES || len >= sizeof(cfg->uuid[0]) || !is_uuid(p, len) ||
+                    (p[len] == ',' && p[len + 1] == '\0'))
+                        return -1;
+                char *d = cfg->uuid[n++];
+                for (size_t i = 0; i < len; i++)
+                        d[i] = (char)(i < 4 ? toupper((unsigned char)p[i]) : tolower((unsigned char)p[i]));
+                d[len] = '\0';
+                p += len;
+        }
+        cfg->nuuids = n;
+        return 0;
+}
+
+/* The slice device (index into cfg->device) that one CUDA_VISIBLE_DEVICES entry names, or -1. */
+static int visible_pick(const struct gs_vgpu_config *cfg, const char *e, size_t len)
+{
+        while (len > 0 && isspace((unsigned char)*e))
+                e++, len--;
+        while (len > 0 && isspace((unsigned char)e[len - 1]))
+                len--;
+        if (len > 0 && isdigit((unsigned char)*e)) {
+                /* the driver takes the leading digits, as strtoul does ("1gpu2" is 1) */
+                unsigned long v = 0;
+                for (size_t i = 0; i < len && isdigit((unsigned char)e[i]) && v <= GS_VGPU_MAX_DEVICES; i++)
+                        v = v * 10 + (unsigned long)(e[i] - '0');
+                return v < (unsigned long)cfg->nuuids ? (int)v : -1;
+        }
+        if (len < 4 || (strncasecmp(e, "GPU-", 4) != 0 && strncasecmp(e, "MIG-", 4) != 0))
+                return -1;
+        int found = -1;
+        for (int i = 0; i < cfg->nuuids; i++) {
+                if (strlen(cfg->uuid[i]) < len || strncasecmp(cfg->uuid[i], e, len) != 0)
+                        continue;
+                if (found >= 0)
+                        return -1; /* a prefix of two: names none */
+                found = i;
+        }
+        return found;
+}
+
+int gs_vgpu_cuda_visible(const struct gs_vgpu_config *cfg, const char *user, char *out, size_t size)
+{
+        size_t used = 0;
+        int n = 0;
+        if (size == 0)
+                return -1;
+        out[0] = '\0';
+        for (const char *p = user; user == NULL ? n < cfg->nuuids : p != NULL; n++) {
+                int i = n;
+                if (user != NULL) {
+                        size_t len = strcspn(p, ",");
+                        i = visible_pick(cfg, p, len);
+                        p = p[len] == ',' ? p + len + 1 : NULL;
+                }
+                if (i < 0)
+                        break;
+                int w = snprintf(out + used, size - used, "%s%s", n > 0 ? "," : "", cfg->uuid[i]);
+                if (w < 0 || (size_t)w >= size - used) {
+                        out[0] = '\0';
+                        return -1;
+                }
+                used += (size_t)w;
+        }
+        return n;
+}
+
 static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
 {
         memset(cfg, 0, sizeof(*cfg));
@@ -264,12 +354,9 @@ static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
                 strcpy(cfg->arbiter_name, v);
         load_path(cfg, src, "GPUSLICE_MPS_PIPE_DIRECTORY", NULL, cfg->mps_dir, sizeof(cfg->mps_dir));
         v = lookup(src, "GPUSLICE_DEVICES", NULL, &name);
-        if (v != NULL) {
-                if (strlen(v) >= sizeof(cfg->devices))
-                        fail(cfg, "invalid %s '%s' (too long)", name, v);
-                else
-                        strcpy(cfg->devices, v);
-        }
+        if (v != NULL && load_devices(cfg, v) < 0)
+                fail(cfg, "invalid %s '%s' (at most %d GPU- or MIG- UUIDs, comma-separated)", name, v,
+                      GS_VGPU_MAX_DEVICES);
 }
 
 void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*env)(const char *name))

@@ -4,8 +4,12 @@
  *   GPUSLICE_MEMORY_LIMIT_<i> / CUDA_DEVICE_MEMORY_LIMIT_<i>  per visible device i (wins)
  *   GPUSLICE_REGION / CUDA_DEVICE_MEMORY_SHARED_CACHE         usage region file (shared by the
  *                                                             container's processes)
- *   GPUSLICE_DEVICES                                          visible devices: comma list of GPU
- *                                                             UUIDs or host indexes (default all)
+ *   GPUSLICE_DEVICES                                          the slice's devices: comma list of
+ *                                                             GPU- or MIG- UUIDs (default all); the
+ *                                                             driver is shown only these (the
+ *                                                             process's CUDA_VISIBLE_DEVICES
+ *                                                             selects among them, see
+ *                                                             gs_vgpu_cuda_visible)
  *   GPUSLICE_COMPUTE_LIMIT / CUDA_DEVICE_SM_LIMIT              compute share of every visible
  *                                                             device, percent 0..100 (0 or 100 =
  *                                                             unlimited)
@@ -70,6 +74,8 @@ struct gs_vgpu_config {
         char arbiter_name[256];              /* GPUSLICE_ARBITER_NAME ("" = from the region) */
         char mps_dir[256];                   /* GPUSLICE_MPS_PIPE_DIRECTORY ("" = no MPS) */
         char devices[1024];                  /* GPUSLICE_DEVICES as given ("" = all) */
+        char uuid[GS_VGPU_MAX_DEVICES][96];  /* ... its UUIDs, in order (GPU-/MIG- prefix, hex lower case) */
+        int nuuids;                          /* how many (0 with devices set: invalid, none shown) */
         int log_level;
         bool error;                          /* an invalid setting was found */
         bool ignore_errors;                  /* GPUSLICE_ON_CONFIG_ERROR=unlimited */
@@ -87,6 +93,15 @@ int gs_vgpu_parse_percent(const char *s, unsigned *pct);
 int gs_vgpu_parse_compute_mode(const char *s);
 /* Is any visible device's compute share limited (and the mode not off)? */
 bool gs_vgpu_compute_limited(const struct gs_vgpu_config *cfg);
+
+/* The CUDA_VISIBLE_DEVICES that shows the driver the slice's devices (cfg->uuid) as the
+ * process's own value `user` selects among them (NULL: unset, all of them in order). `user` is
+ * read as the driver reads it on a machine that has only the slice's devices: comma-separated
+ * entries, each an index into the slice's devices (its leading digits) or a GPU-/MIG- UUID or a
+ * prefix naming one of them; the list ends at the first entry that names none (or more than one);
+ * an empty value names none. Writes the named devices' full UUIDs (repeats kept: the driver judges
+ * them) into out, "" when none; the number written, -1 when out is too small. */
+int gs_vgpu_cuda_visible(const struct gs_vgpu_config *cfg, const char *user, char *out, size_t size);
 
 /* Read the environment (and the slice file) into cfg. getenv_fn lets tests inject values. */
 void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*getenv_fn)(const char *name));

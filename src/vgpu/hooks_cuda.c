@@ -5,6 +5,7 @@
  */
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vgpu/vgpu.h"
@@ -15,38 +16,103 @@
 #define REAL(name, ...)                                                                            \
         ((gs_vgpu_load_cuda() == 0 && S.cu.name != NULL) ? S.cu.name(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED)
 
+static bool hiding(void) { return S.cfg.devices[0] != '\0'; }
+
+/* The driver reads CUDA_VISIBLE_DEVICES in cuInit: for that call it names the slice's devices, as
+ * the process's own value selects among them (gs_vgpu_cuda_visible), so that the driver has no
+ * other GPU and every device number, cuDeviceGet's or a literal one, is a slice device. The
+ * process's value is put back after the call: frameworks read it (some as numbers only), and a
+ * program that changes it before cuInit (os.environ in Python) is read as it left it. */
+static CUresult init_hidden(unsigned int flags)
+{
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        static bool done; /* the driver accepted a cuInit: it does not read the variable again */
+        if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
+                return REAL(cuInit, flags);
+        pthread_mutex_lock(&lock);
+        const char *user = getenv("CUDA_VISIBLE_DEVICES");
+        char *own = user != NULL ? strdup(user) : NULL;
+        size_t entries = (size_t)GS_VGPU_MAX_DEVICES; /* one UUID (and a comma) per entry */
+        for (const char *c = own; c != NULL && *c != '\0'; c++)
+                entries += *c == ',';
+        size_t size = entries * sizeof(S.cfg.uuid[0]);
+        char *want = (user == NULL || own != NULL) ? malloc(size) : NULL;
+        int n = want != NULL ? gs_vgpu_cuda_visible(&S.cfg, own, want, size) : -1;
+        CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+        if (n >= 0 && setenv("CUDA_VISIBLE_DEVICES", want, 1) == 0) {
+                if (n == 0)
+                        gs_vgpu_log(1, "CUDA_VISIBLE_DEVICES=%s selects none of the slice's devices (%s; an entry "
+                                       "that names none of them ends the list): CUDA sees no device",
+                                    own != NULL ? own : "(unset)", S.cfg.devices);
+                else
+                        gs_vgpu_log(3, "cuInit with CUDA_VISIBLE_DEVICES=%s (the slice's devices%s%s)", want,
+                                    own != NULL ? " as CUDA_VISIBLE_DEVICES selects them: " : "", own != NULL ? own : "");
+                rc = REAL(cuInit, flags);
+                if (own != NULL)
+                        setenv("CUDA_VISIBLE_DEVICES", own, 1);
+                else
+                        unsetenv("CUDA_VISIBLE_DEVICES");
+        }
+        if (rc == CUDA_SUCCESS)
+                __atomic_store_n(&done, true, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&lock);
+        free(want);
+        free(own);
+        return rc;
+}
+
 GS_EXPORT CUresult cuInit(unsigned int Flags)
 {
+        gs_vgpu_configure(); /* done in our constructor, unless another library's called cuInit first */
         if (S.cfg.error && !S.cfg.ignore_errors) {
                 gs_vgpu_log(0, "refusing cuInit: %s", S.cfg.message);
                 return CUDA_ERROR_INVALID_VALUE;
         }
-        CUresult rc = REAL(cuInit, Flags);
+        CUresult rc = hiding() ? init_hidden(Flags) : REAL(cuInit, Flags);
         if (rc == CUDA_SUCCESS)
                 gs_vgpu_map_devices();
         return rc;
 }
 
-static bool hiding(void) { return S.cfg.devices[0] != '\0'; }
+/* Device numbers are translated only where the driver shows more than the slice (it was
+ * initialised without the slice's CUDA_VISIBLE_DEVICES): visible ordinal k is the k-th slice
+ * device the driver has. Before cuInit the driver answers. */
+static bool translating(void)
+{
+        if (!hiding())
+                return false;
+        gs_vgpu_map_devices();
+        return __atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0 && !S.nvml_mapped && !S.driver_hides;
+}
+
+static CUdevice translated(int ordinal)
+{
+        for (int i = 0, k = 0; i < S.nvisible; i++)
+                if (S.cuda_of[i] >= 0 && k++ == ordinal)
+                        return S.cuda_of[i];
+        return -1;
+}
 
 GS_EXPORT CUresult cuDeviceGetCount(int *count)
 {
         CUresult rc = REAL(cuDeviceGetCount, count);
-        if (rc != CUDA_SUCCESS || count == NULL || !hiding())
+        if (rc != CUDA_SUCCESS || count == NULL || !translating())
                 return rc;
-        gs_vgpu_map_devices();
-        *count = S.nvisible > 0 ? S.nvisible : 0;
+        int n = 0;
+        for (int i = 0; i < S.nvisible; i++)
+                n += S.cuda_of[i] >= 0;
+        *count = n;
         return rc;
 }
 
 GS_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
-        if (!hiding())
+        if (!translating())
                 return REAL(cuDeviceGet, device, ordinal);
-        gs_vgpu_map_devices();
-        if (ordinal < 0 || ordinal >= S.nvisible)
+        CUdevice real = ordinal >= 0 ? translated(ordinal) : -1;
+        if (real < 0)
                 return device == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_DEVICE;
-        return REAL(cuDeviceGet, device, S.cuda_of[ordinal]);
+        return REAL(cuDeviceGet, device, real);
 }
 
 /* min(quota, physical) for the visible device behind real ordinal dev. */

@@ -88,6 +88,8 @@ static inline int load_once(bool *loaded, void **handle, const char *soname, int
         uint64_t t0 = gs_vgpu_clock();
         pthread_mutex_lock(&S.lock);
         if (!*loaded) {
+                if (gs_real_dlsym == NULL)
+                        gs_resolve_real_dlsym(); /* a library's constructor called the driver before ours ran */
                 *handle = dlopen(soname, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
                 if (*handle == NULL)
                         gs_vgpu_log(missing_level, "cannot load %s: %s", soname, dlerror());
@@ -144,6 +146,63 @@ static int cmp_bus(const void *a, const void *b)
         return strcasecmp(((const struct realdev *)a)->bus, ((const struct realdev *)b)->bus);
 }
 
+/* The driver's devices with their bus ids and UUIDs (those whose UUID it gives), in bus order;
+ * *n: how many it has. -1 before cuInit. */
+static int driver_devices(struct realdev *devs, int *n)
+{
+        if (S.cu.cuDeviceGetCount(n) != CUDA_SUCCESS)
+                return -1;
+        int have = 0;
+        for (int i = 0; i < *n && have < GS_VGPU_MAX_DEVICES; i++) {
+                memset(&devs[have], 0, sizeof(devs[have]));
+                devs[have].d = i;
+                if (S.cu.cuDeviceGetPCIBusId != NULL)
+                        S.cu.cuDeviceGetPCIBusId(devs[have].bus, sizeof(devs[have].bus), i);
+                if (cuda_uuid(i, devs[have].uuid, sizeof(devs[have].uuid)) == 0)
+                        have++;
+        }
+        qsort(devs, (size_t)have, sizeof(devs[0]), cmp_bus);
+        return have;
+}
+
+/* Does a slice entry (GPU- or MIG-, then hex: a UUID or a prefix of one) name the driver's device
+ * `uuid`? The driver's UUID bytes do not say which kind they are: the hex is compared. */
+static bool names(const char *entry, const char *uuid)
+{
+        size_t len = strlen(entry);
+        return len > 4 && strlen(uuid) >= len && strncasecmp(entry + 4, uuid + 4, len - 4) == 0;
+}
+
+/* GPUSLICE_DEVICES: visible index i is the slice's device i, whichever of them this process's
+ * driver shows and in whatever order (its CUDA_VISIBLE_DEVICES); true when the driver shows no
+ * other device. Caller holds S.lock. */
+static bool map_slice(const struct realdev *devs, int have, int n)
+{
+        bool only_slice = have == n;
+        _Static_assert(sizeof(S.uuid_of[0]) == sizeof(S.cfg.uuid[0]), "one UUID size");
+        for (int i = 0; i < S.cfg.nuuids; i++) {
+                S.cuda_of[i] = -1;
+                memcpy(S.uuid_of[i], S.cfg.uuid[i], sizeof(S.uuid_of[i]));
+        }
+        for (int j = 0; j < have; j++) {
+                int vis = -1;
+                for (int i = 0; i < S.cfg.nuuids && vis < 0; i++)
+                        if (names(S.cfg.uuid[i], devs[j].uuid))
+                                vis = i;
+                only_slice = only_slice && vis >= 0;
+                if (vis < 0 || devs[j].d >= GS_VGPU_MAX_DEVICES)
+                        continue;
+                S.vis_of_cuda[devs[j].d] = vis;
+                if (S.cuda_of[vis] < 0 || devs[j].d < S.cuda_of[vis]) {
+                        S.cuda_of[vis] = devs[j].d;
+                        /* the entry's kind, the driver's full UUID (the entry may be a prefix) */
+                        memcpy(S.uuid_of[vis], S.cfg.uuid[vis], 4);
+                        snprintf(S.uuid_of[vis] + 4, sizeof(S.uuid_of[vis]) - 4, "%s", devs[j].uuid + 4);
+                }
+        }
+        return only_slice;
+}
+
 void gs_vgpu_map_devices(void)
 {
         if (__atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0 && !S.nvml_mapped)
@@ -158,47 +217,34 @@ void gs_vgpu_map_devices(void)
         }
         int n = 0;
         struct realdev devs[GS_VGPU_MAX_DEVICES];
-        if (S.cu.cuDeviceGetCount(&n) != CUDA_SUCCESS)
-                n = 0;
-        if (n > GS_VGPU_MAX_DEVICES)
-                n = GS_VGPU_MAX_DEVICES;
-        int have = 0;
-        for (int i = 0; i < n; i++) {
-                memset(&devs[have], 0, sizeof(devs[have]));
-                devs[have].d = i;
-                if (S.cu.cuDeviceGetPCIBusId != NULL)
-                        S.cu.cuDeviceGetPCIBusId(devs[have].bus, sizeof(devs[have].bus), i);
-                if (cuda_uuid(i, devs[have].uuid, sizeof(devs[have].uuid)) == 0)
-                        have++;
+        int have = driver_devices(devs, &n);
+        if (have < 0) { /* not initialised: the map is made after cuInit */
+                pthread_mutex_unlock(&S.lock);
+                return;
         }
-        qsort(devs, (size_t)have, sizeof(devs[0]), cmp_bus);
-        int nvis = 0;
-        if (S.cfg.devices[0] == '\0') {
-                for (int i = 0; i < have; i++) {
-                        S.cuda_of[nvis] = devs[i].d;
-                        memcpy(S.uuid_of[nvis], devs[i].uuid, sizeof(S.uuid_of[nvis]));
-                        nvis++;
-                }
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
+                S.vis_of_cuda[i] = -1;
+        int nvis = S.cfg.nuuids;
+        if (S.cfg.devices[0] != '\0') {
+                S.driver_hides = map_slice(devs, have, n);
         } else {
-                char list[sizeof(S.cfg.devices)];
-                memcpy(list, S.cfg.devices, sizeof(list));
-                char *save = NULL;
-                for (char *t = strtok_r(list, ",", &save); t != NULL && nvis < GS_VGPU_MAX_DEVICES;
-                     t = strtok_r(NULL, ",", &save)) {
-                        for (int i = 0; i < have; i++) {
-                                if (strcasecmp(t, devs[i].uuid) != 0)
-                                        continue;
-                                S.cuda_of[nvis] = devs[i].d;
-                                memcpy(S.uuid_of[nvis], devs[i].uuid, sizeof(S.uuid_of[nvis]));
-                                nvis++;
-                        }
+                for (nvis = 0; nvis < have; nvis++) {
+                        S.cuda_of[nvis] = devs[nvis].d;
+                        if (devs[nvis].d < GS_VGPU_MAX_DEVICES)
+                                S.vis_of_cuda[devs[nvis].d] = nvis;
+                        memcpy(S.uuid_of[nvis], devs[nvis].uuid, sizeof(S.uuid_of[nvis]));
                 }
         }
         __atomic_store_n(&S.nvisible, nvis, __ATOMIC_RELEASE);
         S.nvml_mapped = false;
+        bool leak = S.cfg.devices[0] != '\0' && !S.driver_hides;
         pthread_mutex_unlock(&S.lock);
         gs_vgpu_spent(GS_PHASE_MAP, t0);
         gs_vgpu_log(3, "%d visible device(s)", nvis);
+        if (leak)
+                gs_vgpu_log(1, "the driver shows GPUs outside the slice (it was initialised without the slice's "
+                               "CUDA_VISIBLE_DEVICES): cuDeviceGet and cuDeviceGetCount translate, but a program that "
+                               "passes a device number without cuDeviceGet may reach another GPU");
 }
 
 void gs_vgpu_map_from_nvml(char (*uuids)[96], int n)
@@ -211,6 +257,8 @@ void gs_vgpu_map_from_nvml(char (*uuids)[96], int n)
                         S.cuda_of[i] = -1; /* not known without CUDA; gs_vgpu_map_devices redoes it */
                         memcpy(S.uuid_of[i], uuids[i], sizeof(S.uuid_of[i]));
                 }
+                for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
+                        S.vis_of_cuda[i] = -1;
                 __atomic_store_n(&S.nvisible, n, __ATOMIC_RELEASE);
                 S.nvml_mapped = true;
         }
@@ -220,10 +268,7 @@ void gs_vgpu_map_from_nvml(char (*uuids)[96], int n)
 int gs_vgpu_visible_of(CUdevice real)
 {
         gs_vgpu_map_devices();
-        for (int i = 0; i < S.nvisible; i++)
-                if (S.cuda_of[i] == real)
-                        return i;
-        return -1;
+        return real >= 0 && real < GS_VGPU_MAX_DEVICES && S.nvisible >= 0 ? S.vis_of_cuda[real] : -1;
 }
 
 int gs_vgpu_current_device(void)
@@ -713,7 +758,7 @@ static void after_fork_child(void)
 
 static const char *env_lookup(const char *name) { return getenv(name); }
 
-__attribute__((constructor(102))) static void vgpu_init(void)
+static void configure(void)
 {
         struct timespec ts0;
         clock_gettime(CLOCK_MONOTONIC, &ts0);
@@ -735,3 +780,9 @@ __attribute__((constructor(102))) static void vgpu_init(void)
                 gs_vgpu_spent(GS_PHASE_CTOR, (uint64_t)ts0.tv_sec * 1000000000u + (uint64_t)ts0.tv_nsec);
         }
 }
+
+static pthread_once_t configured = PTHREAD_ONCE_INIT;
+
+void gs_vgpu_configure(void) { pthread_once(&configured, configure); }
+
+__attribute__((constructor(102))) static void vgpu_init(void) { gs_vgpu_configure(); }

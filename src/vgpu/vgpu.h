@@ -28,10 +28,15 @@ struct gs_vgpu {
         struct gs_nvml_fns nv;
         struct gs_region *region;
         int slot;                       /* our slot in the region, -1 = none */
-        /* Visible devices: visible index i -> real CUDA ordinal / NVML handle */
+        /* Visible devices: visible index i -> real CUDA ordinal / NVML handle. With GPUSLICE_DEVICES
+         * the visible index is the slice's (its order: limits and region count in it), and the
+         * driver itself shows only those devices, in the process's CUDA_VISIBLE_DEVICES order. */
         int nvisible;                   /* -1 until the map is built */
-        CUdevice cuda_of[GS_VGPU_MAX_DEVICES];
+        CUdevice cuda_of[GS_VGPU_MAX_DEVICES]; /* -1: a slice device this process's driver does not show */
+        int vis_of_cuda[GS_VGPU_MAX_DEVICES]; /* the other way: driver ordinal -> visible index, or -1 */
         char uuid_of[GS_VGPU_MAX_DEVICES][96];
+        bool driver_hides;              /* the driver shows none but the slice's devices (cuInit saw
+                                         * them in CUDA_VISIBLE_DEVICES); false: translate ordinals */
         bool measured[GS_VGPU_MAX_DEVICES]; /* context/module memory reconciled at least once */
         uint64_t mine[GS_VGPU_MAX_DEVICES];  /* bytes this process has charged (tracked allocations) */
         bool nvml_mapped;               /* the map came from NVML (no CUDA in this process yet) */
@@ -40,11 +45,18 @@ struct gs_vgpu {
 
 extern struct gs_vgpu gs_vgpu_state GS_HIDDEN;
 extern void *(*gs_real_dlsym)(void *, const char *) GS_HIDDEN;
+/* Find libc's dlsym now (our constructor does it, unless another library's runs first). */
+void *gs_resolve_real_dlsym(void) GS_HIDDEN;
 
+/* Read the configuration, once (the constructor; cuInit, should another library's constructor
+ * call it before ours ran). */
+void gs_vgpu_configure(void) GS_HIDDEN;
 /* Lazy initialisation; 0 when the real driver library is usable. */
 int gs_vgpu_load_cuda(void) GS_HIDDEN;
 int gs_vgpu_load_nvml(void) GS_HIDDEN;
-/* Build the visible-device map (needs cuInit done). */
+/* Build the visible-device map (needs cuInit done). With GPUSLICE_DEVICES: visible index i is
+ * the slice's device i; cuda_of[i] is the driver's ordinal of it, -1 where the process's
+ * CUDA_VISIBLE_DEVICES left it out. */
 void gs_vgpu_map_devices(void) GS_HIDDEN;
 /* The map from NVML's view (UUIDs in visible order) for processes that never touch CUDA. */
 void gs_vgpu_map_from_nvml(char (*uuids)[96], int n) GS_HIDDEN;

@@ -112,8 +112,10 @@ const char *dev_uuid_str(unsigned gpu, int mig)
     return mig < 0 ? g_cfg.gpus[gpu].uuid : g_cfg.gpus[gpu].migs[mig].uuid;
 }
 
-/* CUDA_VISIBLE_DEVICES: comma-separated indexes into the default order or UUIDs (GPU-...,
- * MIG-..., a unique prefix is enough); the list ends at the first invalid or repeated entry. */
+/* CUDA_VISIBLE_DEVICES: comma-separated indexes into the default order (an entry's leading
+ * digits, as strtoul reads them: "1gpu2" is 1, as PyTorch's _parse_visible_devices models the
+ * driver) or UUIDs (GPU-..., MIG-..., a unique prefix is enough); the list ends at the first
+ * invalid or repeated entry; empty: no device. */
 static void enumerate(void)
 {
     static unsigned gpus[MAX_DEV];
@@ -141,9 +143,9 @@ static void enumerate(void)
         for (end = tok + strlen(tok); end > tok && isspace((unsigned char)end[-1]); end--)
             *--end = '\0';
         if (isdigit((unsigned char)tok[0])) {
-            long v = strtol(tok, &end, 10);
+            unsigned long v = strtoul(tok, NULL, 10);
 
-            if (*end != '\0' || v < 0 || v >= n)
+            if (v >= (unsigned long)n)
                 break;
             pick = (int)v;
         } else if (strncasecmp(tok, "GPU-", 4) == 0 || strncasecmp(tok, "MIG-", 4) == 0) {

@@ -281,6 +281,35 @@ static void child_visible_uuid_and_stop(void)
     CHECK(strcmp(name, "NVIDIA A100-SXM4-40GB") == 0);
 }
 
+static void child_visible_digits(void)
+{
+    char name[128];
+    size_t tot;
+
+    write_conf("main.conf", g_conf_main);
+    /* an index is its leading digits, as strtoul reads them ("1gpu2" is 1) */
+    setenv("CUDA_VISIBLE_DEVICES", "1gpu2, 0x", 1);
+    OK(cu.cuInit(0));
+    CHECK(visible_count() == 2);
+    OK(cu.cuDeviceGetName(name, sizeof(name), 0));
+    CHECK(strcmp(name, "NVIDIA A100-SXM4-40GB") == 0);
+    OK(cu.cuDeviceTotalMem_v2(&tot, 1));
+    CHECK(tot == 8 * GiB - 512 * MiB);
+}
+
+static void child_visible_negative(void)
+{
+    char name[128];
+
+    write_conf("main.conf", g_conf_main);
+    /* a negative index ends the list (documented: 0,2,-1,1 shows devices 0 and 2) */
+    setenv("CUDA_VISIBLE_DEVICES", "1,-1,0", 1);
+    OK(cu.cuInit(0));
+    CHECK(visible_count() == 1);
+    OK(cu.cuDeviceGetName(name, sizeof(name), 0));
+    CHECK(strcmp(name, "NVIDIA A100-SXM4-40GB") == 0);
+}
+
 static void child_visible_duplicate(void)
 {
     write_conf("main.conf", g_conf_main);
@@ -2170,6 +2199,8 @@ int main(int argc, char **argv)
     run_child("no_devices", child_no_devices);
     run_child("visible_reorder", child_visible_reorder);
     run_child("visible_uuid", child_visible_uuid_and_stop);
+    run_child("visible_digits", child_visible_digits);
+    run_child("visible_negative", child_visible_negative);
     run_child("visible_duplicate", child_visible_duplicate);
     run_child("mig", child_mig);
     run_child("visible_mig_uuid", child_visible_mig_uuid);

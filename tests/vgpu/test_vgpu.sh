@@ -137,6 +137,102 @@ sliced FAKEGPU_CONFIG="$G2" GPUSLICE_MEMORY_LIMIT=2Gi CUDA_DEVICE_MEMORY_LIMIT_1
 [ "$(grep -A1 'FB Memory Usage' "$TMP/smiq" | grep -oE '[0-9]+ MiB' | tr '\n' ' ')" = "2048 MiB 1024 MiB " ] &&
         ok "nvidia-smi -q shows each device's quota (HAMi's CUDA_DEVICE_MEMORY_LIMIT_1 for device 1)" ||
         { not_ok "per-device quota in nvidia-smi"; grep -A1 'FB Memory Usage' "$TMP/smiq"; }
+
+# A program that never calls cuDeviceGet and passes CUdevice 0 as a number (cuDeviceTotalMem,
+# cuDevicePrimaryCtxRetain, cuCtxCreate) reaches the slice's first device, never another GPU: the
+# driver itself is shown only the slice's GPUs (CUDA_VISIBLE_DEVICES, for cuInit only). The
+# process's own CUDA_VISIBLE_DEVICES selects among the slice's devices as the driver reads it on a
+# machine that has only them (indexes into the slice, UUIDs or unique prefixes, the list ending at
+# the first entry that names none of them), and reads back as the process set it.
+U0=GPU-2f8c1d4e-7a90-3b5c-e6d1-0a9b8c7d6e5f
+lit() { # NAME ENV... [-- PROBE-ARG]: `vgpu-probe literal` in a slice of the two-GPU config
+        local name=$1 arg=(); shift
+        local envs=()
+        while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+        [ "${1:-}" = -- ] && arg=("$2")
+        sliced FAKEGPU_CONFIG="$G2" GPUSLICE_REGION="$TMP/rl-$name" "${envs[@]}" "$PROBE" literal "${arg[@]}" \
+                >"$TMP/lit-$name" 2>&1
+        echo "rc $?" >>"$TMP/lit-$name"
+}
+reached() { # NAME UUID MIB COUNT: every use of CUdevice 0 reached UUID, under a MIB quota
+        local f=$TMP/lit-$1
+        grep -qx "count $4" "$f" && grep -qix "uuid0 $2" "$f" && grep -qx "total0 $3" "$f" && grep -qix "primary0 $2" "$f" &&
+                grep -qx "meminfo0 $3" "$f" && grep -qix "created0 $2" "$f" && grep -qx "get$4 101" "$f" && grep -qx "rc 0" "$f"
+}
+none_seen() { # NAME: cuInit answers CUDA_ERROR_NO_DEVICE with a line that says why; no crash
+        local f=$TMP/lit-$1
+        grep -qx "cuInit 100" "$f" && grep -qx "rc 3" "$f" && grep -q "selects none of the slice's devices" "$f"
+}
+show() { not_ok "$1"; sed 's/^/    # /' "$TMP/lit-$2"; }
+lit plain GPUSLICE_DEVICES=$U1 GPUSLICE_MEMORY_LIMIT=1Gi
+reached plain $U1 1024 1 && grep -qx "env unset" "$TMP/lit-plain" &&
+        ok "a literal CUdevice 0 is the slice's GPU (its UUID, memory, contexts), the count 1" ||
+        show "literal CUdevice 0 in a slice of GPU 1" plain
+lit idx GPUSLICE_DEVICES=$U1 GPUSLICE_MEMORY_LIMIT=1Gi CUDA_VISIBLE_DEVICES=0
+reached idx $U1 1024 1 && grep -qx "env 0" "$TMP/lit-idx" &&
+        ok "CUDA_VISIBLE_DEVICES=0 is the slice's first GPU, and reads back as 0" || show "CUDA_VISIBLE_DEVICES=0" idx
+lit prefix GPUSLICE_DEVICES=$U1 GPUSLICE_MEMORY_LIMIT=1Gi CUDA_VISIBLE_DEVICES=gpu-9E3A5B7C
+reached prefix $U1 1024 1 && ok "a UUID prefix of the slice's GPU selects it" || show "UUID prefix" prefix
+lit other GPUSLICE_DEVICES=$U1 CUDA_VISIBLE_DEVICES=$U0,$U1
+none_seen other && grep -qx "env $U0,$U1" "$TMP/lit-other" &&
+        ok "CUDA_VISIBLE_DEVICES naming a GPU outside the slice first: no device, a clear error" ||
+        show "CUDA_VISIBLE_DEVICES=<other GPU>,<slice GPU>" other
+lit past GPUSLICE_DEVICES=$U1 CUDA_VISIBLE_DEVICES=1
+none_seen past && ok "CUDA_VISIBLE_DEVICES=1 in a one-GPU slice: no device" || show "index past the slice" past
+lit empty GPUSLICE_DEVICES=$U1 CUDA_VISIBLE_DEVICES=
+none_seen empty && grep -qx "env empty" "$TMP/lit-empty" && ok "CUDA_VISIBLE_DEVICES= (empty): no device" ||
+        show "empty CUDA_VISIBLE_DEVICES" empty
+lit late GPUSLICE_DEVICES=$U1 -- "$U0"
+none_seen late && grep -qx "env $U0" "$TMP/lit-late" &&
+        ok "... also when the program sets it itself before cuInit (os.environ in Python)" ||
+        show "CUDA_VISIBLE_DEVICES set by the program" late
+lit late2 GPUSLICE_DEVICES=$U1 GPUSLICE_MEMORY_LIMIT=1Gi CUDA_VISIBLE_DEVICES=$U0 -- -
+reached late2 $U1 1024 1 && ok "... and when it unsets it: the slice's GPU" || show "CUDA_VISIBLE_DEVICES unset by the program" late2
+# Two GPUs in the slice: the process's own order and subset; each device keeps its slice index for
+# its quota (GPUSLICE_MEMORY_LIMIT_<i> counts in GPUSLICE_DEVICES order).
+Q2=("GPUSLICE_DEVICES=$U0,$U1" GPUSLICE_MEMORY_LIMIT_0=2Gi GPUSLICE_MEMORY_LIMIT_1=1Gi)
+lit both "${Q2[@]}"
+reached both $U0 2048 2 && ok "a two-GPU slice: CUdevice 0 is its first GPU, the count 2" || show "two-GPU slice" both
+lit swap "${Q2[@]}" CUDA_VISIBLE_DEVICES=1,0
+reached swap $U1 1024 2 && ok "CUDA_VISIBLE_DEVICES=1,0 in it: CUdevice 0 is its second GPU, with that GPU's quota" ||
+        show "CUDA_VISIBLE_DEVICES=1,0 in a two-GPU slice" swap
+lit digits "${Q2[@]}" "CUDA_VISIBLE_DEVICES= 1 ,0x"
+reached digits $U1 1024 2 && ok "an index is its leading digits, blanks around it ignored (as the driver reads it)" ||
+        show "CUDA_VISIBLE_DEVICES=' 1 ,0x'" digits
+lit ambiguous "${Q2[@]}" CUDA_VISIBLE_DEVICES=GPU-
+none_seen ambiguous && ok "a UUID prefix of two of the slice's GPUs names none" || show "ambiguous prefix" ambiguous
+lit sub "${Q2[@]}" CUDA_VISIBLE_DEVICES=$U1
+reached sub $U1 1024 1 && ok "CUDA_VISIBLE_DEVICES=<its second GPU>: that GPU alone, with its quota" ||
+        show "a subset of a two-GPU slice" sub
+# The loader runs the constructors of a program's libraries before the preloaded interposer's: one
+# that calls cuInit there reaches our cuInit before our constructor ran. It must neither crash nor
+# show the driver more than the slice.
+printf 'extern int cuInit(unsigned int);\n__attribute__((constructor)) static void early(void) { cuInit(0); }\n' \
+        >"$TMP/early.c"
+if cc -shared -fPIC -o "$TMP/libearly.so" "$TMP/early.c" 2>"$TMP/early.log"; then
+        lit early LD_PRELOAD="$LIB:$TMP/libearly.so" GPUSLICE_DEVICES=$U1 GPUSLICE_MEMORY_LIMIT=1Gi
+        reached early $U1 1024 1 && ok "cuInit from another library's constructor, before ours ran: the slice's GPU" ||
+                show "cuInit before the interposer's constructor" early
+else
+        echo "# SKIP cuInit from a library's constructor: no C compiler ($(head -1 "$TMP/early.log"))"
+fi
+lit index GPUSLICE_DEVICES=1
+grep -q "invalid GPUSLICE_DEVICES '1' (at most 16 GPU- or MIG- UUIDs" "$TMP/lit-index" && grep -qx "cuInit 1" "$TMP/lit-index" &&
+        ok "GPUSLICE_DEVICES holds UUIDs: an index is an error, CUDA refuses to start" || show "GPUSLICE_DEVICES=1" index
+# gpuslice exec --device 1 (exports GPUSLICE_DEVICES; needs root for the NVML helper's driver root).
+if [ "$(id -u)" = 0 ] && "$SRC/tests/fakegpu/mkroot.sh" --build "$BUILD" "$G2" "$TMP/drv2" >"$TMP/mkroot2.log" 2>&1; then
+        "$BUILD/gpuslice" --root "$TMP/drv2" exec --device 1 --memory 1Gi -- \
+                env LD_LIBRARY_PATH="$FAKE" FAKEGPU_CONFIG="$G2" "$PROBE" literal >"$TMP/lit-exec" 2>&1
+        echo "rc $?" >>"$TMP/lit-exec"
+        reached exec $U1 1024 1 && ok "gpuslice exec --device 1: a literal CUdevice 0 is GPU 1" || show "exec --device 1" exec
+        CUDA_VISIBLE_DEVICES=$U0 "$BUILD/gpuslice" --root "$TMP/drv2" exec --device 1 --memory 1Gi -- \
+                env LD_LIBRARY_PATH="$FAKE" FAKEGPU_CONFIG="$G2" "$PROBE" literal >"$TMP/lit-exec0" 2>&1
+        echo "rc $?" >>"$TMP/lit-exec0"
+        none_seen exec0 && ok "CUDA_VISIBLE_DEVICES=<GPU 0> gpuslice exec --device 1: no device" ||
+                show "exec --device 1 under CUDA_VISIBLE_DEVICES=<GPU 0>" exec0
+else
+        echo "# SKIP gpuslice exec --device: needs root and a fake driver root (the NVML helper chroots into it)"
+fi
 printf 'GPUSLICE_MEMORY_LIMIT=768Mi\n' >"$TMP/slice.conf"
 sliced GPUSLICE_SLICE_FILE="$TMP/slice.conf" EXPECT_TOTAL_MIB=768 "$PROBE" meminfo >/dev/null 2>&1 &&
         ok "the slice file sets the quota" || not_ok "slice file"

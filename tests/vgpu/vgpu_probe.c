@@ -9,6 +9,12 @@
  *   vgpu_probe churn SECONDS            allocate/free random sizes until time is up
  *   vgpu_probe untracked                free a pointer the driver never gave out
  *   vgpu_probe procs                    NVML's compute processes on device 0: "proc PID MIB" lines
+ *   vgpu_probe devices                  cuInit, the device count and each device's UUID (cuDeviceGet)
+ *   vgpu_probe literal [CVD]            what a program that never calls cuDeviceGet reaches with
+ *                                       CUdevice 0: its UUID, total memory, the device of its
+ *                                       primary and of a created context; "cuInit N" if refused.
+ *                                       CVD: CUDA_VISIBLE_DEVICES set by the program itself before
+ *                                       cuInit ("-" unsets it); "env V" shows it after cuInit
  * Prints "ok <check>" / "FAIL <check>" lines and exits non-zero on any FAIL.
  */
 #include <dlfcn.h>
@@ -225,6 +231,57 @@ static int procaddr(void)
         return 0;
 }
 
+static void print_uuid(const char *what, CUdevice d)
+{
+        CUuuid u;
+        if (cuDeviceGetUuid_v2(&u, d) != CUDA_SUCCESS) {
+                printf("%s none\n", what);
+                return;
+        }
+        const unsigned char *b = (const unsigned char *)u.bytes;
+        printf("%s GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", what, b[0], b[1], b[2],
+               b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* CUdevice 0 as a literal, the way programs that skip cuDeviceGet use it. */
+static int literal(const char *cvd)
+{
+        if (cvd != NULL && strcmp(cvd, "-") == 0)
+                unsetenv("CUDA_VISIBLE_DEVICES");
+        else if (cvd != NULL)
+                setenv("CUDA_VISIBLE_DEVICES", cvd, 1);
+        CUresult rc = cuInit(0);
+        const char *env = getenv("CUDA_VISIBLE_DEVICES");
+        printf("env %s\n", env == NULL ? "unset" : *env == '\0' ? "empty" : env);
+        if (rc != CUDA_SUCCESS) {
+                printf("cuInit %d\n", rc);
+                return 3;
+        }
+        int n = -1;
+        cuDeviceGetCount(&n);
+        printf("count %d\n", n);
+        print_uuid("uuid0", 0);
+        size_t total = 0, f = 0;
+        if (cuDeviceTotalMem_v2(&total, 0) == CUDA_SUCCESS)
+                printf("total0 %zu\n", total / MIB);
+        CUcontext c = NULL, c2 = NULL;
+        CUdevice d = -1;
+        if (cuDevicePrimaryCtxRetain(&c, 0) == CUDA_SUCCESS && cuCtxSetCurrent(c) == CUDA_SUCCESS &&
+            cuCtxGetDevice(&d) == CUDA_SUCCESS) {
+                print_uuid("primary0", d);
+                if (cuMemGetInfo_v2(&f, &total) == CUDA_SUCCESS)
+                        printf("meminfo0 %zu\n", total / MIB);
+        }
+        d = -1;
+        if (cuCtxCreate_v2(&c2, 0, 0) == CUDA_SUCCESS && cuCtxGetDevice(&d) == CUDA_SUCCESS)
+                print_uuid("created0", d);
+        if (c2 != NULL)
+                cuCtxDestroy_v2(c2);
+        CUdevice past;
+        printf("get%d %d\n", n, cuDeviceGet(&past, n));
+        return 0;
+}
+
 static int hold(unsigned mib, unsigned seconds)
 {
         unsigned got = 0;
@@ -289,6 +346,8 @@ int main(int argc, char **argv)
                         printf("proc %u %llu\n", infos[i].pid, (unsigned long long)(infos[i].usedGpuMemory / MIB));
                 return 0;
         }
+        if (strcmp(argv[1], "literal") == 0)
+                return literal(argc > 2 ? argv[2] : NULL);
         if (strcmp(argv[1], "devices") == 0) {
                 int n = -1;
                 if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&n) != CUDA_SUCCESS)
