@@ -61,6 +61,9 @@
 #define GS_LIMITER_TICK_NS 250000ull         /* the ticker's period while launches happen */
 #endif
 #define GS_LIMITER_IDLE_TICK_NS 5000000ull   /* ... and while nothing happens */
+#ifndef GS_LIMITER_GAP_NS
+#define GS_LIMITER_GAP_NS 0ull               /* a gap with nothing queued up to this long is charged */
+#endif
 #define GS_LIMITER_WINDOW_NS 20000000ull     /* burst: L % of this much GPU time */
 #define GS_LIMITER_QUEUE_NS 4000000ull       /* outstanding work allowed per process (at least 4
                                               * launches: long kernels keep the GPU fed) */
@@ -108,6 +111,9 @@ struct lim_dev {
         _Atomic int view_pct;        /* its last answer (-1: none yet) */
         uint64_t share_busy, share_at;
         nvmlDevice_t nvml;
+        /* the gaps with nothing of ours queued between the work measured, by length (log level 3
+         * prints them at exit: what a workload leaves idle, and so what a cap does not charge) */
+        uint64_t gap_n[8], gap_ns[8];
 };
 
 bool gs_limiter_enabled;
@@ -508,8 +514,24 @@ static uint64_t event_ns(struct lim_dev *d, CUevent ev, uint64_t now)
         return t > now ? now : t;
 }
 
+static const uint64_t gap_edge_us[8] = {10, 50, 200, 1000, 5000, 20000, 100000, UINT64_MAX};
+
+static void note_gap(struct lim_dev *d, uint64_t gap)
+{
+        unsigned i = 0;
+        while (gap / 1000u >= gap_edge_us[i])
+                i++;
+        d->gap_n[i]++;
+        d->gap_ns[i] += gap;
+}
+
 static void account(struct lim_dev *d, uint64_t first, uint64_t end, uint64_t launches)
 {
+        if (d->done != 0 && first > d->done) {
+                note_gap(d, first - d->done);
+                if (first - d->done <= GS_LIMITER_GAP_NS)
+                        first = d->done;
+        }
         uint64_t start = first > d->done ? first : d->done;
         if (end > start) {
                 d->busy += end - start;
@@ -741,6 +763,26 @@ static void *ticker(void *arg)
         return NULL;
 }
 
+static void report_gaps(void)
+{
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
+                struct lim_dev *d = &L.dev[i];
+                if (d->bp == 0 || atomic_load(&d->ready) != 2)
+                        continue;
+                char line[512];
+                int n = 0;
+                for (int k = 0; k < 8 && n < (int)sizeof(line); k++) {
+                        char edge[32] = "longer";
+                        if (k < 7)
+                                snprintf(edge, sizeof(edge), "<%llu us", (unsigned long long)gap_edge_us[k]);
+                        n += snprintf(line + n, sizeof(line) - (size_t)n, " %s: %llu (%llu us)", edge,
+                                      (unsigned long long)d->gap_n[k], (unsigned long long)(d->gap_ns[k] / 1000u));
+                }
+                gs_vgpu_log(3, "device %d: busy %llu us; idle gaps between its work:%s", i,
+                            (unsigned long long)(d->busy / 1000u), line);
+        }
+}
+
 static void stop_ticker(void)
 {
         if (!atomic_load(&L.running))
@@ -748,6 +790,8 @@ static void stop_ticker(void)
         atomic_store(&L.stopping, true);
         pthread_join(L.thread, NULL);
         atomic_store(&L.running, false);
+        if (S.cfg.log_level >= 3)
+                report_gaps();
 }
 
 /* A forked child has no ticker and none of the parent's events: it starts over. */
