@@ -115,8 +115,9 @@ const char *dev_uuid_str(unsigned gpu, int mig)
 /* CUDA_VISIBLE_DEVICES: comma-separated indexes into the default order (an entry's leading
  * digits, as strtoul reads them: "1gpu2" is 1, as PyTorch's _parse_visible_devices models the
  * driver) or UUIDs (GPU-..., MIG-..., a unique prefix is enough); the list ends at the first
- * invalid or repeated entry; empty: no device. */
-static void enumerate(void)
+ * invalid entry; empty: no device. A device named twice (by index or UUID) makes cuInit fail
+ * with CUDA_ERROR_INVALID_DEVICE (seen on driver 580.159.04: "0,0"). Returns 0, or that error. */
+static CUresult enumerate(void)
 {
     static unsigned gpus[MAX_DEV];
     static int migs[MAX_DEV];
@@ -130,7 +131,7 @@ static void enumerate(void)
     if (env == NULL) {
         for (int i = 0; i < n; i++)
             add_device(gpus[i], migs[i]);
-        return;
+        return CUDA_SUCCESS;
     }
     memset(used, 0, sizeof(used));
     snprintf(buf, sizeof(buf), "%s", env);
@@ -169,11 +170,14 @@ static void enumerate(void)
         } else {
             break;
         }
-        if (used[pick])
-            break;
+        if (used[pick]) {
+            g_ndev = 0;
+            return CUDA_ERROR_INVALID_DEVICE;
+        }
         used[pick] = 1;
         add_device(gpus[pick], migs[pick]);
     }
+    return CUDA_SUCCESS;
 }
 
 /* An MPS client (shared/reference/compute-share.md, measured on an H100): with a control daemon
@@ -220,7 +224,12 @@ static CUresult do_init(void)
         if (rc != CUDA_SUCCESS)
             return rc;
     }
-    enumerate();
+    {
+        CUresult rc = enumerate();
+
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
     if (g_ndev == 0)
         return CUDA_ERROR_NO_DEVICE;
     if (g_arena_base == 0) {
