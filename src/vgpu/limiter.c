@@ -88,6 +88,7 @@ struct lim_dev {
         CUstream own;             /* private stream for the reference event */
         CUevent ref;
         uint64_t ref_ns;
+        uint64_t cal_window;      /* the last calibration's window (ns) */
         struct lim_entry ring[GS_LIMITER_RING];
         _Atomic uint64_t head, tail;
         _Atomic uint64_t last_record;
@@ -199,11 +200,24 @@ void gs_limiter_configure(void)
 static void *ticker(void *arg);
 static void stop_ticker(void);
 
+/* The reference event: recorded on the idle private stream, it completes somewhere between the
+ * CPU's clock before its record and after its synchronization returns. Taking the later one made
+ * every event look late by the synchronization's latency, so the start of each stretch of work
+ * after an idle gap was overcharged by that much (a launch-bound stream has thousands of such
+ * gaps a second). The middle of the window is within half of it; a window longer than 50 us (the
+ * thread was preempted) is tried again, twice at most. */
 static int calibrate(struct lim_dev *d)
 {
-        if (S.cu.cuEventRecord(d->ref, d->own) != CUDA_SUCCESS || S.cu.cuEventSynchronize(d->ref) != CUDA_SUCCESS)
-                return -1;
-        d->ref_ns = mono_ns();
+        for (int i = 0; i < 3; i++) {
+                uint64_t t0 = mono_ns();
+                if (S.cu.cuEventRecord(d->ref, d->own) != CUDA_SUCCESS || S.cu.cuEventSynchronize(d->ref) != CUDA_SUCCESS)
+                        return -1;
+                uint64_t t1 = mono_ns();
+                d->ref_ns = t0 + (t1 - t0) / 2;
+                d->cal_window = t1 - t0;
+                if (t1 - t0 < 50000u)
+                        break;
+        }
         return 0;
 }
 
@@ -778,8 +792,8 @@ static void report_gaps(void)
                         n += snprintf(line + n, sizeof(line) - (size_t)n, " %s: %llu (%llu us)", edge,
                                       (unsigned long long)d->gap_n[k], (unsigned long long)(d->gap_ns[k] / 1000u));
                 }
-                gs_vgpu_log(3, "device %d: busy %llu us; idle gaps between its work:%s", i,
-                            (unsigned long long)(d->busy / 1000u), line);
+                gs_vgpu_log(3, "device %d: busy %llu us (clock window %llu ns); idle gaps between its work:%s", i,
+                            (unsigned long long)(d->busy / 1000u), (unsigned long long)d->cal_window, line);
         }
 }
 
