@@ -61,9 +61,6 @@
 #define GS_LIMITER_TICK_NS 250000ull         /* the ticker's period while launches happen */
 #endif
 #define GS_LIMITER_IDLE_TICK_NS 5000000ull   /* ... and while nothing happens */
-#ifndef GS_LIMITER_GAP_NS
-#define GS_LIMITER_GAP_NS 0ull               /* a gap with nothing queued up to this long is charged */
-#endif
 #define GS_LIMITER_WINDOW_NS 20000000ull     /* burst: L % of this much GPU time */
 #define GS_LIMITER_QUEUE_NS 4000000ull       /* outstanding work allowed per process (at least 4
                                               * launches: long kernels keep the GPU fed) */
@@ -541,11 +538,8 @@ static void note_gap(struct lim_dev *d, uint64_t gap)
 
 static void account(struct lim_dev *d, uint64_t first, uint64_t end, uint64_t launches)
 {
-        if (d->done != 0 && first > d->done) {
+        if (d->done != 0 && first > d->done)
                 note_gap(d, first - d->done);
-                if (first - d->done <= GS_LIMITER_GAP_NS)
-                        first = d->done;
-        }
         uint64_t start = first > d->done ? first : d->done;
         if (end > start) {
                 d->busy += end - start;
