@@ -108,6 +108,7 @@ static int open_peer(int dirfd, const char *name)
 }
 
 static bool peer_holds(const struct gs_arb_peer *p, uint64_t now);
+static bool peer_wants(const struct gs_arb_peer *p, uint64_t now);
 
 /* Files a reader may remove when their slice is gone: those of slices without a name of their own
  * ("x-" and 16 hex digits, from the region). A container's file is the hook's to remove. */
@@ -192,6 +193,10 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                     unlinkat(a->dirfd, p->name, 0) == 0)
                         forget_peer(p); /* dropped from the table at the next listing */
         }
+        bool contended = false;
+        for (unsigned i = 0; i < a->npeers && !contended; i++)
+                contended = peer_wants(&a->peer[i], now) || peer_holds(&a->peer[i], now);
+        atomic_store_explicit(&a->contended, contended, memory_order_relaxed);
         a->read_at = now;
 }
 

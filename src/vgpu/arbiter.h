@@ -71,6 +71,7 @@ struct gs_arb {
         char name[GS_ARB_NAME_MAX];
         uint32_t weight;
         atomic_flag busy;         /* the peer table is being refreshed (ticker or a waiting launcher) */
+        _Atomic bool contended;   /* another slice wanted or held the GPU at the last refresh */
         uint64_t read_at;         /* last refresh of the peers */
         uint64_t listed_at;       /* last listing of the directory */
         int64_t dir_mtime_ns;
@@ -83,15 +84,18 @@ struct gs_arb {
  * arbitration: logged by the caller). */
 int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char *name, uint32_t weight);
 
-/* The launch path: may this slice launch now? Two loads and the coarse clock (vDSO, no system
- * call): a lease that ran out is not ours any more, even before our ticker (late on a loaded
- * machine) releases it, since another slice may already have taken the GPU. */
+/* The launch path: may this slice launch now? Two loads; while other slices want the GPU, also
+ * the coarse clock (vDSO, no system call): a lease that ran out is not ours any more, even before
+ * our ticker (late on a loaded machine) releases it, since another slice may already have taken
+ * the GPU. */
 static inline bool gs_arb_may_launch(const struct gs_arb *a)
 {
         if (a->me == NULL)
                 return true;
         if (atomic_load_explicit(&a->me->state, memory_order_relaxed) != GS_ARB_HOLDING)
                 return false;
+        if (!atomic_load_explicit(&a->contended, memory_order_relaxed))
+                return true;
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec <
