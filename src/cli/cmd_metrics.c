@@ -39,7 +39,8 @@ static const char metrics_help[] =
         "  --no-nvml                no per-GPU metrics (NVML is never asked)\n"
         "  --node=NAME              HAMi's node label (default $NODE_NAME, else the host name)\n"
         "  --no-hami                only gpuslice's names, not HAMi's\n"
-        "  --once                   print one scrape to stdout and exit (after one window)\n"
+        "  --once                   print one scrape to stdout and exit (after one window, and once\n"
+        "                           NVML has answered: a failing NVML is asked again for 3 s)\n"
         "  -h, --help\n"
         "\n"
         "Skipped regions (unreadable, foreign, damaged, another version) are logged on stderr, once\n"
@@ -148,7 +149,8 @@ static int start_parts(const struct cli_globals *g, const struct metrics_cli *m,
         return 0;
 }
 
-/* --once: prime, wait one window (and NVML's first answer), scrape. */
+/* --once: prime, wait one window and NVML's first answer (a failing NVML asked again for a few
+ * seconds; without an answer, gpuslice_nvml_up 0), scrape. */
 static int print_once(const struct metrics_cli *m, struct parts *p)
 {
         struct gs_error err = {0};
@@ -160,7 +162,7 @@ static int print_once(const struct metrics_cli *m, struct parts *p)
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
         }
         if (p->gpus != NULL)
-                gs_gpu_poller_wait_first(p->gpus, 60000);
+                gs_gpu_poller_wait_answer(p->gpus, GS_GPU_ONCE_WAIT_MS);
         size_t len;
         gs_autofree char *text = gs_metrics_scrape(p->collector, NULL, p->gpus, &p->render, &len, &err);
         if (text == NULL) {

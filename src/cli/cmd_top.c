@@ -33,7 +33,8 @@ static const char top_help[] =
         "  --sort=KEY               memory (default), compute or name\n"
         "  --pids                   a PIDS column: the host pids of each slice's processes (from /proc)\n"
         "  --once                   print the view once (after one interval, so that compute used is\n"
-        "                           measured) and exit; needs no terminal\n"
+        "                           measured, and once NVML has answered: a failing NVML is asked\n"
+        "                           again for 3 s) and exit; needs no terminal\n"
         "  --json                   with --once: a JSON document instead of the table (implies --once)\n"
         "  --regions-dir=DIR        the slice directories of the hook and configure (default:\n"
         "                           slice.regions-dir of the host config, else " GS_SLICE_REGIONS_DIR ")\n"
@@ -233,8 +234,10 @@ static int print_once(struct top_state *t)
         if (gs_collector_scan(t->collector, &prime, &err) == 0)
                 gs_observation_release(&prime);
         sleep_ms(t->o->interval_ms);
+        /* one run, complete output: NVML's answer, not its first attempt (a failed one is retried
+         * for a few seconds; if none answers, the view and --json say why) */
         if (t->gpus != NULL)
-                gs_gpu_poller_wait_first(t->gpus, 60000);
+                gs_gpu_poller_wait_answer(t->gpus, GS_GPU_ONCE_WAIT_MS);
         if (refresh_view(t, &err) < 0) {
                 cli_error("top", "%s", err.msg);
                 return CLI_EXIT_FAILURE;

@@ -11,6 +11,8 @@
 
 #define GS_DEFAULT_NVML_TIMEOUT_MS 10000u
 
+struct gs_nvml_launcher;
+
 struct gs_context {
         char root[PATH_MAX];     /* canonical host path of the driver root */
         int rootfd;              /* O_PATH directory fd on it */
@@ -18,6 +20,9 @@ struct gs_context {
         uid_t uid;
         gid_t gid;
         unsigned nvml_timeout_ms;
+        /* NULL: each query forks its helper; else the launcher forks it (gs_nvml_launcher_start:
+         * set and stopped by whoever started it, before the context is freed) */
+        struct gs_nvml_launcher *nvml_launcher;
 
         bool ldcache_loaded;
         struct gs_ldcache ldcache;
@@ -47,6 +52,13 @@ const struct gs_ldcache *gs_context_ldcache(struct gs_context *ctx, struct gs_er
  * path of libnvidia-ml.so.1 to dlopen, or NULL to let the loader search for it. */
 int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs_device_info *out,
                   struct gs_error *err);
+
+/* For a caller that will have threads (the observer's NVML poller): a process forked now, while
+ * the caller is still single-threaded, that forks each helper of ctx's later queries (a helper
+ * forked by a multithreaded process can inherit a lock another thread held, and hang on it until
+ * the deadline). Set it as ctx->nvml_launcher; it ends with gs_nvml_launcher_stop or our exit. */
+struct gs_nvml_launcher *gs_nvml_launcher_start(const struct gs_context *ctx, struct gs_error *err);
+void gs_nvml_launcher_stop(struct gs_nvml_launcher *l);
 
 /* The in-root path of libnvidia-ml.so.1 as the root's ld.so.cache names it (false: not there). */
 bool gs_nvml_library_path(struct gs_context *ctx, char *out, size_t len);

@@ -432,19 +432,18 @@ static int read_deadline(int fd, void *buf, size_t len, long long deadline)
 }
 
 /*
- * The helper is a grandchild: the child forks it and exits at once, so the helper is nobody's
- * child of ours and we never wait for its exit, which (closing NVML's device handles) takes
- * ~3 ms after it has answered. It sends its pid first (so a hung one can be killed), reports a
- * crash itself (signal handlers), and cannot outlive the deadline (alarm) even if we die.
+ * Directly, the helper is a grandchild: the child forks it and exits at once, so the helper is
+ * nobody's child of ours and we never wait for its exit, which (closing NVML's device handles)
+ * takes ~3 ms after it has answered. It sends its pid first (so a hung one can be killed),
+ * reports a crash itself (signal handlers), and cannot outlive the deadline (alarm) even if we
+ * die. Returns our end of its socket.
  */
-int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs_device_info *out,
-                  struct gs_error *err)
+static int fork_helper(const struct gs_context *ctx, const char *nvml_path, struct gs_error *err)
 {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return gs_error_sys(err, "socketpair");
         fflush(NULL);
-        long long start = gs_now_ms();
         pid_t pid = fork();
         if (pid < 0) {
                 close(sv[0]);
@@ -459,19 +458,202 @@ int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs
                 _exit(g < 0 ? 1 : 0);
         }
         close(sv[1]);
-        gs_autoclose int sock = sv[0];
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                close(sv[0]);
                 return gs_error_set(err, GS_EHELPER, "cannot start the nvml helper (fork failed)");
+        }
+        return sv[0];
+}
 
+/* ------------------------------------------------------------------------------------------ */
+/* The launcher (context.h): forks the helpers of a caller that has threads                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/* One request: the helper's end of its socket rides along (SCM_RIGHTS). */
+struct launch_req {
+        uint32_t magic;
+        char path[PATH_MAX]; /* "" = let the loader search */
+};
+
+struct gs_nvml_launcher {
+        int sock; /* SOCK_SEQPACKET: one request a message; EOF ends the launcher */
+        pid_t pid;
+        bool gone; /* it died: we fork the helpers ourselves (said once) */
+};
+
+/* 1 with *fd set, 0 at EOF, -1 on error (a malformed request is dropped here). */
+static int recv_req(int sock, struct launch_req *req, int *fd)
+{
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } c;
+        struct iovec iov = {.iov_base = req, .iov_len = sizeof(*req)};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
+        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n <= 0)
+                return n == 0 ? 0 : -1;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        *fd = -1;
+        if (cm != NULL && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+            cm->cmsg_len == CMSG_LEN(sizeof(int)))
+                memcpy(fd, CMSG_DATA(cm), sizeof(int));
+        if (*fd >= 0 && n == (ssize_t)sizeof(*req) && req->magic == REPLY_MAGIC)
+                return 1;
+        if (*fd >= 0)
+                close(*fd);
+        errno = EPROTO;
+        return -1;
+}
+
+/* The launcher: one thread, no allocation of its own; each helper is forked from here. Helpers
+ * are reaped by the kernel (SA_NOCLDWAIT): nobody waits for their teardown. */
+static __attribute__((noreturn)) void launcher_main(const struct gs_context *ctx, int sock)
+{
+        prctl(PR_SET_NAME, "gs-nvml-launch");
+        struct sigaction sa = {.sa_handler = SIG_IGN, .sa_flags = SA_NOCLDWAIT};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGCHLD, &sa, NULL);
+        for (;;) {
+                struct launch_req req;
+                int fd = -1;
+                int rc = recv_req(sock, &req, &fd);
+                if (rc == 0)
+                        _exit(0); /* stopped, or the caller is gone */
+                if (rc < 0) {
+                        if (errno == EINTR || errno == EPROTO)
+                                continue;
+                        _exit(1);
+                }
+                req.path[sizeof(req.path) - 1] = '\0';
+                pid_t pid = fork();
+                if (pid == 0) {
+                        close(sock);
+                        signal(SIGCHLD, SIG_DFL);
+                        helper_main(ctx, req.path[0] != '\0' ? req.path : NULL, fd);
+                }
+                if (pid < 0) { /* the caller reads this instead of the helper's greeting */
+                        struct hello h = {.magic = REPLY_MAGIC, .pid = -1};
+                        write_all(fd, &h, sizeof(h));
+                }
+                close(fd);
+        }
+}
+
+struct gs_nvml_launcher *gs_nvml_launcher_start(const struct gs_context *ctx, struct gs_error *err)
+{
+        gs_autofree struct gs_nvml_launcher *l = calloc(1, sizeof(*l));
+        int sv[2];
+        if (l == NULL) {
+                gs_error_set(err, GS_ENOMEM, "out of memory");
+                return NULL;
+        }
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                gs_error_sys(err, "socketpair");
+                return NULL;
+        }
+        fflush(NULL);
+        l->pid = fork();
+        if (l->pid < 0) {
+                gs_error_sys(err, "cannot start the nvml launcher: fork");
+                close(sv[0]);
+                close(sv[1]);
+                return NULL;
+        }
+        if (l->pid == 0) {
+                close(sv[0]);
+                launcher_main(ctx, sv[1]);
+        }
+        close(sv[1]);
+        l->sock = sv[0];
+        gs_log_info("nvml launcher started (pid %d)", (int)l->pid);
+        return gs_steal_ptr(&l);
+}
+
+void gs_nvml_launcher_stop(struct gs_nvml_launcher *l)
+{
+        if (l == NULL)
+                return;
+        close(l->sock); /* EOF: it exits */
+        int status;
+        if (gs_wait_until(l->pid, gs_now_ms() + 2000, &status) == 0) {
+                kill(l->pid, SIGKILL);
+                while (waitpid(l->pid, &status, 0) < 0 && errno == EINTR) {
+                }
+        }
+        free(l);
+}
+
+/* Ask the launcher for a helper: our end of its socket, or -1 with errno when the launcher is gone. */
+static int launch_helper(struct gs_nvml_launcher *l, const char *nvml_path)
+{
+        struct launch_req req = {.magic = REPLY_MAGIC};
+        if (nvml_path != NULL && !gs_strlcpy(req.path, nvml_path, sizeof(req.path))) {
+                errno = ENAMETOOLONG;
+                return -1;
+        }
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -1;
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } c;
+        memset(&c, 0, sizeof(c));
+        struct iovec iov = {.iov_base = &req, .iov_len = sizeof(req)};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
+        ssize_t n;
+        while ((n = sendmsg(l->sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+        }
+        int saved = errno;
+        close(sv[1]);
+        if (n != (ssize_t)sizeof(req)) {
+                close(sv[0]);
+                errno = n < 0 ? saved : EPROTO;
+                return -1;
+        }
+        return sv[0];
+}
+
+/* Our end of a new helper's socket: from the launcher when there is one (and it is alive). */
+static int start_helper(const struct gs_context *ctx, const char *nvml_path, struct gs_error *err)
+{
+        struct gs_nvml_launcher *l = ctx->nvml_launcher;
+        if (l == NULL || l->gone)
+                return fork_helper(ctx, nvml_path, err);
+        int sock = launch_helper(l, nvml_path);
+        if (sock >= 0)
+                return sock;
+        if (errno != EPIPE && errno != ECONNRESET && errno != ENOTCONN)
+                return gs_error_sys(err, "cannot start the nvml helper: launcher");
+        gs_log_warn("the nvml launcher (pid %d) is gone: forking the helpers from here", (int)l->pid);
+        l->gone = true;
+        return fork_helper(ctx, nvml_path, err);
+}
+
+int gs_nvml_query(const struct gs_context *ctx, const char *nvml_path, struct gs_device_info *out,
+                  struct gs_error *err)
+{
+        long long start = gs_now_ms();
+        gs_autoclose int sock = start_helper(ctx, nvml_path, err);
+        if (sock < 0)
+                return -1;
         long long deadline = start + ctx->nvml_timeout_ms;
         struct hello h = {0};
         gs_autofree struct reply *r = calloc(1, sizeof(*r));
         if (r == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
         int rc = read_deadline(sock, &h, sizeof(h), deadline);
+        if (rc == 1 && h.magic == REPLY_MAGIC && h.pid < 0)
+                return gs_error_set(err, GS_EHELPER, "cannot start the nvml helper (fork failed)");
         if (rc == 1 && (h.magic != REPLY_MAGIC || h.pid <= 1))
                 return gs_error_set(err, GS_EHELPER, "nvml helper sent a malformed greeting");
         /* Pin the helper with a pidfd at once, so a kill at the deadline can never hit a

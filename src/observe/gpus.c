@@ -16,8 +16,10 @@
 struct gs_gpu_poller {
         pthread_t thread;
         pthread_mutex_t lock;
-        pthread_cond_t cond;          /* stop requested / an attempt ended */
+        pthread_cond_t cond;          /* stop requested / an attempt ended / someone waits for an answer */
         bool stop;
+        bool busy;                    /* an attempt is in progress */
+        uint64_t hurry_until_ms;      /* CLOCK_MONOTONIC: till then a failed attempt is retried soon */
         unsigned interval_ms;
         void (*log)(void *arg, const char *line);
         void *log_arg;
@@ -32,13 +34,30 @@ static uint64_t realtime_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t mono_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The CLOCK_MONOTONIC instant `ms` (mono_ms), for the condition variable. */
+static struct timespec mono_at(uint64_t ms)
+{
+        return (struct timespec){.tv_sec = (time_t)(ms / 1000u), .tv_nsec = (long)(ms % 1000u) * 1000000L};
+}
+
 /* One attempt, published under the lock; a change of NVML's state is logged (outside it). */
 static void attempt(struct gs_gpu_poller *p)
 {
         struct gs_error err = {0};
+        pthread_mutex_lock(&p->lock);
+        p->busy = true;
+        pthread_mutex_unlock(&p->lock);
         const struct gs_device_info *info = gs_devices_requery(p->ctx, &err);
         char line[GS_ERRMSG_MAX + 64] = "";
         pthread_mutex_lock(&p->lock);
+        p->busy = false;
         p->st.attempts++;
         if (info != NULL) {
                 if (p->st.attempts > 1 && !p->st.fresh)
@@ -64,21 +83,23 @@ static void attempt(struct gs_gpu_poller *p)
         }
 }
 
+/* The next attempt comes an interval after the last one ended; sooner (GS_GPU_RETRY_MS) while the
+ * last one failed and someone waits for an answer (gs_gpu_poller_wait_answer). */
 static void *poll_loop(void *arg)
 {
         struct gs_gpu_poller *p = arg;
         for (;;) {
                 attempt(p);
-                struct timespec until;
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_sec += p->interval_ms / 1000;
-                until.tv_nsec += (long)(p->interval_ms % 1000) * 1000000L;
-                if (until.tv_nsec >= 1000000000L) {
-                        until.tv_sec++;
-                        until.tv_nsec -= 1000000000L;
-                }
+                uint64_t ended = mono_ms();
                 pthread_mutex_lock(&p->lock);
-                while (!p->stop && pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT) {
+                while (!p->stop) {
+                        uint64_t now = mono_ms(), next = ended + p->interval_ms;
+                        if (!p->st.fresh && now < p->hurry_until_ms && ended + GS_GPU_RETRY_MS < next)
+                                next = ended + GS_GPU_RETRY_MS;
+                        if (now >= next)
+                                break;
+                        struct timespec until = mono_at(next);
+                        pthread_cond_timedwait(&p->cond, &p->lock, &until);
                 }
                 bool stop = p->stop;
                 pthread_mutex_unlock(&p->lock);
@@ -107,10 +128,19 @@ struct gs_gpu_poller *gs_gpu_poller_start(const struct gs_gpu_poller_opts *o, st
         pthread_cond_init(&p->cond, &ca);
         pthread_condattr_destroy(&ca);
         pthread_mutex_init(&p->lock, NULL);
+        /* Before the thread: the helpers are forked by a process that has none (context.h). */
+        if ((p->ctx->nvml_launcher = gs_nvml_launcher_start(p->ctx, err)) == NULL) {
+                gs_context_free(p->ctx);
+                pthread_cond_destroy(&p->cond);
+                pthread_mutex_destroy(&p->lock);
+                free(p);
+                return NULL;
+        }
         int rc = pthread_create(&p->thread, NULL, poll_loop, p);
         if (rc != 0) {
                 errno = rc;
                 gs_error_sys(err, "cannot start the NVML thread");
+                gs_nvml_launcher_stop(p->ctx->nvml_launcher);
                 gs_context_free(p->ctx);
                 pthread_cond_destroy(&p->cond);
                 pthread_mutex_destroy(&p->lock);
@@ -127,22 +157,25 @@ void gs_gpu_poller_get(struct gs_gpu_poller *p, struct gs_gpu_stats *out)
         pthread_mutex_unlock(&p->lock);
 }
 
-bool gs_gpu_poller_wait_first(struct gs_gpu_poller *p, unsigned timeout_ms)
+bool gs_gpu_poller_wait_answer(struct gs_gpu_poller *p, unsigned retry_ms)
 {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-        }
+        uint64_t until = mono_ms() + retry_ms;
+        /* an attempt begun in time ends by its own NVML deadline; this bounds the wait whatever */
+        uint64_t hard = until + p->ctx->nvml_timeout_ms + 1000u;
         pthread_mutex_lock(&p->lock);
-        while (p->st.attempts == 0 && pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT) {
+        if (p->hurry_until_ms < until)
+                p->hurry_until_ms = until;
+        pthread_cond_broadcast(&p->cond); /* a failed attempt is retried now, not an interval later */
+        while (!p->st.valid && !p->stop) {
+                uint64_t now = mono_ms();
+                if (now >= hard || (now >= until && !p->busy))
+                        break;
+                struct timespec ts = mono_at(now < until ? until : hard);
+                pthread_cond_timedwait(&p->cond, &p->lock, &ts);
         }
-        bool done = p->st.attempts > 0;
+        bool valid = p->st.valid;
         pthread_mutex_unlock(&p->lock);
-        return done;
+        return valid;
 }
 
 void gs_gpu_poller_stop(struct gs_gpu_poller *p)
@@ -154,6 +187,7 @@ void gs_gpu_poller_stop(struct gs_gpu_poller *p)
         pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->lock);
         pthread_join(p->thread, NULL);
+        gs_nvml_launcher_stop(p->ctx->nvml_launcher);
         gs_context_free(p->ctx);
         pthread_cond_destroy(&p->cond);
         pthread_mutex_destroy(&p->lock);

@@ -772,6 +772,10 @@ json_object *gs_top_json(const struct gs_top_view *v)
                 return NULL;
         }
         bool ok = add(root, "slices", slices);
+        bool nvml_up = v->nvml_valid && v->nvml_fresh;
+        const char *nvml_error = NULL; /* why it did not answer */
+        if (v->nvml && !nvml_up)
+                nvml_error = v->nvml_error[0] != '\0' ? v->nvml_error : "no answer yet";
         struct gs_top_row rows[GS_REGION_MAX_DEVICES];
         for (size_t i = 0; ok && i < obs->nslices; i++) {
                 memset(rows, 0, sizeof(rows));
@@ -782,9 +786,9 @@ json_object *gs_top_json(const struct gs_top_view *v)
         ok = ok && add(root, "skipped", json_object_new_int((int)obs->skipped)) &&
              add(root, "pending", json_object_new_int((int)obs->pending)) &&
              add(root, "gone", json_object_new_int((int)obs->gone)) &&
-             (v->nvml ? add(root, "nvml_up", json_object_new_boolean(v->nvml_valid && v->nvml_fresh))
+             (v->nvml ? add(root, "nvml_up", json_object_new_boolean(nvml_up))
                       : add_null(root, "nvml_up")) &&
-             add(root, "gpus", gpus_json(v));
+             add_str(root, "nvml_error", nvml_error) && add(root, "gpus", gpus_json(v));
         if (!ok) {
                 json_object_put(root);
                 return NULL;

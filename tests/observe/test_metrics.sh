@@ -5,7 +5,8 @@
 # numbers against what the workloads did; per-GPU facts from the simulated NVML (root: a fake
 # driver root); a corpus of damaged regions, each skipped with one log line while the server
 # keeps answering; a slice whose container dies vanishes and its directory is removed; a hung
-# NVML never holds a scrape; --listen errors; --once.
+# NVML never holds a scrape; --listen errors; --once (NVML's answer in it, a hung one not waited
+# for long).
 set -uo pipefail
 SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
 unset LD_LIBRARY_PATH LD_PRELOAD FAKEGPU_CONFIG FAKEGPU_STATE
@@ -257,6 +258,13 @@ if [ $NVML = 1 ]; then
                 'grep -qx "gpuslice_nvml_up 0" "$TMP/h.prom" && ! grep -q "^gpuslice_gpu_memory_used_bytes" "$TMP/h.prom"'
         check "hung NVML: said once in the log" '[ "$(grep -c "NVML: nvml helper timed out" "$TMP/hang.err")" = 1 ]'
         kill $SERVER; wait $SERVER
+        # --once waits for NVML's answer, but not for ever: a few seconds of asking again
+        start=$(date +%s%N)
+        "$GS" --root "$TMP/hang" --nvml-timeout 1 metrics --once --regions-dir "$TMP/slices" --nvml-interval 1 \
+                >"$TMP/hang-once.prom" 2>"$TMP/hang-once.err"
+        rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
+        check "hung NVML, --once: exit 0 in ${ms} ms (under 8 s), gpuslice_nvml_up 0" \
+                '[ $rc = 0 ] && [ $ms -lt 8000 ] && grep -qx "gpuslice_nvml_up 0" "$TMP/hang-once.prom"'
 fi
 
 # --- --once ---------------------------------------------------------------------------------------------
@@ -268,6 +276,8 @@ rc=$?
 promcheck once "--once"
 r=$(val "$TMP/once.prom" gpuslice_slice_compute_used_ratio "container_id=\"$TMP/exec-once\"")
 check "--once: exit 0, one window measured ($r, want 0.2..0.4)" '[ $rc = 0 ] && between "$r" 0.20 0.40'
+[ $NVML = 1 ] && check "--once: NVML's answer in the one scrape (gpuslice_nvml_up 1, per-GPU samples)" \
+        'grep -qx "gpuslice_nvml_up 1" "$TMP/once.prom" && grep -q "^gpuslice_gpu_memory_used_bytes{.*} " "$TMP/once.prom"'
 wait
 
 echo "# $nok ok, $nfail not ok"
