@@ -157,30 +157,25 @@ while not os.path.exists(stop):
     time.sleep(0.0003 if mode == 'far' else 0.001)
 EOF2
 }
-hostile "$ARB" "$TMP/hostile.stop" far &
-HOSTILE=$!
-sleep 0.3
+# hostile_start MODE / hostile_stop: the hostile peer in the background, then its files gone
+hostile_start() { hostile "$ARB" "$TMP/hostile.stop" "$1" & HOSTILE=$!; sleep 0.3; }
+hostile_stop() { touch "$TMP/hostile.stop"; wait $HOSTILE; rm -rf "${ARB:?}"/* "$TMP/hostile.stop"; }
+hostile_start far
 run "a peer claiming the GPU for an hour, files truncated under the reader: the slice gets its share" 0.26 0.34 \
         GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 3 500
 grep -q "ignoring the arbiter" "$TMP/out" && not_ok "a lease claimed an hour ahead made the slice wait" ||
         ok "... without waiting for it: a claim past two quanta is no lease"
-touch "$TMP/hostile.stop"
-wait $HOSTILE
-rm -rf "${ARB:?}"/* "$TMP/hostile.stop"
+hostile_stop
 # A peer that renews its lease and never hands it over: the slice waits 2 s for its turn, then
 # ignores the arbiter for 5 s (4 s run: about half of its 30 %), and says so.
-hostile "$ARB" "$TMP/hostile.stop" renew &
-HOSTILE=$!
-sleep 0.3
+hostile_start renew
 # (at least 0.02: on a loaded machine the peer's renewals come late now and then, the slice takes a
 # turn, and its 2 s wait starts again; the log line below says the bound was reached)
 run "a peer renewing its lease forever: the slice waits 2 s, then takes its share" 0.02 0.24 \
         GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 4 500
 grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
         not_ok "no log of the stuck lease"
-touch "$TMP/hostile.stop"
-wait $HOSTILE
-rm -rf "${ARB:?}"/* "$TMP/hostile.stop"
+hostile_stop
 
 # The utilization view: inside a compute-limited slice NVML's GPU utilization is the slice's busy
 # time as a percentage of what its share allows (a slice using all of its 30 % shows 100; one busy
