@@ -437,6 +437,8 @@ static void context_cache_write(int vis, uint64_t bytes)
 }
 
 static uint64_t alloc_generation; /* bumped by every charge/uncharge: the reconciler looks then */
+/* Our context on a device is the slice's estimate, not yet measured by the reconciler. */
+static bool context_estimated[GS_VGPU_MAX_DEVICES];
 
 int gs_vgpu_charge(int vis, uint64_t bytes)
 {
@@ -466,6 +468,7 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
                         }
                         if (known != 0 && S.slot >= 0) {
                                 gs_region_set_extra(S.region, S.slot, (unsigned)vis, known);
+                                __atomic_store_n(&context_estimated[vis], true, __ATOMIC_RELEASE);
                                 __atomic_store_n(&S.measured[vis], true, __ATOMIC_RELEASE);
                                 __atomic_add_fetch(&alloc_generation, 1, __ATOMIC_RELAXED); /* reconcile soon */
                                 gs_vgpu_log(3, "device %d: context estimated at %llu bytes from %s", vis,
@@ -479,6 +482,14 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
         }
         uint64_t usage = 0;
         int rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
+        if (rc == 1 && __atomic_load_n(&context_estimated[vis], __ATOMIC_ACQUIRE)) {
+                /* Refused while our context is still the slice's estimate (the largest any of
+                 * its processes measured, allocation overheads included, dead ones' too until
+                 * they are reaped): measure ours now, then look again. */
+                gs_vgpu_reconcile(vis);
+                if (!__atomic_load_n(&context_estimated[vis], __ATOMIC_ACQUIRE))
+                        rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
+        }
         if (rc == 1) {
                 gs_vgpu_log(2, "device %d: %llu bytes refused: %llu of %llu in use", vis, (unsigned long long)bytes,
                             (unsigned long long)usage, (unsigned long long)gs_region_limit(S.region, (unsigned)vis));
@@ -669,19 +680,28 @@ void gs_vgpu_reconcile(int vis)
         nvmlDevice_t h;
         if (S.nv.nvmlDeviceGetHandleByUUID(S.uuid_of[vis], &h) != NVML_SUCCESS)
                 return;
+        /* The driver's count and ours must be of the same moment: an allocation freed between the
+         * query and the read of our count would count as context (and the slice's largest context
+         * is what every later process is charged). If allocations moved meanwhile, the next round
+         * looks again (the generation moved, so it comes within a second). */
+        uint64_t gen = __atomic_load_n(&alloc_generation, __ATOMIC_ACQUIRE);
+        uint64_t mine = __atomic_load_n(&S.mine[vis], __ATOMIC_RELAXED);
         nvmlProcessInfo_t infos[64];
         unsigned count = 64;
         if (S.nv.nvmlDeviceGetComputeRunningProcesses_v3(h, &count, infos) != NVML_SUCCESS)
+                return;
+        if (__atomic_load_n(&alloc_generation, __ATOMIC_ACQUIRE) != gen ||
+            __atomic_load_n(&S.mine[vis], __ATOMIC_RELAXED) != mine)
                 return;
         for (unsigned i = 0; i < count && i < 64; i++) {
                 if ((int)infos[i].pid != pid)
                         continue;
                 uint64_t used = infos[i].usedGpuMemory;
-                uint64_t mine = __atomic_load_n(&S.mine[vis], __ATOMIC_RELAXED);
                 uint64_t extra = used > mine ? used - mine : 0;
                 if (S.region != NULL && S.slot >= 0) {
                         gs_region_set_extra(S.region, S.slot, (unsigned)vis, extra);
                         gs_region_heartbeat(S.region, S.slot);
+                        __atomic_store_n(&context_estimated[vis], false, __ATOMIC_RELEASE);
                 }
                 static bool cached[GS_VGPU_MAX_DEVICES];
                 if (!cached[vis] && mine == 0 && extra != 0) {
