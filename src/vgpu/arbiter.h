@@ -16,8 +16,9 @@
  * to the wanting slice that has received the least GPU time per unit of share (weighted fair
  * queuing, ties by name). A holder stops launching at the end of its quantum, lets its queued work
  * finish, then hands over. A lease is good for two quanta unless renewed (a dead holder blocks
- * nobody); a record that claims a lease further ahead than that is no lease (a hostile peer's). Two slices that take the GPU at the same instant see each other within a refresh
- * (1 ms), and the later one (then the greater name) backs off.
+ * nobody); a record that claims a lease further ahead than that is no lease (a hostile peer's).
+ * Two slices that take the GPU at the same instant see each other within a refresh (1 ms), and the
+ * later one (then the greater name) backs off.
  *
  * A slice's file (version 2, 64 bytes, little-endian host order):
  *   0  magic "GSARB\0\0\2"   8  want_ns (CLOCK_MONOTONIC of its last demand)

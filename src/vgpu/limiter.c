@@ -61,6 +61,7 @@
 #define GS_LIMITER_TICK_NS 250000ull         /* the ticker's period while launches happen */
 #endif
 #define GS_LIMITER_IDLE_TICK_NS 5000000ull   /* ... and while nothing happens */
+#define GS_LIMITER_GAP_BUCKETS 8             /* the idle-gap histogram (log level 3) */
 #define GS_LIMITER_WINDOW_NS 20000000ull     /* burst: L % of this much GPU time */
 #define GS_LIMITER_QUEUE_NS 4000000ull       /* outstanding work allowed per process (at least 4
                                               * launches: long kernels keep the GPU fed) */
@@ -111,7 +112,7 @@ struct lim_dev {
         nvmlDevice_t nvml;
         /* the gaps with nothing of ours queued between the work measured, by length (log level 3
          * prints them at exit: what a workload leaves idle, and so what a cap does not charge) */
-        uint64_t gap_n[8], gap_ns[8];
+        uint64_t gap_n[GS_LIMITER_GAP_BUCKETS], gap_ns[GS_LIMITER_GAP_BUCKETS];
 };
 
 bool gs_limiter_enabled;
@@ -525,7 +526,7 @@ static uint64_t event_ns(struct lim_dev *d, CUevent ev, uint64_t now)
         return t > now ? now : t;
 }
 
-static const uint64_t gap_edge_us[8] = {10, 50, 200, 1000, 5000, 20000, 100000, UINT64_MAX};
+static const uint64_t gap_edge_us[GS_LIMITER_GAP_BUCKETS] = {10, 50, 200, 1000, 5000, 20000, 100000, UINT64_MAX};
 
 static void note_gap(struct lim_dev *d, uint64_t gap)
 {
@@ -779,9 +780,9 @@ static void report_gaps(void)
                         continue;
                 char line[512];
                 int n = 0;
-                for (int k = 0; k < 8 && n < (int)sizeof(line); k++) {
+                for (int k = 0; k < GS_LIMITER_GAP_BUCKETS && n < (int)sizeof(line); k++) {
                         char edge[32] = "longer";
-                        if (k < 7)
+                        if (k < GS_LIMITER_GAP_BUCKETS - 1)
                                 snprintf(edge, sizeof(edge), "<%llu us", (unsigned long long)gap_edge_us[k]);
                         n += snprintf(line + n, sizeof(line) - (size_t)n, " %s: %llu (%llu us)", edge,
                                       (unsigned long long)d->gap_n[k], (unsigned long long)(d->gap_ns[k] / 1000u));
