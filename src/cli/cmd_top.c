@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "common/cleanup.h"
+#include "common/proc.h"
 #include "common/strutil.h"
 #include "container/caps.h"
 #include "observe/collect.h"
@@ -284,11 +285,10 @@ static void on_stop(int sig) { stop_signal = sig; }
 
 enum { PAIR_OK = 1, PAIR_HIGH, PAIR_FULL };
 
+/* (gs_now_ms as the unsigned milliseconds this file computes with) */
 static uint64_t mono_ms(void)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+        return (uint64_t)gs_now_ms();
 }
 
 static void put_line(int y, int cols, const char *s, attr_t attr)

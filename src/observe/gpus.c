@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/strutil.h"
 #include "driver/context.h"
 
@@ -34,11 +35,10 @@ static uint64_t realtime_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* (gs_now_ms as the unsigned milliseconds this file computes with) */
 static uint64_t mono_ms(void)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+        return (uint64_t)gs_now_ms();
 }
 
 /* The CLOCK_MONOTONIC instant `ms` (mono_ms), for the condition variable. */
