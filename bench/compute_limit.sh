@@ -15,6 +15,14 @@
 #   5. runtimes: short, graph and coop at 30 % under every other CUDA runtime prepare.sh built
 #      (gpu-carry/compute_shapes-11.8-static, -shared, -ptds, 12.4 likewise), each against its
 #      own native rate.
+#   6. hami: HAMi-core's own limiter (BUILD/gpu-carry/hami/libvgpu.so, carried there by
+#      GS_PREPARE_HAMI=/path/to/libvgpu.so tests/gpu/prepare.sh) on the same shapes and limits as
+#      cap, measured the same way: LD_PRELOAD=libvgpu.so CUDA_REDIRECT=libvgpu.so
+#      CUDA_DEVICE_SM_LIMIT=L GPU_CORE_UTILIZATION_POLICY=force and a fresh
+#      CUDA_DEVICE_MEMORY_SHARED_CACHE file per run (HAMi takes its limits from the environment
+#      only when that file is created). Each run is bounded by SECONDS + CS_HAMI_TIMEOUT (default
+#      60) seconds: a run HAMi hangs or kills is a FAIL cell. In the default parts only when the
+#      library is there.
 # Native runs also sample NVML's GPU utilization (nvidia-smi, every 100 ms): a workload that
 # leaves the GPU idle part of the time natively (PyTorch's loop) gets more than L % of its
 # native speed under a cap of L % of the GPU's time; "busy" is that native fraction. `tiny`, whose
@@ -22,7 +30,8 @@
 # per L, and its cell is the median of the paired ratios.
 # Prints a line per run as it comes, then the tables. Exits 77 without a GPU, 1 if a run failed.
 # Needs BUILD/libgpuslice-vgpu.so and BUILD/gpu-carry/compute_shapes (tests/gpu/prepare.sh).
-# CS_TORCH=0 leaves PyTorch out; CS_SHAPES overrides the shape list; CS_PARTS="cap share cost mps runtimes".
+# CS_TORCH=0 leaves PyTorch out; CS_SHAPES overrides the shape list; CS_PARTS="cap share cost mps
+# runtimes" (and hami when BUILD/gpu-carry/hami/libvgpu.so exists; also overhead, loaded on request).
 set -uo pipefail
 BUILD=${1:-build} SECS=${2:-3}
 cd "$(dirname "$0")/.."
@@ -37,17 +46,20 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$W"' EXIT
 LIMITS=${CS_LIMITS:-10 20 30 50 80}
 SHAPES=${CS_SHAPES:-short long tiny graph coop torch}
 [ "${CS_TORCH:-1}" = 1 ] || SHAPES=${SHAPES//torch/}
+HAMI=$PWD/$BUILD/gpu-carry/hami/libvgpu.so
 PARTS=${CS_PARTS:-cap share cost mps runtimes}
+[ -n "${CS_PARTS:-}" ] || [ ! -e "$HAMI" ] || PARTS="$PARTS hami"
 fails=0
 
-# rate SHAPE [ENV...]: run the shape (with the environment given), print its rate or nothing
+# rate SHAPE [ENV...]: run the shape (with the environment given), print its rate or nothing;
+# TMO, when set, is a command prefix that bounds the run (timeout ...)
 rate() {
         local shape=$1; shift
         local out=$W/out.$BASHPID
         if [ "$shape" = torch ]; then
-                env "$@" "$PY" bench/compute_torch.py "$SECS" >"$out" 2>"$out.err"
+                ${TMO:-} env "$@" "$PY" bench/compute_torch.py "$SECS" >"$out" 2>"$out.err"
         else
-                env "$@" ${PIN:-} "$CS" "$shape" "$SECS" >"$out" 2>"$out.err"
+                ${TMO:-} env "$@" ${PIN:-} "$CS" "$shape" "$SECS" >"$out" 2>"$out.err"
         fi
         local rc=$? r
         r=$(sed -n 's/^shape=.* rate=\([0-9.]*\).*/\1/p' "$out" | tail -1)
@@ -75,7 +87,13 @@ limited() { # SHAPE L [MODE]: a fresh slice at L %
 frac() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", 100 * a / b; else print "-" }'; }
 
 echo "== compute limiter ($(date -u +%F), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)), ${SECS} s per run"
-if [[ " $PARTS " == *" cap "* ]]; then
+# limiter_part NAME RUNNER TITLE: every shape at every L through RUNNER (a function taking
+# SHAPE L and printing a rate, like `limited`), each divided by the shape's native rate in this
+# run (native before and after the shape's limited runs: the mean is the baseline, their ratio
+# the drift; `tiny` in paired rounds). A run that fails or times out is a FAIL cell.
+limiter_part() {
+        local part=$1 runner=$2 title=$3 s l n1 n2 nb busy r a b i
+        : >"$W/$part" && : >"$W/native-$part"
         for s in $SHAPES; do
                 nb=$(native_busy "$s") || { fails=$((fails + 1)); continue; }
                 n1=${nb% *} busy=${nb#* }
@@ -84,28 +102,28 @@ if [[ " $PARTS " == *" cap "* ]]; then
                         if [ "$s" = tiny ]; then # paired rounds: the median of limited/native
                                 : >"$W/tiny"
                                 for i in $(seq "${CS_TINY_ROUNDS:-3}"); do
-                                        a=$(rate tiny) && b=$(limited tiny "$l") && echo "$a $b" >>"$W/tiny" ||
+                                        a=$(rate tiny) && b=$($runner tiny "$l") && echo "$a $b" >>"$W/tiny" ||
                                                 fails=$((fails + 1))
                                 done
                                 r=$(awk '{ print $2 / $1 }' "$W/tiny" | sort -g | awk -v n1="$n1" '{ q[NR] = $1 }
                                         END { if (!NR) exit 1; m = NR % 2 ? q[(NR + 1) / 2] : (q[NR / 2] + q[NR / 2 + 1]) / 2; printf "%.2f", m * n1 }') ||
-                                        continue
+                                        r=FAIL
                                 echo "  tiny L=$l pairs: $(awk '{ printf "%.3f ", $2 / $1 }' "$W/tiny")-> $r (as a rate on the first native)"
                         else
-                                r=$(limited "$s" "$l") || { fails=$((fails + 1)); continue; }
+                                r=$($runner "$s" "$l") || { fails=$((fails + 1)); r=FAIL; }
                                 echo "  $s L=$l $r"
                         fi
-                        echo "$s $l $r" >>"$W/cap"
+                        echo "$s $l $r" >>"$W/$part"
                 done
                 n2=$(rate "$s") || { fails=$((fails + 1)); continue; }
                 [ "$s" = tiny ] && n2=$n1 # its cells are already paired ratios
                 echo "  $s native $n2"
-                echo "$s $n1 $n2 $busy" >>"$W/native"
+                echo "$s $n1 $n2 $busy" >>"$W/native-$part"
         done
         echo
-        echo "cap mode: achieved % of native (the mean of the native runs before and after) at L %"
+        echo "$title"
         awk -v limits="$LIMITS" '
-        FILENAME ~ /native$/ { base[$1] = ($2 + $3) / 2; drift[$1] = $3 / $2; busy[$1] = $4; order[++n] = $1; next }
+        FILENAME ~ /native-/ { base[$1] = ($2 + $3) / 2; drift[$1] = $3 / $2; busy[$1] = $4; order[++n] = $1; next }
         { r[$1, $2] = $3 }
         END {
                 nl = split(limits, L, " ")
@@ -115,13 +133,37 @@ if [[ " $PARTS " == *" cap "* ]]; then
                         s = order[k]; printf "%-7s", s; m = 0
                         for (i = 1; i <= nl; i++) {
                                 if (!((s, L[i]) in r)) { printf " %8s", "-"; continue }
+                                if (r[s, L[i]] == "FAIL") { printf " %8s", "FAIL"; continue }
                                 a = 100 * r[s, L[i]] / base[s]; e = a - L[i]; if (e < 0) e = -e; if (e > m) m = e
                                 printf " %8.1f", a
                         }
                         printf " %9.1f %8.4f %6s\n", m, drift[s], busy[s]; if (m > worst) worst = m
                 }
                 printf "worst |achieved - L| = %.1f points (target 2)\n", worst
-        }' "$W/native" "$W/cap"
+        }' "$W/native-$part" "$W/$part"
+}
+if [[ " $PARTS " == *" cap "* ]]; then
+        limiter_part cap limited "cap mode: achieved % of native (the mean of the native runs before and after) at L %"
+fi
+if [[ " $PARTS " == *" hami "* ]]; then
+        # HAMi-core's token bucket, the same shapes and limits, each run a fresh container's view:
+        # its own shared-region cache file (HAMi captures the limits when the file is created),
+        # FORCE so its monitor-driven switch cannot turn throttling off, and a time limit, so that
+        # a run HAMi hangs is a FAIL cell, not a hung benchmark. Its log lines go to stderr, which
+        # rate() keeps apart from the rate it parses.
+        echo
+        if [ ! -e "$HAMI" ]; then
+                echo "FAIL hami: no $HAMI (GS_PREPARE_HAMI=/path/to/libvgpu.so tests/gpu/prepare.sh $BUILD)"
+                fails=$((fails + 1))
+        else
+                echo "HAMi-core: $HAMI"
+                hami_limited() {
+                        TMO="timeout -k 10 $((${SECS%.*} + ${CS_HAMI_TIMEOUT:-60}))" rate "$1" LD_PRELOAD="$HAMI" \
+                                CUDA_REDIRECT="$HAMI" CUDA_DEVICE_SM_LIMIT="$2" GPU_CORE_UTILIZATION_POLICY=force \
+                                CUDA_DEVICE_MEMORY_SHARED_CACHE="$W/hami-$1-$2-$RANDOM.cache"
+                }
+                limiter_part hami hami_limited "HAMi-core (libvgpu.so, GPU_CORE_UTILIZATION_POLICY=force): achieved % of native at CUDA_DEVICE_SM_LIMIT=L"
+        fi
 fi
 
 if [[ " $PARTS " == *" share "* ]]; then

@@ -12,6 +12,8 @@
 #   lands on this machine. Each runtime is linked statically and shared (its libcudart.so
 #   goes along, found through RPATH $ORIGIN/cudart-VER). GS_PREPARE_OLD_CUDA=0 leaves 11.8 and
 #   12.4 out (no download; run.sh then checks CUDA 13.0 only).
+# - GS_PREPARE_HAMI=/path/to/libvgpu.so: HAMi-core's library (built outside this tree, never
+#   committed) copied to BUILD/gpu-carry/hami/libvgpu.so for bench/compute_limit.sh's hami part.
 set -euo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/../.."
@@ -26,6 +28,10 @@ for l in $(ldd "$BUILD/gpuslice" | awk '$3 ~ /^\// {print $3}'); do
 done
 [ -x /bin/busybox ] || apt-get install -y -q busybox-static >/dev/null
 cp /bin/busybox "$CARRY/"
+if [ -n "${GS_PREPARE_HAMI:-}" ]; then
+        mkdir -p "$CARRY/hami"
+        cp -L "$GS_PREPARE_HAMI" "$CARRY/hami/libvgpu.so"
+fi
 
 # runc for the OCI hook and CDI checks (the GPU host has no container runtime). Carried
 # compressed; the wrapper unpacks it into /tmp once and gives only runc its libraries
