@@ -27,7 +27,8 @@
 # leaves the GPU idle part of the time natively (PyTorch's loop) gets more than L % of its
 # native speed under a cap of L % of the GPU's time; "busy" is that native fraction. `tiny`, whose
 # native rate drifts run to run, is measured in CS_TINY_ROUNDS (default 3) native/limited pairs
-# per L, and its cell is the median of the paired ratios.
+# per L, and its cell is the median of the paired ratios; CS_TINY_PIN=CPUS pins those runs (taskset),
+# natives and limited alike (a launch-bound rate moves with the cores it lands on).
 # Prints a line per run as it comes, then the tables. Exits 77 without a GPU, 1 if a run failed.
 # Needs BUILD/libgpuslice-vgpu.so and BUILD/gpu-carry/compute_shapes (tests/gpu/prepare.sh).
 # CS_TORCH=0 leaves PyTorch out; CS_SHAPES overrides the shape list; CS_PARTS="cap share cost mps
@@ -49,6 +50,7 @@ SHAPES=${CS_SHAPES:-short long tiny graph coop torch}
 HAMI=$PWD/$BUILD/gpu-carry/hami/libvgpu.so
 PARTS=${CS_PARTS:-cap share cost mps runtimes}
 [ -n "${CS_PARTS:-}" ] || [ ! -e "$HAMI" ] || PARTS="$PARTS hami"
+TINY_PIN=${CS_TINY_PIN:+taskset -c $CS_TINY_PIN}
 fails=0
 
 # rate SHAPE [ENV...]: run the shape (with the environment given), print its rate or nothing;
@@ -102,8 +104,8 @@ limiter_part() {
                         if [ "$s" = tiny ]; then # paired rounds: the median of limited/native
                                 : >"$W/tiny"
                                 for i in $(seq "${CS_TINY_ROUNDS:-3}"); do
-                                        a=$(rate tiny) && b=$($runner tiny "$l") && echo "$a $b" >>"$W/tiny" ||
-                                                fails=$((fails + 1))
+                                        a=$(PIN=$TINY_PIN rate tiny) && b=$(PIN=$TINY_PIN $runner tiny "$l") &&
+                                                echo "$a $b" >>"$W/tiny" || fails=$((fails + 1))
                                 done
                                 r=$(awk '{ print $2 / $1 }' "$W/tiny" | sort -g | awk -v n1="$n1" '{ q[NR] = $1 }
                                         END { if (!NR) exit 1; m = NR % 2 ? q[(NR + 1) / 2] : (q[NR / 2] + q[NR / 2 + 1]) / 2; printf "%.2f", m * n1 }') ||
@@ -237,29 +239,32 @@ if [[ " $PARTS " == *" mps "* ]]; then
         fi
 fi
 if [[ " $PARTS " == *" overhead "* ]]; then
-        # What a launch-bound stream loses to the limiter itself: tiny under caps of 99, 80, 50, 10 %
-        # (each should give L % of native) with the interposer built here and with every variant
-        # in BUILD/lib-variants/ (the same code built with other -DGS_LIMITER_* periods), in paired
+        # What a stream loses to the limiter itself: CS_OVERHEAD_SHAPE (default tiny, launch-bound;
+        # half: a launch and a synchronization per kernel) under caps of CS_OVERHEAD_LIMITS (99 80
+        # 50 10: each should give L % of native; half uses about half the GPU, so a cap above that
+        # is its cost alone) with the interposer built here and with every variant in
+        # BUILD/lib-variants/ (the same code built with other -DGS_LIMITER_* periods), in paired
         # rounds between two native runs.
         echo
         : >"$W/ovh"
-        # pinned to two CPUs (CS_PIN): a launch-bound rate moves with the cores it lands on
-        PIN="taskset -c ${CS_PIN:-2,3}"
+        OS=${CS_OVERHEAD_SHAPE:-tiny}
+        # tiny pinned to two CPUs (CS_PIN): a launch-bound rate moves with the cores it lands on
+        [ "$OS" = tiny ] && PIN="taskset -c ${CS_PIN:-2,3}"
         for i in $(seq "${CS_OVERHEAD_ROUNDS:-5}"); do
-                a=$(rate tiny) || { fails=$((fails + 1)); continue; }
+                a=$(rate "$OS") || { fails=$((fails + 1)); continue; }
                 row=""
                 for lib in "$LIB" "$PWD/$BUILD"/lib-variants/*.so; do
                         [ -e "$lib" ] || continue
                         for l in ${CS_OVERHEAD_LIMITS:-99 80 50 10}; do
-                                r=$(LIB=$lib limited tiny "$l") || r=0
+                                r=$(LIB=$lib limited "$OS" "$l") || r=0
                                 row="$row ${lib##*/}@$l=$r"
                         done
                 done
-                b=$(rate tiny) || { fails=$((fails + 1)); continue; }
+                b=$(rate "$OS") || { fails=$((fails + 1)); continue; }
                 echo "$a $b$row" | tee -a "$W/ovh"
         done
         PIN=
-        echo "overhead: tiny under a cap, % of native (paired with the mean of the natives around it; medians):"
+        echo "overhead: $OS under a cap, % of native (paired with the mean of the natives around it; medians):"
         awk '{ n = ($1 + $2) / 2; for (i = 3; i <= NF; i++) { split($i, kv, "="); printf "%s %.1f\n", kv[1], 100 * kv[2] / n } }' "$W/ovh" |
                 sort -k1,1 -k2,2g | awk '{ v[$1] = v[$1] " " $2; c[$1]++; x[$1, c[$1]] = $2 }
                 END { for (k in c) { m = c[k]; printf "  %-36s %6.1f  (%s)\n", k, m % 2 ? x[k, (m + 1) / 2] : (x[k, m / 2] + x[k, m / 2 + 1]) / 2, substr(v[k], 2) } }' | sort
@@ -268,11 +273,15 @@ if [[ " $PARTS " == *" loaded "* ]]; then
         # A cap on GPU time is a cap on throughput at the clock the GPU runs. Alone under a cap the
         # GPU idles part of the time and boosts; beside another slice that keeps it busy it runs at
         # the clock it runs natively. torch at L % alone and beside `short` capped at 100 - L %
-        # (started first, running longer), each with the mean SM clock and power while it ran.
+        # (started first, running longer), each with the mean SM clock and power while the GPU was
+        # busy (samples at >= 90 % utilization: idle samples would hide the clock the work ran at),
+        # and the share of those samples with NVML's SW power cap reason set (0x4).
         echo
-        clk_start() { nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 100 >"$W/clk" 2>/dev/null & CLK=$!; }
+        clk_start() { nvidia-smi --query-gpu=clocks.sm,power.draw,utilization.gpu,clocks_event_reasons.active \
+                --format=csv,noheader,nounits -lms 50 >"$W/clk" 2>/dev/null & CLK=$!; }
         clk_stop() { kill $CLK 2>/dev/null; wait $CLK 2>/dev/null
-                awk -F', ' '$2 > 100 { c += $1; p += $2; n++ } END { if (n) printf "%d MHz %d W", c / n, p / n; else print "-" }' "$W/clk"; }
+                awk -F', ' '$3 >= 90 { c += $1; p += $2; n++; if (index("4567cdefCDEF", substr($4, length($4))) > 0) k++ }
+                        END { if (n) printf "%d MHz %d W, power-capped %d %% of busy samples", c / n, p / n, 100 * k / n; else print "-" }' "$W/clk"; }
         for l in ${CS_LOADED_LIMITS:-80 50}; do
                 clk_start; n1=$(rate torch) || n1=0; cn=$(clk_stop)
                 clk_start; a=$(limited torch "$l") || a=0; ca=$(clk_stop)
