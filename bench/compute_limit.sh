@@ -23,12 +23,11 @@
 #      only when that file is created). Each run is bounded by SECONDS + CS_HAMI_TIMEOUT (default
 #      60) seconds: a run HAMi hangs or kills is a FAIL cell. In the default parts only when the
 #      library is there.
-# Native runs also sample NVML's GPU utilization (nvidia-smi, every 100 ms): a workload that
-# leaves the GPU idle part of the time natively (PyTorch's loop) gets more than L % of its
-# native speed under a cap of L % of the GPU's time; "busy" is that native fraction. `tiny`, whose
-# native rate drifts run to run, is measured in CS_TINY_ROUNDS (default 3) native/limited pairs
-# per L, and its cell is the median of the paired ratios; CS_TINY_PIN=CPUS pins those runs (taskset),
-# natives and limited alike (a launch-bound rate moves with the cores it lands on).
+# Native runs also sample NVML's GPU utilization (nvidia-smi, every 100 ms): "busy" is that native
+# fraction. `tiny`, whose native rate drifts run to run, is measured in CS_TINY_ROUNDS (default 3)
+# native/limited pairs per L, and its cell is the median of the paired ratios; CS_TINY_PIN=CPUS
+# pins those runs (taskset), natives and limited alike (a launch-bound rate moves with the cores it
+# lands on). On the H100 it takes 12 pinned rounds to resolve that cell to a point.
 # Prints a line per run as it comes, then the tables. Exits 77 without a GPU, 1 if a run failed.
 # Needs BUILD/libgpuslice-vgpu.so and BUILD/gpu-carry/compute_shapes (tests/gpu/prepare.sh).
 # CS_TORCH=0 leaves PyTorch out; CS_SHAPES overrides the shape list; CS_PARTS="cap share cost mps
