@@ -247,8 +247,8 @@ if [[ " $PARTS " == *" overhead "* ]]; then
         echo
         : >"$W/ovh"
         OS=${CS_OVERHEAD_SHAPE:-tiny}
-        # tiny pinned to two CPUs (CS_PIN): a launch-bound rate moves with the cores it lands on
-        [ "$OS" = tiny ] && PIN="taskset -c ${CS_PIN:-2,3}"
+        # tiny pinned to two CPUs (CS_TINY_PIN, here 2,3 unless set)
+        [ "$OS" = tiny ] && PIN="taskset -c ${CS_TINY_PIN:-2,3}"
         for i in $(seq "${CS_OVERHEAD_ROUNDS:-5}"); do
                 a=$(rate "$OS") || { fails=$((fails + 1)); continue; }
                 row=""

@@ -1,5 +1,5 @@
 # Where the GPU time of bench/compute_torch.py's training step goes, as CUPTI sees it:
-#   python3 bench/torch_kernels.py [STEPS=200]
+#   python3 bench/torch_kernels.py [STEPS=200]   (under a cap: with the interposer preloaded)
 # Runs the same model and step as compute_torch.py (imported from it, with its warm-up), then
 # STEPS steps under torch.profiler with CUDA activity, and prints one line:
 #   torch_kernels steps=N kernels=K kernel_ms_per_step=X span_ms_per_step=Y idle_in_chunks_ms_per_step=Z
@@ -23,7 +23,6 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compute_torch as ct  # noqa: E402  (runs its warm-up and a 0-second measurement)
 
-chunks = []
 with profile(activities=[ProfilerActivity.CUDA]) as prof:
     t0 = time.perf_counter()
     done = 0
