@@ -1,7 +1,7 @@
 # Thin wrappers over meson. Each target installs the Debian packages it needs when they are missing.
 #   make run    build, then `gpuslice info` on this host's GPUs (or on the simulated GPU if none)
 #   make test   build (warnings as errors) + ASan/UBSan build, run every test, fuzz briefly
-#   make bench  run the benchmarks (on the GPU host: see bench/README.md)
+#   make bench  run the benchmarks (on the GPU host: see README.md, "Benchmarks")
 #   make install [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc]   install (build dir build-install)
 #   make uninstall [DESTDIR=]   remove what the last `make install` put there (an edited config stays)
 #   make deb    the Debian packages (gpuslice, libgpuslice0, libgpuslice-dev) in build-deb/, then lintian
