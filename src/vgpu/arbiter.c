@@ -182,6 +182,13 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                            r.weight > 0 && r.weight <= 10000;
                 if (!p->valid)
                         continue;
+                /* A record that claims the GPU further ahead than any lease runs (two quanta past
+                 * its renewal, a quantum of slack for clock reads) is no peer's: a slice never
+                 * writes one. It takes no part in the turns, neither its lease nor its demand. */
+                if (r.state != GS_ARB_FREE && r.until > now && r.until - now > 3 * GS_ARB_QUANTUM_NS) {
+                        p->valid = false;
+                        continue;
+                }
                 p->want_ns = r.want_ns;
                 p->vtime = r.vtime;
                 p->since = r.since;
@@ -235,11 +242,10 @@ static bool peer_wants(const struct gs_arb_peer *p, uint64_t now)
         return p->valid && now - p->want_ns <= GS_ARB_WANT_NS;
 }
 
-/* A lease runs at most two quanta past its holder's last renewal: one that claims more is no lease
- * (the holder's clock read may be a little ahead of ours: a quantum of slack). */
+/* (A record claiming more than a lease is not valid: read_peers.) */
 static bool peer_holds(const struct gs_arb_peer *p, uint64_t now)
 {
-        return p->valid && p->state != GS_ARB_FREE && p->until > now && p->until - now <= 3 * GS_ARB_QUANTUM_NS;
+        return p->valid && p->state != GS_ARB_FREE && p->until > now;
 }
 
 /* The least vtime among the other wanting slices (UINT64_MAX if none). */

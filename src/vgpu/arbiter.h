@@ -16,7 +16,8 @@
  * to the wanting slice that has received the least GPU time per unit of share (weighted fair
  * queuing, ties by name). A holder stops launching at the end of its quantum, lets its queued work
  * finish, then hands over. A lease is good for two quanta unless renewed (a dead holder blocks
- * nobody); a record that claims a lease further ahead than that is no lease (a hostile peer's).
+ * nobody); a record that claims a lease further ahead than that is no peer's (a hostile writer's):
+ * neither its lease nor its demand counts.
  * Two slices that take the GPU at the same instant see each other within a refresh (1 ms), and the
  * later one (then the greater name) backs off.
  *

@@ -384,7 +384,7 @@ static bool over_budget(struct lim_dev *d)
 }
 
 /* The arbiter's directory is shared with every slice on the GPU, other containers included. A
- * record that claims the GPU far ahead is no lease (arbiter.c); one renewed in time but never
+ * record that claims the GPU far ahead is no peer's (arbiter.c); one renewed in time but never
  * handed over (a hostile writer; or a peer whose kernel runs for seconds) is ignored for a while
  * once we waited GS_LIMITER_TURN_WAIT_NS for our turn: that is the GPU without an arbiter. The
  * bound is far above a fair wait (a few quanta of 20 ms), also on a loaded machine where a

@@ -131,12 +131,15 @@ rm -f "$ARB"/*
 # virtual time (no lease: a lease runs two quanta), files are truncated under the reader, replaced
 # by a FIFO, a directory, a symlink, garbage.
 # hostile DIR STOP MODE: MODE "far" claims the GPU an hour ahead, "renew" renews a lease of two
-# quanta every millisecond and never hands it over.
+# quanta every millisecond and never hands it over, "want" wants the GPU with the least virtual
+# time every millisecond and never takes it.
 hostile() {
         python3 - "$@" <<'EOF2'
 import os, struct, sys, time
 d, stop, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-def rec(now):  # magic v2, want_ns, vtime, since, until, weight, state: wanting, holding, first
+def rec(now):  # magic v2, want_ns, vtime, since, until, weight, state: wanting, first, holding (not "want")
+    if mode == 'want':
+        return struct.pack('<QQQQQII16x', 0x0200004252415347, now, 0, 0, 0, 10000, 0)
     until = now + 3600 * 10**9 if mode == 'far' else now + 40 * 10**6
     return struct.pack('<QQQQQII16x', 0x0200004252415347, now, 0, 1, until, 10000, 1)
 if mode == 'far':
@@ -175,6 +178,13 @@ run "a peer renewing its lease forever: the slice waits 2 s, then takes its shar
         GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 4 500
 grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
         not_ok "no log of the stuck lease"
+hostile_stop
+# A peer that always wants the GPU first and never takes it: the same bound.
+hostile_start want
+run "a peer wanting the GPU first forever, never taking it: the slice waits 2 s, then takes its share" 0.02 0.24 \
+        GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 4 500
+grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
+        not_ok "no log of the peer that never takes its turn"
 hostile_stop
 
 # The utilization view: inside a compute-limited slice NVML's GPU utilization is the slice's busy
