@@ -173,6 +173,9 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                 a->listed_at = now;
                 list_peers(a);
         }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t read_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
         for (unsigned i = 0; i < a->npeers; i++) {
                 struct gs_arb_peer *p = &a->peer[i];
                 if (p->fd < 0 && (p->fd = open_peer(a->dirfd, p->name)) < 0)
@@ -184,8 +187,10 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                         continue;
                 /* A record that claims the GPU further ahead than any lease runs (two quanta past
                  * its renewal, a quantum of slack for clock reads) is no peer's: a slice never
-                 * writes one. It takes no part in the turns, neither its lease nor its demand. */
-                if (r.state != GS_ARB_FREE && r.until > now && r.until - now > 3 * GS_ARB_QUANTUM_NS) {
+                 * writes one. It takes no part in the turns, neither its lease nor its demand.
+                 * (Judged on the clock read now: the caller's `now` may be late, after a slow
+                 * calibration, and a lease renewed since would look far ahead of it.) */
+                if (r.state != GS_ARB_FREE && r.until > read_ns && r.until - read_ns > 3 * GS_ARB_QUANTUM_NS) {
                         p->valid = false;
                         continue;
                 }

@@ -102,6 +102,10 @@ struct lim_dev {
         struct gs_arb arb;           /* turns on the GPU with other slices */
         _Atomic bool wanting;        /* the slice has work to launch (ticker's view) */
         _Atomic uint64_t arb_off_until; /* the arbiter is ignored until then (a stuck lease) */
+        _Atomic uint64_t tw_since;   /* a stretch of waiting for turns began (0: none) ... */
+        _Atomic uint64_t tw_busy;    /* ... when the slice's busy total was this */
+        _Atomic uint64_t tw_last;    /* a launcher last waited for a turn */
+        _Atomic uint64_t busy_total; /* the ticker's `total`, for the launchers */
         /* ticker only */
         uint64_t done;               /* completion time of the last completed entry */
         uint64_t busy, published;
@@ -385,23 +389,42 @@ static bool over_budget(struct lim_dev *d)
 
 /* The arbiter's directory is shared with every slice on the GPU, other containers included. A
  * record that claims the GPU far ahead is no peer's (arbiter.c); one renewed in time but never
- * handed over (a hostile writer; or a peer whose kernel runs for seconds) is ignored for a while
- * once we waited GS_LIMITER_TURN_WAIT_NS for our turn: that is the GPU without an arbiter. The
- * bound is far above a fair wait (a few quanta of 20 ms), also on a loaded machine where a
- * holder's hand-over comes late. */
+ * handed over, or one that always wants the GPU first and never takes it (a hostile writer; or a
+ * peer whose kernel runs for seconds), is ignored for a while once we waited for turns for
+ * GS_LIMITER_TURN_WAIT_NS and got less than an eighth of our share of the GPU meanwhile: that is
+ * the GPU without an arbiter. The stretch of waiting spans the turns we get now and then (a
+ * hostile peer's record may lapse for a moment, on a loaded machine often): it ends only when no
+ * launcher waited for a turn for GS_LIMITER_TURN_GAP_NS, or when we got that much of the GPU.
+ * The bound is far above a fair wait (a few quanta of 20 ms), also with several slices on an
+ * oversubscribed GPU, where each gets a part of its share. */
 #define GS_LIMITER_TURN_WAIT_NS 2000000000ull
 #define GS_LIMITER_TURN_IGNORE_NS 5000000000ull
-static void check_turn_wait(struct lim_dev *d, int vis, uint64_t began, uint64_t now)
+#define GS_LIMITER_TURN_GAP_NS 100000000ull
+static void check_turn_wait(struct lim_dev *d, int vis, uint64_t now)
 {
         uint64_t off = atomic_load_explicit(&d->arb_off_until, memory_order_relaxed);
         if (off != 0 && now > off)
-                atomic_store(&d->arb_off_until, 0);
-        if (off == 0 && not_our_turn(d) && now - began > GS_LIMITER_TURN_WAIT_NS) {
-                atomic_store(&d->arb_off_until, now + GS_LIMITER_TURN_IGNORE_NS);
-                gs_vgpu_log(1, "device %d: waited %llu ms for a turn on the GPU; ignoring the arbiter for %llu s", vis,
-                            (unsigned long long)((now - began) / 1000000u),
-                            (unsigned long long)(GS_LIMITER_TURN_IGNORE_NS / 1000000000u));
+                atomic_store(&d->arb_off_until, off = 0);
+        atomic_store(&d->tw_last, now);
+        uint64_t since = atomic_load(&d->tw_since), zero = 0;
+        if (since == 0) {
+                atomic_store(&d->tw_busy, atomic_load(&d->busy_total));
+                atomic_compare_exchange_strong(&d->tw_since, &zero, now);
+                return;
         }
+        if (off != 0 || !not_our_turn(d) || now - since <= GS_LIMITER_TURN_WAIT_NS)
+                return;
+        uint64_t got = atomic_load(&d->busy_total) - atomic_load(&d->tw_busy);
+        if (got * 10000u * 8 >= (now - since) * d->bp) { /* served meanwhile: a fair wait */
+                atomic_store(&d->tw_busy, atomic_load(&d->busy_total));
+                atomic_store(&d->tw_since, now);
+                return;
+        }
+        atomic_store(&d->arb_off_until, now + GS_LIMITER_TURN_IGNORE_NS);
+        atomic_store(&d->tw_since, 0);
+        gs_vgpu_log(1, "device %d: waited %llu ms for turns on the GPU and got %llu ms of it; ignoring the arbiter "
+                       "for %llu s", vis, (unsigned long long)((now - since) / 1000000u),
+                    (unsigned long long)(got / 1000000u), (unsigned long long)(GS_LIMITER_TURN_IGNORE_NS / 1000000000u));
 }
 
 static bool queue_full(struct lim_dev *d)
@@ -463,7 +486,6 @@ int gs_limiter_gate(CUstream stream)
          * the wait (an event recorded after their work ended would count the wait as busy). */
         if (atomic_load(&d->seg_start) != 0)
                 record(d, stream, mono_ns());
-        uint64_t began = mono_ns();
         bool was_spent = spent(d);
         while ((was_spent ? !refilled(d) : spent(d)) || not_our_turn(d) || queue_full(d)) {
                 if (!atomic_load_explicit(&L.running, memory_order_relaxed))
@@ -471,9 +493,7 @@ int gs_limiter_gate(CUstream stream)
                 if ((was_spent ? refilled(d) : !spent(d)) && not_our_turn(d)) {
                         uint64_t now = mono_ns();
                         gs_arb_try_take(&d->arb, now);
-                        check_turn_wait(d, vis, began, now);
-                } else {
-                        began = mono_ns(); /* only the wait for a turn counts */
+                        check_turn_wait(d, vis, now);
                 }
                 nap(100000);
         }
@@ -705,8 +725,10 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
 {
         if (S.cu.cuCtxSetCurrent(d->ctx) != CUDA_SUCCESS)
                 return false;
-        if (now - d->ref_ns > GS_LIMITER_CALIBRATE_NS && d->head == d->tail)
-                calibrate(d);
+        if (now - d->ref_ns > GS_LIMITER_CALIBRATE_NS && d->head == d->tail) {
+                calibrate(d); /* (it waits for the GPU: another context's time slice, retries) */
+                now = mono_ns();
+        }
         /* What was in flight is an estimate: the measurement that replaces it may be smaller,
          * and the difference goes back into the budget. */
         uint64_t total = d->busy + drain(d, now);
@@ -735,6 +757,10 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         uint64_t off = atomic_load(&d->arb_off_until);
         if (off != 0 && now > off)
                 atomic_store(&d->arb_off_until, 0);
+        atomic_store(&d->busy_total, total);
+        if (atomic_load(&d->tw_since) != 0 && atomic_load(&d->waiting) == 0 &&
+            now - atomic_load(&d->tw_last) > GS_LIMITER_TURN_GAP_NS)
+                atomic_store(&d->tw_since, 0); /* no wait for a turn for a while: the stretch ended */
         bool idle = atomic_load(&d->head) == atomic_load(&d->tail) && atomic_load(&d->seg_start) == 0;
         /* A slice whose budget is spent does not want a turn (it could not use it). */
         bool wanting = (!idle || atomic_load(&d->waiting) != 0 ||

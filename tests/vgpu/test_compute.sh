@@ -179,7 +179,8 @@ run "a peer renewing its lease forever: the slice waits 2 s, then takes its shar
 grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
         not_ok "no log of the stuck lease"
 hostile_stop
-# A peer that always wants the GPU first and never takes it: the same bound.
+# A peer that always wants the GPU first and never takes it: the same bound (its record lapses now
+# and then, and the slice gets a brief turn: the 2 s stretch of waiting goes on across those).
 hostile_start want
 run "a peer wanting the GPU first forever, never taking it: the slice waits 2 s, then takes its share" 0.02 0.24 \
         GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 4 500
