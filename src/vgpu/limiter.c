@@ -414,9 +414,11 @@ static void check_turn_wait(struct lim_dev *d, int vis, uint64_t now)
         }
         if (off != 0 || !not_our_turn(d) || now - since <= GS_LIMITER_TURN_WAIT_NS)
                 return;
-        uint64_t got = atomic_load(&d->busy_total) - atomic_load(&d->tw_busy);
+        /* (the ticker's total holds an in-flight estimate, which can fall back) */
+        uint64_t b = atomic_load(&d->busy_total), b0 = atomic_load(&d->tw_busy);
+        uint64_t got = b > b0 ? b - b0 : 0;
         if (got * 10000u * 8 >= (now - since) * d->bp) { /* served meanwhile: a fair wait */
-                atomic_store(&d->tw_busy, atomic_load(&d->busy_total));
+                atomic_store(&d->tw_busy, b);
                 atomic_store(&d->tw_since, now);
                 return;
         }
