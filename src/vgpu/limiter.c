@@ -395,7 +395,7 @@ static bool over_budget(struct lim_dev *d)
  * the GPU without an arbiter. The stretch of waiting spans the turns we get now and then (a
  * hostile peer's record may lapse for a moment, on a loaded machine often): it ends only when no
  * launcher waited for a turn for GS_LIMITER_TURN_GAP_NS, or when we got that much of the GPU.
- * The bound is far above a fair wait (a few quanta of 20 ms), also with several slices on an
+ * The bound is far above a fair wait (a few quanta of 40 ms), also with several slices on an
  * oversubscribed GPU, where each gets a part of its share. */
 #define GS_LIMITER_TURN_WAIT_NS 2000000000ull
 #define GS_LIMITER_TURN_IGNORE_NS 5000000000ull
