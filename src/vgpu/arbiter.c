@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/name.h"
 
 #define GS_ARB_MAGIC 0x0200004252415347ull /* "GSARB\0\0\2" little-endian */
@@ -174,9 +175,7 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                 a->listed_at = now;
                 list_peers(a);
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t read_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        uint64_t read_ns = gs_mono_ns();
         for (unsigned i = 0; i < a->npeers; i++) {
                 struct gs_arb_peer *p = &a->peer[i];
                 if (p->fd < 0 && (p->fd = open_peer(a->dirfd, p->name)) < 0)

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/unixsock.h"
 #include "region/region.h"
 #include "vgpu/arbiter.h"
@@ -130,13 +131,6 @@ static struct {
         pthread_mutex_t lock; /* set-up only */
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static inline uint64_t mono_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void nap(uint64_t ns)
 {
         struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
@@ -211,10 +205,10 @@ static void stop_ticker(void);
 static int calibrate(struct lim_dev *d)
 {
         for (int i = 0; i < 3; i++) {
-                uint64_t t0 = mono_ns();
+                uint64_t t0 = gs_mono_ns();
                 if (S.cu.cuEventRecord(d->ref, d->own) != CUDA_SUCCESS || S.cu.cuEventSynchronize(d->ref) != CUDA_SUCCESS)
                         return -1;
-                uint64_t t1 = mono_ns();
+                uint64_t t1 = gs_mono_ns();
                 d->ref_ns = t0 + (t1 - t0) / 2;
                 d->cal_window = t1 - t0;
                 if (t1 - t0 < 50000u)
@@ -258,7 +252,7 @@ static void join_arbiter(struct lim_dev *d, int vis)
         char name[64];
         const char *n = S.cfg.arbiter_name;
         if (n[0] == '\0') {
-                uint64_t key = (uint64_t)getpid() << 32 | (uint64_t)mono_ns();
+                uint64_t key = (uint64_t)getpid() << 32 | (uint64_t)gs_mono_ns();
                 if (S.region != NULL) {
                         const struct gs_region_header *h = &gs_region_file(S.region)->hdr;
                         key = h->created_ns ^ ((uint64_t)(uint32_t)h->creator_pid << 32);
@@ -479,7 +473,7 @@ int gs_limiter_gate(CUstream stream)
         if (__builtin_expect(!over_budget(d) && !queue_full(d), 1))
                 return vis;
         if (!spent(d) && not_our_turn(d)) { /* a free GPU is taken without waiting */
-                gs_arb_try_take(&d->arb, mono_ns());
+                gs_arb_try_take(&d->arb, gs_mono_ns());
                 if (!over_budget(d) && !queue_full(d))
                         return vis;
         }
@@ -487,13 +481,13 @@ int gs_limiter_gate(CUstream stream)
         /* Launches made since the last record are covered by no event: cover them now, before
          * the wait (an event recorded after their work ended would count the wait as busy). */
         if (atomic_load(&d->seg_start) != 0)
-                record(d, stream, mono_ns());
+                record(d, stream, gs_mono_ns());
         bool was_spent = spent(d);
         while ((was_spent ? !refilled(d) : spent(d)) || not_our_turn(d) || queue_full(d)) {
                 if (!atomic_load_explicit(&L.running, memory_order_relaxed))
                         break;
                 if ((was_spent ? refilled(d) : !spent(d)) && not_our_turn(d)) {
-                        uint64_t now = mono_ns();
+                        uint64_t now = gs_mono_ns();
                         gs_arb_try_take(&d->arb, now);
                         check_turn_wait(d, vis, now);
                 }
@@ -506,7 +500,7 @@ int gs_limiter_gate(CUstream stream)
 void gs_limiter_launched(int vis, CUstream stream)
 {
         struct lim_dev *d = &L.dev[vis];
-        uint64_t now = mono_ns();
+        uint64_t now = gs_mono_ns();
         uint64_t seq = atomic_fetch_add_explicit(&d->launched, 1, memory_order_relaxed) + 1;
         atomic_store_explicit(&d->last_launch, now, memory_order_relaxed);
         uint64_t zero = 0;
@@ -529,7 +523,7 @@ void gs_limiter_before_sync(CUstream stream)
         struct lim_dev *d = &L.dev[vis];
         if (d->bp != 0 && atomic_load_explicit(&d->ready, memory_order_acquire) == 2 &&
             atomic_load_explicit(&d->seg_start, memory_order_relaxed) != 0)
-                record(d, stream, mono_ns());
+                record(d, stream, gs_mono_ns());
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -714,10 +708,10 @@ int gs_limiter_view(int vis, unsigned *pct)
         struct lim_dev *d = &L.dev[vis];
         int v = atomic_load(&d->view_pct);
         if (v < 0 || !atomic_load(&L.running)) { /* no ticker here: sample the slice's region */
-                uint64_t t0 = mono_ns(), b0 = gs_vgpu_busy(vis);
+                uint64_t t0 = gs_mono_ns(), b0 = gs_vgpu_busy(vis);
                 nap(GS_LIMITER_VIEW_SAMPLE_NS);
                 uint64_t b1 = gs_vgpu_busy(vis);
-                v = view_percent(b1 > b0 ? b1 - b0 : 0, mono_ns() - t0, d->bp);
+                v = view_percent(b1 > b0 ? b1 - b0 : 0, gs_mono_ns() - t0, d->bp);
         }
         *pct = (unsigned)v;
         return 0;
@@ -729,7 +723,7 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
                 return false;
         if (now - d->ref_ns > GS_LIMITER_CALIBRATE_NS && d->head == d->tail) {
                 calibrate(d); /* (it waits for the GPU: another context's time slice, retries) */
-                now = mono_ns();
+                now = gs_mono_ns();
         }
         /* What was in flight is an estimate: the measurement that replaces it may be smaller,
          * and the difference goes back into the budget. */
@@ -789,7 +783,7 @@ static void *ticker(void *arg)
         if (S.cu.cuThreadExchangeStreamCaptureMode != NULL)
                 S.cu.cuThreadExchangeStreamCaptureMode(&mode);
         while (!atomic_load(&L.stopping)) {
-                uint64_t now = mono_ns();
+                uint64_t now = gs_mono_ns();
                 bool active = false;
                 for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
                         if (L.dev[i].bp != 0 && atomic_load_explicit(&L.dev[i].ready, memory_order_acquire) == 2)

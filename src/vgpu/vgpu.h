@@ -12,6 +12,7 @@
 
 #include "abi/cuda.h"
 #include "abi/nvml.h"
+#include "common/clock.h"
 #include "vgpu/config.h"
 
 #define GS_EXPORT __attribute__((visibility("default")))
@@ -107,9 +108,7 @@ static inline uint64_t gs_vgpu_clock(void)
 {
         if (__builtin_expect(!gs_vgpu_timing, 1))
                 return 0;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        return gs_mono_ns();
 }
 static inline void gs_vgpu_spent(enum gs_vgpu_phase phase, uint64_t since)
 {
