@@ -182,6 +182,7 @@ else
                 ok "pod-resources: the running slice container's directory is labelled ml/trainer-0/main"
         else
                 not_ok "pod-resources labels: ${cid:-no container}: $(cat "$L" 2>&1)"; tail -5 "$TMP/plugin.log" | sed 's/^/    # /'
+                [ -n "$cid" ] || sed 's/^/    # podman: /' "$TMP/c-live.err" | tail -10
         fi
         pod rm -f "$cid" >/dev/null 2>&1
 fi
