@@ -274,7 +274,8 @@ if [[ " $PARTS " == *" loaded "* ]]; then
         # the clock it runs natively. torch at L % alone and beside `short` capped at 100 - L %
         # (started first, running longer), each with the mean SM clock and power while the GPU was
         # busy (samples at >= 90 % utilization: idle samples would hide the clock the work ran at),
-        # and the share of those samples with NVML's SW power cap reason set (0x4).
+        # and the share of those samples with NVML's SW power cap reason set (0x4); then torch at L %
+        # and torch at 100 - L % together.
         echo
         clk_start() { nvidia-smi --query-gpu=clocks.sm,power.draw,utilization.gpu,clocks_event_reasons.active \
                 --format=csv,noheader,nounits -lms 50 >"$W/clk" 2>/dev/null & CLK=$!; }
@@ -289,9 +290,17 @@ if [[ " $PARTS " == *" loaded "* ]]; then
                 sleep 2
                 clk_start; b=$(limited torch "$l") || b=0; cb=$(clk_stop)
                 wait $bg
+                # beside a second torch slice capped at 100 - L %, both started together: the GPU
+                # as busy, and drawing as much power, as one torch process natively
+                clk_start
+                limited torch "$l" >"$W/pair-a" & pa=$!
+                limited torch $((100 - l)) >"$W/pair-b" & pb=$!
+                wait $pa || fails=$((fails + 1)); wait $pb || fails=$((fails + 1))
+                cp=$(clk_stop)
                 n2=$(rate torch) || n2=0
                 n=$(awk -v a="$n1" -v b="$n2" 'BEGIN { print (a + b) / 2 }')
                 echo "  torch L=$l: alone $(frac "$a" "$n") % ($ca), beside short at $((100 - l)) %: $(frac "$b" "$n") % ($cb); native $n1, $n2 ($cn)"
+                echo "  torch L=$l beside torch at $((100 - l)) %: $(frac "$(cat "$W/pair-a")" "$n") % and $(frac "$(cat "$W/pair-b")" "$n") % ($cp)"
         done
 fi
 if [[ " $PARTS " == *" runtimes "* ]] && ls "$CS"-* >/dev/null 2>&1; then
