@@ -34,27 +34,10 @@
 #include <string>
 #include <vector>
 
+#define CK_PROG "compute_shapes"
+#include "cuda_check.h"
+
 namespace cg = cooperative_groups;
-
-#define CK(x)                                                                                      \
-        do {                                                                                       \
-                cudaError_t e_ = (x);                                                              \
-                if (e_ != cudaSuccess) {                                                           \
-                        std::fprintf(stderr, "compute_shapes: %s:%d: %s: %s\n", __FILE__, __LINE__, #x, \
-                                     cudaGetErrorString(e_));                                      \
-                        std::exit(1);                                                              \
-                }                                                                                  \
-        } while (0)
-
-#define CKD(x)                                                                                     \
-        do {                                                                                       \
-                CUresult r_ = (x);                                                                 \
-                if (r_ != CUDA_SUCCESS) {                                                          \
-                        std::fprintf(stderr, "compute_shapes: %s:%d: %s: CUresult %d\n", __FILE__, __LINE__, \
-                                     #x, (int)r_);                                                 \
-                        std::exit(1);                                                              \
-                }                                                                                  \
-        } while (0)
 
 static const int THREADS = 256;      // threads per block of every shape but tiny
 static const int TINY_THREADS = 32;  // tiny: one block of one warp

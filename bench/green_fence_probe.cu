@@ -13,22 +13,8 @@
 #include <cuda_runtime.h>
 #include <vector>
 
-#define CK(x)                                                                                      \
-        do {                                                                                       \
-                cudaError_t e_ = (x);                                                              \
-                if (e_ != cudaSuccess) {                                                           \
-                        std::printf("error %s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-                        std::exit(1);                                                              \
-                }                                                                                  \
-        } while (0)
-#define CKD(x)                                                                                     \
-        do {                                                                                       \
-                CUresult r_ = (x);                                                                 \
-                if (r_ != CUDA_SUCCESS) {                                                          \
-                        std::printf("error %s:%d %s: CUresult %d\n", __FILE__, __LINE__, #x, (int)r_); \
-                        std::exit(1);                                                              \
-                }                                                                                  \
-        } while (0)
+#define CK_PROG "green_fence_probe"
+#include "green_split.h"
 
 __global__ void fma_kernel(float *out, float a, float b, int iters)
 {
@@ -88,6 +74,20 @@ static double rate(CUfunction f, unsigned blocks, void **args, bool fenced, int 
         return n / std::chrono::duration<double>(clk::now() - t).count();
 }
 
+// A graph of GRAPH_KERNELS compute-bound kernels replayed on the green stream: its kernels per
+// second over `native`, or 0 with *rc the launch's error.
+static const int GRAPH_KERNELS = 5;
+static double graph_fraction(CUgraphExec exec, double native, CUresult *rc)
+{
+        if ((*rc = cuGraphLaunch(exec, g_green)) != CUDA_SUCCESS || (*rc = cuStreamSynchronize(g_green)) != CUDA_SUCCESS)
+                return 0;
+        auto t = clk::now();
+        for (int k = 0; k < 40; k++)
+                CKD(cuGraphLaunch(exec, g_green));
+        CKD(cuStreamSynchronize(g_green));
+        return 40.0 * GRAPH_KERNELS / std::chrono::duration<double>(clk::now() - t).count() / native;
+}
+
 // The order check: memset on the application's stream, 3 launches (a chain: each reads what the
 // previous wrote), the copy back on the application's stream. Right only if every fence held.
 static bool in_order(CUfunction f, float *buf, bool fenced)
@@ -137,19 +137,10 @@ int main(int argc, char **argv)
         CK(cudaGetFuncBySymbol(&tf, (const void *)tiny_kernel));
         CUfunction fn = (CUfunction)rf, kern = (CUfunction)(void *)rk, tiny = (CUfunction)tf;
 
-        CUdevResource all, group, rest;
-        std::memset(&all, 0, sizeof all);
-        std::memset(&group, 0, sizeof group);
-        std::memset(&rest, 0, sizeof rest);
-        CKD(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
-        unsigned groups = 1;
-        CKD(cuDevSmResourceSplitByCount(&group, &groups, &all, &rest, 0, asked));
-        CUdevResourceDesc desc;
-        CKD(cuDevResourceGenerateDesc(&desc, &group, 1));
-        CUgreenCtx g;
-        CKD(cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+        unsigned given = 0;
+        CUgreenCtx g = make_green(dev, asked, &given);
         CKD(cuGreenCtxStreamCreate(&g_green, g, CU_STREAM_NON_BLOCKING, 0));
-        std::printf("sms=%d partition=%u share=%.4f\n", sms, group.sm.smCount, (double)group.sm.smCount / sms);
+        std::printf("sms=%d partition=%u share=%.4f\n", sms, given, (double)given / sms);
 
         // 1. Which handles launch on the green stream (the primary context stays current).
         float a = 1.0f, b = 0.0f;
@@ -201,21 +192,13 @@ int main(int argc, char **argv)
         CUgraph graph;
         CUgraphExec exec;
         CKD(cuStreamBeginCapture(g_app, CU_STREAM_CAPTURE_MODE_RELAXED));
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < GRAPH_KERNELS; k++)
                 CKD(cuLaunchKernel(use, g_blocks, 1, 1, 256, 1, 1, 0, g_app, args, nullptr));
         CKD(cuStreamEndCapture(g_app, &graph));
         CKD(cuGraphInstantiate(&exec, graph, 0));
-        CUresult r_graph = cuGraphLaunch(exec, g_green);
-        CUresult r_gsync = cuStreamSynchronize(g_green);
-        double gr = 0;
-        if (r_graph == CUDA_SUCCESS && r_gsync == CUDA_SUCCESS) {
-                auto t = clk::now();
-                for (int k = 0; k < 40; k++)
-                        CKD(cuGraphLaunch(exec, g_green));
-                CKD(cuStreamSynchronize(g_green));
-                gr = 200 / std::chrono::duration<double>(clk::now() - t).count() / native;
-        }
-        std::printf("primary_graph_on_green_stream_rc=%d sync_rc=%d fraction=%.4f\n", (int)r_graph, (int)r_gsync, gr);
+        CUresult r_graph = CUDA_SUCCESS;
+        double gr = graph_fraction(exec, native, &r_graph);
+        std::printf("primary_graph_on_green_stream_rc=%d fraction=%.4f\n", (int)r_graph, gr);
         // ... and the same graph instantiated while the green context is current.
         CUcontext green;
         CKD(cuCtxFromGreenCtx(&green, g));
@@ -224,16 +207,8 @@ int main(int argc, char **argv)
         CUresult r_inst = cuGraphInstantiate(&exec2, graph, 0);
         CUcontext popped;
         CKD(cuCtxPopCurrent(&popped));
-        double gr2 = 0;
-        CUresult r_g2 = r_inst;
-        if (r_inst == CUDA_SUCCESS && (r_g2 = cuGraphLaunch(exec2, g_green)) == CUDA_SUCCESS &&
-            (r_g2 = cuStreamSynchronize(g_green)) == CUDA_SUCCESS) {
-                auto t = clk::now();
-                for (int k = 0; k < 40; k++)
-                        CKD(cuGraphLaunch(exec2, g_green));
-                CKD(cuStreamSynchronize(g_green));
-                gr2 = 200 / std::chrono::duration<double>(clk::now() - t).count() / native;
-        }
+        CUresult r_g2 = CUDA_SUCCESS;
+        double gr2 = r_inst == CUDA_SUCCESS ? graph_fraction(exec2, native, &r_g2) : 0;
         std::printf("graph_instantiated_in_green_rc=%d launch_rc=%d fraction=%.4f\n", (int)r_inst, (int)r_g2, gr2);
         CUcontext cur;
         CKD(cuCtxGetCurrent(&cur));

@@ -13,22 +13,8 @@
 #include <thread>
 #include <vector>
 
-#define CK(x)                                                                                      \
-        do {                                                                                       \
-                cudaError_t e_ = (x);                                                              \
-                if (e_ != cudaSuccess) {                                                           \
-                        std::printf("error %s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-                        std::exit(1);                                                              \
-                }                                                                                  \
-        } while (0)
-#define CKD(x)                                                                                     \
-        do {                                                                                       \
-                CUresult r_ = (x);                                                                 \
-                if (r_ != CUDA_SUCCESS) {                                                          \
-                        std::printf("error %s:%d %s: CUresult %d\n", __FILE__, __LINE__, #x, (int)r_); \
-                        std::exit(1);                                                              \
-                }                                                                                  \
-        } while (0)
+#define CK_PROG "green_probe"
+#include "green_split.h"
 
 __global__ void fma_kernel(float *out, float a, float b, int iters)
 {
@@ -97,20 +83,11 @@ int main(int argc, char **argv)
         double native = rate(buf, 0);
         std::printf("native_rate=%.1f\n", native);
 
-        CUdevResource all, group, rest;
-        std::memset(&all, 0, sizeof all);
-        std::memset(&group, 0, sizeof group);
-        std::memset(&rest, 0, sizeof rest);
-        CKD(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
-        unsigned groups = 1;
-        CKD(cuDevSmResourceSplitByCount(&group, &groups, &all, &rest, 0, asked));
-        CUdevResourceDesc desc;
-        CKD(cuDevResourceGenerateDesc(&desc, &group, 1));
-        CUgreenCtx g;
-        CKD(cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+        unsigned given = 0;
+        CUgreenCtx g = make_green(dev, asked, &given);
         CUcontext green;
         CKD(cuCtxFromGreenCtx(&green, g));
-        std::printf("sms=%d partition=%u share=%.4f\n", sms, group.sm.smCount, (double)group.sm.smCount / sms);
+        std::printf("sms=%d partition=%u share=%.4f\n", sms, given, (double)given / sms);
 
         CKD(cuCtxSetCurrent(green));
         std::printf("null_stream_after_switch=%.4f correct=%d\n", rate(buf, 0) / native, correct(buf, 0));
