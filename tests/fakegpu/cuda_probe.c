@@ -27,7 +27,32 @@
 static void *g_cuda;
 static void *g_nvml;
 
-#define LOAD(name) gs_##name##_fn p_##name = (gs_##name##_fn)dlsym(g_cuda, #name)
+/* The entry points main's areas call: file-static, looked up by load_functions() in this order.
+ * The green-context ones are looked up when that area starts (probe_green_contexts()). */
+#define PROBE_CUDA_FUNCTIONS(X)                                                                   \
+    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorString) X(cuGetErrorName) X(cuGetProcAddress)     \
+    X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceTotalMem)                     \
+    X(cuDeviceTotalMem_v2) X(cuDeviceGetAttribute) X(cuDeviceGetPCIBusId)                         \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxGetState)     \
+    X(cuCtxCreate_v2) X(cuCtxDestroy_v2) X(cuCtxGetCurrent) X(cuCtxSetCurrent)                    \
+    X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemAlloc_v2)    \
+    X(cuMemFree_v2) X(cuMemGetInfo) X(cuMemGetInfo_v2) X(cuMemAllocManaged)                       \
+    X(cuMemAllocPitch_v2) X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuMemCreate) X(cuMemRelease)    \
+    X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap)       \
+    X(cuMemUnmap) X(cuMemSetAccess) X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemPoolTrimTo)       \
+    X(cuDeviceGetDefaultMemPool) X(cuStreamSynchronize) X(cuArrayCreate_v2) X(cuArrayDestroy)     \
+    X(cuModuleLoadData) X(cuLaunchKernel) X(cuMemcpyHtoD_v2) X(cuMemsetD8_v2) X(cuStreamCreate)   \
+    X(cuStreamDestroy_v2)
+
+#define PROBE_GREEN_FUNCTIONS(X)                                                                  \
+    X(cuDeviceGetDevResource) X(cuDevResourceGenerateDesc) X(cuGreenCtxCreate)                    \
+    X(cuGreenCtxDestroy) X(cuCtxFromGreenCtx) X(cuGreenCtxGetDevResource) X(cuCtxGetDevResource)
+
+#define DECLARE(name) static gs_##name##_fn p_##name;
+PROBE_CUDA_FUNCTIONS(DECLARE)
+PROBE_GREEN_FUNCTIONS(DECLARE)
+#define LOAD(name) p_##name = (gs_##name##_fn)dlsym(g_cuda, #name);
+
 /* A case that crashes the library prints "crash" (SIGSEGV caught, jumped out of). */
 static sigjmp_buf g_jmp;
 static void on_segv(int sig)
@@ -100,7 +125,7 @@ static void proc(const char *label, const char *sym, int ver, unsigned long long
 
 #define MiB(x) ((unsigned long long)(x) >> 20)
 
-/* Green contexts: the functions, loaded in main */
+/* Green contexts: cuDevSmResourceSplitByCount, looked up by probe_green_contexts() */
 static gs_cuDevSmResourceSplitByCount_fn p_split;
 
 /* A CUdevResource as "SMs/minSmPartitionSize/smCoscheduledAlignment", "type=N" for a type other
@@ -157,82 +182,28 @@ static void split(const char *label, const CUdevResource *input, unsigned ask, u
            res_text(&rem, a, sizeof(a)), nb < ask && nb < 40 ? res_text(&g[nb], b, sizeof(b)) : "-");
 }
 
-int main(void)
+static void load_functions(void)
 {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGSEGV, on_segv);
-    signal(SIGBUS, on_segv);
-    g_cuda = dlopen("libcuda.so.1", RTLD_NOW);
-    if (g_cuda == NULL) {
-        fprintf(stderr, "cuda_probe: %s\n", dlerror());
-        return 1;
-    }
-    LOAD(cuInit);
-    LOAD(cuDriverGetVersion);
-    LOAD(cuGetErrorString);
-    LOAD(cuGetErrorName);
-    LOAD(cuGetProcAddress);
-    LOAD(cuDeviceGet);
-    LOAD(cuDeviceGetCount);
-    LOAD(cuDeviceGetName);
-    LOAD(cuDeviceTotalMem);
-    LOAD(cuDeviceTotalMem_v2);
-    LOAD(cuDeviceGetAttribute);
-    LOAD(cuDeviceGetPCIBusId);
-    LOAD(cuDevicePrimaryCtxRetain);
-    LOAD(cuDevicePrimaryCtxRelease_v2);
-    LOAD(cuDevicePrimaryCtxGetState);
-    LOAD(cuCtxCreate_v2);
-    LOAD(cuCtxDestroy_v2);
-    LOAD(cuCtxGetCurrent);
-    LOAD(cuCtxSetCurrent);
-    LOAD(cuCtxPopCurrent_v2);
-    LOAD(cuCtxGetDevice);
-    LOAD(cuCtxSynchronize);
-    LOAD(cuMemAlloc);
-    LOAD(cuMemAlloc_v2);
-    LOAD(cuMemFree_v2);
-    LOAD(cuMemGetInfo);
-    LOAD(cuMemGetInfo_v2);
-    LOAD(cuMemAllocManaged);
-    LOAD(cuMemAllocPitch_v2);
-    LOAD(cuMemAllocHost_v2);
-    LOAD(cuMemFreeHost);
-    LOAD(cuMemCreate);
-    LOAD(cuMemRelease);
-    LOAD(cuMemGetAllocationGranularity);
-    LOAD(cuMemAddressReserve);
-    LOAD(cuMemAddressFree);
-    LOAD(cuMemMap);
-    LOAD(cuMemUnmap);
-    LOAD(cuMemSetAccess);
-    LOAD(cuMemAllocAsync);
-    LOAD(cuMemFreeAsync);
-    LOAD(cuMemPoolTrimTo);
-    LOAD(cuDeviceGetDefaultMemPool);
-    LOAD(cuStreamSynchronize);
-    LOAD(cuArrayCreate_v2);
-    LOAD(cuArrayDestroy);
-    LOAD(cuModuleLoadData);
-    LOAD(cuLaunchKernel);
-    LOAD(cuMemcpyHtoD_v2);
-    LOAD(cuMemsetD8_v2);
-    LOAD(cuStreamCreate);
-    LOAD(cuStreamDestroy_v2);
+    PROBE_CUDA_FUNCTIONS(LOAD)
+}
 
-    /* static: kept across the siglongjmp of a crashing case */
-    static int v = 0, n = 0, a = 0;
-    static unsigned flags = 0;
-    static CUdevice dev = -1;
-    static CUcontext ctx = NULL, ctx2 = NULL;
-    static CUdeviceptr p = 0, p2 = 0;
-    static const char *s = NULL;
-    static char name[256];
-    static size_t fr = 0, tot = 0, sz = 0;
-    static unsigned ufr = 0, utot = 0, u32 = 0;
-    static unsigned long long base;
+/* What the areas below share, one after the other as main runs them (static: kept across the
+ * siglongjmp of a crashing case). Declared after the helpers above, whose locals reuse these
+ * short names. */
+static int v = 0, n = 0, a = 0;
+static unsigned flags = 0;
+static CUdevice dev = -1;
+static CUcontext ctx = NULL, ctx2 = NULL;
+static CUdeviceptr p = 0, p2 = 0;
+static const char *s = NULL;
+static char name[256];
+static size_t fr = 0, tot = 0, sz = 0;
+static unsigned ufr = 0, utot = 0, u32 = 0;
+static unsigned long long base;
 
-    /* before cuInit */
+/* before cuInit */
+static void probe_before_init(void)
+{
     SHOW("driver_version.before_init", p_cuDriverGetVersion(&v));
     SHOW("driver_version.null", p_cuDriverGetVersion(NULL));
     SHOW("device_count.before_init", p_cuDeviceGetCount(&n));
@@ -256,8 +227,11 @@ int main(void)
     printf("%-48s %s\n", "error_string.3", s ? s : "NULL");
     p_cuGetErrorString(CUDA_ERROR_INVALID_CONTEXT, &s);
     printf("%-48s %s\n", "error_string.201", s ? s : "NULL");
+}
 
-    /* init */
+/* init, devices */
+static void probe_init(void)
+{
     SHOW("init.flags1", p_cuInit(1));
     SHOW("init", p_cuInit(0));
     SHOW("init.again", p_cuInit(0));
@@ -283,8 +257,11 @@ int main(void)
     SHOW("total_mem.legacy", p_cuDeviceTotalMem(&u32, 0));
     printf("~%-47s v2=%zu legacy=%u\n", "total_mem.values", tot, u32);
     printf("%-48s %d\n", "total_mem.legacy_clamped", u32 == 0xFFFFFFFFu || (size_t)u32 == tot);
+}
 
-    /* cuGetProcAddress */
+/* cuGetProcAddress_v2: which symbol each name, version and flags resolve to */
+static void probe_get_proc_address(void)
+{
     proc("proc.cuMemAlloc.13000", "cuMemAlloc", 13000, 0);
     proc("proc.cuMemAlloc.3020", "cuMemAlloc", 3020, 0);
     proc("proc.cuMemAlloc.3010", "cuMemAlloc", 3010, 0);
@@ -329,26 +306,32 @@ int main(void)
     proc("proc.zero_version", "cuMemAlloc", 0, 0);
     proc("proc.negative_version", "cuMemAlloc", -1, 0);
     proc("proc.bad_flags", "cuMemAlloc", 13000, 4);
-    {
-        gs_cuGetProcAddress_v2_fn gpa = (gs_cuGetProcAddress_v2_fn)dlsym(g_cuda, "cuGetProcAddress_v2");
-        void *pfn = NULL;
+}
 
-        SHOW("proc.null_symbol", gpa(NULL, &pfn, 13000, 0, NULL));
-        SHOW("proc.null_pfn", gpa("cuMemAlloc", NULL, 13000, 0, NULL));
-        SHOW("proc.null_status", gpa("cuMemAlloc", &pfn, 13000, 0, NULL));
-        pfn = (void *)1;
-        CUresult r = p_cuGetProcAddress("cuFakegpuNoSuchFunction", &pfn, 13000, 0);
+/* cuGetProcAddress_v2 with NULL arguments, and the v1 entry point */
+static void probe_get_proc_address_edges(void)
+{
+    gs_cuGetProcAddress_v2_fn gpa = (gs_cuGetProcAddress_v2_fn)dlsym(g_cuda, "cuGetProcAddress_v2");
+    void *pfn = NULL;
 
-        printf("%-48s %d %s\n", "proc.v1.unknown", (int)r, pfn == (void *)1 ? "unset" : which(pfn));
-        pfn = (void *)1;
-        r = p_cuGetProcAddress("cuMemAllocAsync", &pfn, 11010, 0);
-        printf("%-48s %d %s\n", "proc.v1.version_not_sufficient", (int)r, pfn == (void *)1 ? "unset" : which(pfn));
-        r = p_cuGetProcAddress("cuMemAlloc", &pfn, 13000, 0);
-        /* the real v1 hands out internal addresses (no symbol): only NULL / non-NULL is compared */
-        printf("%-48s %d %s\n", "proc.v1.cuMemAlloc", (int)r, pfn == NULL ? "NULL" : "non-NULL");
-    }
+    SHOW("proc.null_symbol", gpa(NULL, &pfn, 13000, 0, NULL));
+    SHOW("proc.null_pfn", gpa("cuMemAlloc", NULL, 13000, 0, NULL));
+    SHOW("proc.null_status", gpa("cuMemAlloc", &pfn, 13000, 0, NULL));
+    pfn = (void *)1;
+    CUresult r = p_cuGetProcAddress("cuFakegpuNoSuchFunction", &pfn, 13000, 0);
 
-    /* contexts */
+    printf("%-48s %d %s\n", "proc.v1.unknown", (int)r, pfn == (void *)1 ? "unset" : which(pfn));
+    pfn = (void *)1;
+    r = p_cuGetProcAddress("cuMemAllocAsync", &pfn, 11010, 0);
+    printf("%-48s %d %s\n", "proc.v1.version_not_sufficient", (int)r, pfn == (void *)1 ? "unset" : which(pfn));
+    r = p_cuGetProcAddress("cuMemAlloc", &pfn, 13000, 0);
+    /* the real v1 hands out internal addresses (no symbol): only NULL / non-NULL is compared */
+    printf("%-48s %d %s\n", "proc.v1.cuMemAlloc", (int)r, pfn == NULL ? "NULL" : "non-NULL");
+}
+
+/* contexts */
+static void probe_contexts(void)
+{
     SHOW("ctx_get_current.none", p_cuCtxGetCurrent(&ctx));
     printf("%-48s %d\n", "ctx_get_current.none.is_null", ctx == NULL);
     SHOW("ctx_get_current.null", p_cuCtxGetCurrent(NULL));
@@ -382,8 +365,11 @@ int main(void)
     printf("~%-47s free=%zu total=%zu\n", "mem_get_info.values", fr, tot);
     SHOW("mem_get_info.legacy", p_cuMemGetInfo(&ufr, &utot));
     printf("~%-47s free=%u total=%u\n", "mem_get_info.legacy.values", ufr, utot);
+}
 
-    /* linear memory */
+/* linear memory */
+static void probe_linear_memory(void)
+{
     SHOW("mem_alloc.zero", p_cuMemAlloc_v2(&p, 0));
     SHOW("mem_alloc.null", p_cuMemAlloc_v2(NULL, 1));
     SHOW("mem_alloc.huge", p_cuMemAlloc_v2(&p, (size_t)1 << 50));
@@ -446,188 +432,195 @@ int main(void)
     memset((void *)(uintptr_t)p, 0, 4096);
     printf("%-48s 1\n", "alloc_managed.host_writable");
     SHOW("mem_free.managed", p_cuMemFree_v2(p));
+}
 
-    /* VMM */
-    {
-        CUmemAllocationProp prop;
-        CUmemGenericAllocationHandle h = 0;
-        CUmemAccessDesc ad;
-        size_t gran = 0;
+/* VMM */
+static void probe_vmm(void)
+{
+    CUmemAllocationProp prop;
+    CUmemGenericAllocationHandle h = 0;
+    CUmemAccessDesc ad;
+    size_t gran = 0;
 
-        memset(&prop, 0, sizeof(prop));
-        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        prop.location.id = 0;
-        SHOW("vmm.granularity", p_cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-        printf("%-48s %zu\n", "vmm.granularity.min", gran);
-        p_cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
-        printf("%-48s %zu\n", "vmm.granularity.recommended", gran);
-        SHOW("vmm.granularity.null", p_cuMemGetAllocationGranularity(NULL, &prop, 0));
-        SHOW("vmm.create.unaligned", p_cuMemCreate(&h, 4096, &prop, 0));
-        SHOW("vmm.create.zero", p_cuMemCreate(&h, 0, &prop, 0));
-        prop.location.id = 99;
-        SHOW("vmm.create.bad_dev", p_cuMemCreate(&h, 2 << 20, &prop, 0));
-        prop.location.id = 0;
-        base = nvml_own_used();
-        SHOW("vmm.create", p_cuMemCreate(&h, 32 << 20, &prop, 0));
-        printf("~%-47s %llu\n", "nvml.delta.vmm32MiB_MiB", MiB(nvml_own_used() - base));
-        SHOW("vmm.reserve.unaligned", p_cuMemAddressReserve(&p, 4096, 0, 0, 0));
-        SHOW("vmm.reserve", p_cuMemAddressReserve(&p, 64 << 20, 0, 0, 0));
-        SHOW("vmm.map.offset", p_cuMemMap(p, 32 << 20, 2 << 20, h, 0));
-        SHOW("vmm.map.too_big", p_cuMemMap(p, 64 << 20, 0, h, 0));
-        SHOW("vmm.map.outside", p_cuMemMap(0x10000000ULL, 32 << 20, 0, h, 0));
-        SHOW("vmm.map", p_cuMemMap(p, 32 << 20, 0, h, 0));
-        SHOW("vmm.map.again", p_cuMemMap(p, 32 << 20, 0, h, 0));
-        memset(&ad, 0, sizeof(ad));
-        ad.location = prop.location;
-        ad.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-        SHOW("vmm.set_access.unmapped_range", p_cuMemSetAccess(p + (32 << 20), 32 << 20, &ad, 1));
-        SHOW("vmm.set_access.count0", p_cuMemSetAccess(p, 32 << 20, &ad, 0));
-        SHOW("vmm.set_access", p_cuMemSetAccess(p, 32 << 20, &ad, 1));
-        SHOW("vmm.memset.after_access", p_cuMemsetD8_v2(p, 0, 1));
-        SHOW("vmm.release.mapped", p_cuMemRelease(h));
-        printf("~%-47s %llu\n", "nvml.delta.vmm_released_while_mapped_MiB", MiB(nvml_own_used() - base));
-        SHOW("vmm.unmap.partial", p_cuMemUnmap(p, 2 << 20));
-        SHOW("vmm.unmap", p_cuMemUnmap(p, 32 << 20));
-        printf("~%-47s %llu\n", "nvml.delta.vmm_unmapped_MiB", MiB(nvml_own_used() - base));
-        SHOW("vmm.release.again", p_cuMemRelease(h));
-        SHOW("vmm.address_free.wrong_size", p_cuMemAddressFree(p, 2 << 20));
-        SHOW("vmm.address_free", p_cuMemAddressFree(p, 64 << 20));
-        SHOW("vmm.release.unknown", p_cuMemRelease(0x4242));
-    }
+    memset(&prop, 0, sizeof(prop));
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    SHOW("vmm.granularity", p_cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    printf("%-48s %zu\n", "vmm.granularity.min", gran);
+    p_cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+    printf("%-48s %zu\n", "vmm.granularity.recommended", gran);
+    SHOW("vmm.granularity.null", p_cuMemGetAllocationGranularity(NULL, &prop, 0));
+    SHOW("vmm.create.unaligned", p_cuMemCreate(&h, 4096, &prop, 0));
+    SHOW("vmm.create.zero", p_cuMemCreate(&h, 0, &prop, 0));
+    prop.location.id = 99;
+    SHOW("vmm.create.bad_dev", p_cuMemCreate(&h, 2 << 20, &prop, 0));
+    prop.location.id = 0;
+    base = nvml_own_used();
+    SHOW("vmm.create", p_cuMemCreate(&h, 32 << 20, &prop, 0));
+    printf("~%-47s %llu\n", "nvml.delta.vmm32MiB_MiB", MiB(nvml_own_used() - base));
+    SHOW("vmm.reserve.unaligned", p_cuMemAddressReserve(&p, 4096, 0, 0, 0));
+    SHOW("vmm.reserve", p_cuMemAddressReserve(&p, 64 << 20, 0, 0, 0));
+    SHOW("vmm.map.offset", p_cuMemMap(p, 32 << 20, 2 << 20, h, 0));
+    SHOW("vmm.map.too_big", p_cuMemMap(p, 64 << 20, 0, h, 0));
+    SHOW("vmm.map.outside", p_cuMemMap(0x10000000ULL, 32 << 20, 0, h, 0));
+    SHOW("vmm.map", p_cuMemMap(p, 32 << 20, 0, h, 0));
+    SHOW("vmm.map.again", p_cuMemMap(p, 32 << 20, 0, h, 0));
+    memset(&ad, 0, sizeof(ad));
+    ad.location = prop.location;
+    ad.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    SHOW("vmm.set_access.unmapped_range", p_cuMemSetAccess(p + (32 << 20), 32 << 20, &ad, 1));
+    SHOW("vmm.set_access.count0", p_cuMemSetAccess(p, 32 << 20, &ad, 0));
+    SHOW("vmm.set_access", p_cuMemSetAccess(p, 32 << 20, &ad, 1));
+    SHOW("vmm.memset.after_access", p_cuMemsetD8_v2(p, 0, 1));
+    SHOW("vmm.release.mapped", p_cuMemRelease(h));
+    printf("~%-47s %llu\n", "nvml.delta.vmm_released_while_mapped_MiB", MiB(nvml_own_used() - base));
+    SHOW("vmm.unmap.partial", p_cuMemUnmap(p, 2 << 20));
+    SHOW("vmm.unmap", p_cuMemUnmap(p, 32 << 20));
+    printf("~%-47s %llu\n", "nvml.delta.vmm_unmapped_MiB", MiB(nvml_own_used() - base));
+    SHOW("vmm.release.again", p_cuMemRelease(h));
+    SHOW("vmm.address_free.wrong_size", p_cuMemAddressFree(p, 2 << 20));
+    SHOW("vmm.address_free", p_cuMemAddressFree(p, 64 << 20));
+    SHOW("vmm.release.unknown", p_cuMemRelease(0x4242));
+}
 
-    /* pools */
-    {
-        CUmemoryPool pool = NULL;
+/* pools */
+static void probe_pools(void)
+{
+    CUmemoryPool pool = NULL;
 
-        SHOW("pool.default", p_cuDeviceGetDefaultMemPool(&pool, 0));
-        SHOW("pool.default.bad_dev", p_cuDeviceGetDefaultMemPool(&pool, 99));
-        base = nvml_own_used();
-        SHOW("alloc_async", p_cuMemAllocAsync(&p, 64 << 20, NULL));
-        SHOW("alloc_async.zero", p_cuMemAllocAsync(&p2, 0, NULL));
-        p_cuStreamSynchronize(NULL);
-        printf("~%-47s %llu\n", "nvml.delta.async64MiB_MiB", MiB(nvml_own_used() - base));
-        SHOW("free_async", p_cuMemFreeAsync(p, NULL));
-        SHOW("stream_sync", p_cuStreamSynchronize(NULL));
-        printf("~%-47s %llu\n", "nvml.delta.async_freed_synced_MiB", MiB(nvml_own_used() - base));
-        SHOW("pool.trim", p_cuMemPoolTrimTo(pool, 0));
-        printf("~%-47s %llu\n", "nvml.delta.async_trimmed_MiB", MiB(nvml_own_used() - base));
-        SHOW("free_async.unknown", p_cuMemFreeAsync((CUdeviceptr)0x12345000ULL, NULL));
-    }
+    SHOW("pool.default", p_cuDeviceGetDefaultMemPool(&pool, 0));
+    SHOW("pool.default.bad_dev", p_cuDeviceGetDefaultMemPool(&pool, 99));
+    base = nvml_own_used();
+    SHOW("alloc_async", p_cuMemAllocAsync(&p, 64 << 20, NULL));
+    SHOW("alloc_async.zero", p_cuMemAllocAsync(&p2, 0, NULL));
+    p_cuStreamSynchronize(NULL);
+    printf("~%-47s %llu\n", "nvml.delta.async64MiB_MiB", MiB(nvml_own_used() - base));
+    SHOW("free_async", p_cuMemFreeAsync(p, NULL));
+    SHOW("stream_sync", p_cuStreamSynchronize(NULL));
+    printf("~%-47s %llu\n", "nvml.delta.async_freed_synced_MiB", MiB(nvml_own_used() - base));
+    SHOW("pool.trim", p_cuMemPoolTrimTo(pool, 0));
+    printf("~%-47s %llu\n", "nvml.delta.async_trimmed_MiB", MiB(nvml_own_used() - base));
+    SHOW("free_async.unknown", p_cuMemFreeAsync((CUdeviceptr)0x12345000ULL, NULL));
+}
 
-    /* arrays, modules, launch, streams */
-    {
-        CUDA_ARRAY_DESCRIPTOR d;
-        CUarray arr = NULL;
-        CUmodule mod = NULL;
-        static const char junk[64] = "not a cubin";
-        CUstream st = NULL;
+/* arrays, modules, launch, streams */
+static void probe_arrays_modules_streams(void)
+{
+    CUDA_ARRAY_DESCRIPTOR d;
+    CUarray arr = NULL;
+    CUmodule mod = NULL;
+    static const char junk[64] = "not a cubin";
+    CUstream st = NULL;
 
-        memset(&d, 0, sizeof(d));
-        d.Width = 1024;
-        d.Height = 1024;
-        d.Format = CU_AD_FORMAT_FLOAT;
-        d.NumChannels = 4;
-        base = nvml_own_used();
-        SHOW("array.create", p_cuArrayCreate_v2(&arr, &d));
-        printf("~%-47s %llu\n", "nvml.delta.array16MiB_MiB", MiB(nvml_own_used() - base));
-        d.NumChannels = 3;
-        SHOW("array.create.3ch", p_cuArrayCreate_v2(&arr, &d));
-        d.NumChannels = 4;
-        d.Width = 0;
-        SHOW("array.create.zero_width", p_cuArrayCreate_v2(&arr, &d));
-        SHOW("array.destroy", p_cuArrayDestroy(arr));
-        SHOW("module.load.null", p_cuModuleLoadData(&mod, NULL));
-        SHOW("module.load.junk", p_cuModuleLoadData(&mod, junk));
-        SHOW("launch.null_func", p_cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
-        SHOW("stream.create", p_cuStreamCreate(&st, 0));
-        SHOW("stream.create.bad_flags", p_cuStreamCreate(&st, 8));
-        SHOW("stream.sync", p_cuStreamSynchronize(st));
-        SHOW("stream.destroy", p_cuStreamDestroy_v2(st));
-    }
+    memset(&d, 0, sizeof(d));
+    d.Width = 1024;
+    d.Height = 1024;
+    d.Format = CU_AD_FORMAT_FLOAT;
+    d.NumChannels = 4;
+    base = nvml_own_used();
+    SHOW("array.create", p_cuArrayCreate_v2(&arr, &d));
+    printf("~%-47s %llu\n", "nvml.delta.array16MiB_MiB", MiB(nvml_own_used() - base));
+    d.NumChannels = 3;
+    SHOW("array.create.3ch", p_cuArrayCreate_v2(&arr, &d));
+    d.NumChannels = 4;
+    d.Width = 0;
+    SHOW("array.create.zero_width", p_cuArrayCreate_v2(&arr, &d));
+    SHOW("array.destroy", p_cuArrayDestroy(arr));
+    SHOW("module.load.null", p_cuModuleLoadData(&mod, NULL));
+    SHOW("module.load.junk", p_cuModuleLoadData(&mod, junk));
+    SHOW("launch.null_func", p_cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+    SHOW("stream.create", p_cuStreamCreate(&st, 0));
+    SHOW("stream.create.bad_flags", p_cuStreamCreate(&st, 8));
+    SHOW("stream.sync", p_cuStreamSynchronize(st));
+    SHOW("stream.destroy", p_cuStreamDestroy_v2(st));
+}
 
-    /* round 2: legacy entry points, limits, modules with a real (PTX) image, launches */
-    {
-        static const char ptx[] =
-            ".version 8.0\n.target sm_50\n.address_size 64\n\n"
-            ".visible .entry fakegpu_probe_kernel()\n{\n\tret;\n}\n";
-        gs_cuMemAllocHost_fn p_cuMemAllocHost = (gs_cuMemAllocHost_fn)dlsym(g_cuda, "cuMemAllocHost");
-        gs_cuMemFree_fn p_cuMemFree = (gs_cuMemFree_fn)dlsym(g_cuda, "cuMemFree");
-        gs_cuModuleGetFunction_fn p_cuModuleGetFunction =
-            (gs_cuModuleGetFunction_fn)dlsym(g_cuda, "cuModuleGetFunction");
-        gs_cuModuleUnload_fn p_cuModuleUnload = (gs_cuModuleUnload_fn)dlsym(g_cuda, "cuModuleUnload");
-        gs_cuDeviceGetByPCIBusId_fn p_cuDeviceGetByPCIBusId =
-            (gs_cuDeviceGetByPCIBusId_fn)dlsym(g_cuda, "cuDeviceGetByPCIBusId");
-        gs_cuMemPoolDestroy_fn p_cuMemPoolDestroy = (gs_cuMemPoolDestroy_fn)dlsym(g_cuda, "cuMemPoolDestroy");
-        gs_cuMemAllocFromPoolAsync_fn p_cuMemAllocFromPoolAsync =
-            (gs_cuMemAllocFromPoolAsync_fn)dlsym(g_cuda, "cuMemAllocFromPoolAsync");
-        gs_cuMemPoolCreate_fn p_cuMemPoolCreate = (gs_cuMemPoolCreate_fn)dlsym(g_cuda, "cuMemPoolCreate");
-        static void *hp;
-        static CUmodule mod;
-        static CUfunction fn;
-        static CUdeviceptr q, q2;
-        static CUmemoryPool pool, defpool;
-        static CUmemPoolProps pp;
-        static int dummy;
-        void *params[] = { &dummy };
-        void *extra[] = { NULL };
+/* round 2: legacy entry points, limits, modules with a real (PTX) image, launches */
+static void probe_round2(void)
+{
+    static const char ptx[] =
+        ".version 8.0\n.target sm_50\n.address_size 64\n\n"
+        ".visible .entry fakegpu_probe_kernel()\n{\n\tret;\n}\n";
+    gs_cuMemAllocHost_fn p_cuMemAllocHost = (gs_cuMemAllocHost_fn)dlsym(g_cuda, "cuMemAllocHost");
+    gs_cuMemFree_fn p_cuMemFree = (gs_cuMemFree_fn)dlsym(g_cuda, "cuMemFree");
+    gs_cuModuleGetFunction_fn p_cuModuleGetFunction =
+        (gs_cuModuleGetFunction_fn)dlsym(g_cuda, "cuModuleGetFunction");
+    gs_cuModuleUnload_fn p_cuModuleUnload = (gs_cuModuleUnload_fn)dlsym(g_cuda, "cuModuleUnload");
+    gs_cuDeviceGetByPCIBusId_fn p_cuDeviceGetByPCIBusId =
+        (gs_cuDeviceGetByPCIBusId_fn)dlsym(g_cuda, "cuDeviceGetByPCIBusId");
+    gs_cuMemPoolDestroy_fn p_cuMemPoolDestroy = (gs_cuMemPoolDestroy_fn)dlsym(g_cuda, "cuMemPoolDestroy");
+    gs_cuMemAllocFromPoolAsync_fn p_cuMemAllocFromPoolAsync =
+        (gs_cuMemAllocFromPoolAsync_fn)dlsym(g_cuda, "cuMemAllocFromPoolAsync");
+    gs_cuMemPoolCreate_fn p_cuMemPoolCreate = (gs_cuMemPoolCreate_fn)dlsym(g_cuda, "cuMemPoolCreate");
+    static void *hp;
+    static CUmodule mod;
+    static CUfunction fn;
+    static CUdeviceptr q, q2;
+    static CUmemoryPool pool, defpool;
+    static CUmemPoolProps pp;
+    static int dummy;
+    void *params[] = { &dummy };
+    void *extra[] = { NULL };
 
-        SHOW("legacy.alloc_host", p_cuMemAllocHost(&hp, 4096));
-        SHOW("legacy.mem_free", p_cuMemFree(0x1000));
-        SHOW("busid.lookup.unknown", p_cuDeviceGetByPCIBusId(&dev, "0000:ff:1f.0"));
-        SHOW("busid.lookup.bad", p_cuDeviceGetByPCIBusId(&dev, "junk"));
-        base = nvml_own_used();
-        SHOW("mem_alloc.1MiB", p_cuMemAlloc_v2(&q, 1 << 20));
-        printf("~%-47s %llu\n", "nvml.delta.1MiB_MiB", MiB(nvml_own_used() - base));
-        SHOW("mem_alloc.1.5MiB", p_cuMemAlloc_v2(&q2, 3 << 19));
-        printf("~%-47s %llu (ptr gap %lld)\n", "nvml.delta.1MiB+1.5MiB_MiB", MiB(nvml_own_used() - base),
-               (long long)(q2 - q));
-        SHOW("memset.past_end_same_page", p_cuMemsetD8_v2(q, 0, (1 << 20) + 4096));
-        SHOW("memcpy_htod.unknown", p_cuMemcpyHtoD_v2((CUdeviceptr)0x12345000ULL, name, 1));
-        SHOW("memcpy_htod.null_src", p_cuMemcpyHtoD_v2(q, NULL, 1));
-        p_cuCtxSetCurrent(NULL);
-        SHOW("mem_free.known_no_ctx", p_cuMemFree_v2(q));
-        p_cuCtxSetCurrent(ctx);
-        p_cuMemFree_v2(q2);
-        base = nvml_own_used();
-        SHOW("alloc_async.1000bytes", p_cuMemAllocAsync(&q, 1000, NULL));
-        SHOW("alloc_async.1000bytes.2", p_cuMemAllocAsync(&q2, 1000, NULL));
-        printf("~%-47s %llu (ptr gap %lld)\n", "nvml.delta.async_2x1000bytes_MiB", MiB(nvml_own_used() - base),
-               (long long)(q2 - q));
-        p_cuMemFreeAsync(q, NULL);
-        p_cuMemFreeAsync(q2, NULL);
-        p_cuStreamSynchronize(NULL);
-        p_cuDeviceGetDefaultMemPool(&defpool, 0);
-        SHOW("pool.destroy.default", p_cuMemPoolDestroy(defpool));
-        memset(&pp, 0, sizeof(pp));
-        pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-        pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        pp.location.id = 0;
-        SHOW("pool.create", p_cuMemPoolCreate(&pool, &pp));
-        SHOW("pool.alloc", p_cuMemAllocFromPoolAsync(&q, 4 << 20, pool, NULL));
-        SHOW("pool.destroy.outstanding", p_cuMemPoolDestroy(pool));
-        SHOW("pool.free_after_destroy", p_cuMemFreeAsync(q, NULL));
-        p_cuStreamSynchronize(NULL);
-        SHOW("array.destroy.null", p_cuArrayDestroy(NULL));
-        SHOW("stream.destroy.null", p_cuStreamDestroy_v2(NULL));
-        base = nvml_own_used();
-        SHOW("module.load.ptx", p_cuModuleLoadData(&mod, ptx));
-        printf("~%-47s %llu\n", "nvml.delta.module_ptx_MiB", MiB(nvml_own_used() - base));
-        SHOW("module.get_function.unknown", p_cuModuleGetFunction(&fn, mod, "no_such_kernel"));
-        SHOW("module.get_function.null_name", p_cuModuleGetFunction(&fn, mod, NULL));
-        SHOW("module.get_function", p_cuModuleGetFunction(&fn, mod, "fakegpu_probe_kernel"));
-        SHOW("launch.ok", p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
-        SHOW("launch.grid0", p_cuLaunchKernel(fn, 0, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
-        SHOW("launch.block2048", p_cuLaunchKernel(fn, 1, 1, 1, 2048, 1, 1, 0, NULL, NULL, NULL));
-        SHOW("launch.params_and_extra", p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, extra));
-        SHOW("launch.bad_stream", p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, (CUstream)&dummy, NULL, NULL));
-        SHOW("launch.sync", p_cuCtxSynchronize());
-        SHOW("module.unload", p_cuModuleUnload(mod));
-        SHOW("module.unload.again", p_cuModuleUnload(mod));
-        SHOW("launch.unloaded", p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
-    }
+    SHOW("legacy.alloc_host", p_cuMemAllocHost(&hp, 4096));
+    SHOW("legacy.mem_free", p_cuMemFree(0x1000));
+    SHOW("busid.lookup.unknown", p_cuDeviceGetByPCIBusId(&dev, "0000:ff:1f.0"));
+    SHOW("busid.lookup.bad", p_cuDeviceGetByPCIBusId(&dev, "junk"));
+    base = nvml_own_used();
+    SHOW("mem_alloc.1MiB", p_cuMemAlloc_v2(&q, 1 << 20));
+    printf("~%-47s %llu\n", "nvml.delta.1MiB_MiB", MiB(nvml_own_used() - base));
+    SHOW("mem_alloc.1.5MiB", p_cuMemAlloc_v2(&q2, 3 << 19));
+    printf("~%-47s %llu (ptr gap %lld)\n", "nvml.delta.1MiB+1.5MiB_MiB", MiB(nvml_own_used() - base),
+           (long long)(q2 - q));
+    SHOW("memset.past_end_same_page", p_cuMemsetD8_v2(q, 0, (1 << 20) + 4096));
+    SHOW("memcpy_htod.unknown", p_cuMemcpyHtoD_v2((CUdeviceptr)0x12345000ULL, name, 1));
+    SHOW("memcpy_htod.null_src", p_cuMemcpyHtoD_v2(q, NULL, 1));
+    p_cuCtxSetCurrent(NULL);
+    SHOW("mem_free.known_no_ctx", p_cuMemFree_v2(q));
+    p_cuCtxSetCurrent(ctx);
+    p_cuMemFree_v2(q2);
+    base = nvml_own_used();
+    SHOW("alloc_async.1000bytes", p_cuMemAllocAsync(&q, 1000, NULL));
+    SHOW("alloc_async.1000bytes.2", p_cuMemAllocAsync(&q2, 1000, NULL));
+    printf("~%-47s %llu (ptr gap %lld)\n", "nvml.delta.async_2x1000bytes_MiB", MiB(nvml_own_used() - base),
+           (long long)(q2 - q));
+    p_cuMemFreeAsync(q, NULL);
+    p_cuMemFreeAsync(q2, NULL);
+    p_cuStreamSynchronize(NULL);
+    p_cuDeviceGetDefaultMemPool(&defpool, 0);
+    SHOW("pool.destroy.default", p_cuMemPoolDestroy(defpool));
+    memset(&pp, 0, sizeof(pp));
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = 0;
+    SHOW("pool.create", p_cuMemPoolCreate(&pool, &pp));
+    SHOW("pool.alloc", p_cuMemAllocFromPoolAsync(&q, 4 << 20, pool, NULL));
+    SHOW("pool.destroy.outstanding", p_cuMemPoolDestroy(pool));
+    SHOW("pool.free_after_destroy", p_cuMemFreeAsync(q, NULL));
+    p_cuStreamSynchronize(NULL);
+    SHOW("array.destroy.null", p_cuArrayDestroy(NULL));
+    SHOW("stream.destroy.null", p_cuStreamDestroy_v2(NULL));
+    base = nvml_own_used();
+    SHOW("module.load.ptx", p_cuModuleLoadData(&mod, ptx));
+    printf("~%-47s %llu\n", "nvml.delta.module_ptx_MiB", MiB(nvml_own_used() - base));
+    SHOW("module.get_function.unknown", p_cuModuleGetFunction(&fn, mod, "no_such_kernel"));
+    SHOW("module.get_function.null_name", p_cuModuleGetFunction(&fn, mod, NULL));
+    SHOW("module.get_function", p_cuModuleGetFunction(&fn, mod, "fakegpu_probe_kernel"));
+    SHOW("launch.ok", p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    SHOW("launch.grid0", p_cuLaunchKernel(fn, 0, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    SHOW("launch.block2048", p_cuLaunchKernel(fn, 1, 1, 1, 2048, 1, 1, 0, NULL, NULL, NULL));
+    SHOW("launch.params_and_extra", p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, extra));
+    SHOW("launch.bad_stream", p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, (CUstream)&dummy, NULL, NULL));
+    SHOW("launch.sync", p_cuCtxSynchronize());
+    SHOW("module.unload", p_cuModuleUnload(mod));
+    SHOW("module.unload.again", p_cuModuleUnload(mod));
+    SHOW("launch.unloaded", p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+}
 
-    /* context creation and destruction */
+/* context creation and destruction */
+static void probe_ctx_create_destroy(void)
+{
     base = nvml_own_used();
     SHOW("ctx_create", p_cuCtxCreate_v2(&ctx2, 0, 0));
     printf("~%-47s %llu\n", "nvml.delta.ctx_create_MiB", MiB(nvml_own_used() - base));
@@ -684,166 +677,243 @@ int main(void)
         printf("%-48s %s\n", "ctx_pop.after_set_null.popped", ctx2 == NULL ? "NULL" : ctx2 == ctx ? "primary" : "created");
         SHOW("ctx_pop.after_set_null.again", p_cuCtxPopCurrent_v2(&ctx2));
     }
+}
 
-    /* fork after init */
+/* fork after init */
+static void probe_fork_after_init(void)
+{
+    pid_t pid;
+
     fflush(stdout);
-    {
-        pid_t pid = fork();
+    pid = fork();
+    if (pid == 0) {
+        int c = -1;
 
-        if (pid == 0) {
-            int c = -1;
-
-            printf("%-48s %d\n", "fork.child.device_count", (int)p_cuDeviceGetCount(&c));
-            printf("%-48s %d\n", "fork.child.init", (int)p_cuInit(0));
-            fflush(stdout);
-            _exit(0);
-        }
-        waitpid(pid, NULL, 0);
+        printf("%-48s %d\n", "fork.child.device_count", (int)p_cuDeviceGetCount(&c));
+        printf("%-48s %d\n", "fork.child.init", (int)p_cuInit(0));
+        fflush(stdout);
+        _exit(0);
     }
+    waitpid(pid, NULL, 0);
+}
 
-    /* green contexts (CUDA 12.4): SM resources, splits, descriptors, green contexts. Answers
-     * that depend on the SM count are those of a 132-SM Hopper (H100 / H200 alike; the fake's
-     * compared config is tests/fakegpu/configs/1gpu.conf, arch 9.0 = 132 SMs). */
-    {
-        LOAD(cuDeviceGetDevResource);
-        LOAD(cuDevResourceGenerateDesc);
-        LOAD(cuGreenCtxCreate);
-        LOAD(cuGreenCtxDestroy);
-        LOAD(cuCtxFromGreenCtx);
-        LOAD(cuGreenCtxGetDevResource);
-        LOAD(cuCtxGetDevResource);
-        static CUdevResource all, res, grp[2], grem, bad;
-        static CUdevResourceDesc desc;
-        static CUgreenCtx green;
-        static CUcontext gctx, gctx2, cur;
-        static unsigned cnt;
-        static char t[64];
-        static const unsigned mins[] = { 1, 8, 9, 26, 66, 128, 129, 132, 133 };
+/* green contexts (CUDA 12.4): SM resources, splits, descriptors, green contexts. Answers
+ * that depend on the SM count are those of a 132-SM Hopper (H100 / H200 alike; the fake's
+ * compared config is tests/fakegpu/configs/1gpu.conf, arch 9.0 = 132 SMs).
+ * The steps below share the device's SM resource, a group and the remaining split from it, the
+ * green context and its CUcontext (static: kept across the siglongjmp of a crashing case). */
+static CUdevResource all, grp[2], grem;
+static CUgreenCtx green;
+static CUcontext gctx;
 
-        p_split = (gs_cuDevSmResourceSplitByCount_fn)dlsym(g_cuda, "cuDevSmResourceSplitByCount");
-        proc("proc.cuGreenCtxCreate.12030", "cuGreenCtxCreate", 12030, 0);
-        proc("proc.cuGreenCtxCreate.13000", "cuGreenCtxCreate", 13000, 0);
-        proc("proc.cuDevSmResourceSplitByCount.12040", "cuDevSmResourceSplitByCount", 12040, 0);
-        proc("proc.cuDevSmResourceSplit.13000", "cuDevSmResourceSplit", 13000, 0);
-        /* no context current, the primary context released: as a program that starts green */
-        SHOW("green.setup.primary_release", p_cuDevicePrimaryCtxRelease_v2(0));
-        p_cuCtxSetCurrent(NULL);
-        memset(&all, 0xab, sizeof(all));
-        SHOW("green.dev_resource", p_cuDeviceGetDevResource(0, &all, CU_DEV_RESOURCE_TYPE_SM));
-        printf("%-48s %s\n", "green.dev_resource.sm", res_text(&all, t, sizeof(t)));
-        SHOW("green.dev_resource.bad_dev", p_cuDeviceGetDevResource(99, &res, CU_DEV_RESOURCE_TYPE_SM));
-        SHOW("green.dev_resource.type_invalid", p_cuDeviceGetDevResource(0, &res, CU_DEV_RESOURCE_TYPE_INVALID));
-        SHOW("green.dev_resource.type_2", p_cuDeviceGetDevResource(0, &res, (CUdevResourceType)2));
-        SHOW("green.dev_resource.null", p_cuDeviceGetDevResource(0, NULL, CU_DEV_RESOURCE_TYPE_SM));
-        for (unsigned i = 0; i < sizeof(mins) / sizeof(mins[0]); i++) {
-            char label[64];
+/* The green-context entry points by cuGetProcAddress; the device's SM resource */
+static void green_device_resource(void)
+{
+    static CUdevResource res;
+    static char t[64];
 
-            snprintf(label, sizeof(label), "green.split.%u", mins[i]);
-            split(label, &all, 1, 0, mins[i]);
-        }
-        split("green.split.8.ask32", &all, 32, 0, 8);
-        split("green.split.26.ask32", &all, 32, 0, 26);
-        split("green.split.32.ask2", &all, 2, 0, 32);
-        cnt = 77;
-        SHOW("green.split.8.count", p_split(NULL, &cnt, &all, NULL, 0, 8));
-        printf("%-48s %u\n", "green.split.8.count.n", cnt);
-        cnt = 77;
-        SHOW("green.split.133.count", p_split(NULL, &cnt, &all, NULL, 0, 133));
-        printf("%-48s %u\n", "green.split.133.count.n", cnt);
-        split("green.split.ignore_cosched.1", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 1);
-        split("green.split.ignore_cosched.3", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 3);
-        split("green.split.ignore_cosched.26", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 26);
-        split("green.split.max_cluster.26", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE, 26);
-        cnt = 0;
-        SHOW("green.split.n0", p_split(grp, &cnt, &all, &grem, 0, 8));
-        SHOW("green.split.null_n", p_split(grp, NULL, &all, &grem, 0, 8));
-        cnt = 1;
-        SHOW("green.split.null_input", p_split(grp, &cnt, NULL, &grem, 0, 8));
-        /* a group and a remaining, split again */
-        cnt = 2;
-        SHOW("green.split.32.for_resplit", p_split(grp, &cnt, &all, &grem, 0, 32));
-        split("green.resplit.group", &grp[0], 1, 0, 8);
-        split("green.resplit.remaining", &grem, 1, 0, 8);
-        /* resources that are not the driver's SM resource */
-        memset(&bad, 0, sizeof(bad));
-        split("green.split.zeroed", &bad, 1, 0, 8);
-        bad = all;
-        bad.type = (CUdevResourceType)2;
-        split("green.split.type_2", &bad, 1, 0, 8);
-        bad = all;
-        bad.sm.smCount = 64;
-        split("green.split.edited_sms", &bad, 1, 0, 8);
-        memset(&bad, 0, sizeof(bad));
-        SHOW("green.desc.zeroed", p_cuDevResourceGenerateDesc(&desc, &bad, 1));
-        bad = all;
-        bad.sm.smCount = 64;
-        SHOW("green.desc.edited_sms", p_cuDevResourceGenerateDesc(&desc, &bad, 1));
-        SHOW("green.desc.null", p_cuDevResourceGenerateDesc(NULL, &all, 1));
-        /* a 32-SM green context */
-        cnt = 1;
-        SHOW("green.split.26.for_ctx", p_split(grp, &cnt, &all, &grem, 0, 26));
-        desc = NULL;
-        SHOW("green.desc", p_cuDevResourceGenerateDesc(&desc, grp, 1));
-        SHOW("green.create.flags0", p_cuGreenCtxCreate(&green, desc, 0, 0));
-        SHOW("green.create.bad_dev", p_cuGreenCtxCreate(&green, desc, 99, CU_GREEN_CTX_DEFAULT_STREAM));
-        SHOW("green.create.null", p_cuGreenCtxCreate(NULL, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
-        green = NULL;
-        SHOW("green.create", p_cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
-        p_cuDevicePrimaryCtxGetState(0, &flags, &a);
-        printf("%-48s %d\n", "green.create.primary_active", a);
-        cur = (CUcontext)1;
-        p_cuCtxGetCurrent(&cur);
-        printf("%-48s %s\n", "green.create.current", cur == NULL ? "NULL" : cur == (CUcontext)1 ? "unset" : "non-NULL");
-        memset(&res, 0xab, sizeof(res));
-        SHOW("green.green_resource", p_cuGreenCtxGetDevResource(green, &res, CU_DEV_RESOURCE_TYPE_SM));
-        printf("%-48s %s\n", "green.green_resource.sm", res_text(&res, t, sizeof(t)));
-        SHOW("green.green_resource.null_ctx", p_cuGreenCtxGetDevResource(NULL, &res, CU_DEV_RESOURCE_TYPE_SM));
-        SHOW("green.from_green.null_ctx", p_cuCtxFromGreenCtx(&gctx, NULL));
-        SHOW("green.from_green.null", p_cuCtxFromGreenCtx(NULL, green));
-        SHOW("green.from_green", p_cuCtxFromGreenCtx(&gctx, green));
-        SHOW("green.from_green.again", p_cuCtxFromGreenCtx(&gctx2, green));
-        printf("%-48s %d\n", "green.from_green.same", gctx != NULL && gctx == gctx2);
-        p_cuDevicePrimaryCtxRetain(&ctx, 0);
-        printf("%-48s %d\n", "green.from_green.is_primary", gctx == ctx);
-        memset(&res, 0xab, sizeof(res));
-        SHOW("green.ctx_resource", p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_SM));
-        printf("%-48s %s\n", "green.ctx_resource.sm", res_text(&res, t, sizeof(t)));
-        memset(&res, 0xab, sizeof(res));
-        SHOW("green.ctx_resource.primary", p_cuCtxGetDevResource(ctx, &res, CU_DEV_RESOURCE_TYPE_SM));
-        printf("%-48s %s\n", "green.ctx_resource.primary.sm", res_text(&res, t, sizeof(t)));
-        SHOW("green.ctx_resource.null_ctx", p_cuCtxGetDevResource(NULL, &res, CU_DEV_RESOURCE_TYPE_SM));
-        SHOW("green.ctx_resource.type_invalid", p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_INVALID));
-        /* current: the device still shows all its SMs */
-        SHOW("green.set_current", p_cuCtxSetCurrent(gctx));
-        SHOW("green.ctx_get_device", p_cuCtxGetDevice(&dev));
-        a = -1;
-        SHOW("green.attr.sm_count", p_cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
-        printf("%-48s %d\n", "green.attr.sm_count.value", a);
-        memset(&res, 0xab, sizeof(res));
-        SHOW("green.dev_resource.in_green", p_cuDeviceGetDevResource(0, &res, CU_DEV_RESOURCE_TYPE_SM));
-        printf("%-48s %s\n", "green.dev_resource.in_green.sm", res_text(&res, t, sizeof(t)));
-        SHOW("green.ctx_resource.null_ctx.current", p_cuCtxGetDevResource(NULL, &res, CU_DEV_RESOURCE_TYPE_SM));
-        /* a green context's resource splits again */
-        p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_SM);
-        split("green.resplit.ctx_resource", &res, 1, 0, 8);
-        SHOW("green.mem_alloc", p_cuMemAlloc_v2(&p, 1 << 20));
-        SHOW("green.mem_free", p_cuMemFree_v2(p));
-        SHOW("green.ctx_synchronize", p_cuCtxSynchronize());
-        SHOW("green.ctx_destroy", p_cuCtxDestroy_v2(gctx));
-        /* destroyed while current */
-        SHOW("green.destroy.null", p_cuGreenCtxDestroy(NULL));
-        SHOW("green.destroy", p_cuGreenCtxDestroy(green));
-        cur = NULL;
-        SHOW("green.destroyed.get_current", p_cuCtxGetCurrent(&cur));
-        printf("%-48s %d\n", "green.destroyed.still_current", cur == gctx);
-        SHOW("green.destroyed.mem_alloc", p_cuMemAlloc_v2(&p, 1 << 20));
-        SHOW("green.destroyed.ctx_synchronize", p_cuCtxSynchronize());
-        SHOW("green.destroyed.ctx_resource", p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_SM));
-        SHOW("green.destroyed.from_green", p_cuCtxFromGreenCtx(&gctx2, green));
-        SHOW("green.destroyed.green_resource", p_cuGreenCtxGetDevResource(green, &res, CU_DEV_RESOURCE_TYPE_SM));
-        SHOW("green.destroyed.destroy", p_cuGreenCtxDestroy(green));
-        p_cuCtxSetCurrent(NULL);
-        p_cuDevicePrimaryCtxRelease_v2(0);
+    proc("proc.cuGreenCtxCreate.12030", "cuGreenCtxCreate", 12030, 0);
+    proc("proc.cuGreenCtxCreate.13000", "cuGreenCtxCreate", 13000, 0);
+    proc("proc.cuDevSmResourceSplitByCount.12040", "cuDevSmResourceSplitByCount", 12040, 0);
+    proc("proc.cuDevSmResourceSplit.13000", "cuDevSmResourceSplit", 13000, 0);
+    /* no context current, the primary context released: as a program that starts green */
+    SHOW("green.setup.primary_release", p_cuDevicePrimaryCtxRelease_v2(0));
+    p_cuCtxSetCurrent(NULL);
+    memset(&all, 0xab, sizeof(all));
+    SHOW("green.dev_resource", p_cuDeviceGetDevResource(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+    printf("%-48s %s\n", "green.dev_resource.sm", res_text(&all, t, sizeof(t)));
+    SHOW("green.dev_resource.bad_dev", p_cuDeviceGetDevResource(99, &res, CU_DEV_RESOURCE_TYPE_SM));
+    SHOW("green.dev_resource.type_invalid", p_cuDeviceGetDevResource(0, &res, CU_DEV_RESOURCE_TYPE_INVALID));
+    SHOW("green.dev_resource.type_2", p_cuDeviceGetDevResource(0, &res, (CUdevResourceType)2));
+    SHOW("green.dev_resource.null", p_cuDeviceGetDevResource(0, NULL, CU_DEV_RESOURCE_TYPE_SM));
+}
+
+/* Splits of the device's SM resource: minimum sizes, group counts, flags, bad arguments, a group
+ * and the remaining split again */
+static void green_splits(void)
+{
+    static const unsigned mins[] = { 1, 8, 9, 26, 66, 128, 129, 132, 133 };
+    static unsigned cnt;
+
+    for (unsigned i = 0; i < sizeof(mins) / sizeof(mins[0]); i++) {
+        char label[64];
+
+        snprintf(label, sizeof(label), "green.split.%u", mins[i]);
+        split(label, &all, 1, 0, mins[i]);
     }
+    split("green.split.8.ask32", &all, 32, 0, 8);
+    split("green.split.26.ask32", &all, 32, 0, 26);
+    split("green.split.32.ask2", &all, 2, 0, 32);
+    cnt = 77;
+    SHOW("green.split.8.count", p_split(NULL, &cnt, &all, NULL, 0, 8));
+    printf("%-48s %u\n", "green.split.8.count.n", cnt);
+    cnt = 77;
+    SHOW("green.split.133.count", p_split(NULL, &cnt, &all, NULL, 0, 133));
+    printf("%-48s %u\n", "green.split.133.count.n", cnt);
+    split("green.split.ignore_cosched.1", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 1);
+    split("green.split.ignore_cosched.3", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 3);
+    split("green.split.ignore_cosched.26", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 26);
+    split("green.split.max_cluster.26", &all, 1, CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE, 26);
+    cnt = 0;
+    SHOW("green.split.n0", p_split(grp, &cnt, &all, &grem, 0, 8));
+    SHOW("green.split.null_n", p_split(grp, NULL, &all, &grem, 0, 8));
+    cnt = 1;
+    SHOW("green.split.null_input", p_split(grp, &cnt, NULL, &grem, 0, 8));
+    /* a group and a remaining, split again */
+    cnt = 2;
+    SHOW("green.split.32.for_resplit", p_split(grp, &cnt, &all, &grem, 0, 32));
+    split("green.resplit.group", &grp[0], 1, 0, 8);
+    split("green.resplit.remaining", &grem, 1, 0, 8);
+}
+
+/* Resources that are not the driver's SM resource: split, and turned into descriptors */
+static void green_foreign_resources(void)
+{
+    static CUdevResource bad;
+    static CUdevResourceDesc desc;
+
+    memset(&bad, 0, sizeof(bad));
+    split("green.split.zeroed", &bad, 1, 0, 8);
+    bad = all;
+    bad.type = (CUdevResourceType)2;
+    split("green.split.type_2", &bad, 1, 0, 8);
+    bad = all;
+    bad.sm.smCount = 64;
+    split("green.split.edited_sms", &bad, 1, 0, 8);
+    memset(&bad, 0, sizeof(bad));
+    SHOW("green.desc.zeroed", p_cuDevResourceGenerateDesc(&desc, &bad, 1));
+    bad = all;
+    bad.sm.smCount = 64;
+    SHOW("green.desc.edited_sms", p_cuDevResourceGenerateDesc(&desc, &bad, 1));
+    SHOW("green.desc.null", p_cuDevResourceGenerateDesc(NULL, &all, 1));
+}
+
+/* A 32-SM green context: descriptor, creation, its resource and its CUcontext */
+static void green_create(void)
+{
+    static CUdevResource res;
+    static CUdevResourceDesc desc;
+    static CUcontext gctx2, cur;
+    static unsigned cnt;
+    static char t[64];
+
+    cnt = 1;
+    SHOW("green.split.26.for_ctx", p_split(grp, &cnt, &all, &grem, 0, 26));
+    desc = NULL;
+    SHOW("green.desc", p_cuDevResourceGenerateDesc(&desc, grp, 1));
+    SHOW("green.create.flags0", p_cuGreenCtxCreate(&green, desc, 0, 0));
+    SHOW("green.create.bad_dev", p_cuGreenCtxCreate(&green, desc, 99, CU_GREEN_CTX_DEFAULT_STREAM));
+    SHOW("green.create.null", p_cuGreenCtxCreate(NULL, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+    green = NULL;
+    SHOW("green.create", p_cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+    p_cuDevicePrimaryCtxGetState(0, &flags, &a);
+    printf("%-48s %d\n", "green.create.primary_active", a);
+    cur = (CUcontext)1;
+    p_cuCtxGetCurrent(&cur);
+    printf("%-48s %s\n", "green.create.current", cur == NULL ? "NULL" : cur == (CUcontext)1 ? "unset" : "non-NULL");
+    memset(&res, 0xab, sizeof(res));
+    SHOW("green.green_resource", p_cuGreenCtxGetDevResource(green, &res, CU_DEV_RESOURCE_TYPE_SM));
+    printf("%-48s %s\n", "green.green_resource.sm", res_text(&res, t, sizeof(t)));
+    SHOW("green.green_resource.null_ctx", p_cuGreenCtxGetDevResource(NULL, &res, CU_DEV_RESOURCE_TYPE_SM));
+    SHOW("green.from_green.null_ctx", p_cuCtxFromGreenCtx(&gctx, NULL));
+    SHOW("green.from_green.null", p_cuCtxFromGreenCtx(NULL, green));
+    SHOW("green.from_green", p_cuCtxFromGreenCtx(&gctx, green));
+    SHOW("green.from_green.again", p_cuCtxFromGreenCtx(&gctx2, green));
+    printf("%-48s %d\n", "green.from_green.same", gctx != NULL && gctx == gctx2);
+    p_cuDevicePrimaryCtxRetain(&ctx, 0);
+    printf("%-48s %d\n", "green.from_green.is_primary", gctx == ctx);
+    memset(&res, 0xab, sizeof(res));
+    SHOW("green.ctx_resource", p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_SM));
+    printf("%-48s %s\n", "green.ctx_resource.sm", res_text(&res, t, sizeof(t)));
+    memset(&res, 0xab, sizeof(res));
+    SHOW("green.ctx_resource.primary", p_cuCtxGetDevResource(ctx, &res, CU_DEV_RESOURCE_TYPE_SM));
+    printf("%-48s %s\n", "green.ctx_resource.primary.sm", res_text(&res, t, sizeof(t)));
+    SHOW("green.ctx_resource.null_ctx", p_cuCtxGetDevResource(NULL, &res, CU_DEV_RESOURCE_TYPE_SM));
+    SHOW("green.ctx_resource.type_invalid", p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_INVALID));
+}
+
+/* The green context current: the device still shows all its SMs; the green context's resource
+ * splits again; memory, synchronize, cuCtxDestroy */
+static void green_current(void)
+{
+    static CUdevResource res;
+    static char t[64];
+
+    SHOW("green.set_current", p_cuCtxSetCurrent(gctx));
+    SHOW("green.ctx_get_device", p_cuCtxGetDevice(&dev));
+    a = -1;
+    SHOW("green.attr.sm_count", p_cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    printf("%-48s %d\n", "green.attr.sm_count.value", a);
+    memset(&res, 0xab, sizeof(res));
+    SHOW("green.dev_resource.in_green", p_cuDeviceGetDevResource(0, &res, CU_DEV_RESOURCE_TYPE_SM));
+    printf("%-48s %s\n", "green.dev_resource.in_green.sm", res_text(&res, t, sizeof(t)));
+    SHOW("green.ctx_resource.null_ctx.current", p_cuCtxGetDevResource(NULL, &res, CU_DEV_RESOURCE_TYPE_SM));
+    /* a green context's resource splits again */
+    p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_SM);
+    split("green.resplit.ctx_resource", &res, 1, 0, 8);
+    SHOW("green.mem_alloc", p_cuMemAlloc_v2(&p, 1 << 20));
+    SHOW("green.mem_free", p_cuMemFree_v2(p));
+    SHOW("green.ctx_synchronize", p_cuCtxSynchronize());
+    SHOW("green.ctx_destroy", p_cuCtxDestroy_v2(gctx));
+}
+
+/* The green context destroyed while current */
+static void green_destroyed(void)
+{
+    static CUdevResource res;
+    static CUcontext gctx2, cur;
+
+    SHOW("green.destroy.null", p_cuGreenCtxDestroy(NULL));
+    SHOW("green.destroy", p_cuGreenCtxDestroy(green));
+    cur = NULL;
+    SHOW("green.destroyed.get_current", p_cuCtxGetCurrent(&cur));
+    printf("%-48s %d\n", "green.destroyed.still_current", cur == gctx);
+    SHOW("green.destroyed.mem_alloc", p_cuMemAlloc_v2(&p, 1 << 20));
+    SHOW("green.destroyed.ctx_synchronize", p_cuCtxSynchronize());
+    SHOW("green.destroyed.ctx_resource", p_cuCtxGetDevResource(gctx, &res, CU_DEV_RESOURCE_TYPE_SM));
+    SHOW("green.destroyed.from_green", p_cuCtxFromGreenCtx(&gctx2, green));
+    SHOW("green.destroyed.green_resource", p_cuGreenCtxGetDevResource(green, &res, CU_DEV_RESOURCE_TYPE_SM));
+    SHOW("green.destroyed.destroy", p_cuGreenCtxDestroy(green));
+}
+
+/* green contexts, step by step; then no context current, the primary context released */
+static void probe_green_contexts(void)
+{
+    PROBE_GREEN_FUNCTIONS(LOAD)
+    p_split = (gs_cuDevSmResourceSplitByCount_fn)dlsym(g_cuda, "cuDevSmResourceSplitByCount");
+    green_device_resource();
+    green_splits();
+    green_foreign_resources();
+    green_create();
+    green_current();
+    green_destroyed();
+    p_cuCtxSetCurrent(NULL);
+    p_cuDevicePrimaryCtxRelease_v2(0);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGSEGV, on_segv);
+    signal(SIGBUS, on_segv);
+    g_cuda = dlopen("libcuda.so.1", RTLD_NOW);
+    if (g_cuda == NULL) {
+        fprintf(stderr, "cuda_probe: %s\n", dlerror());
+        return 1;
+    }
+    load_functions();
+    probe_before_init();
+    probe_init();
+    probe_get_proc_address();
+    probe_get_proc_address_edges();
+    probe_contexts();
+    probe_linear_memory();
+    probe_vmm();
+    probe_pools();
+    probe_arrays_modules_streams();
+    probe_round2();
+    probe_ctx_create_destroy();
+    probe_fork_after_init();
+    probe_green_contexts();
     return 0;
 }

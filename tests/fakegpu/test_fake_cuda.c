@@ -577,107 +577,121 @@ static void split_one(const CUdevResource *input, unsigned flags, unsigned min_c
     }
 }
 
-/* Starts and ends with no context retained or current. */
-static void test_green_contexts(void)
+/* The device's SM resource: the config's SMs, minimum and alignment by architecture */
+static void green_device_resources(CUdevResource *all, CUdevResource *a100)
 {
-    CUdevResource all, a100, r[20], rem, bad, got, two[2], untouched;
-    CUdevResourceDesc desc = NULL, whole = NULL, d2 = NULL;
-    CUgreenCtx green = NULL, g2 = NULL;
-    CUcontext ctx = NULL, c2 = NULL, cur = NULL, prim = NULL;
-    CUdevice d = -1;
-    CUdeviceptr p;
-    unsigned n, m, flags;
-    int active = -1, v = 0;
-    size_t fr0;
-
-    CHECK(sizeof(CUdevResource) == 144 && offsetof(CUdevResource, sm) == 96);
-
-    /* the device's SM resource: the config's SMs, minimum and alignment by architecture */
     CHECK_RC(cu.cuDeviceGetDevResource(0, NULL, SM), CUDA_ERROR_INVALID_VALUE);
-    CHECK_RC(cu.cuDeviceGetDevResource(7, &all, SM), CUDA_ERROR_INVALID_DEVICE);
-    CHECK_RC(cu.cuDeviceGetDevResource(-1, &all, SM), CUDA_ERROR_INVALID_DEVICE);
-    CHECK_RC(cu.cuDeviceGetDevResource(0, &all, CU_DEV_RESOURCE_TYPE_INVALID), CUDA_ERROR_INVALID_RESOURCE_TYPE);
-    CHECK_RC(cu.cuDeviceGetDevResource(0, &all, (CUdevResourceType)2), CUDA_ERROR_INVALID_RESOURCE_TYPE);
-    OK(cu.cuDeviceGetDevResource(0, &all, SM));
-    CHECK(res_is(&all, 132, 8, 8));          /* H100 (arch 9.0 default): 132, 8, 8 (seen) */
-    OK(cu.cuDeviceGetDevResource(1, &a100, SM));
-    CHECK(res_is(&a100, 100, 4, 2));         /* arch 8.0, sm_count 100: cuda.h's guideline */
+    CHECK_RC(cu.cuDeviceGetDevResource(7, all, SM), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_RC(cu.cuDeviceGetDevResource(-1, all, SM), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_RC(cu.cuDeviceGetDevResource(0, all, CU_DEV_RESOURCE_TYPE_INVALID), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+    CHECK_RC(cu.cuDeviceGetDevResource(0, all, (CUdevResourceType)2), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+    OK(cu.cuDeviceGetDevResource(0, all, SM));
+    CHECK(res_is(all, 132, 8, 8));           /* H100 (arch 9.0 default): 132, 8, 8 (seen) */
+    OK(cu.cuDeviceGetDevResource(1, a100, SM));
+    CHECK(res_is(a100, 100, 4, 2));          /* arch 8.0, sm_count 100: cuda.h's guideline */
+}
 
-    /* splits: minCount rounds up to a multiple of 8, at least 8 (seen) */
-    split_one(&all, 0, 26, 32, 100);
-    split_one(&all, 0, 1, 8, 124);
-    split_one(&all, 0, 0, 8, 124);
-    split_one(&all, 0, 9, 16, 116);
-    split_one(&all, 0, 64, 64, 68);
-    split_one(&all, 0, 66, 72, 60);
-    split_one(&all, 0, 124, 128, 4);
-    split_one(&all, 0, 128, 128, 4);
-    split_one(&all, 0, 129, 132, 0);         /* past the aligned 128: the whole input */
-    split_one(&all, 0, 132, 132, 0);
-    split_one(&a100, 0, 26, 26, 74);
-    split_one(&a100, 0, 1, 4, 96);
+/* Splits: minCount rounds up to a multiple of 8, at least 8 (seen); the flags */
+static void green_split_sizes(const CUdevResource *all, const CUdevResource *a100)
+{
+    split_one(all, 0, 26, 32, 100);
+    split_one(all, 0, 1, 8, 124);
+    split_one(all, 0, 0, 8, 124);
+    split_one(all, 0, 9, 16, 116);
+    split_one(all, 0, 64, 64, 68);
+    split_one(all, 0, 66, 72, 60);
+    split_one(all, 0, 124, 128, 4);
+    split_one(all, 0, 128, 128, 4);
+    split_one(all, 0, 129, 132, 0);          /* past the aligned 128: the whole input */
+    split_one(all, 0, 132, 132, 0);
+    split_one(a100, 0, 26, 26, 74);
+    split_one(a100, 0, 1, 4, 96);
     /* flags: IGNORE_SM_COSCHEDULING lowers minimum and alignment to 2; others change nothing */
-    split_one(&all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 1, 2, 130);
-    split_one(&all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 3, 4, 128);
-    split_one(&all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 26, 26, 106);
-    split_one(&all, CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE, 26, 32, 100);
-    split_one(&all, 8, 3, 8, 124);
+    split_one(all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 1, 2, 130);
+    split_one(all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 3, 4, 128);
+    split_one(all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 26, 26, 106);
+    split_one(all, CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE, 26, 32, 100);
+    split_one(all, 8, 3, 8, 124);
+}
+
+/* Splits past the input, and how many groups a split makes */
+static void green_split_counts(const CUdevResource *all)
+{
+    CUdevResource r[20], rem, untouched;
+    unsigned n;
+
     /* past the input: INVALID_RESOURCE_CONFIGURATION, nothing written */
     n = 1;
     memset(&rem, 0xab, sizeof(rem));
     memset(&untouched, 0xab, sizeof(untouched));
-    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 133), RES_CONFIG);
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, all, &rem, 0, 133), RES_CONFIG);
     CHECK(n == 1 && memcmp(&rem, &untouched, sizeof(rem)) == 0);
     n = 77;
-    CHECK_RC(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 133), RES_CONFIG);
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(NULL, &n, all, NULL, 0, 133), RES_CONFIG);
     CHECK(n == 77);
-    CHECK_RC(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 0xFFFFFFFFu), RES_CONFIG);
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(NULL, &n, all, NULL, 0, 0xFFFFFFFFu), RES_CONFIG);
     /* how many groups: result NULL counts them; at most 15 (seen: 15 of 8 and 12 remaining) */
     n = 0;
-    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 8));
+    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, all, NULL, 0, 8));
     CHECK(n == 15);
-    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 16));
+    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, all, NULL, 0, 16));
     CHECK(n == 8);
-    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 26));
+    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, all, NULL, 0, 26));
     CHECK(n == 4);
-    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 66));
+    OK(cu.cuDevSmResourceSplitByCount(NULL, &n, all, NULL, 0, 66));
     CHECK(n == 1);
     n = 20;
-    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 8));
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, all, &rem, 0, 8));
     CHECK(n == 15 && res_is(&r[0], 8, 0, 0) && res_is(&r[14], 8, 0, 0) && res_is(&rem, 12, 0, 0));
     n = 20;
-    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 26));
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, all, &rem, 0, 26));
     CHECK(n == 4 && res_is(&r[3], 32, 0, 0) && res_is(&rem, 4, 0, 0));
     n = 2;                                   /* fewer groups than fit: the rest remains */
-    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 32));
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, all, &rem, 0, 32));
     CHECK(n == 2 && res_is(&r[1], 32, 0, 0) && res_is(&rem, 68, 0, 0));
     n = 1;                                   /* remaining may be NULL */
-    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, NULL, 0, 26));
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, all, NULL, 0, 26));
     CHECK(n == 1 && res_is(&r[0], 32, 0, 0));
+}
+
+/* Splits with bad arguments, and of a group or a remaining */
+static void green_split_errors(const CUdevResource *all)
+{
+    CUdevResource r[20], rem, bad, got;
+    unsigned n, m;
+
     /* bad arguments (seen) */
-    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, NULL, &all, &rem, 0, 8), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, NULL, all, &rem, 0, 8), CUDA_ERROR_INVALID_VALUE);
     n = 1;
     CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, NULL, &rem, 0, 8), CUDA_ERROR_INVALID_VALUE);
     n = 0;
-    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 8), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, all, &rem, 0, 8), CUDA_ERROR_INVALID_VALUE);
     n = 1;
     memset(&bad, 0, sizeof(bad));
     CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &bad, &rem, 0, 8), CUDA_ERROR_INVALID_RESOURCE_TYPE);
-    bad = all;
+    bad = *all;
     bad.type = (CUdevResourceType)2;
     CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &bad, &rem, 0, 8), CUDA_ERROR_INVALID_RESOURCE_TYPE);
-    bad = all;
+    bad = *all;
     bad.sm.smCount = 64;                     /* edited by the caller */
     CHECK_RC(cu.cuDevSmResourceSplitByCount(r, &n, &bad, &rem, 0, 8), RES_CONFIG);
     n = 2;                                   /* a group or a remaining cannot be split again */
-    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 32));
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, all, &rem, 0, 32));
     m = 1;
     CHECK_RC(cu.cuDevSmResourceSplitByCount(&got, &m, &r[0], NULL, 0, 8), RES_CONFIG);
     CHECK_RC(cu.cuDevSmResourceSplitByCount(&got, &m, &rem, NULL, 0, 8), RES_CONFIG);
+}
 
-    /* descriptors */
+/* Descriptors: of a 32-SM group (desc), of the whole device (whole), of the same group twice (d2) */
+static void green_descriptors(CUdevResource *all, const CUdevResource *a100, CUdevResourceDesc *desc_out,
+                              CUdevResourceDesc *whole_out, CUdevResourceDesc *d2_out)
+{
+    CUdevResource r[20], rem, bad, two[2];
+    CUdevResourceDesc desc = NULL, whole = NULL, d2 = NULL;
+    unsigned n;
+
     n = 1;
-    OK(cu.cuDevSmResourceSplitByCount(r, &n, &all, &rem, 0, 26));
+    OK(cu.cuDevSmResourceSplitByCount(r, &n, all, &rem, 0, 26));
     CHECK_RC(cu.cuDevResourceGenerateDesc(NULL, r, 1), CUDA_ERROR_INVALID_VALUE);
     CHECK_RC(cu.cuDevResourceGenerateDesc(&desc, NULL, 1), CUDA_ERROR_INVALID_VALUE);
     CHECK_RC(cu.cuDevResourceGenerateDesc(&desc, r, 0), CUDA_ERROR_INVALID_VALUE);   /* real: crash */
@@ -687,17 +701,31 @@ static void test_green_contexts(void)
     bad.sm.smCount = 8;
     CHECK_RC(cu.cuDevResourceGenerateDesc(&desc, &bad, 1), RES_CONFIG);
     two[0] = r[0];
-    two[1] = a100;                           /* two devices */
+    two[1] = *a100;                          /* two devices */
     CHECK_RC(cu.cuDevResourceGenerateDesc(&desc, two, 2), RES_CONFIG);
     CHECK(desc == NULL);
     OK(cu.cuDevResourceGenerateDesc(&desc, r, 1));
-    OK(cu.cuDevResourceGenerateDesc(&whole, &all, 1));
+    OK(cu.cuDevResourceGenerateDesc(&whole, all, 1));
     two[0] = r[0];
     two[1] = r[0];                           /* the same group twice counts once */
     OK(cu.cuDevResourceGenerateDesc(&d2, two, 2));
     CHECK(desc != NULL && whole != NULL && d2 != NULL && desc != whole && desc != d2);
+    *desc_out = desc;
+    *whole_out = whole;
+    *d2_out = d2;
+}
 
-    /* green contexts */
+/* A green context from desc, its CUcontext (*ctx_out) and resources; leaves the primary context
+ * retained (*prim_out) and nothing current. */
+static CUgreenCtx green_create(CUdevResourceDesc desc, CUcontext *ctx_out, CUcontext *prim_out)
+{
+    CUdevResource got, bad;
+    CUgreenCtx green = NULL;
+    CUcontext ctx = NULL, c2 = NULL, cur = NULL, prim = NULL;
+    unsigned flags;
+    int active = -1;
+
+    memset(&bad, 0, sizeof(bad));            /* not a descriptor: passed as one below */
     OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
     CHECK(active == 0);
     CHECK_RC(cu.cuGreenCtxCreate(NULL, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_ERROR_INVALID_VALUE);
@@ -735,6 +763,22 @@ static void test_green_contexts(void)
     CHECK_RC(cu.cuCtxGetDevResource(ctx, NULL, SM), CUDA_ERROR_INVALID_VALUE);
     CHECK_RC(cu.cuCtxGetDevResource(ctx, &got, CU_DEV_RESOURCE_TYPE_INVALID), CUDA_ERROR_INVALID_RESOURCE_TYPE);
     CHECK_RC(cu.cuCtxGetDevResource((CUcontext)&got, &got, SM), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    *ctx_out = ctx;
+    *prim_out = prim;
+    return green;
+}
+
+/* The green context current: what the device reports, a resplit, work in it. Returns the CUDA
+ * free memory before its 64 MiB allocation. */
+static size_t green_current(CUcontext ctx)
+{
+    CUdevResource got;
+    CUcontext cur = NULL;
+    CUdevice d = -1;
+    CUdeviceptr p;
+    int v = 0;
+    size_t fr0;
+
     /* current: the device still reports all its SMs */
     OK(cu.cuCtxSetCurrent(ctx));
     OK(cu.cuCtxGetCurrent(&cur));
@@ -758,7 +802,15 @@ static void test_green_contexts(void)
     OK(cu.cuCtxPushCurrent_v2(ctx));
     OK(cu.cuCtxPopCurrent_v2(&cur));
     CHECK(cur == ctx);
-    /* the whole device, by its resource or by a NULL descriptor */
+    return fr0;
+}
+
+/* The whole device, by its resource or by a NULL descriptor; the same group twice */
+static void green_whole_device(CUdevResourceDesc whole, CUdevResourceDesc d2)
+{
+    CUdevResource got;
+    CUgreenCtx g2 = NULL;
+
     OK(cu.cuGreenCtxCreate(&g2, whole, 0, CU_GREEN_CTX_DEFAULT_STREAM));
     OK(cu.cuGreenCtxGetDevResource(g2, &got, SM));
     CHECK(res_is(&got, 132, 8, 8));
@@ -771,7 +823,15 @@ static void test_green_contexts(void)
     OK(cu.cuGreenCtxGetDevResource(g2, &got, SM));
     CHECK(res_is(&got, 32, 8, 8));
     OK(cu.cuGreenCtxDestroy(g2));
-    /* destroyed: still current, everything in it CONTEXT_IS_DESTROYED (seen) */
+}
+
+/* Destroyed: still current, everything in it CONTEXT_IS_DESTROYED (seen) */
+static void green_destroyed(CUgreenCtx green, CUcontext ctx)
+{
+    CUdevResource got;
+    CUcontext c2 = NULL, cur = NULL;
+    CUdeviceptr p;
+
     CHECK_RC(cu.cuGreenCtxDestroy(NULL), CUDA_ERROR_INVALID_CONTEXT);
     OK(cu.cuGreenCtxDestroy(green));
     OK(cu.cuCtxGetCurrent(&cur));
@@ -781,7 +841,15 @@ static void test_green_contexts(void)
     CHECK_RC(cu.cuCtxFromGreenCtx(&c2, green), CUDA_ERROR_CONTEXT_IS_DESTROYED);
     CHECK_RC(cu.cuGreenCtxGetDevResource(green, &got, SM), CUDA_ERROR_CONTEXT_IS_DESTROYED);
     CHECK_RC(cu.cuGreenCtxDestroy(green), CUDA_ERROR_CONTEXT_IS_DESTROYED);
-    /* the 64 MiB stay with the primary context until its last release */
+}
+
+/* The 64 MiB stay with the primary context until its last release; then nothing current */
+static void green_primary_release(CUcontext prim, size_t fr0)
+{
+    CUcontext cur = NULL;
+    unsigned flags;
+    int active = -1;
+
     OK(cu.cuCtxSetCurrent(prim));
     CHECK(cuda_free() == fr0 - 64 * MiB);
     OK(cu.cuDevicePrimaryCtxRelease_v2(0));
@@ -792,6 +860,28 @@ static void test_green_contexts(void)
     OK(cu.cuDevicePrimaryCtxRelease_v2(0));
     while (cu.cuCtxPopCurrent_v2(&cur) == CUDA_SUCCESS)
         ;
+}
+
+/* Starts and ends with no context retained or current. */
+static void test_green_contexts(void)
+{
+    CUdevResource all, a100;
+    CUdevResourceDesc desc = NULL, whole = NULL, d2 = NULL;
+    CUgreenCtx green;
+    CUcontext ctx = NULL, prim = NULL;
+    size_t fr0;
+
+    CHECK(sizeof(CUdevResource) == 144 && offsetof(CUdevResource, sm) == 96);
+    green_device_resources(&all, &a100);
+    green_split_sizes(&all, &a100);
+    green_split_counts(&all);
+    green_split_errors(&all);
+    green_descriptors(&all, &a100, &desc, &whole, &d2);
+    green = green_create(desc, &ctx, &prim);
+    fr0 = green_current(ctx);
+    green_whole_device(whole, d2);
+    green_destroyed(green, ctx);
+    green_primary_release(prim, fr0);
 }
 
 /* Leaves the primary context of device 0 retained and current. */
@@ -1856,11 +1946,10 @@ static void expect_proc(const char *sym, int ver, unsigned long long flags, cons
     }
 }
 
-static void test_get_proc_address(void)
+/* cuGetProcAddress_v2: which version of each entry point a CUDA version gets */
+static void proc_versions(void)
 {
     const unsigned long long PT = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
-    const unsigned long long LEG = CU_GET_PROC_ADDRESS_LEGACY_STREAM;
-    void *pfn = (void *)1;
 
     expect_proc("cuMemAlloc", 13000, 0, "cuMemAlloc_v2", 0);
     expect_proc("cuMemAlloc", 3020, 0, "cuMemAlloc_v2", 0);
@@ -1904,6 +1993,14 @@ static void test_get_proc_address(void)
     expect_proc("cuArrayCreate", 3000, 0, NULL, 2);   /* the CUDA 2.x ABI is not simulated */
     expect_proc("cuMemCreate", 10010, 0, NULL, 2);
     expect_proc("cuMemCreate", 10020, 0, "cuMemCreate", 0);
+}
+
+/* cuGetProcAddress_v2: per-thread default stream variants, the time model's entry points */
+static void proc_stream_variants(void)
+{
+    const unsigned long long PT = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    const unsigned long long LEG = CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+
     /* per-thread default stream variants */
     expect_proc("cuLaunchKernel", 13000, 0, "cuLaunchKernel", 0);
     expect_proc("cuLaunchKernel", 13000, LEG, "cuLaunchKernel", 0);
@@ -1955,6 +2052,13 @@ static void test_get_proc_address(void)
     expect_proc("cuMemcpyHtoD", 12000, 0, "cuMemcpyHtoD_v2", 0);
     expect_proc("cuMemcpyDtoH", 12000, PT, "cuMemcpyDtoH_v2_ptds", 0);
     expect_proc("cuMemsetD8", 12000, PT, "cuMemsetD8_v2_ptds", 0);
+}
+
+/* cuGetProcAddress_v2: green contexts; unknown names */
+static void proc_green_and_unknown(void)
+{
+    const unsigned long long PT = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+
     /* green contexts: 12040 (seen: VERSION_NOT_SUFFICIENT at 12030); cuDevSmResourceSplit is
      * CUDA 13.1's, not in a 13.0 driver (seen: SYMBOL_NOT_FOUND) */
     expect_proc("cuDeviceGetDevResource", 13000, 0, "cuDeviceGetDevResource", 0);
@@ -1970,6 +2074,14 @@ static void test_get_proc_address(void)
     expect_proc("cuDevSmResourceSplit", 13000, 0, NULL, 1);
     expect_proc("cuFakegpuNoSuchFunction", 13000, 0, NULL, 1);
     expect_proc("", 13000, 0, NULL, 1);
+}
+
+/* Errors of cuGetProcAddress_v2 and the CUDA 11.3 cuGetProcAddress */
+static void proc_errors(void)
+{
+    const unsigned long long PT = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    void *pfn = (void *)1;
+
     /* errors that leave *pfn alone */
     CHECK_RC(cu.cuGetProcAddress_v2("cuMemAlloc", &pfn, 13010, 0, NULL), CUDA_ERROR_INVALID_VALUE);
     CHECK_RC(cu.cuGetProcAddress_v2("cuMemAlloc", &pfn, 13000, 4, NULL), CUDA_ERROR_INVALID_VALUE);
@@ -1984,6 +2096,14 @@ static void test_get_proc_address(void)
     CHECK(pfn == dlsym(g_cuda, "cuMemAlloc_v2"));
     OK(cu.cuGetProcAddress("cuLaunchKernel", &pfn, 12000, PT));
     CHECK(pfn == dlsym(g_cuda, "cuLaunchKernel_ptsz"));
+}
+
+static void test_get_proc_address(void)
+{
+    proc_versions();
+    proc_stream_variants();
+    proc_green_and_unknown();
+    proc_errors();
 }
 
 /* ---------------------------------------------------------------------------------------- */
