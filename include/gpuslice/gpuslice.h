@@ -265,14 +265,20 @@ struct gs_slice_opts {
         const char *compute;                             /* percent 1..100, or NULL */
         const char *compute_dev[GS_SLICE_MAX_DEVICES];
         const char *compute_mode;                        /* cap|share|off, or NULL */
+        const char *priority;      /* high|normal|low, or NULL (normal); only a compute-limited
+                                      slice has turns to order: recorded, no effect otherwise */
         const char *container_id;  /* names the host directory; NULL: "pid-<pid>" */
         const char *regions_dir;   /* NULL: GS_SLICE_REGIONS_DIR */
         const char *vgpu_lib;      /* host path of libgpuslice-vgpu.so; NULL: next to the gpuslice
                                       executable, then <prefix>/lib/gpuslice */
-        const char *mps_root;      /* a cap-mode compute slice on one GPU whose `gpuslice mps` daemon
-                                      (<mps_root>/<UUID>/pipe) listens runs on its share of the SMs
-                                      through it: the pipe directory is mounted at the same path and
-                                      named in the slice file; NULL: never */
+        const char *mps;           /* slice.mps: off (NULL), auto or on: a cap-mode compute slice on
+                                      one GPU runs on its share of the SMs through the GPU's MPS
+                                      daemon under mps_root (on: started when none runs), when it
+                                      runs and is not poisoned; its client directory is mounted
+                                      read-only at the same path and named in the slice file */
+        const char *mps_root;      /* NULL: /run/gpuslice/mps */
+        const char *mps_dir;       /* set by gs_configure for gs_slice_prepare: the client directory
+                                      the slice connects through, or NULL */
 };
 
 /* True when the slice sets any limit. */

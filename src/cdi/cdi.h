@@ -36,11 +36,12 @@ enum gs_cdi_strategy {
 
 enum gs_cdi_format { GS_CDI_YAML, GS_CDI_JSON };
 
-/* --slice NAME=MEM[,COMPUTE]: a device <gpu-name>-<NAME> per GPU device (and all). */
+/* --slice NAME=MEM[,COMPUTE[,PRIORITY]]: a device <gpu-name>-<NAME> per GPU device (and all). */
 struct gs_cdi_slice {
         char name[64];    /* [A-Za-z0-9_.-]+, ending in a letter or digit */
         char memory[64];  /* as gs_vgpu_parse_size accepts it, > 0 */
         unsigned compute; /* percent 1..100, 0 = not set */
+        char priority[8]; /* "high", "normal", "low"; "" = not set (the container's env decides) */
 };
 
 struct gs_cdi_opts {
@@ -67,7 +68,7 @@ void gs_cdi_device_name(enum gs_cdi_strategy s, const struct gs_gpu *gpu, const 
 int gs_cdi_validate_vendor(const char *vendor, struct gs_error *err);
 int gs_cdi_validate_class(const char *class, struct gs_error *err);
 int gs_cdi_validate_device_name(const char *name, struct gs_error *err);
-/* Parse "NAME=MEM[,COMPUTE]". */
+/* Parse "NAME=MEM[,COMPUTE[,PRIORITY]]" (PRIORITY: high, normal or low, any case). */
 int gs_cdi_parse_slice(const char *arg, struct gs_cdi_slice *out, struct gs_error *err);
 
 /* ------------------------------------------------------------------------------------------ */

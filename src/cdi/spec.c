@@ -150,8 +150,8 @@ int gs_cdi_parse_slice(const char *arg, struct gs_cdi_slice *out, struct gs_erro
         memset(out, 0, sizeof(*out));
         const char *eq = strchr(arg, '=');
         if (eq == NULL)
-                return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': expected NAME=MEM[,COMPUTE] (e.g. 4g=4Gi,50)",
-                                    arg);
+                return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': expected NAME=MEM[,COMPUTE[,PRIORITY]] (e.g. "
+                                    "4g=4Gi,50 or 4g=4Gi,50,high)", arg);
         size_t nlen = (size_t)(eq - arg);
         if (nlen == 0)
                 return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': empty slice name", arg);
@@ -172,7 +172,8 @@ int gs_cdi_parse_slice(const char *arg, struct gs_cdi_slice *out, struct gs_erro
         const char *comma = strchr(mem, ',');
         size_t mlen = comma != NULL ? (size_t)(comma - mem) : strlen(mem);
         if (mlen == 0)
-                return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': no memory size (NAME=MEM[,COMPUTE])", arg);
+                return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': no memory size (NAME=MEM[,COMPUTE[,PRIORITY]])",
+                                    arg);
         if (mlen >= sizeof(out->memory))
                 return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': memory size too long", arg);
         memcpy(out->memory, mem, mlen);
@@ -183,12 +184,27 @@ int gs_cdi_parse_slice(const char *arg, struct gs_cdi_slice *out, struct gs_erro
                                     "with K, M, G, T or Ki, Mi, Gi, Ti)", arg, out->memory);
         if (bytes == 0)
                 return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': the memory size must be more than 0", arg);
-        if (comma != NULL) {
-                unsigned long long pct;
-                if (gs_parse_uint(comma + 1, 100, &pct) < 0 || pct == 0)
-                        return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': invalid compute share '%s' (a "
-                                            "percentage, 1..100)", arg, comma + 1);
-                out->compute = (unsigned)pct;
+        if (comma == NULL)
+                return 0;
+        const char *cpu = comma + 1, *prio = strchr(cpu, ',');
+        int clen = prio != NULL ? (int)(prio - cpu) : (int)strlen(cpu);
+        char pctbuf[16] = "";
+        if (clen < (int)sizeof(pctbuf)) {
+                memcpy(pctbuf, cpu, (size_t)clen);
+                pctbuf[clen] = '\0';
+        }
+        unsigned long long pct;
+        if (clen >= (int)sizeof(pctbuf) || gs_parse_uint(pctbuf, 100, &pct) < 0 || pct == 0)
+                return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': invalid compute share '%.*s' (a "
+                                    "percentage, 1..100)", arg, clen, cpu);
+        out->compute = (unsigned)pct;
+        if (prio != NULL) {
+                /* the order of compute-limited slices: a word, so a spec reads plainly */
+                int p = gs_vgpu_parse_priority(prio + 1, false);
+                if (p < 0)
+                        return gs_error_set(err, GS_EINVAL, "invalid --slice '%s': invalid priority '%s' (high, normal "
+                                            "or low)", arg, prio + 1);
+                snprintf(out->priority, sizeof(out->priority), "%s", gs_vgpu_priority_name(p));
         }
         return 0;
 }
@@ -627,6 +643,11 @@ static int add_slice_device(const struct build *b, json_object *devices, const c
                 goto out;
         if (s->compute != 0) {
                 snprintf(kv, sizeof(kv), "GPUSLICE_COMPUTE_LIMIT=%u", s->compute);
+                if (arr_add_str(&e.env, kv, err) < 0)
+                        goto out;
+        }
+        if (s->priority[0] != '\0') {
+                snprintf(kv, sizeof(kv), "GPUSLICE_PRIORITY=%s", s->priority);
                 if (arr_add_str(&e.env, kv, err) < 0)
                         goto out;
         }

@@ -39,10 +39,11 @@ static const char generate_help[] =
         "      --device-name-strategy=index|uuid|type-index\n"
         "                            device names: 0 and 0:1 (default), GPU-<uuid> and MIG-<uuid>,\n"
         "                            or gpu0 and mig0:1\n"
-        "      --slice=NAME=MEM[,COMPUTE]\n"
+        "      --slice=NAME=MEM[,COMPUTE[,PRIORITY]]\n"
         "                            a GPU slice: device <gpu>-NAME (e.g. nvidia.com/gpu=0-4g)\n"
-        "                            gets that GPU with a memory quota MEM (K/M/G/T or Ki/Mi/Gi/Ti)\n"
-        "                            and a compute share COMPUTE (percent, 1..100); repeatable\n"
+        "                            gets that GPU with a memory quota MEM (K/M/G/T or Ki/Mi/Gi/Ti),\n"
+        "                            a compute share COMPUTE (percent, 1..100) and its priority\n"
+        "                            PRIORITY (high, normal or low); repeatable\n"
         "      --hook-path=PATH      the gpuslice the hooks run (default: this executable)\n"
         "  -h, --help\n";
 

@@ -6,6 +6,8 @@
 
 #include "cli/cli.h"
 #include "common/strutil.h"
+#include "runtime/hostconfig.h"
+#include "runtime/mps.h"
 #include "vgpu/config.h"
 
 static const char configure_help[] =
@@ -39,17 +41,23 @@ static const char configure_help[] =
         "      --compute-share-<i>=PCT share of visible device i (wins over --compute-share)\n"
         "      --compute-mode=MODE   cap (default: never above the share), share (borrow idle\n"
         "                            time), off\n"
+        "      --priority=PRIORITY   high, normal (default) or low: the order in which\n"
+        "                            compute-limited slices get the GPU (no effect without a share)\n"
         "      --slice-id=ID         names the slice's host directory (default pid-<PID>)\n"
         "      --regions-dir=DIR     where slice directories live (default " GS_SLICE_REGIONS_DIR "; the GPUs'\n"
         "                            arbiter directories are in DIR/../arbiter)\n"
-        "      --mps-root=DIR        cap mode through the GPU's `gpuslice mps` daemon under DIR when it\n"
-        "                            runs (one GPU; the hook uses slice.mps-root of its config)\n"
+        "      --mps=MODE            off, auto or on: a cap slice on one GPU through the GPU's MPS\n"
+        "                            daemon (see gpuslice.conf(5), slice.mps); default: the host\n"
+        "                            config's slice.mps\n"
+        "      --mps-root=DIR        where the GPUs' MPS daemons are (default: slice.mps-root)\n"
+        "      --config=FILE         the host config for slice.mps and slice.mps-root (default\n"
+        "                            /etc/gpuslice/config.toml; read for a compute slice only)\n"
         "  -h, --help\n"
         "\n"
         "Errors: 'gpuslice: <stage> error: <message>' with nvidia-container-cli's stage names.\n";
 
 enum { O_COMPAT32 = 0x100, O_MIGCONF, O_MIGMON, O_IMEX, O_NOCG, O_NODEVBIND, O_NOPERS, O_NOFM, O_NOGSP, O_COMPAT,
-       O_MEMORY, O_SLICEID, O_REGIONS, O_MPSROOT, O_CSHARE, O_CMODE };
+       O_MEMORY, O_SLICEID, O_REGIONS, O_MPSROOT, O_CSHARE, O_CMODE, O_PRIORITY, O_MPS, O_CONFIG };
 
 static const struct option opts[] = {
         {"pid", required_argument, NULL, 'p'},
@@ -75,7 +83,10 @@ static const struct option opts[] = {
         {"memory", required_argument, NULL, O_MEMORY},
         {"compute-share", required_argument, NULL, O_CSHARE},
         {"compute-mode", required_argument, NULL, O_CMODE},
+        {"priority", required_argument, NULL, O_PRIORITY},
         {"mps-root", required_argument, NULL, O_MPSROOT},
+        {"mps", required_argument, NULL, O_MPS},
+        {"config", required_argument, NULL, O_CONFIG},
         {"slice-id", required_argument, NULL, O_SLICEID},
         {"regions-dir", required_argument, NULL, O_REGIONS},
         {"help", no_argument, NULL, 'h'},
@@ -88,6 +99,8 @@ struct args {
         const char *requires[GS_MAX_REQUIRES];
         char *devices, *imex;
         char **argv; /* argv without the --memory-<i> and --compute-share-<i> options */
+        const char *config;
+        struct gs_hostconfig hc; /* slice.mps and slice.mps-root, when --mps or --mps-root are not given */
 };
 
 #define SIZE_HINT "(bytes, or K/M/G/T or Ki/Mi/Gi/Ti)"
@@ -153,6 +166,11 @@ static int take_option(struct args *a, int c, char **argv)
                         return cli_usage_error("configure", "invalid --compute-mode: %s (cap, share or off)", optarg);
                 o->slice.compute_mode = optarg;
                 return -1;
+        case O_PRIORITY:
+                if (gs_vgpu_parse_priority(optarg, false) < 0)
+                        return cli_usage_error("configure", "invalid --priority: %s (high, normal or low)", optarg);
+                o->slice.priority = optarg;
+                return -1;
         case O_REGIONS:
                 if (optarg[0] != '/')
                         return cli_usage_error("configure", "--regions-dir must be an absolute path: %s", optarg);
@@ -162,6 +180,14 @@ static int take_option(struct args *a, int c, char **argv)
                 if (optarg[0] != '/')
                         return cli_usage_error("configure", "--mps-root must be an absolute path: %s", optarg);
                 o->slice.mps_root = optarg;
+                return -1;
+        case O_MPS:
+                if (gs_mps_mode_parse(optarg) < 0 || optarg[0] == '\0')
+                        return cli_usage_error("configure", "invalid --mps: %s (off, auto or on)", optarg);
+                o->slice.mps = optarg;
+                return -1;
+        case O_CONFIG:
+                a->config = optarg;
                 return -1;
         case 'h':
                 fputs(configure_help, stdout);
@@ -239,6 +265,25 @@ static int parse_args(struct args *a, int argc, char **argv)
         return -1;
 }
 
+/* slice.mps and slice.mps-root of the host config, where the options do not say (a compute
+ * slice only: nothing else reads them). -1 after printing the config's error. */
+static int mps_from_config(struct args *a)
+{
+        struct gs_slice_opts *s = &a->o.slice;
+        if ((s->mps != NULL && s->mps_root != NULL) || gs_mps_slice_share(s, "GPU-") == 0)
+                return 0;
+        struct gs_error err = {0};
+        if (gs_hostconfig_load(&a->hc, a->config, &err) < 0) {
+                cli_error("config", "%s", err.msg);
+                return -1;
+        }
+        if (s->mps == NULL)
+                s->mps = a->hc.mps;
+        if (s->mps_root == NULL)
+                s->mps_root = a->hc.mps_root;
+        return 0;
+}
+
 int cmd_configure(const struct cli_globals *g, int argc, char **argv)
 {
         struct args a = {.o = {.compat_mode = GS_COMPAT_LDCONFIG}};
@@ -246,7 +291,7 @@ int cmd_configure(const struct cli_globals *g, int argc, char **argv)
         if (rv < 0) {
                 a.o.no_pivot = g->no_pivot;
                 struct gs_error err = {0};
-                struct gs_context *ctx = cli_open_context(g);
+                struct gs_context *ctx = mps_from_config(&a) == 0 ? cli_open_context(g) : NULL;
                 rv = CLI_EXIT_FAILURE;
                 if (ctx != NULL && gs_configure(ctx, &a.o, &err) < 0)
                         cli_error(err.stage != NULL ? err.stage : "configure", "%s", err.msg);

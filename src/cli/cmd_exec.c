@@ -15,12 +15,15 @@
 
 #include "cli/cli.h"
 #include "common/cleanup.h"
+#include "runtime/hostconfig.h"
+#include "runtime/mps.h"
 #include "runtime/slice.h"
 #include "vgpu/config.h"
 
 static const char exec_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] exec [--device LIST] [--memory SIZE] [--memory-<i> SIZE]\n"
         "                [--compute PERCENT] [--compute-<i> PERCENT] [--compute-mode cap|share|off]\n"
+        "                [--priority high|normal|low]\n"
         "                [--mps-pipe-dir DIR] [--region PATH] -- COMMAND [ARGS...]\n"
         "\n"
         "Run COMMAND with a GPU slice: libgpuslice-vgpu.so is preloaded into it and every process it\n"
@@ -34,10 +37,15 @@ static const char exec_help[] =
         "  --compute-<i>=PERCENT share of visible device i (overrides --compute)\n"
         "  --compute-mode=MODE   cap: never more than PERCENT (default); share: at least PERCENT,\n"
         "                        more while the rest of the GPU is idle; off: not enforced\n"
+        "  --priority=PRIORITY   high, normal (default) or low: the order in which compute-limited\n"
+        "                        slices get the GPU (no effect without a compute share)\n"
         "  --mps-pipe-dir=DIR    cap mode through the MPS server whose pipe directory is DIR\n"
         "                        (`gpuslice mps start`): the command runs on PERCENT of the SMs,\n"
         "                        beside other slices instead of taking turns (one PERCENT for\n"
         "                        all devices; without a running server: the time limiter)\n"
+        "                        Without it, a cap slice on one GPU follows slice.mps of the\n"
+        "                        host config (off, auto, on: gpuslice.conf(5))\n"
+        "      --config=FILE     the host config (default /etc/gpuslice/config.toml)\n"
         "  -d, --device=LIST     devices the command may see (as for `list`); default all\n"
         "      --region=PATH     usage region file to share (default: a new one, removed at exit)\n"
         "  -h, --help\n"
@@ -46,7 +54,7 @@ static const char exec_help[] =
         "The exit status is COMMAND's (128+N if it died of signal N).\n";
 
 struct exec_opts {
-        const char *memory, *compute, *compute_mode, *mps_dir, *region;
+        const char *memory, *compute, *compute_mode, *priority, *mps_dir, *region, *config;
         const char *memory_dev[GS_VGPU_MAX_DEVICES];
         const char *compute_dev[GS_VGPU_MAX_DEVICES];
         char *devices;
@@ -112,6 +120,8 @@ static void export_slice(const char *lib, const char *region, const struct exec_
                 setenv("GPUSLICE_COMPUTE_LIMIT", o->compute, 1);
         if (o->compute_mode != NULL)
                 setenv("GPUSLICE_COMPUTE_MODE", o->compute_mode, 1);
+        if (o->priority != NULL)
+                setenv("GPUSLICE_PRIORITY", o->priority, 1);
         if (o->mps_dir != NULL)
                 setenv("GPUSLICE_MPS_PIPE_DIRECTORY", o->mps_dir, 1);
         set_indexed("GPUSLICE_MEMORY_LIMIT", o->memory_dev);
@@ -180,12 +190,14 @@ static int check_indexed(const char *name, const char *const *vals, int (*check)
 /* Options into o (argv is rewritten into av); 0, -1 after --help, or an exit code. */
 static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
 {
-        enum { O_MEMORY = 0x100, O_REGION, O_COMPUTE, O_COMPUTE_MODE, O_MPS_DIR };
+        enum { O_MEMORY = 0x100, O_REGION, O_COMPUTE, O_COMPUTE_MODE, O_PRIORITY, O_MPS_DIR, O_CONFIG };
         static const struct option opts[] = {
                 {"memory", required_argument, NULL, O_MEMORY},
                 {"compute", required_argument, NULL, O_COMPUTE},
                 {"compute-mode", required_argument, NULL, O_COMPUTE_MODE},
+                {"priority", required_argument, NULL, O_PRIORITY},
                 {"mps-pipe-dir", required_argument, NULL, O_MPS_DIR},
+                {"config", required_argument, NULL, O_CONFIG},
                 {"region", required_argument, NULL, O_REGION},
                 {"device", required_argument, NULL, 'd'},
                 {"help", no_argument, NULL, 'h'},
@@ -218,6 +230,16 @@ static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
                         if (gs_vgpu_parse_compute_mode(optarg) < 0)
                                 return cli_usage_error("exec", "invalid --compute-mode: %s (cap, share or off)", optarg);
                         o->compute_mode = optarg;
+                        break;
+                case O_PRIORITY: {
+                        int prio = gs_vgpu_parse_priority(optarg, false);
+                        if (prio < 0)
+                                return cli_usage_error("exec", "invalid --priority: %s (high, normal or low)", optarg);
+                        o->priority = gs_vgpu_priority_name(prio);
+                        break;
+                }
+                case O_CONFIG:
+                        o->config = optarg;
                         break;
                 case O_MPS_DIR:
                         if (optarg[0] != '/')
@@ -253,6 +275,47 @@ static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
         return 0;
 }
 
+/* slice.mps of the host config for a cap slice on one GPU without --mps-pipe-dir: the GPU's
+ * MPS client directory into o->mps_dir (held in `dir`), or a warning why not. 0, or -1 after
+ * printing the config's error. */
+static int mps_from_host(const struct cli_globals *g, struct exec_opts *o, const char *devices, char *dir, size_t len)
+{
+        struct gs_slice_opts so = {.compute = o->compute, .compute_mode = o->compute_mode};
+        so.compute_dev[0] = o->compute_dev[0];
+        if (o->mps_dir != NULL || gs_mps_slice_share(&so, "GPU-") == 0)
+                return 0;
+        gs_autofree struct gs_hostconfig *hc = malloc(sizeof(*hc));
+        struct gs_error err = {0};
+        if (hc == NULL || gs_hostconfig_load(hc, o->config, &err) < 0) {
+                cli_error("config", "%s", hc == NULL ? "out of memory" : err.msg);
+                return -1;
+        }
+        int mode = gs_mps_mode_parse(hc->mps);
+        if (mode <= 0)
+                return 0;
+        struct gs_context *ctx = cli_open_context(g);
+        const struct gs_device_info *info = ctx != NULL ? cli_query_devices(ctx, true) : NULL;
+        struct gs_selection sel;
+        unsigned n = 0, gpu = 0;
+        if (info != NULL && gs_select_devices(devices != NULL ? devices : "all", info, &sel, &err) == 0)
+                for (unsigned i = 0; i < info->ngpus; i++)
+                        if (gs_selection_uses_gpu(&sel, i))
+                                n++, gpu = i;
+        unsigned pct = n == 1 && sel.nmigs == 0 && !info->gpus[gpu].mig_enabled ? gs_mps_slice_share(&so, info->gpus[gpu].uuid) : 0;
+        if (pct > 0) {
+                char id[32];
+                snprintf(id, sizeof(id), "exec-%d", (int)getpid());
+                struct gs_mps_slice ms = {.root = hc->mps_root, .mode = mode, .uuid = info->gpus[gpu].uuid,
+                                          .index = info->gpus[gpu].index, .pct = pct, .id = id, .owner = getpid()};
+                if (gs_mps_slice_attach(ctx, info, &ms, dir, len) == 1)
+                        o->mps_dir = dir;
+                else
+                        cli_warn("%s: the time limiter keeps the %u %% share", ms.why, pct);
+        }
+        gs_context_free(ctx);
+        return 0;
+}
+
 int cmd_exec(const struct cli_globals *g, int argc, char **argv)
 {
         struct exec_opts o = {0};
@@ -273,6 +336,9 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
                 return CLI_EXIT_FAILURE;
         }
         if (devices != NULL && export_devices(g, devices) < 0)
+                return CLI_EXIT_FAILURE;
+        char mps_dir[PATH_MAX];
+        if (mps_from_host(g, &o, devices, mps_dir, sizeof(mps_dir)) < 0)
                 return CLI_EXIT_FAILURE;
         char made_region[PATH_MAX] = "";
         const char *region = o.region;

@@ -120,6 +120,7 @@ struct parts {
         struct gs_gpu_poller *gpus;
         struct gs_metrics_opts render;
         char node[256];
+        char mps_root[4096];
 };
 
 static int start_parts(const struct cli_globals *g, const struct metrics_cli *m, struct parts *p)
@@ -145,7 +146,14 @@ static int start_parts(const struct cli_globals *g, const struct metrics_cli *m,
         } else {
                 snprintf(p->node, sizeof(p->node), "%s", node);
         }
-        p->render = (struct gs_metrics_opts){.hami = !m->no_hami, .node = p->node};
+        /* the GPUs' MPS state: under the host config's slice.mps-root */
+        struct gs_hostconfig *hc = malloc(sizeof(*hc));
+        struct gs_error err = {0};
+        if (hc != NULL && gs_hostconfig_load(hc, m->config, &err) == 0)
+                snprintf(p->mps_root, sizeof(p->mps_root), "%s", hc->mps_root);
+        free(hc);
+        p->render = (struct gs_metrics_opts){.hami = !m->no_hami, .node = p->node,
+                                             .mps_root = p->mps_root[0] != '\0' ? p->mps_root : NULL};
         return 0;
 }
 

@@ -1,4 +1,4 @@
-/* gpuslice mps start | stop | status: option parsing and printing; the work is in src/runtime/mps.c. */
+/* gpuslice mps start | stop | status | supervise: option parsing and printing; the work is in src/runtime/mps.c. */
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/strutil.h"
 #include "runtime/hostconfig.h"
 #include "runtime/mps.h"
 
@@ -16,11 +17,13 @@ static const char mps_help[] =
         "that compute-limited slices can share a GPU through it. Per GPU, under the MPS root:\n"
         "  <mps-root>/<GPU-UUID>/       the daemon's pipe directory (CUDA_MPS_PIPE_DIRECTORY)\n"
         "  <mps-root>/<GPU-UUID>/log/   its log directory (CUDA_MPS_LOG_DIRECTORY)\n"
+        "  <mps-root>/<GPU-UUID>/client/  what slices connect through, and the GPU's MPS state\n"
         "\n"
         "Commands:\n"
         "  start    start a daemon for each selected GPU that has none\n"
         "  stop     tell each selected GPU's daemon to quit and wait until it is gone\n"
         "  status   whether each selected GPU's daemon runs, and its MPS servers\n"
+        "  supervise  keep one daemon per GPU running and healthy (the gpuslice-mps service)\n"
         "\n"
         "'gpuslice mps COMMAND --help' for a command's options.\n";
 
@@ -64,7 +67,24 @@ static const char status_help[] =
         "      --timeout=SECS        how long a daemon may take to answer (default 5)\n"
         "  -h, --help\n";
 
-enum verb { V_START, V_STOP, V_STATUS };
+static const char supervise_help[] =
+        "Usage: gpuslice [GLOBAL OPTIONS] mps supervise [OPTIONS]\n"
+        "\n"
+        "In the foreground until SIGTERM or SIGINT: start a daemon for each selected GPU that has\n"
+        "none; watch its servers (server.log, get_server_status): a server in FAULT (a client hit a\n"
+        "fatal GPU error; all its clients fail) marks the GPU poisoned in <GPU-UUID>/client/state,\n"
+        "so that new slice processes stay on the time limiter, and once the faulted server has no\n"
+        "client left the daemon is restarted; keep the servers' active thread percentage at the\n"
+        "largest share of the slices on the GPU. One line per event on stderr. The daemons keep\n"
+        "running when it stops.\n"
+        "\n"
+        "  -d, --device=LIST, --mps-root=DIR, --config=FILE   as for start\n"
+        "      --interval=SECS       between two looks at the GPUs (default 1)\n"
+        "      --cycles=N            stop after N looks (default: never)\n"
+        "      --timeout=SECS        for starting a daemon and each command (default 5)\n"
+        "  -h, --help\n";
+
+enum verb { V_START, V_STOP, V_STATUS, V_SUPERVISE };
 
 struct mps_cli {
         enum verb verb;
@@ -73,22 +93,25 @@ struct mps_cli {
         const char *mps_root;
         const char *config;
         unsigned timeout_ms;
+        unsigned interval_ms, cycles;
         bool json;
 };
 
 static int parse(struct mps_cli *mc, int argc, char **argv)
 {
-        enum { O_ROOT = 0x100, O_CONFIG, O_TIMEOUT, O_JSON };
+        enum { O_ROOT = 0x100, O_CONFIG, O_TIMEOUT, O_JSON, O_INTERVAL, O_CYCLES };
         static const struct option opts[] = {
                 {"device", required_argument, NULL, 'd'},
                 {"mps-root", required_argument, NULL, O_ROOT},
                 {"config", required_argument, NULL, O_CONFIG},
                 {"timeout", required_argument, NULL, O_TIMEOUT},
                 {"json", no_argument, NULL, O_JSON},
+                {"interval", required_argument, NULL, O_INTERVAL},
+                {"cycles", required_argument, NULL, O_CYCLES},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
-        static const char *const helps[] = {start_help, stop_help, status_help};
+        static const char *const helps[] = {start_help, stop_help, status_help, supervise_help};
         int c;
         while ((c = getopt_long(argc, argv, "+:d:h", opts, NULL)) != -1) {
                 switch (c) {
@@ -112,6 +135,23 @@ static int parse(struct mps_cli *mc, int argc, char **argv)
                                 return rc;
                         break;
                 }
+                case O_INTERVAL:
+                case O_CYCLES: {
+                        if (mc->verb != V_SUPERVISE)
+                                return cli_usage_error(mc->name, "%s is an option of 'mps supervise'",
+                                                       c == O_INTERVAL ? "--interval" : "--cycles");
+                        unsigned long long n;
+                        if (c == O_INTERVAL) {
+                                int rc = cli_parse_seconds(mc->name, "--interval", optarg, &mc->interval_ms);
+                                if (rc != 0)
+                                        return rc;
+                        } else if (gs_parse_uint(optarg, 1000000000, &n) < 0 || n == 0) {
+                                return cli_usage_error(mc->name, "invalid --cycles: %s", optarg);
+                        } else {
+                                mc->cycles = (unsigned)n;
+                        }
+                        break;
+                }
                 case O_JSON:
                         if (mc->verb != V_STATUS)
                                 return cli_usage_error(mc->name, "--json is an option of 'mps status'");
@@ -129,6 +169,28 @@ static int parse(struct mps_cli *mc, int argc, char **argv)
         if (optind < argc)
                 return cli_usage_error(mc->name, "unexpected argument '%s'", argv[optind]);
         return -1;
+}
+
+/* gpuslice's word on the GPU's MPS (written by `mps supervise`), when there is one. */
+static void print_state(const struct gs_mps_gpu *m)
+{
+        struct gs_mps_state st;
+        if (gs_mps_state_read(m->client_dir, &st) <= 0)
+                return;
+        printf("  state:          %s", st.poisoned ? "POISONED" : "ok");
+        if (st.poisoned)
+                printf(" (server %d faulted; new slice processes use the time limiter)", (int)st.server);
+        printf(", %llu fault%s, %llu restart%s", st.faults, st.faults == 1 ? "" : "s", st.restarts,
+               st.restarts == 1 ? "" : "s");
+        if (st.percentage != 0)
+                printf(", servers held at %u %%", st.percentage);
+        putchar('\n');
+}
+
+static void log_line(void *arg, const char *line)
+{
+        (void)arg;
+        fprintf(stderr, "gpuslice: mps supervise: %s\n", line);
 }
 
 static void print_text(const struct mps_cli *mc, const struct gs_mps_report *r)
@@ -158,6 +220,7 @@ static void print_text(const struct mps_cli *mc, const struct gs_mps_report *r)
                         else
                                 printf("not running\n");
                         printf("  pipe directory: %s\n  log directory:  %s\n", m->pipe_dir, m->log_dir);
+                        print_state(m);
                         if (!m->running)
                                 break;
                         if (!m->servers_known) {
@@ -195,6 +258,15 @@ static void print_json(const struct gs_mps_report *r)
                 json_object_object_add(o, "servers", servers);
                 if (m->running && !m->servers_known)
                         json_object_object_add(o, "error", json_object_new_string(m->query_error));
+                struct gs_mps_state st;
+                if (gs_mps_state_read(m->client_dir, &st) > 0) {
+                        json_object *so = json_object_new_object();
+                        json_object_object_add(so, "poisoned", json_object_new_boolean(st.poisoned));
+                        json_object_object_add(so, "faults", json_object_new_int64((int64_t)st.faults));
+                        json_object_object_add(so, "restarts", json_object_new_int64((int64_t)st.restarts));
+                        json_object_object_add(so, "percentage", st.percentage ? json_object_new_int64(st.percentage) : NULL);
+                        json_object_object_add(o, "state", so);
+                }
                 json_object_array_add(gpus, o);
         }
         json_object_object_add(root, "gpus", gpus);
@@ -228,6 +300,16 @@ static int run(const struct cli_globals *g, struct mps_cli *mc)
         const struct gs_device_info *info = cli_query_devices(ctx, false);
         if (info == NULL)
                 goto out;
+        if (mc->verb == V_SUPERVISE) {
+                struct gs_mps_supervise_opts so = {.mps = o, .interval_ms = mc->interval_ms, .max_cycles = mc->cycles,
+                                                   .log = log_line};
+                if (gs_mps_supervise(ctx, info, &so, &err) < 0) {
+                        cli_error("mps", "%s", err.msg);
+                        goto out;
+                }
+                rv = 0;
+                goto out;
+        }
         int r_ok = mc->verb == V_START  ? gs_mps_start(ctx, info, &o, r, &err)
                    : mc->verb == V_STOP ? gs_mps_stop(ctx, info, &o, r, &err)
                                         : gs_mps_status(ctx, info, &o, r, &err);
@@ -261,8 +343,10 @@ int cmd_mps(const struct cli_globals *g, int argc, char **argv)
                 mc = (struct mps_cli){.verb = V_STOP, .name = "mps stop"};
         else if (strcmp(sub, "status") == 0)
                 mc = (struct mps_cli){.verb = V_STATUS, .name = "mps status"};
+        else if (strcmp(sub, "supervise") == 0)
+                mc = (struct mps_cli){.verb = V_SUPERVISE, .name = "mps supervise"};
         else
-                return cli_usage_error("mps", "unknown mps command '%s' (start, stop or status)", sub);
+                return cli_usage_error("mps", "unknown mps command '%s' (start, stop, status or supervise)", sub);
         optind = 0;
         int rv = parse(&mc, argc - 1, argv + 1);
         if (rv < 0)

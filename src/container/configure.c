@@ -41,6 +41,7 @@
 #include "container/mount.h"
 #include "driver/context.h"
 #include "runtime/request.h"
+#include "runtime/mps.h"
 #include "runtime/slice.h"
 
 #ifndef PROC_SUPER_MAGIC
@@ -489,7 +490,23 @@ static int stage_slice_prepare(struct run *x, struct gs_error *err)
                 strcat(uuids, x->dev->gpus[i].uuid);
         }
         pid_t owner = x->o->pid > 0 ? x->o->pid : getppid();
-        if (gs_slice_prepare(&x->o->slice, owner, uuids, &x->slice, err) < 0)
+        /* slice.mps: a cap slice on one GPU may run through the GPU's MPS daemon (never an error). */
+        struct gs_slice_opts so = x->o->slice;
+        char mps_dir[PATH_MAX] = "", pidid[32];
+        unsigned pct = gs_mps_slice_share(&so, uuids);
+        int mode = gs_mps_mode_parse(so.mps);
+        if (pct > 0 && mode > 0) {
+                snprintf(pidid, sizeof(pidid), "pid-%d", (int)owner);
+                unsigned index = 0;
+                for (unsigned i = 0; i < x->dev->ngpus; i++)
+                        if (strcmp(x->dev->gpus[i].uuid, uuids) == 0)
+                                index = x->dev->gpus[i].index;
+                struct gs_mps_slice ms = {.root = so.mps_root, .mode = mode, .uuid = uuids, .index = index, .pct = pct,
+                                          .id = so.container_id != NULL ? so.container_id : pidid, .owner = owner};
+                gs_mps_slice_attach(x->ctx, x->dev, &ms, mps_dir, sizeof(mps_dir));
+        }
+        so.mps_dir = mps_dir[0] != '\0' ? mps_dir : NULL;
+        if (gs_slice_prepare(&so, owner, uuids, &x->slice, err) < 0)
                 return fail(err, "slice");
         x->slice_ready = true;
         return 0;
@@ -550,8 +567,11 @@ static int mount_slice(struct run *x, struct gs_error *err)
                 if (slice_bind(x, host, dst, GS_NODE_FILE, GS_MNT_IPC, err) < 0)
                         return -1;
         }
-        /* The GPU's MPS daemon (cap mode through MPS): its pipe directory, where it is on the host. */
-        if (x->slice.mps_pipe[0] != '\0' && slice_bind(x, x->slice.mps_pipe, x->slice.mps_pipe, GS_NODE_DIR, GS_MNT_IPC, err) < 0)
+        /* The GPU's MPS daemon (cap mode through MPS): its client directory (the control socket's
+         * link and gpuslice's state file), read-only where it is on the host: connecting to a
+         * socket needs no write access to its mount (measured), and nothing else of the daemon's
+         * pipe directory is the container's to see. */
+        if (x->slice.mps_pipe[0] != '\0' && slice_bind(x, x->slice.mps_pipe, x->slice.mps_pipe, GS_NODE_DIR, GS_MNT_PROC, err) < 0)
                 return -1;
         return 0;
 }

@@ -118,47 +118,86 @@ void doctor_check_regions(struct doctor *d, struct gs_doctor_result *r)
         doctor_set(r, GS_DOCTOR_OK, "%s: %u live slice%s", dir, live, live == 1 ? "" : "s");
 }
 
-void doctor_check_mps(struct doctor *d, struct gs_doctor_result *r)
+/* The GPUs' daemons: one that does not answer, a poisoned server. Problems go into r. */
+static void mps_problems(struct doctor *d, const struct gs_mps_report *rep, struct gs_doctor_result *r)
 {
-        if (d->dev == NULL) {
-                doctor_set(r, GS_DOCTOR_SKIP, "no driver to ask which GPUs there are");
-                return;
-        }
-        gs_autofree struct gs_mps_report *rep = calloc(1, sizeof(*rep));
-        struct gs_mps_opts o = {.root = d->hc.mps_root, .timeout_ms = 2000};
-        struct gs_error err = {0};
-        if (rep == NULL || gs_mps_status(d->ctx, d->dev, &o, rep, &err) < 0) {
-                doctor_set(r, GS_DOCTOR_WARN, "cannot read the MPS daemons' state under %s: %s", d->hc.mps_root,
-                           rep == NULL ? "out of memory" : err.msg);
-                doctor_fix(r, "check slice.mps-root in the host config (an absolute path, at most 88 bytes with "
-                           "the GPU's UUID)");
-                return;
-        }
-        unsigned running = 0;
         for (unsigned i = 0; i < rep->n; i++) {
                 const struct gs_mps_gpu *m = &rep->gpus[i];
-                if (!m->running)
-                        continue;
-                running++;
-                if (!m->servers_known) {
+                struct gs_mps_state st;
+                if (gs_mps_state_read(m->client_dir, &st) > 0 && st.poisoned) {
+                        doctor_problem(r, GS_DOCTOR_WARN, "GPU %u's MPS server %d is poisoned (a client hit a fatal GPU "
+                                       "error): its clients fail every CUDA call, and new slice processes use the time "
+                                       "limiter until the supervisor restarts the daemon", m->index, (int)st.server);
+                        doctor_fix(r, "restart the containers that use GPU %u through MPS (gpuslice top lists the "
+                                   "slices; `echo get_client_list %d | CUDA_MPS_PIPE_DIRECTORY=%s nvidia-cuda-mps-control` "
+                                   "their processes): once they are gone the daemon is restarted", m->index,
+                                   (int)st.server, m->pipe_dir);
+                }
+                if (m->running && !m->servers_known) {
                         doctor_problem(r, GS_DOCTOR_WARN, "GPU %u's MPS daemon (pid %d) does not answer: %s", m->index,
                                        (int)m->pid, m->query_error);
                         doctor_fix(r, "restart it: sudo gpuslice mps stop --device %u; sudo gpuslice mps start "
                                    "--device %u", m->index, m->index);
                 }
         }
-        if (r->status != GS_DOCTOR_OK)
-                return;
-        if (running == 0) {
-                doctor_set(r, GS_DOCTOR_OK, "no MPS daemon under %s: compute limits are kept by the interposer's "
-                           "time-slicing alone (gpuslice mps start adds MPS's SM partitioning for cap-mode slices)",
-                           d->hc.mps_root);
+        (void)d;
+}
+
+void doctor_check_mps(struct doctor *d, struct gs_doctor_result *r)
+{
+        int mode = gs_mps_mode_parse(d->hc.mps);
+        const char *root = d->hc.mps_root;
+        long long age = 0;
+        pid_t sup = gs_mps_supervisor(root, &age);
+        if (d->dev == NULL) {
+                doctor_set(r, GS_DOCTOR_SKIP, "no driver to ask which GPUs there are (slice.mps = %s)", d->hc.mps);
                 return;
         }
-        doctor_set(r, GS_DOCTOR_OK, "MPS daemons under %s:", d->hc.mps_root);
-        for (unsigned i = 0, k = 0; i < rep->n; i++)
-                if (rep->gpus[i].running)
-                        doctor_append(r, "%s GPU %u (pid %d, %zu server%s)", k++ == 0 ? "" : ",", rep->gpus[i].index,
-                                      (int)rep->gpus[i].pid, rep->gpus[i].nservers,
-                                      rep->gpus[i].nservers == 1 ? "" : "s");
+        gs_autofree struct gs_mps_report *rep = calloc(1, sizeof(*rep));
+        struct gs_mps_opts o = {.root = root, .timeout_ms = 2000};
+        struct gs_error err = {0};
+        if (rep == NULL || gs_mps_status(d->ctx, d->dev, &o, rep, &err) < 0) {
+                doctor_set(r, GS_DOCTOR_WARN, "cannot read the MPS daemons' state under %s: %s", root,
+                           rep == NULL ? "out of memory" : err.msg);
+                doctor_fix(r, "check slice.mps-root in the host config (an absolute path, at most 88 bytes with "
+                           "the GPU's UUID)");
+                return;
+        }
+        mps_problems(d, rep, r);
+        if (r->status != GS_DOCTOR_OK)
+                return;
+        unsigned running = 0;
+        for (unsigned i = 0; i < rep->n; i++)
+                running += rep->gpus[i].running;
+        if (mode > 0 && (sup == 0 || age > 30)) {
+                doctor_set(r, GS_DOCTOR_WARN, "slice.mps = %s, but no gpuslice mps supervise %s under %s: a poisoned MPS "
+                           "server is not noticed (new slice processes keep connecting to it and fail), a dead daemon "
+                           "is not restarted, and %u of %u GPUs have a daemon%s", d->hc.mps,
+                           sup == 0 ? "runs" : "has looked at the GPUs lately", root, running, rep->n,
+                           mode == GS_MPS_MODE_AUTO && running < rep->n ? " (cap slices on the others use the time limiter)"
+                                                                     : "");
+                doctor_fix(r, "sudo systemctl enable --now gpuslice-mps.service (see gpuslice-mps(1)), or slice.mps = "
+                           "\"off\" in the host config");
+                return;
+        }
+        if (mode == GS_MPS_MODE_OFF)
+                doctor_set(r, GS_DOCTOR_OK, "slice.mps = off: compute slices take turns on their GPU (the time limiter; "
+                           "gpuslice.conf(5) for MPS's trade-off); MPS daemons under %s: ", root);
+        else
+                doctor_set(r, GS_DOCTOR_OK, "slice.mps = %s: cap slices on one GPU run beside each other through its MPS "
+                           "daemon, supervised (pid %d); daemons under %s: ", d->hc.mps, (int)sup, root);
+        if (running == 0)
+                doctor_append(r, "none");
+        for (unsigned i = 0, k = 0; i < rep->n; i++) {
+                const struct gs_mps_gpu *m = &rep->gpus[i];
+                if (!m->running)
+                        continue;
+                struct gs_mps_state st;
+                bool have = gs_mps_state_read(m->client_dir, &st) > 0;
+                doctor_append(r, "%sGPU %u (pid %d, %zu server%s", k++ == 0 ? "" : ", ", m->index, (int)m->pid,
+                              m->nservers, m->nservers == 1 ? "" : "s");
+                if (have)
+                        doctor_append(r, ", %llu fault%s", st.faults, st.faults == 1 ? "" : "s");
+                doctor_append(r, ")");
+        }
 }

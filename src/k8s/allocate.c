@@ -117,6 +117,9 @@ static int slice_env(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resou
         uniform &= nlim == ng;
         bool cdi = x->plan->mode != GS_K8S_ALLOC_ENV;
         char mem[32], cpu[16], key[64];
+        /* the priority is the container's, not a device's: CDI's slice device carries it */
+        if (!cdi && r->priority[0] != '\0' && env(an, "GPUSLICE_PRIORITY", r->priority) < 0)
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
         if (uniform && (!cdi || g[0].k == 1)) {
                 if (cdi)
                         return 0;

@@ -9,7 +9,8 @@
  *                    (cdispec.c: the slice env and the hook that puts the interposer in)
  *   cdi-annotations  the same names in the annotation cdi.k8s.io/gpuslice_<resource>
  *   env              NVIDIA_VISIBLE_DEVICES=<UUIDs> and the slice env for `gpuslice hook`
- *                    (GPUSLICE_MEMORY_LIMIT, GPUSLICE_COMPUTE_LIMIT), plus device specs for the
+ *                    (GPUSLICE_MEMORY_LIMIT, GPUSLICE_COMPUTE_LIMIT, GPUSLICE_PRIORITY when the
+ *                    resource sets one), plus device specs for the
  *                    GPUs' and the control nodes (host paths under host-root)
  *
  * When the groups' slices differ (or one is more than a share, where the CDI slice device says

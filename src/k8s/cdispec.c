@@ -57,6 +57,7 @@ int gs_k8s_cdi_write(struct gs_context *ctx, const struct gs_k8s_plan *p, const 
                 gs_strlcpy(slices[n].name, r->cdi_slice, sizeof(slices[n].name));
                 gs_k8s_format_size(r->memory, slices[n].memory, sizeof(slices[n].memory));
                 slices[n].compute = r->compute;
+                gs_strlcpy(slices[n].priority, r->priority, sizeof(slices[n].priority));
                 if (r->memory == 0) /* a compute-only share: the slice env needs a memory value; 0 = none */
                         snprintf(slices[n].memory, sizeof(slices[n].memory), "0");
                 n++;

@@ -150,6 +150,16 @@ static int plan_whole(const struct gs_hostconfig_dp *cfg, struct gs_k8s_plan *p,
         if (cfg->replica_memory[0] != '\0' && gs_vgpu_parse_size(cfg->replica_memory, &r->memory) < 0)
                 return gs_error_set(err, GS_EINVAL, "device-plugin.replica-memory: invalid size '%s'", cfg->replica_memory);
         r->compute = cfg->replica_compute < 100 ? cfg->replica_compute : 0;
+        if (cfg->replica_priority[0] != '\0') {
+                int prio = gs_vgpu_parse_priority(cfg->replica_priority, false);
+                if (prio < 0)
+                        return gs_error_set(err, GS_EINVAL, "device-plugin.replica-priority: invalid priority '%s' (high, "
+                                            "normal or low)", cfg->replica_priority);
+                if (cfg->replica_compute == 0)
+                        return gs_error_set(err, GS_EINVAL, "device-plugin.replica-priority needs replica-compute (a "
+                                            "priority orders compute-limited slices)");
+                snprintf(r->priority, sizeof(r->priority), "%s", gs_vgpu_priority_name(prio));
+        }
         if (cfg->replicas > 1) {
                 r->shared = true;
                 if (r->memory != 0 || r->compute != 0)
@@ -187,6 +197,7 @@ static int plan_slices(const struct gs_hostconfig_dp *cfg, struct gs_k8s_plan *p
                 r->shared = true;
                 gs_vgpu_parse_size(sl.memory, &r->memory);
                 r->compute = sl.compute < 100 ? sl.compute : 0;
+                gs_strlcpy(r->priority, sl.priority, sizeof(r->priority));
                 gs_strlcpy(r->cdi_slice, sl.name, sizeof(r->cdi_slice));
                 for (size_t i = 0; i + 1 < p->nres; i++)
                         if (strcmp(p->res[i].cdi_slice, r->cdi_slice) == 0)

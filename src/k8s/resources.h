@@ -7,7 +7,9 @@
  *                              ID = its MIG UUID; with replicas = N > 1 each such GPU is offered N
  *                              times instead, ID = <UUID>::<n> (NVIDIA's time-slicing names), each
  *                              replica a share with replica-memory / replica-compute (if set)
- *   slices (NAME=MEM[,COMPUTE]) <slice-domain>/NAME: each GPU not in MIG mode offered as
+ *                              and replica-priority
+ *   slices (NAME=MEM[,COMPUTE[,PRIORITY]])
+ *                              <slice-domain>/NAME: each GPU not in MIG mode offered as
  *                              min(total / MEM, 100 / COMPUTE) shares (at most GS_K8S_MAX_SHARES),
  *                              ID = <UUID>::<n>; a container's shares of one GPU add up
  *
@@ -49,6 +51,7 @@ struct gs_k8s_resource {
         bool shared;                    /* devices are shares of GPUs */
         uint64_t memory;                /* per share, bytes (0: no quota) */
         unsigned compute;               /* per share, percent (0: no compute share) */
+        char priority[8];               /* high|normal|low ("": not set; with a compute share only) */
         char cdi_slice[64];             /* the CDI slice device of one share ("": a plain GPU device) */
         size_t ndevs;
         struct gs_k8s_device *devs;

@@ -39,6 +39,7 @@ struct source {
         struct gs_slice_labels labels;
         char logged[256];                   /* the last reason reported for it ("" = fine) */
         struct gs_busy busy;
+        struct gs_waits waits;
 };
 
 struct gs_collector {
@@ -241,9 +242,25 @@ static struct gs_obs_slice *new_slice(struct gs_observation *out, size_t *cap)
         return sl;
 }
 
-static void fill_devices(struct gs_obs_slice *sl, const struct gs_region_image *img, const struct gs_busy *b,
+static void fill_waits(struct gs_obs_device *dv, const struct gs_region_image *img, const struct gs_waits *w,
+                       unsigned d)
+{
+        dv->compute_via = img->counters ? atomic_load_explicit(&img->ctr.dev[d].compute_via, memory_order_relaxed)
+                                        : GS_REGION_UNSET;
+        /* Counted where the gate runs (a compute limit) or launches were counted at all. */
+        dv->waits_known = w->known && (dv->compute_measured || w->hist[d].count > 0);
+        if (!dv->waits_known)
+                return;
+        dv->waits = w->hist[d];
+        dv->waits_window_valid = w->window_valid;
+        if (w->window_valid)
+                dv->waits_window = w->win[d];
+}
+
+static void fill_devices(struct gs_obs_slice *sl, const struct gs_region_image *img, const struct source *s,
                          const struct gs_region_sums *sums)
 {
+        const struct gs_busy *b = &s->busy;
         const struct gs_region_header *h = &img->hdr;
         sl->ndevices = h->ndevices;
         for (unsigned d = 0; d < h->ndevices; d++) {
@@ -263,6 +280,7 @@ static void fill_devices(struct gs_obs_slice *sl, const struct gs_region_image *
                 dv->compute_used = dv->compute_used_valid ? b->ratio[d] : 0;
                 dv->busy_ns_total = b->total_ns[d];
                 dv->processes = sums->procs[d];
+                fill_waits(dv, img, &s->waits, d);
         }
 }
 
@@ -288,6 +306,8 @@ static int add_slice(struct gs_observation *out, size_t *cap, const struct sourc
         sl->created_ns = img->hdr.created_ns;
         sl->last_kernel_ns = sums.last_launch_ns;
         sl->compute_window_ns = s->busy.ratio_valid ? s->busy.ratio_window_ns : 0;
+        sl->priority = img->counters ? atomic_load_explicit(&img->ctr.priority, memory_order_relaxed) : GS_REGION_UNSET;
+        sl->waits_window_ns = s->waits.window_valid ? s->waits.window_ns : 0;
         for (unsigned i = 0; i < img->nslots && sl->nprocs < sums.live; i++) {
                 const struct gs_region_slot *slot = &img->slots[i];
                 int pid = atomic_load_explicit(&slot->pid, memory_order_relaxed);
@@ -300,7 +320,7 @@ static int add_slice(struct gs_observation *out, size_t *cap, const struct sourc
                         .start_time = atomic_load_explicit(&slot->start_time, memory_order_relaxed),
                 };
         }
-        fill_devices(sl, img, &s->busy, &sums);
+        fill_devices(sl, img, s, &sums);
         return 0;
 }
 
@@ -336,6 +356,7 @@ static int read_region(struct scan *sc, struct source *s, int dirfd, const char 
         heal(c, s, path);
         if (gs_busy_update(&s->busy, c->img, sc->now, c->window_ns) < 0)
                 return -1;
+        gs_waits_update(&s->waits, c->img, sc->now, c->window_ns);
         return add_slice(sc->out, &sc->cap, s, path, c->img);
 }
 

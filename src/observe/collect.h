@@ -21,7 +21,9 @@
  * `top` at each refresh). A region seen for the first time has no ratio until its first window
  * has closed (compute_used_valid false): one scan, a wait of one window, another scan gives one.
  * Only slices whose compute limiter runs measure GPU time (a compute limit set, mode cap or
- * share, and a first kernel launched); others have compute_measured false.
+ * share, and a first kernel launched); others have compute_measured false. Launch waits
+ * (observe/waits.h) and the priority come from a version 3 region's counters area; a version 2
+ * region (an older interposer) is shown without them (waits_known false, priority unset).
  *
  * Not thread-safe: one caller at a time per collector (the server serializes scans with a lock).
  */
@@ -36,6 +38,7 @@
 
 #include <gpuslice/gpuslice.h>
 
+#include "observe/waits.h"
 #include "region/region.h"
 #include "runtime/slice.h"
 
@@ -67,6 +70,15 @@ struct gs_obs_device {
         double compute_used;                /* GPU time / wall time over that window */
         uint64_t busy_ns_total;             /* GPU time counted since the collector first saw it */
         unsigned processes;                 /* live processes with memory or GPU time on it */
+        uint32_t compute_via;               /* how the share is enforced: GS_REGION_VIA_*;
+                                               GS_REGION_UNSET when not reported (or version 2) */
+        bool waits_known;                   /* the region counts launch waits (version 3) and
+                                               this device's are counted: it has a compute limit
+                                               (the gate), or launches were counted */
+        struct gs_wait_hist waits;          /* kernel launches and their waits for the GPU, since
+                                               the region was made (observe/waits.h) */
+        bool waits_window_valid;            /* ... and a window has closed: */
+        struct gs_wait_window waits_window; /* the launches of the last window, their waits, p99 */
 };
 
 struct gs_obs_proc {
@@ -85,10 +97,13 @@ struct gs_obs_slice {
         pid_t owner_pid;                    /* the container's init on the host; 0 for extras */
         struct gs_slice_labels labels;      /* the pod's names; "" when unknown */
         uint32_t compute_mode;              /* 0 cap, 1 share, 2 off */
+        uint32_t priority;                  /* GS_REGION_PRIO_* (0 high, 1 normal, 2 low);
+                                               GS_REGION_UNSET when not reported (or version 2) */
         uint64_t created_ns;                /* CLOCK_REALTIME when the region was made */
         uint64_t last_kernel_ns;            /* CLOCK_REALTIME of a recent kernel launch; 0 = none
                                                seen (only compute-limited processes record it) */
         uint64_t compute_window_ns;         /* the window compute_used covers; 0 = none yet */
+        uint64_t waits_window_ns;           /* the window waits_window covers; 0 = none yet */
         unsigned nprocs;                    /* live processes (slots) */
         struct gs_obs_proc *procs;
         unsigned ndevices;

@@ -168,15 +168,54 @@ static void render_slice_info(const struct gs_observation *obs, struct gs_prom *
         static const struct gs_prom_family f = {"gpuslice_slice_info", G,
                                                 "A slice on this host (1): its container, pod names and region"};
         static const char *const modes[] = {"cap", "share", "off"};
+        static const char *const prios[] = {"high", "normal", "low"};
         for (size_t i = 0; i < obs->nslices; i++) {
                 const struct gs_obs_slice *s = &obs->slices[i];
                 const struct gs_prom_label l[] = {
                         {"container_id", s->id}, {"namespace", s->labels.ns}, {"pod", s->labels.pod},
                         {"container", s->labels.container}, {"region", s->region},
                         {"compute_mode", s->compute_mode < 3 ? modes[s->compute_mode] : ""},
+                        {"priority", s->priority < 3 ? prios[s->priority] : ""},
                 };
                 gs_prom_sample(p, &f, l, GS_ARRAY_SIZE(l), 1);
         }
+}
+
+/* Launch waits: a histogram per slice device whose waits are counted (a version 3 region). */
+static void render_waits(const struct dev_row *rows, size_t n, struct gs_prom *p)
+{
+        static const struct gs_prom_family f = {
+                "gpuslice_slice_launch_wait_seconds", GS_PROM_HISTOGRAM,
+                "How long the slice's kernel launches waited for the GPU in its gate (a launch that did not wait "
+                "counts as 0), since the slice's region was made"};
+        char le[GS_REGION_WAIT_BUCKETS][24];
+        const char *les[GS_REGION_WAIT_BUCKETS];
+        for (unsigned i = 0; i < GS_REGION_WAIT_BUCKETS; i++) {
+                if (i + 1 < GS_REGION_WAIT_BUCKETS)
+                        snprintf(le[i], sizeof(le[i]), "%g", (double)gs_region_wait_edge_ns(i) / 1e9);
+                else
+                        snprintf(le[i], sizeof(le[i]), "+Inf");
+                les[i] = le[i];
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct gs_obs_device *d = rows[i].d;
+                if (d->waits_known)
+                        gs_prom_histogram_raw(p, &f, rows[i].ours, les, d->waits.cum, GS_REGION_WAIT_BUCKETS,
+                                              (double)d->waits.sum_ns / 1e9, d->waits.count);
+        }
+}
+
+/* How each slice device's compute share is enforced, where the interposer reported it. */
+static void render_mechanism(const struct dev_row *rows, size_t n, struct gs_prom *p)
+{
+        static const struct gs_prom_family f = {
+                "gpuslice_slice_compute_mechanism", G,
+                "How the slice's compute share is enforced on the device (1): mechanism time (the time limiter), mps "
+                "(the GPU's MPS server), time_fallback (the time limiter after a poisoned or absent MPS server)"};
+        static const char *const via[] = {"time", "mps", "time_fallback"};
+        for (size_t i = 0; i < n; i++)
+                if (rows[i].d->compute_via < GS_ARRAY_SIZE(via))
+                        gs_prom_sample_raw_plus(p, &f, rows[i].ours, "mechanism", via[rows[i].d->compute_via], 1);
 }
 
 enum gpu_value { GV_USED, GV_TOTAL, GV_UTIL, GV_UTIL_PERCENT };
@@ -260,11 +299,14 @@ void gs_metrics_render(const struct gs_observation *obs, const struct gs_gpu_sta
         }
         for (size_t k = 0; k < GS_ARRAY_SIZE(ours); k++)
                 render_slice_family(&ours[k], false, rows, n, obs->time_ns, p);
+        render_waits(rows, n, p);
+        render_mechanism(rows, n, p);
         for (size_t k = 0; o->hami && k < GS_ARRAY_SIZE(hami); k++)
                 render_slice_family(&hami[k], true, rows, n, obs->time_ns, p);
         free_rows(rows, n);
         if (gpus != NULL && gpus->valid && gpus->fresh)
                 render_gpus(gpus, o, p);
+        gs_metrics_render_mps(o->mps_root, p);
         render_self(obs, gpus, p);
 }
 #undef G

@@ -18,7 +18,11 @@
 struct gs_metrics_opts {
         bool hami;          /* HAMi's names too */
         const char *node;   /* HAMi's `node` label of per-GPU metrics (the host name) */
+        const char *mps_root; /* the GPUs' MPS state (gpuslice mps supervise) under it; NULL: none */
 };
+
+/* The gpuslice_mps_* families: every GPU directory under the MPS root (mps_metrics.c). */
+void gs_metrics_render_mps(const char *mps_root, struct gs_prom *p);
 
 /* Render one exposition of obs and gpus (NULL: no NVML facts) into p. */
 void gs_metrics_render(const struct gs_observation *obs, const struct gs_gpu_stats *gpus,

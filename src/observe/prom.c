@@ -181,7 +181,7 @@ static void header(struct gs_prom *p, const struct gs_prom_family *f)
         put_escaped(p, f->help, false);
         puts_(p, "\n# TYPE ");
         puts_(p, f->name);
-        puts_(p, f->type == GS_PROM_COUNTER ? " counter\n" : " gauge\n");
+        puts_(p, f->type == GS_PROM_COUNTER ? " counter\n" : f->type == GS_PROM_HISTOGRAM ? " histogram\n" : " gauge\n");
         p->family = f->name;
 }
 
@@ -224,6 +224,51 @@ void gs_prom_sample(struct gs_prom *p, const struct gs_prom_family *f, const str
         put(p, " ", 1);
         put_value(p, value);
         put(p, "\n", 1);
+}
+
+/* NAME + suffix + labels + one more label, then the value. */
+static void sample_more(struct gs_prom *p, const char *name, const char *suffix, const char *labels,
+                        const char *more, const char *more_value, double value)
+{
+        puts_(p, name);
+        puts_(p, suffix);
+        size_t n = strlen(labels);
+        if (more != NULL) {
+                if (n >= 2 && labels[n - 1] == '}') {
+                        put(p, labels, n - 1);
+                        put(p, ",", 1);
+                } else {
+                        put(p, "{", 1);
+                }
+                puts_(p, more);
+                put(p, "=\"", 2);
+                put_escaped(p, more_value, true);
+                put(p, "\"}", 2);
+        } else {
+                put(p, labels, n);
+        }
+        put(p, " ", 1);
+        put_value(p, value);
+        put(p, "\n", 1);
+}
+
+void gs_prom_sample_raw_plus(struct gs_prom *p, const struct gs_prom_family *f, const char *labels, const char *name,
+                             const char *value, double v)
+{
+        if (p->family == NULL || strcmp(p->family, f->name) != 0)
+                header(p, f);
+        sample_more(p, f->name, "", labels, name, value, v);
+}
+
+void gs_prom_histogram_raw(struct gs_prom *p, const struct gs_prom_family *f, const char *labels,
+                           const char *const *les, const uint64_t *cum, size_t n, double sum, uint64_t count)
+{
+        if (p->family == NULL || strcmp(p->family, f->name) != 0)
+                header(p, f);
+        for (size_t i = 0; i < n; i++)
+                sample_more(p, f->name, "_bucket", labels, "le", les[i], (double)cum[i]);
+        sample_more(p, f->name, "_sum", labels, NULL, NULL, sum);
+        sample_more(p, f->name, "_count", labels, NULL, NULL, (double)count);
 }
 
 char *gs_prom_labels(const struct gs_prom_label *labels, size_t nlabels)

@@ -27,7 +27,7 @@ struct gs_prom_label {
         const char *value;    /* NULL or "" leaves the label out */
 };
 
-enum gs_prom_type { GS_PROM_GAUGE, GS_PROM_COUNTER };
+enum gs_prom_type { GS_PROM_GAUGE, GS_PROM_COUNTER, GS_PROM_HISTOGRAM };
 
 struct gs_prom_family {
         const char *name;
@@ -47,6 +47,14 @@ void gs_prom_sample(struct gs_prom *p, const struct gs_prom_family *f, const str
  * sample that uses it. */
 char *gs_prom_labels(const struct gs_prom_label *labels, size_t nlabels);
 void gs_prom_sample_raw(struct gs_prom *p, const struct gs_prom_family *f, const char *labels, double value);
+/* A sample with the labels made by gs_prom_labels plus one more label (name="value"). */
+void gs_prom_sample_raw_plus(struct gs_prom *p, const struct gs_prom_family *f, const char *labels, const char *name,
+                             const char *value, double v);
+/* One series of a histogram family f: NAME_bucket with `labels` (as gs_prom_labels makes them,
+ * "" for none) plus le="les[i]" and the cumulative count cum[i] for each of the n buckets (the
+ * last should be "+Inf" with the count), then NAME_sum and NAME_count. */
+void gs_prom_histogram_raw(struct gs_prom *p, const struct gs_prom_family *f, const char *labels,
+                           const char *const *les, const uint64_t *cum, size_t n, double sum, uint64_t count);
 /* The text (NUL-terminated, *len without the NUL), handed over; NULL after an allocation failure. */
 char *gs_prom_take(struct gs_prom *p, size_t *len);
 

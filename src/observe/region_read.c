@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,8 +44,33 @@ static int check_devices(const struct gs_region_header *h, struct gs_error *err)
         return 0;
 }
 
-/* 0 valid, 1 not initialized yet, -1 invalid (err). */
-static int check_header(const struct gs_region_header *h, struct gs_error *err)
+/* The size of a region of version v, 0 for a version this reader does not know. */
+static uint64_t size_of_version(uint32_t v)
+{
+        return v == GS_REGION_VERSION ? GS_REGION_SIZE : v == GS_REGION_VERSION_2 ? GS_REGION_SIZE_V2 : 0;
+}
+
+static bool known_size(uint64_t size)
+{
+        return size == GS_REGION_SIZE || size == GS_REGION_SIZE_V2;
+}
+
+/* The counters area (version 3): the numbers are taken as they are, the codes must be known. */
+static int check_counters(const struct gs_region_counters *c, unsigned ndevices, struct gs_error *err)
+{
+        uint32_t prio = atomic_load_explicit(&c->priority, memory_order_relaxed);
+        if (prio > GS_REGION_PRIO_LOW && prio != GS_REGION_UNSET)
+                return gs_error_set(err, GS_EFORMAT, "unknown priority %u", prio);
+        for (unsigned d = 0; d < ndevices; d++) {
+                uint32_t via = atomic_load_explicit(&c->dev[d].compute_via, memory_order_relaxed);
+                if (via > GS_REGION_VIA_TIME_FALLBACK && via != GS_REGION_UNSET)
+                        return gs_error_set(err, GS_EFORMAT, "device %u: unknown compute mechanism %u", d, via);
+        }
+        return 0;
+}
+
+/* 0 valid, 1 not initialized yet, -1 invalid (err). `size`: the file's. */
+static int check_header(const struct gs_region_header *h, uint64_t size, struct gs_error *err)
 {
         uint64_t magic = atomic_load_explicit(&h->magic, memory_order_relaxed);
         if (magic == 0) {
@@ -53,15 +79,18 @@ static int check_header(const struct gs_region_header *h, struct gs_error *err)
         }
         if (magic != magic_value())
                 return gs_error_set(err, GS_EFORMAT, "bad magic (not a gpuslice usage region)");
-        if (h->version != GS_REGION_VERSION)
-                return gs_error_set(err, GS_EFORMAT, "version %u (this gpuslice reads version %u)", h->version,
-                                    GS_REGION_VERSION);
+        uint64_t want = size_of_version(h->version);
+        if (want == 0)
+                return gs_error_set(err, GS_EFORMAT, "version %u (this gpuslice reads versions %u and %u)", h->version,
+                                    GS_REGION_VERSION_2, GS_REGION_VERSION);
         if (h->header_size != GS_REGION_HEADER_SIZE || h->slot_size != GS_REGION_SLOT_SIZE ||
-            h->max_procs != GS_REGION_MAX_PROCS || h->region_size != GS_REGION_SIZE)
+            h->max_procs != GS_REGION_MAX_PROCS || h->region_size != want || size != want)
                 return gs_error_set(err, GS_EFORMAT,
-                                    "layout mismatch (header %u, slot %u, %u slots, %llu bytes; expected %u, %u, %u, %u)",
-                                    h->header_size, h->slot_size, h->max_procs, (unsigned long long)h->region_size,
-                                    GS_REGION_HEADER_SIZE, GS_REGION_SLOT_SIZE, GS_REGION_MAX_PROCS, GS_REGION_SIZE);
+                                    "layout mismatch (version %u: header %u, slot %u, %u slots, %llu bytes in a file of "
+                                    "%llu; expected %u, %u, %u, %llu)",
+                                    h->version, h->header_size, h->slot_size, h->max_procs,
+                                    (unsigned long long)h->region_size, (unsigned long long)size, GS_REGION_HEADER_SIZE,
+                                    GS_REGION_SLOT_SIZE, GS_REGION_MAX_PROCS, (unsigned long long)want);
         if (h->ndevices < 1 || h->ndevices > GS_REGION_MAX_DEVICES)
                 return gs_error_set(err, GS_EFORMAT, "device count %u (1..%d)", h->ndevices, GS_REGION_MAX_DEVICES);
         uint32_t hwm = atomic_load_explicit(&h->slot_hwm, memory_order_relaxed);
@@ -106,9 +135,9 @@ static int check_stat(const struct stat *st, struct gs_error *err)
                 gs_error_set(err, GS_EFORMAT, "empty: not initialized yet");
                 return 1;
         }
-        if (st->st_size != (off_t)GS_REGION_SIZE)
-                return gs_error_set(err, GS_EFORMAT, "size %lld bytes, a usage region has %u", (long long)st->st_size,
-                                    GS_REGION_SIZE);
+        if (!known_size((uint64_t)st->st_size))
+                return gs_error_set(err, GS_EFORMAT, "size %lld bytes, a usage region has %u (or %u: version 2)",
+                                    (long long)st->st_size, GS_REGION_SIZE, GS_REGION_SIZE_V2);
         return 0;
 }
 
@@ -140,8 +169,14 @@ int gs_region_read_at(int dirfd, const char *path, struct gs_region_image *img, 
         size_t first = sizeof(img->hdr) + FIRST_SLOTS * sizeof(img->slots[0]);
         if (pread_all(fd, &img->hdr, first, 0, err) < 0)
                 return -1;
-        if ((rc = check_header(&img->hdr, err)) != 0)
+        if ((rc = check_header(&img->hdr, (uint64_t)st.st_size, err)) != 0)
                 return rc;
+        img->counters = img->hdr.version >= GS_REGION_VERSION;
+        if (!img->counters)
+                memset(&img->ctr, 0, sizeof(img->ctr));
+        else if (pread_all(fd, &img->ctr, sizeof(img->ctr), GS_REGION_COUNTERS_OFFSET, err) < 0 ||
+                 check_counters(&img->ctr, img->hdr.ndevices, err) < 0)
+                return -1;
         img->nslots = atomic_load_explicit(&img->hdr.slot_hwm, memory_order_relaxed);
         if (img->nslots <= FIRST_SLOTS)
                 return 0;
@@ -155,12 +190,20 @@ int gs_region_image_parse(const void *data, size_t len, struct gs_region_image *
                 gs_error_set(err, GS_EFORMAT, "empty: not initialized yet");
                 return 1;
         }
-        if (len != GS_REGION_SIZE)
-                return gs_error_set(err, GS_EFORMAT, "size %zu bytes, a usage region has %u", len, GS_REGION_SIZE);
+        if (!known_size(len))
+                return gs_error_set(err, GS_EFORMAT, "size %zu bytes, a usage region has %u (or %u: version 2)", len,
+                                    GS_REGION_SIZE, GS_REGION_SIZE_V2);
         memcpy(&img->hdr, data, sizeof(img->hdr));
-        int rc = check_header(&img->hdr, err);
+        int rc = check_header(&img->hdr, len, err);
         if (rc != 0)
                 return rc;
+        img->counters = img->hdr.version >= GS_REGION_VERSION;
+        memset(&img->ctr, 0, sizeof(img->ctr));
+        if (img->counters) {
+                memcpy(&img->ctr, (const char *)data + GS_REGION_COUNTERS_OFFSET, sizeof(img->ctr));
+                if (check_counters(&img->ctr, img->hdr.ndevices, err) < 0)
+                        return -1;
+        }
         img->nslots = atomic_load_explicit(&img->hdr.slot_hwm, memory_order_relaxed);
         memcpy(img->slots, (const char *)data + GS_REGION_HEADER_SIZE, (size_t)img->nslots * sizeof(img->slots[0]));
         return 0;

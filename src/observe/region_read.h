@@ -4,7 +4,9 @@
  * (a truncating writer could SIGBUS a mapping), never blocks (O_NONBLOCK: a FIFO opens at once
  * and is refused as "not a regular file"), never follows a symbolic link (O_NOFOLLOW), reads
  * only a file of exactly the region's size, and then only the header and the slots below
- * slot_hwm, with pread. Every header field is checked against the ABI; a count is never trusted
+ * slot_hwm (and, in version 3, the counters area), with pread. Versions 2 and 3 are read (a
+ * version 2 region, of an older interposer, has no counters: img->counters is false). Every header
+ * field is checked against the ABI (the file's size against its version's); a count is never trusted
  * (slot_hwm past the slot table, 0 or more than 16 devices, a share past 100 %, a UUID without
  * its terminator or with non-printable bytes: refused). Slot contents are written concurrently
  * and are taken as they are (sums saturate).
@@ -13,6 +15,7 @@
 #define GS_OBSERVE_REGION_READ_H
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,11 +24,14 @@
 #include "region/region.h"
 
 /* A validated copy: the header, and slots [0, nslots) (nslots = the file's slot_hwm); laid out
- * as the file is, so that one read fills the header and the first slots. */
+ * as the file is, so that one read fills the header and the first slots; the counters area when
+ * the region has one (version 3; else all zero and `counters` false). */
 struct gs_region_image {
         struct gs_region_header hdr;
         struct gs_region_slot slots[GS_REGION_MAX_PROCS];
+        struct gs_region_counters ctr;
         unsigned nslots;
+        bool counters;
 };
 static_assert(offsetof(struct gs_region_image, slots) == GS_REGION_HEADER_SIZE, "image layout = file layout");
 

@@ -10,10 +10,13 @@
 #include "common/error.h"
 #include "common/strutil.h"
 
-/* Columns: NAME GPU MEMORY(used / quota) BAR COMPUTE(used / limit) PROCS [PIDS], one space apart. */
+/* Columns: NAME GPU MEMORY(used / quota) BAR COMPUTE(used / limit) PRIO WAIT PROCS [PIDS], one
+ * space apart. */
 #define GPU_W 3
 #define MEM_W 13     /* "1023M / 1023M" */
 #define COMPUTE_W 11 /* "100% / 100%" */
+#define PRIO_W 4     /* "high", "norm", "low" */
+#define WAIT_W 5     /* the launch waits' p99: "2.5ms", "250us", ">1s", "idle" */
 #define PROCS_W 5
 #define NAME_MIN 12
 #define NAME_COMFORT 20
@@ -417,7 +420,7 @@ void gs_top_layout(const struct gs_top_view *v, unsigned width, bool pids, struc
                  * id only to its short form), then PIDS, then the bar up to its maximum. */
                 unsigned name_min = name_nat < NAME_MIN ? (unsigned)name_nat : NAME_MIN;
                 unsigned pids_min = !pids ? 0 : pids_nat < PIDS_MIN ? (unsigned)pids_nat : PIDS_MIN;
-                unsigned fixed = GPU_W + MEM_W + COMPUTE_W + PROCS_W + 5 + (pids ? 1 + pids_min : 0);
+                unsigned fixed = GPU_W + MEM_W + COMPUTE_W + PRIO_W + WAIT_W + PROCS_W + 7 + (pids ? 1 + pids_min : 0);
                 unsigned rest = width > fixed + name_min + BAR_MIN ? width - fixed - name_min - BAR_MIN : 0;
                 unsigned name_w = name_min, bar_w = BAR_MIN, pids_w = pids_min;
 #define GROW(var, target)                                                                                   \
@@ -499,8 +502,8 @@ void gs_top_format_header(const struct gs_top_layout *l, enum gs_top_sort by, ch
         snprintf(name, sizeof(name), "CONTAINER%s", by == GS_TOP_SORT_NAME ? "*" : "");
         snprintf(mem, sizeof(mem), "MEMORY%s", by == GS_TOP_SORT_MEMORY ? "*" : "");
         snprintf(comp, sizeof(comp), "COMPUTE%s", by == GS_TOP_SORT_COMPUTE ? "*" : "");
-        int n = snprintf(buf, len, "%-*s %*s %*s %-*s %*s %*s", (int)l->name_w, name, GPU_W, "GPU", MEM_W, mem,
-                         (int)l->bar_w, "", COMPUTE_W, comp, PROCS_W, "PROCS");
+        int n = snprintf(buf, len, "%-*s %*s %*s %-*s %*s %-*s %*s %*s", (int)l->name_w, name, GPU_W, "GPU", MEM_W,
+                         mem, (int)l->bar_w, "", COMPUTE_W, comp, PRIO_W, "PRIO", WAIT_W, "WAIT", PROCS_W, "PROCS");
         if (l->pids_w > 0 && n > 0 && (size_t)n < len)
                 snprintf(buf + n, len - (size_t)n, " %-*s", (int)l->pids_w, "PIDS");
         /* no trailing blanks */
@@ -552,11 +555,55 @@ static void fmt_bar(const struct gs_top_layout *l, const struct gs_top_row *r, c
         snprintf(out, len, "[%s]", in);
 }
 
+const char *gs_top_priority_name(uint32_t prio)
+{
+        static const char *const names[] = {"high", "normal", "low"};
+        return prio < GS_ARRAY_SIZE(names) ? names[prio] : NULL;
+}
+
+const char *gs_top_fmt_wait_edge(int bucket, char out[8])
+{
+        if (bucket < 0) {
+                snprintf(out, 8, "0");
+                return out;
+        }
+        if (bucket >= GS_REGION_WAIT_BUCKETS - 1) {
+                snprintf(out, 8, ">%gs", (double)gs_region_wait_edge_ns(GS_REGION_WAIT_BUCKETS - 2) / 1e9);
+                return out;
+        }
+        uint64_t ns = gs_region_wait_edge_ns((unsigned)bucket);
+        if (ns < 1000000)
+                snprintf(out, 8, "%gus", (double)ns / 1e3);
+        else if (ns < 1000000000)
+                snprintf(out, 8, "%gms", (double)ns / 1e6);
+        else
+                snprintf(out, 8, "%gs", (double)ns / 1e9);
+        return out;
+}
+
+/* WAIT: the bound of the last window's 99th percentile launch wait; "-" not counted, ".." no
+ * window closed yet, "idle" no launch in it. */
+static const char *fmt_wait(const struct gs_obs_device *d, char out[8])
+{
+        if (!d->waits_known)
+                snprintf(out, 8, "-");
+        else if (!d->waits_window_valid)
+                snprintf(out, 8, "..");
+        else if (d->waits_window.launches == 0)
+                snprintf(out, 8, "idle");
+        else
+                gs_top_fmt_wait_edge(d->waits_window.p99, out);
+        return out;
+}
+
 void gs_top_format_row(const struct gs_top_view *v, const struct gs_top_layout *l, const struct gs_top_row *r,
                        char *buf, size_t len)
 {
         const struct gs_obs_device *d = r->dev;
-        char name[GS_TOP_NAME_MAX], gpu[16], used[8], quota[8], mem[32], bar[BAR_MAX + 3], cu[8], cl[8], comp[32];
+        char name[GS_TOP_NAME_MAX], gpu[16], used[8], quota[8], mem[32], bar[BAR_MAX + 3], cu[8], cl[8], comp[32],
+                wait[8];
+        static const char *const prios[] = {"high", "norm", "low"}; /* PRIO_W wide */
+        const char *prio = r->slice->priority < GS_ARRAY_SIZE(prios) ? prios[r->slice->priority] : "-";
         gs_top_fit(r->name, l->name_w, name, sizeof(name));
         if (r->gpu >= 0)
                 snprintf(gpu, sizeof(gpu), "%d", r->gpu);
@@ -578,8 +625,9 @@ void gs_top_format_row(const struct gs_top_view *v, const struct gs_top_layout *
         else
                 snprintf(cl, sizeof(cl), "-");
         snprintf(comp, sizeof(comp), "%4s / %-4s", cu, cl);
-        int n = snprintf(buf, len, "%-*s %*s %s %-*s %*s %*u", (int)l->name_w, name, GPU_W, gpu, mem, (int)l->bar_w,
-                         bar, COMPUTE_W, comp, PROCS_W, d->processes);
+        int n = snprintf(buf, len, "%-*s %*s %s %-*s %*s %-*s %*s %*u", (int)l->name_w, name, GPU_W, gpu, mem,
+                         (int)l->bar_w, bar, COMPUTE_W, comp, PRIO_W, prio, WAIT_W,
+                         fmt_wait(d, wait), PROCS_W, d->processes);
         if (l->pids_w > 0 && n > 0 && (size_t)n < len) {
                 char pids[PIDS_MAX + 1];
                 fmt_pids(v, r, l->pids_w < PIDS_MAX ? l->pids_w : PIDS_MAX, pids, sizeof(pids));
@@ -641,8 +689,50 @@ static json_object *num(enum num_form f, double v)
 #define RATIO(v) num(NUM_RATIO, (v))
 #define TIME(ns) num(NUM_TIMESTAMP, seconds(ns))
 
+/* A window's launch waits: launches, how many waited, the mean and the 99th percentile's bound. */
+static json_object *wait_window_json(const struct gs_obs_slice *s, const struct gs_obs_device *d)
+{
+        const struct gs_wait_window *w = &d->waits_window;
+        json_object *o = json_object_new_object();
+        if (o == NULL)
+                return NULL;
+        bool any = w->launches > 0, over = any && w->p99 >= GS_REGION_WAIT_BUCKETS - 1;
+        double p99 = !any || w->p99 < 0 ? 0
+                     : seconds(gs_region_wait_edge_ns(over ? GS_REGION_WAIT_BUCKETS - 2 : (unsigned)w->p99));
+        bool ok = add(o, "seconds", num(NUM_SECONDS, seconds(s->waits_window_ns))) &&
+                  add(o, "launches", json_object_new_uint64(w->launches)) &&
+                  add(o, "waited", json_object_new_uint64(w->waited)) &&
+                  (any ? add(o, "mean_seconds", RATIO(seconds(w->sum_ns) / (double)w->launches))
+                       : add_null(o, "mean_seconds")) &&
+                  (any ? add(o, "p99_seconds", RATIO(p99)) : add_null(o, "p99_seconds")) &&
+                  add(o, "p99_over", json_object_new_boolean(over));
+        if (!ok) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+/* The launch waits of a device: totals since the region was made, and the last window. */
+static json_object *waits_json(const struct gs_top_row *r)
+{
+        const struct gs_obs_device *d = r->dev;
+        json_object *o = json_object_new_object();
+        if (o == NULL)
+                return NULL;
+        bool ok = add(o, "launches", json_object_new_uint64(d->waits.count)) &&
+                  add(o, "wait_seconds", num(NUM_SECONDS, seconds(d->waits.sum_ns))) &&
+                  (d->waits_window_valid ? add(o, "window", wait_window_json(r->slice, d)) : add_null(o, "window"));
+        if (!ok) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
 static json_object *device_json(const struct gs_top_row *r)
 {
+        static const char *const via[] = {"time", "mps", "time_fallback"};
         const struct gs_obs_device *d = r->dev;
         json_object *o = json_object_new_object();
         if (o == NULL)
@@ -660,7 +750,10 @@ static json_object *device_json(const struct gs_top_row *r)
                                          : add_null(o, "compute_used")) &&
                   (d->compute_measured ? add(o, "compute_busy_seconds", num(NUM_SECONDS, seconds(d->busy_ns_total)))
                                        : add_null(o, "compute_busy_seconds")) &&
-                  add(o, "processes", json_object_new_int((int)d->processes));
+                  add(o, "processes", json_object_new_int((int)d->processes)) &&
+                  (d->compute_via < GS_ARRAY_SIZE(via) ? add(o, "compute_mechanism", json_object_new_string(via[d->compute_via]))
+                                                       : add_null(o, "compute_mechanism")) &&
+                  (d->waits_known ? add(o, "launch_wait", waits_json(r)) : add_null(o, "launch_wait"));
         if (!ok) {
                 json_object_put(o);
                 return NULL;
@@ -705,6 +798,9 @@ static json_object *slice_json(const struct gs_top_view *v, size_t si, const str
              add_str(o, "container", s->labels.container) &&
              (s->compute_mode < 3 ? add(o, "compute_mode", json_object_new_string(modes[s->compute_mode]))
                                   : add_null(o, "compute_mode")) &&
+             (gs_top_priority_name(s->priority) != NULL
+                      ? add(o, "priority", json_object_new_string(gs_top_priority_name(s->priority)))
+                      : add_null(o, "priority")) &&
              add(o, "created", TIME(s->created_ns)) &&
              (s->last_kernel_ns > 0 ? add(o, "last_kernel", TIME(s->last_kernel_ns))
                                     : add_null(o, "last_kernel")) &&

@@ -105,6 +105,11 @@ json_object *gs_top_json(const struct gs_top_view *v);
 /* Pieces, for tests. */
 /* Bytes in at most 5 characters: 0, 512B, 1.5K, 100M, 1023M, 40G (binary units). */
 const char *gs_top_fmt_bytes(uint64_t bytes, char out[8]);
+/* "high", "normal", "low" for GS_REGION_PRIO_*; NULL for another value (not reported). */
+const char *gs_top_priority_name(uint32_t prio);
+/* The upper edge of launch-wait bucket `bucket` in at most 7 characters: 50us, 2.5ms, 1s; ">1s"
+ * for the last bucket; "0" for -1 (observe/waits.h: no wait). */
+const char *gs_top_fmt_wait_edge(int bucket, char out[8]);
 /* s made printable (see above) into out. */
 void gs_top_printable(const char *s, char *out, size_t len);
 /* Name (printable) shortened to w columns: a container id (hex, longer than 12) to its first 12

@@ -316,6 +316,9 @@ static int init_region(struct gs_region_file *f, unsigned ndevices, const uint64
         h->region_size = GS_REGION_SIZE;
         h->created_ns = realtime_ns();
         h->creator_pid = (int32_t)getpid();
+        atomic_store_explicit(&f->ctr.priority, GS_REGION_UNSET, memory_order_relaxed);
+        for (unsigned d = 0; d < GS_REGION_MAX_DEVICES; d++)
+                atomic_store_explicit(&f->ctr.dev[d].compute_via, GS_REGION_UNSET, memory_order_relaxed);
         for (unsigned d = 0; d < ndevices; d++) {
                 h->limit[d] = limits != NULL ? limits[d] : 0;
                 if (uuids != NULL) {
@@ -861,6 +864,45 @@ uint64_t gs_region_refill_claim(struct gs_region *r, uint64_t now_ns)
         if (r == NULL || r->snapshot)
                 return now_ns;
         return atomic_exchange_explicit(&r->f->hdr.refill_ns, now_ns, memory_order_relaxed);
+}
+
+/* The counters of dev, or NULL (no region, a snapshot, dev out of range): for the writers. */
+static inline struct gs_region_dev_counters *dev_counters(struct gs_region *r, unsigned dev)
+{
+        if (r == NULL || r->snapshot || dev >= ndev_of(r))
+                return NULL;
+        return &r->f->ctr.dev[dev];
+}
+
+void gs_region_note_wait(struct gs_region *r, unsigned dev, uint64_t wait_ns)
+{
+        struct gs_region_dev_counters *c = dev_counters(r, dev);
+        if (c == NULL || wait_ns == 0)
+                return;
+        atomic_fetch_add_explicit(&c->wait_bucket[gs_region_wait_bucket(wait_ns)], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->wait_sum_ns, wait_ns, memory_order_relaxed);
+}
+
+void gs_region_add_launches(struct gs_region *r, unsigned dev, uint64_t n)
+{
+        struct gs_region_dev_counters *c = dev_counters(r, dev);
+        if (c != NULL && n != 0)
+                atomic_fetch_add_explicit(&c->launches, n, memory_order_relaxed);
+}
+
+void gs_region_set_priority(struct gs_region *r, uint32_t prio)
+{
+        if (r == NULL || r->snapshot)
+                return;
+        atomic_store_explicit(&r->f->ctr.priority, prio > GS_REGION_PRIO_LOW ? GS_REGION_PRIO_LOW : prio,
+                              memory_order_relaxed);
+}
+
+void gs_region_set_compute_via(struct gs_region *r, unsigned dev, uint32_t via)
+{
+        struct gs_region_dev_counters *c = dev_counters(r, dev);
+        if (c != NULL && via <= GS_REGION_VIA_TIME_FALLBACK)
+                atomic_store_explicit(&c->compute_via, via, memory_order_relaxed);
 }
 
 int gs_region_usage(const struct gs_region *r, unsigned dev, uint64_t *used_total)

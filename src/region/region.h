@@ -13,13 +13,14 @@
  *   header (struct gs_region_header, 2048 bytes)
  *        0      8  magic         the bytes "GSLICE\0\1", stored LAST at creation (release), so a
  *                                file without it was never fully initialized
- *        8      4  version       GS_REGION_VERSION (2; 1 had 320-byte slots and no compute fields)
+ *        8      4  version       GS_REGION_VERSION (3; 2 had no counters area and was 460800
+ *                                bytes; 1 had 320-byte slots and no compute fields)
  *       12      4  header_size   2048 = offset of slots[0]
  *       16      4  ndevices      1..16, devices in this container, in the creator's index order
  *       20      4  max_procs     1024 (fixed)
  *       24      4  slot_size     448
  *       28      4  flags         0 (reserved)
- *       32      8  region_size   header_size + max_procs * slot_size = 460800
+ *       32      8  region_size   header_size + max_procs * slot_size + counters = 464960
  *       40      8  created_ns    CLOCK_REALTIME at creation
  *       48      4  creator_pid   pid (in the container's pid namespace) of the creator
  *       52     12  (reserved, 0)
@@ -54,9 +55,32 @@
  *      288    128  busy_ns[16]   GPU time of this process's work, ns, cumulative (compute
  *                                limiter: measured with events; in-flight work counted up to now)
  *      416     32  (reserved, 0)
+ *   counters at 460800, 4160 bytes (struct gs_region_counters; new in version 3, so every offset
+ *   of version 2 is unchanged): slice-wide, cumulative since the region was created, never reset
+ *   when a process exits (unlike the slots)
+ *        0      4  priority      the slice's priority: 0 high, 1 normal, 2 low (the numbers of
+ *                                HAMi's CUDA_TASK_PRIORITY); GS_REGION_UNSET (0xffffffff) = not
+ *                                reported yet. Stored by every process of the slice (same value)
+ *        4     60  (reserved, 0)
+ *       64   4096  dev[16], 256 bytes each (struct gs_region_dev_counters):
+ *                     0    112  wait_bucket[14]  kernel launches that waited in the gate for the
+ *                                   GPU, by how long: bucket i counts waits w (ns, > 0) with
+ *                                   edge[i-1] < w <= edge[i]; edges (GS_REGION_WAIT_EDGES_NS)
+ *                                   50us 100us 250us 500us 1ms 2.5ms 5ms 10ms 25ms 50ms 100ms
+ *                                   250ms 1s, bucket 13 = more than 1 s. NOT cumulative.
+ *                   112      8  wait_sum_ns      sum of those waits, ns
+ *                   120      8  launches         every kernel launch, waited or not (so the
+ *                                   launches that did not wait are launches - sum(wait_bucket);
+ *                                   the two are added separately, a reader clamps at 0)
+ *                   128      4  compute_via      how the slice's compute share is enforced on
+ *                                   the device: 0 time limiter, 1 MPS, 2 time limiter after
+ *                                   falling back from a poisoned or absent MPS server;
+ *                                   GS_REGION_UNSET = not reported
+ *                   132    124  (reserved, 0)
  *
  * All counters are lock-free 64-bit atomics. A device's usage is the sum of used[dev] + extra[dev]
- * over slots [0, slot_hwm) whose pid != 0.
+ * over slots [0, slot_hwm) whose pid != 0. The counters area is written with atomic adds and
+ * stores only (no lock, no syscall: the interposer's launch path calls it).
  *
  * Concurrency and crash-safety
  *   - Creation is serialized by flock(LOCK_EX) on the file (released by the kernel if the holder
@@ -92,13 +116,34 @@
 #include <stdint.h>
 
 #define GS_REGION_MAGIC_BYTES "GSLICE\0\1" /* 8 bytes, no terminator counted */
-#define GS_REGION_VERSION 2u
+#define GS_REGION_VERSION 3u
 #define GS_REGION_MAX_DEVICES 16
 #define GS_REGION_MAX_PROCS 1024
 #define GS_REGION_UUID_LEN 96
 #define GS_REGION_HEADER_SIZE 2048u
 #define GS_REGION_SLOT_SIZE 448u
-#define GS_REGION_SIZE (GS_REGION_HEADER_SIZE + GS_REGION_MAX_PROCS * GS_REGION_SLOT_SIZE)
+#define GS_REGION_COUNTERS_OFFSET (GS_REGION_HEADER_SIZE + GS_REGION_MAX_PROCS * GS_REGION_SLOT_SIZE)
+#define GS_REGION_COUNTERS_SIZE 4160u
+#define GS_REGION_DEV_COUNTERS_SIZE 256u
+#define GS_REGION_SIZE (GS_REGION_COUNTERS_OFFSET + GS_REGION_COUNTERS_SIZE)
+/* Version 2 (readers only: the observer still shows such regions, without the counters). */
+#define GS_REGION_VERSION_2 2u
+#define GS_REGION_SIZE_V2 GS_REGION_COUNTERS_OFFSET
+/* A counters field nobody has stored yet (priority, compute_via). */
+#define GS_REGION_UNSET 0xffffffffu
+/* Priorities (the numbers of src/vgpu/config.h's GS_PRIO_* and HAMi's CUDA_TASK_PRIORITY). */
+#define GS_REGION_PRIO_HIGH 0u
+#define GS_REGION_PRIO_NORMAL 1u
+#define GS_REGION_PRIO_LOW 2u
+/* compute_via: how a device's compute share is enforced. */
+#define GS_REGION_VIA_TIME 0u
+#define GS_REGION_VIA_MPS 1u
+#define GS_REGION_VIA_TIME_FALLBACK 2u
+/* The launch-wait histogram: 13 finite upper edges and the bucket above the last. */
+#define GS_REGION_WAIT_BUCKETS 14
+#define GS_REGION_WAIT_EDGES_NS                                                                        \
+        { 50000ull, 100000ull, 250000ull, 500000ull, 1000000ull, 2500000ull, 5000000ull, 10000000ull,  \
+          25000000ull, 50000000ull, 100000000ull, 250000000ull, 1000000000ull }
 #define GS_REGION_LOCK_TIMEOUT_MS_DEFAULT 10000
 
 struct gs_region_slot {
@@ -143,10 +188,42 @@ struct gs_region_header {
         _Atomic int64_t tokens[GS_REGION_MAX_DEVICES];
 };
 
+struct gs_region_dev_counters {
+        _Atomic uint64_t wait_bucket[GS_REGION_WAIT_BUCKETS];
+        _Atomic uint64_t wait_sum_ns;
+        _Atomic uint64_t launches;
+        _Atomic uint32_t compute_via;
+        uint32_t reserved0;
+        uint64_t reserved1[15];
+};
+
+struct gs_region_counters {
+        _Atomic uint32_t priority;
+        uint32_t reserved0[15];
+        struct gs_region_dev_counters dev[GS_REGION_MAX_DEVICES];
+};
+
 struct gs_region_file {
         struct gs_region_header hdr;
         struct gs_region_slot slots[GS_REGION_MAX_PROCS];
+        struct gs_region_counters ctr;
 };
+
+/* Upper edge of wait bucket i in ns (UINT64_MAX for the last, +Inf). */
+static inline uint64_t gs_region_wait_edge_ns(unsigned i)
+{
+        static const uint64_t edges[GS_REGION_WAIT_BUCKETS - 1] = GS_REGION_WAIT_EDGES_NS;
+        return i < GS_REGION_WAIT_BUCKETS - 1 ? edges[i] : UINT64_MAX;
+}
+
+/* The bucket a wait of wait_ns falls in: the first whose upper edge is >= wait_ns. */
+static inline unsigned gs_region_wait_bucket(uint64_t wait_ns)
+{
+        unsigned i = 0;
+        while (i < GS_REGION_WAIT_BUCKETS - 1 && wait_ns > gs_region_wait_edge_ns(i))
+                i++;
+        return i;
+}
 
 /* The ABI, checked at compile time on every side that includes this header. */
 static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
@@ -185,8 +262,18 @@ static_assert(offsetof(struct gs_region_header, compute_limit) == 1856, "hdr.com
 static_assert(offsetof(struct gs_region_header, tokens) == 1920, "hdr.tokens");
 static_assert(sizeof(struct gs_region_header) == GS_REGION_HEADER_SIZE, "header size");
 static_assert(offsetof(struct gs_region_file, slots) == GS_REGION_HEADER_SIZE, "slots offset");
+static_assert(offsetof(struct gs_region_dev_counters, wait_bucket) == 0, "ctr.dev.wait_bucket");
+static_assert(offsetof(struct gs_region_dev_counters, wait_sum_ns) == 112, "ctr.dev.wait_sum_ns");
+static_assert(offsetof(struct gs_region_dev_counters, launches) == 120, "ctr.dev.launches");
+static_assert(offsetof(struct gs_region_dev_counters, compute_via) == 128, "ctr.dev.compute_via");
+static_assert(sizeof(struct gs_region_dev_counters) == GS_REGION_DEV_COUNTERS_SIZE, "dev counters size");
+static_assert(offsetof(struct gs_region_counters, priority) == 0, "ctr.priority");
+static_assert(offsetof(struct gs_region_counters, dev) == 64, "ctr.dev");
+static_assert(sizeof(struct gs_region_counters) == GS_REGION_COUNTERS_SIZE, "counters size");
+static_assert(offsetof(struct gs_region_file, ctr) == GS_REGION_COUNTERS_OFFSET, "counters offset");
+static_assert(GS_REGION_COUNTERS_OFFSET == 460800, "counters offset value (= the version 2 size)");
 static_assert(sizeof(struct gs_region_file) == GS_REGION_SIZE, "region size");
-static_assert(GS_REGION_SIZE == 460800, "region size value");
+static_assert(GS_REGION_SIZE == 464960, "region size value");
 
 /* Opaque handle (process-local). */
 struct gs_region;
@@ -300,6 +387,21 @@ int gs_region_set_last_launch(struct gs_region *r, int slot, uint64_t realtime_n
 uint64_t gs_region_busy(const struct gs_region *r, unsigned dev);
 _Atomic int64_t *gs_region_tokens(struct gs_region *r, unsigned dev);
 uint64_t gs_region_refill_claim(struct gs_region *r, uint64_t now_ns);
+
+/*
+ * Slice-wide counters (the counters area; see the layout). Lock-free atomics only, no syscall, no
+ * lock: safe from any thread, on the launch path. A NULL region, a snapshot handle, or a dev out
+ * of range is a no-op.
+ *   gs_region_note_wait: one launch that waited wait_ns (> 0; 0 is a no-op) in the gate for the
+ *     GPU: its bucket and the sum. Count the launch itself with gs_region_add_launches.
+ *   gs_region_add_launches: n more kernel launches on dev, waited or not.
+ *   gs_region_set_priority: GS_REGION_PRIO_* (a larger value is stored as low).
+ *   gs_region_set_compute_via: GS_REGION_VIA_* for dev (any other value is ignored).
+ */
+void gs_region_note_wait(struct gs_region *r, unsigned dev, uint64_t wait_ns);
+void gs_region_add_launches(struct gs_region *r, unsigned dev, uint64_t n);
+void gs_region_set_priority(struct gs_region *r, uint32_t prio);
+void gs_region_set_compute_via(struct gs_region *r, unsigned dev, uint32_t via);
 
 /* Counters kept in the header, plus the live slots right now (lock-free). */
 struct gs_region_stats {

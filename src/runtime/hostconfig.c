@@ -73,11 +73,13 @@ static const struct key keys[] = {
         STR(SEC_SLICE, "library", vgpu_library, V_ABSOLUTE_OR_EMPTY),
         STR(SEC_SLICE, "regions-dir", regions_dir, V_ABSOLUTE),
         STR(SEC_SLICE, "mps-root", mps_root, V_ABSOLUTE),
+        STR(SEC_SLICE, "mps", mps, 0), /* T_STRING, checked: off, auto or on */
         STR(SEC_DP, "socket-dir", dp.socket_dir, V_ABSOLUTE),
         STR(SEC_DP, "resource", dp.resource, 0),
         UINT(SEC_DP, "replicas", dp.replicas, 1, 64),
         STR(SEC_DP, "replica-memory", dp.replica_memory, 0),
         UINT(SEC_DP, "replica-compute", dp.replica_compute, 0, 100),
+        STR(SEC_DP, "replica-priority", dp.replica_priority, 0),
         {SEC_DP, "slices", T_LIST, offsetof(struct gs_hostconfig, dp.slices), 0, 0, 0, 0},
         STR(SEC_DP, "slice-domain", dp.slice_domain, 0),
         STR(SEC_DP, "allocate", dp.allocate, 0),
@@ -118,6 +120,7 @@ void gs_hostconfig_defaults(struct gs_hostconfig *hc)
         hc->vgpu_library[0] = '\0';
         snprintf(hc->regions_dir, sizeof(hc->regions_dir), "%s", GS_SLICE_REGIONS_DIR);
         snprintf(hc->mps_root, sizeof(hc->mps_root), "%s", GS_MPS_ROOT_DEFAULT);
+        snprintf(hc->mps, sizeof(hc->mps), "off");
         struct gs_hostconfig_dp *dp = &hc->dp;
         snprintf(dp->socket_dir, sizeof(dp->socket_dir), "/var/lib/kubelet/device-plugins");
         snprintf(dp->resource, sizeof(dp->resource), "nvidia.com/gpu");
@@ -503,6 +506,8 @@ static int parse_value(struct parser *ps, const struct key *k, struct gs_hostcon
                 return perr(ps, "'%s' must be empty or an absolute path", ps->key);
         if ((k->checks & V_LDCONFIG) && !is_absolute(buf[0] == '@' ? buf + 1 : buf))
                 return perr(ps, "'%s' must be an absolute path, or '@' and an absolute host path", ps->key);
+        if (k->off == offsetof(struct gs_hostconfig, mps) && (buf[0] == '\0' || gs_mps_mode_parse(buf) < 0))
+                return perr(ps, "'%s' must be off, auto or on, not '%.64s'", ps->key, buf);
         memcpy(field, buf, strlen(buf) + 1);
         return 0;
 }

@@ -30,6 +30,9 @@
  *   slice.regions-dir        string   "/run/gpuslice/slices"
  *   slice.mps-root           string   "/run/gpuslice/mps"   `gpuslice mps`: one MPS pipe directory per
  *                                                    GPU under it (<root>/<GPU-UUID>/)
+ *   slice.mps                string   "off"          off | auto | on: cap slices on one GPU through
+ *                                                    its MPS daemon (runtime/mps.h); the hook,
+ *                                                    configure and exec follow it
  * and for `gpuslice device-plugin` (src/k8s), in [device-plugin]:
  *   socket-dir               string   "/var/lib/kubelet/device-plugins"  the kubelet's directory
  *   resource                 string   "nvidia.com/gpu"  whole GPUs and MIG devices ("" = not offered)
@@ -37,8 +40,11 @@
  *                                                    (1..64; time-slicing: replicas share the GPU)
  *   replica-memory           string   ""             each replica's memory quota (a size; "" = none)
  *   replica-compute          integer  0              each replica's compute share in percent (0 = none)
- *   slices                   array    []             "NAME=MEM[,COMPUTE]": resource <slice-domain>/NAME,
- *                                                    each GPU offered as shares of MEM (and COMPUTE %)
+ *   replica-priority         string   ""             each replica's priority: high|normal|low ("" = the
+ *                                                    container's env decides; needs replica-compute)
+ *   slices                   array    []             "NAME=MEM[,COMPUTE[,PRIORITY]]": resource
+ *                                                    <slice-domain>/NAME, each GPU offered as shares of
+ *                                                    MEM (and COMPUTE %, at that priority)
  *   slice-domain             string   "gpuslice.io"
  *   allocate                 string   "cdi"          cdi | cdi-annotations | env
  *   cdi-spec                 string   "/var/run/cdi/gpuslice-k8s.yaml"  the spec the plugin writes
@@ -78,6 +84,7 @@ struct gs_hostconfig_dp {
         unsigned replicas;
         char replica_memory[64];
         unsigned replica_compute;
+        char replica_priority[16];
         struct gs_hostconfig_list slices;
         char slice_domain[128];
         char allocate[32];
@@ -108,6 +115,7 @@ struct gs_hostconfig {
         char vgpu_library[GS_HOSTCONFIG_MAX_STR];
         char regions_dir[GS_HOSTCONFIG_MAX_STR];
         char mps_root[GS_HOSTCONFIG_MAX_STR];
+        char mps[32];                           /* slice.mps: off, auto or on */
         struct gs_hostconfig_dp dp;
 };
 

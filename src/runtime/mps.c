@@ -32,6 +32,7 @@
  * servers as its clients' UIDs.
  */
 #include "runtime/mps.h"
+#include "runtime/mps_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,24 +65,8 @@
 #define PIPE_SUBDIR "pipe"
 #define LOG_SUBDIR "log"
 #define COMM_NAME "nvidia-cuda-mps" /* TASK_COMM_LEN truncates both binaries' names to this */
-#define OUTPUT_MAX 8192
+#define CLIENT_SUBDIR "client"
 #define POLL_MS 10
-
-/* What one run of the control binary left. */
-struct run_result {
-        int status;              /* waitpid status */
-        char out[OUTPUT_MAX];    /* stdout and stderr, as much as fits */
-        size_t len;
-};
-
-/* The binaries and the PATH the daemon gets, found once per call (when first needed), and the
- * result of the last run. */
-struct mps_exec {
-        bool resolved;
-        char control[PATH_MAX];    /* host path */
-        char path_env[2 * PATH_MAX + 8];
-        struct run_result res;
-};
 
 /* One GPU's directories while we work on it. */
 struct mps_dirs {
@@ -120,27 +105,34 @@ static const char *mps_root(const struct gs_mps_opts *o)
         return o->root != NULL ? o->root : GS_MPS_ROOT_DEFAULT;
 }
 
-static int gpu_paths(const struct gs_mps_opts *o, const struct gs_gpu *g, struct gs_mps_gpu *out,
-                     struct gs_error *err)
+int mps_gpu_paths(const char *root, const char *uuid, unsigned index, struct gs_mps_gpu *out, struct gs_error *err)
 {
-        const char *root = mps_root(o); /* absolute (check_args) */
         size_t rl = strlen(root);
         while (rl > 0 && root[rl - 1] == '/')
                 rl--; /* "/" itself: "" and then "/<uuid>" */
-        if (!uuid_is_safe(g->uuid))
-                return gs_error_set(err, GS_EFORMAT, "GPU %u: unexpected UUID '%.64s'", g->index, g->uuid);
-        int n = snprintf(out->pipe_dir, sizeof(out->pipe_dir), "%.*s/%s/" PIPE_SUBDIR, (int)rl, root, g->uuid);
+        if (!uuid_is_safe(uuid))
+                return gs_error_set(err, GS_EFORMAT, "GPU %u: unexpected UUID '%.64s'", index, uuid);
+        int n = snprintf(out->pipe_dir, sizeof(out->pipe_dir), "%.*s/%s/" PIPE_SUBDIR, (int)rl, root, uuid);
         if (n < 0 || (size_t)n >= sizeof(out->pipe_dir))
                 return gs_error_set(err, GS_EINVAL,
                                     "the MPS root %s is too long: the daemon's sockets in %.*s/%s/" PIPE_SUBDIR
                                     "/ would not fit a UNIX socket address (pipe directories of at most %d bytes; "
                                     "use a shorter --mps-root)",
-                                    root, (int)rl, root, g->uuid, GS_MPS_DIR_MAX);
-        snprintf(out->dir, sizeof(out->dir), "%.*s/%s", (int)rl, root, g->uuid);
-        snprintf(out->log_dir, sizeof(out->log_dir), "%.*s/%s/" LOG_SUBDIR, (int)rl, root, g->uuid);
-        out->index = g->index;
-        gs_strlcpy(out->uuid, g->uuid, sizeof(out->uuid));
+                                    root, (int)rl, root, uuid, GS_MPS_DIR_MAX);
+        snprintf(out->dir, sizeof(out->dir), "%.*s/%s", (int)rl, root, uuid);
+        snprintf(out->log_dir, sizeof(out->log_dir), "%.*s/%s/" LOG_SUBDIR, (int)rl, root, uuid);
+        /* "client" is longer than "pipe", but its one socket ("control") is far shorter than the
+         * pipe directory's longest ("control_privileged"): it fits whenever the pipe directory does. */
+        snprintf(out->client_dir, sizeof(out->client_dir), "%.*s/%s/" CLIENT_SUBDIR, (int)rl, root, uuid);
+        out->index = index;
+        gs_strlcpy(out->uuid, uuid, sizeof(out->uuid));
         return 0;
+}
+
+static int gpu_paths(const struct gs_mps_opts *o, const struct gs_gpu *g, struct gs_mps_gpu *out,
+                     struct gs_error *err)
+{
+        return mps_gpu_paths(mps_root(o), g->uuid, g->index, out, err); /* root: absolute (check_args) */
 }
 
 enum verb { V_START, V_STOP, V_STATUS };
@@ -548,6 +540,42 @@ static int begin(const struct gs_mps_opts *o, const struct gs_mps_gpu *m, bool c
         return rc;
 }
 
+/* <uuid>/client/control: a hard link to the daemon's control socket (the same socket: a client
+ * connects through it, measured on the H100), made anew and renamed over the old one, which a
+ * restarted daemon's socket no longer is. The client directory is 0755 and only ever mounted
+ * read-only into containers. */
+static int link_client_at(int gpufd, int pipefd, const struct gs_mps_gpu *m, struct gs_error *err)
+{
+        if (mkdirat(gpufd, CLIENT_SUBDIR, 0755) < 0 && errno != EEXIST)
+                return gs_error_sys(err, "cannot create %s", m->client_dir);
+        gs_autoclose int cfd = openat(gpufd, CLIENT_SUBDIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cfd < 0)
+                return gs_error_sys(err, "cannot open %s (not a directory, or a symlink)", m->client_dir);
+        struct stat a, b;
+        if (fstatat(pipefd, CONTROL_SOCKET, &a, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISSOCK(a.st_mode))
+                return gs_error_set(err, GS_ENOTFOUND, "no control socket in %s", m->pipe_dir);
+        if (fstatat(cfd, CONTROL_SOCKET, &b, AT_SYMLINK_NOFOLLOW) == 0 && b.st_ino == a.st_ino && b.st_dev == a.st_dev)
+                return 0;
+        unlinkat(cfd, ".control.new", 0);
+        if (linkat(pipefd, CONTROL_SOCKET, cfd, ".control.new", 0) < 0)
+                return gs_error_sys(err, "cannot link %s/" CONTROL_SOCKET " into %s", m->pipe_dir, m->client_dir);
+        if (renameat(cfd, ".control.new", cfd, CONTROL_SOCKET) < 0) {
+                int e = errno;
+                unlinkat(cfd, ".control.new", 0);
+                errno = e;
+                return gs_error_sys(err, "cannot rename into %s/" CONTROL_SOCKET, m->client_dir);
+        }
+        gs_log_info("GPU %u: %s/" CONTROL_SOCKET " links the daemon's control socket", m->index, m->client_dir);
+        return 0;
+}
+
+static void link_client(int gpufd, int pipefd, const struct gs_mps_gpu *m)
+{
+        struct gs_error lerr = {0};
+        if (link_client_at(gpufd, pipefd, m, &lerr) < 0)
+                gs_log_warn("GPU %u: %s: slices cannot connect through %s", m->index, lerr.msg, m->client_dir);
+}
+
 static int running(struct gs_mps_gpu *m, enum gs_mps_action action)
 {
         m->action = action;
@@ -564,6 +592,7 @@ static int start_one(struct gs_context *ctx, struct mps_exec *x, const struct gs
         if (begin(o, m, true, deadline, &d, err) < 0)
                 goto out;
         if ((m->pid = daemon_pid(d.pipefd)) != 0) {
+                link_client(d.gpufd, d.pipefd, m);
                 rv = running(m, GS_MPS_ALREADY_RUNNING);
                 goto out;
         }
@@ -603,6 +632,7 @@ static int start_one(struct gs_context *ctx, struct mps_exec *x, const struct gs
                 goto out;
         }
         gs_log_info("GPU %u: MPS control daemon %d up", m->index, (int)m->pid);
+        link_client(d.gpufd, d.pipefd, m);
         rv = running(m, GS_MPS_STARTED);
 out:
         if (rv < 0 && d.made && (d.pipefd < 0 || daemon_pid(d.pipefd) == 0))
@@ -646,6 +676,9 @@ static int stop_one(struct gs_context *ctx, struct mps_exec *x, const struct gs_
                 sleep_poll();
         }
         m->action = GS_MPS_STOPPED;
+        /* Slices that start now use the time limiter: nothing listens behind the link any more. */
+        if (unlinkat(d.gpufd, CLIENT_SUBDIR "/" CONTROL_SOCKET, 0) == 0)
+                gs_log_info("removed %s/" CONTROL_SOCKET, m->client_dir);
         rv = 0;
 out:
         if (rv == 0)
@@ -728,4 +761,73 @@ int gs_mps_status(struct gs_context *ctx, const struct gs_device_info *info, con
                   struct gs_mps_report *r, struct gs_error *err)
 {
         return each_gpu(V_STATUS, ctx, info, o, r, err);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* For mps_slice.c and mps_supervise.c (mps_int.h)                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+int mps_resolve_exec(struct gs_context *ctx, struct mps_exec *x, struct gs_error *err)
+{
+        return resolve_exec(ctx, x, err);
+}
+
+int mps_ui(struct mps_exec *x, const struct gs_mps_gpu *m, const char *line, unsigned timeout_ms,
+           struct gs_error *err)
+{
+        char in[256];
+        if ((size_t)snprintf(in, sizeof(in), "%s\n", line) >= sizeof(in))
+                return gs_error_set(err, GS_EINVAL, "MPS command too long");
+        if (run_control(x, m, NULL, in, gs_now_ms() + (timeout_ms != 0 ? timeout_ms : GS_MPS_TIMEOUT_MS_DEFAULT),
+                        &x->res, err) < 0)
+                return -1;
+        if (!exited_ok(&x->res))
+                return run_failed(err, &x->res, "GPU %u: %s", m->index, line);
+        return 0;
+}
+
+pid_t mps_daemon_pid(const char *pipe_dir)
+{
+        gs_autoclose int fd = open(pipe_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? 0 : daemon_pid(fd);
+}
+
+int mps_query_servers(struct mps_exec *x, struct gs_mps_gpu *m, unsigned timeout_ms, struct gs_error *err)
+{
+        return query_servers(x, m, gs_now_ms() + (timeout_ms != 0 ? timeout_ms : GS_MPS_TIMEOUT_MS_DEFAULT), err);
+}
+
+int mps_start_one(struct gs_context *ctx, struct mps_exec *x, const struct gs_mps_opts *o, struct gs_mps_gpu *m,
+                  unsigned timeout_ms, struct gs_error *err)
+{
+        return start_one(ctx, x, o, m, timeout_ms != 0 ? timeout_ms : GS_MPS_TIMEOUT_MS_DEFAULT, err);
+}
+
+int mps_stop_one(struct gs_context *ctx, struct mps_exec *x, const struct gs_mps_opts *o, struct gs_mps_gpu *m,
+                 unsigned timeout_ms, struct gs_error *err)
+{
+        return stop_one(ctx, x, o, m, timeout_ms != 0 ? timeout_ms : GS_MPS_TIMEOUT_MS_DEFAULT, err);
+}
+
+int mps_lock_gpu(const struct gs_mps_gpu *m, unsigned timeout_ms, struct gs_error *err)
+{
+        int fd = open(m->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return gs_error_sys(err, "cannot open %s", m->dir);
+        if (lock_dir(m, fd, gs_now_ms() + (timeout_ms != 0 ? timeout_ms : GS_MPS_TIMEOUT_MS_DEFAULT), err) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+int mps_link_client(const struct gs_mps_gpu *m, struct gs_error *err)
+{
+        gs_autoclose int gpufd = open(m->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (gpufd < 0)
+                return gs_error_sys(err, "cannot open %s", m->dir);
+        gs_autoclose int pipefd = openat(gpufd, PIPE_SUBDIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pipefd < 0)
+                return gs_error_sys(err, "cannot open %s", m->pipe_dir);
+        return link_client_at(gpufd, pipefd, m, err);
 }

@@ -6,8 +6,17 @@
  *   <root>/<GPU-UUID>/pipe/  the daemon's CUDA_MPS_PIPE_DIRECTORY (0755: clients of every UID
  *                            must reach its sockets; the daemon makes them 0666 itself)
  *   <root>/<GPU-UUID>/log/   its CUDA_MPS_LOG_DIRECTORY (control.log, server.log)
+ *   <root>/<GPU-UUID>/client/  what a slice's processes get (mounted read-only into containers,
+ *                            their CUDA_MPS_PIPE_DIRECTORY): `control`, a hard link to the
+ *                            daemon's control socket (renewed whenever a daemon starts), and
+ *                            `state`, gpuslice's word on the GPU's MPS (mps_slice.c)
+ *   <root>/<GPU-UUID>/slices/  one file per slice connected through it: its share, for the
+ *                            server's active thread percentage (mps_slice.c)
  * (Not the log directory inside the pipe directory: the daemon makes a FIFO named `log` there.)
- * All three directories are 0755, owned by the caller.
+ * All of them are 0755, owned by the caller. A container never sees the pipe directory: measured
+ * on the H100 (driver 580), a client needs nothing but the control socket, which works through a
+ * read-only mount, while the pipe directory's `control_privileged` socket would let the
+ * container's root change the daemon's defaults (set_default_active_thread_percentage).
  * The daemon runs with exactly CUDA_VISIBLE_DEVICES=<GPU-UUID>, those two directories and a PATH of
  * the driver root's binary directories: nothing of the caller's environment (no LD_PRELOAD).
  *
@@ -51,6 +60,7 @@ struct gs_mps_gpu {
         char dir[GS_MPS_DIR_MAX + 1];     /* <root>/<GPU-UUID> */
         char pipe_dir[GS_MPS_DIR_MAX + 1];
         char log_dir[GS_MPS_DIR_MAX + 1];
+        char client_dir[GS_MPS_DIR_MAX + 3];
         enum gs_mps_action action;
         bool running;                 /* after the action */
         pid_t pid;                    /* the control daemon's (running), or the one stopped */
@@ -76,5 +86,79 @@ int gs_mps_stop(struct gs_context *ctx, const struct gs_device_info *info, const
 /* Whether each selected GPU's daemon runs, and its servers (get_server_list). Creates nothing. */
 int gs_mps_status(struct gs_context *ctx, const struct gs_device_info *info, const struct gs_mps_opts *o,
                   struct gs_mps_report *r, struct gs_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Slices through MPS (mps_slice.c): the host setting slice.mps, and what a cap slice gets.
+ *   off   never (the default): every compute slice takes turns on its GPU (the time limiter)
+ *   auto  a cap slice on one GPU connects through that GPU's daemon when one runs and is not
+ *         poisoned; else the time limiter
+ *   on    as auto, and a GPU without a daemon gets one started (gs_mps_start) first; when that
+ *         fails, the time limiter (logged)
+ */
+enum gs_mps_mode { GS_MPS_MODE_OFF = 0, GS_MPS_MODE_AUTO, GS_MPS_MODE_ON };
+/* "off", "auto", "on" (NULL or "": off); -1 for anything else. */
+int gs_mps_mode_parse(const char *s);
+const char *gs_mps_mode_name(int mode);
+
+/* A GPU's MPS as gpuslice sees it: <root>/<uuid>/client/state, written by the supervisor. */
+struct gs_mps_state {
+        bool poisoned;          /* a client hit a fatal GPU error: the server's clients are lost */
+        long long since;        /* unix seconds of the last change */
+        pid_t server;           /* the faulted server (poisoned) */
+        unsigned long long faults, restarts, resets; /* server faults seen, daemon restarts after
+                                                       * one, server percentages put back */
+        unsigned percentage;    /* the servers' active thread percentage gpuslice keeps (0: none) */
+};
+/* Read it: 1 read, 0 no state file (a GPU nobody supervises), -1 unreadable. */
+int gs_mps_state_read(const char *client_dir, struct gs_mps_state *st);
+/* Replace it (a temporary file renamed over it: readers see the old or the new one). */
+int gs_mps_state_write(const char *client_dir, const struct gs_mps_state *st, struct gs_error *err);
+
+/* A cap slice of `pct` % (1..99) on the one GPU `uuid`: */
+struct gs_mps_slice {
+        const char *root;       /* the MPS root (NULL: GS_MPS_ROOT_DEFAULT) */
+        int mode;               /* GS_MPS_MODE_* */
+        const char *uuid;
+        unsigned index;         /* the GPU's NVML index (messages) */
+        unsigned pct;
+        const char *id;         /* names its registration (the container id, exec-<pid>) */
+        pid_t owner;            /* registered while this process lives */
+        unsigned timeout_ms;    /* for starting a daemon and each command (0: the default) */
+        char why[256];          /* out: why the slice stays on the time limiter ("" when it does not) */
+};
+/* Whether the slice runs through the GPU's MPS: 1 and `dir` = the GPU's client directory (it is
+ * registered, and every server's percentage is at least its share: the largest share of the
+ * live slices registered on the GPU), or 0 and the time limiter, the reason logged (mode off:
+ * silently). Never an error: a slice is never refused for MPS. */
+int gs_mps_slice_attach(struct gs_context *ctx, const struct gs_device_info *info, struct gs_mps_slice *s,
+                        char *dir, size_t len);
+/* The slice's options that may go through MPS: cap mode, one GPU (`devices`: its UUID, no comma),
+ * one share of 1..99 %: that share, else 0. */
+unsigned gs_mps_slice_share(const struct gs_slice_opts *s, const char *devices);
+
+/* The active thread percentage the GPU's servers should have: the largest share among the live
+ * slices registered under <root>/<uuid>/slices (0: none). Files of dead owners are removed. */
+unsigned gs_mps_slices_ceiling(const struct gs_mps_gpu *m);
+/* Give every server of the daemon and the daemon's default (the next server's) `pct` where they
+ * differ; *changed: how many servers had another value. */
+int gs_mps_apply_percentage(struct gs_context *ctx, const struct gs_mps_gpu *m, unsigned pct, unsigned timeout_ms,
+                            unsigned *changed, struct gs_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * gpuslice mps supervise (mps_supervise.c): keep one daemon per selected GPU, in the foreground,
+ * until SIGTERM or SIGINT (the daemons stay).
+ */
+struct gs_mps_supervise_opts {
+        struct gs_mps_opts mps;   /* devices, root, timeout */
+        unsigned interval_ms;     /* between two looks at every GPU (0: 1000) */
+        unsigned max_cycles;      /* stop after this many (tests; 0: never) */
+        void (*log)(void *arg, const char *line); /* what it does and sees, one line each */
+        void *log_arg;
+};
+int gs_mps_supervise(struct gs_context *ctx, const struct gs_device_info *info, const struct gs_mps_supervise_opts *o,
+                     struct gs_error *err);
+/* The supervisor's pid record <root>/supervise.pid ("<pid> <start time>"): its pid when that
+ * process lives, else 0; *age_s: seconds since it last looked at the GPUs (the file's mtime). */
+pid_t gs_mps_supervisor(const char *root, long long *age_s);
 
 #endif

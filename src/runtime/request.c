@@ -170,6 +170,15 @@ static int slice_from_env(struct gs_request *rq, char *const *env, size_t nenv, 
                         return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (cap, share or off)", used, mode);
                 snprintf(rq->compute_mode, sizeof(rq->compute_mode), "%s", m);
         }
+        const char *prio = either(env, nenv, "GPUSLICE_PRIORITY", "CUDA_TASK_PRIORITY", &used);
+        if (prio != NULL && *prio != '\0') {
+                bool hami = strcmp(used, "CUDA_TASK_PRIORITY") == 0;
+                int p = gs_vgpu_parse_priority(prio, hami);
+                if (p < 0)
+                        return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (%s)", used, prio,
+                                            hami ? "0 high, 1 normal, 2 or more low" : "high, normal or low");
+                snprintf(rq->priority, sizeof(rq->priority), "%s", gs_vgpu_priority_name(p));
+        }
         struct gs_slice_opts *s = &rq->opts.slice;
         s->memory = rq->memory[0][0] != '\0' ? rq->memory[0] : NULL;
         s->compute = rq->compute[0][0] != '\0' ? rq->compute[0] : NULL;
@@ -178,6 +187,7 @@ static int slice_from_env(struct gs_request *rq, char *const *env, size_t nenv, 
                 s->compute_dev[i] = rq->compute[i + 1][0] != '\0' ? rq->compute[i + 1] : NULL;
         }
         s->compute_mode = rq->compute_mode[0] != '\0' ? rq->compute_mode : NULL;
+        s->priority = rq->priority[0] != '\0' ? rq->priority : NULL;
         return 0;
 }
 
@@ -325,6 +335,7 @@ int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bo
         o->slice.vgpu_lib = rq->vgpu_lib[0] != '\0' ? rq->vgpu_lib : NULL;
         snprintf(rq->mps_root, sizeof(rq->mps_root), "%s", hc->mps_root);
         o->slice.mps_root = rq->mps_root[0] != '\0' ? rq->mps_root : NULL;
+        o->slice.mps = strcmp(hc->mps, "off") != 0 ? hc->mps : NULL;
 
         /* A legacy image: CUDA_VERSION set (not empty), NVIDIA_REQUIRE_CUDA not. */
         const char *req_cuda = gs_env_get(env, nenv, "NVIDIA_REQUIRE_CUDA");

@@ -23,6 +23,8 @@
  *   GPUSLICE_MEMORY_LIMIT[_<i>]  / CUDA_DEVICE_MEMORY_LIMIT[_<i>]   memory quota (all / visible device i)
  *   GPUSLICE_COMPUTE_LIMIT[_<i>] / CUDA_DEVICE_SM_LIMIT[_<i>]       compute share in percent (1..100)
  *   GPUSLICE_COMPUTE_MODE        / GPU_CORE_UTILIZATION_POLICY      cap|share|off (force|default|disable)
+ *   GPUSLICE_PRIORITY            / CUDA_TASK_PRIORITY               high|normal|low (0, 1, 2 or more);
+ *                                a priority alone makes no slice (nor does a mode alone)
  */
 #ifndef GS_RUNTIME_REQUEST_H
 #define GS_RUNTIME_REQUEST_H
@@ -43,6 +45,7 @@ struct gs_request {
         char memory[GS_SLICE_MAX_DEVICES + 1][64];  /* [0] all devices, [1 + i] visible device i */
         char compute[GS_SLICE_MAX_DEVICES + 1][16];
         char compute_mode[16];
+        char priority[8];
         char container_id[256];
         char regions_dir[4096];
         char vgpu_lib[4096];

@@ -22,6 +22,7 @@
 #include "common/unixsock.h"
 #include "region/region.h"
 #include "runtime/oci.h"
+#include "vgpu/config.h"
 
 #if defined(__x86_64__)
 #define GS_MULTIARCH "x86_64-linux-gnu"
@@ -243,22 +244,11 @@ static void remove_arbiter_files(const char *arb_root, const char *id)
         closedir(d);
 }
 
-/* Cap mode through MPS: one GPU (MPS takes one percentage per process), cap mode, and the GPU's
- * daemon under the MPS root listening now (a daemon that quits later leaves the slice on the time
- * limiter: the interposer checks again). */
+/* Cap mode through MPS: the GPU's client directory gs_configure chose (runtime/mps.h). */
 static void find_mps_pipe(const struct gs_slice_opts *s, const char *devices, struct gs_slice_host *h)
 {
-        h->mps_pipe[0] = '\0';
-        if (s->mps_root == NULL || devices == NULL || *devices == '\0' || strchr(devices, ',') != NULL ||
-            (s->compute_mode != NULL && strcmp(s->compute_mode, "cap") != 0))
-                return;
-        char pipe[PATH_MAX];
-        if (snprintf(pipe, sizeof(pipe), "%s/%s/pipe", s->mps_root, devices) >= (int)sizeof(pipe))
-                return;
-        if (gs_unix_listens(pipe, "control")) {
-                snprintf(h->mps_pipe, sizeof(h->mps_pipe), "%s", pipe);
-                gs_log_info("slice: cap mode through the MPS daemon at %s", pipe);
-        }
+        (void)devices;
+        snprintf(h->mps_pipe, sizeof(h->mps_pipe), "%s", s->mps_dir != NULL ? s->mps_dir : "");
 }
 
 static int write_slice_conf(int dirfd, const struct gs_slice_opts *s, const char *devices,
@@ -284,6 +274,12 @@ static int write_slice_conf(int dirfd, const struct gs_slice_opts *s, const char
                         ADD("GPUSLICE_COMPUTE_LIMIT_%d=%s\n", i, s->compute_dev[i]);
         if (s->compute_mode != NULL)
                 ADD("GPUSLICE_COMPUTE_MODE=%s\n", s->compute_mode);
+        if (s->priority != NULL) {
+                int prio = gs_vgpu_parse_priority(s->priority, false);
+                if (prio < 0)
+                        return gs_error_set(err, GS_EINVAL, "invalid slice priority '%s' (high, normal or low)", s->priority);
+                ADD("GPUSLICE_PRIORITY=%s\n", gs_vgpu_priority_name(prio));
+        }
         if (h->narb > 0)
                 ADD("GPUSLICE_ARBITER_DIR=%s\nGPUSLICE_ARBITER_NAME=%s\n", GS_SLICE_ARBITER_DIR, h->id);
         if (h->mps_pipe[0] != '\0')

@@ -14,8 +14,9 @@
  * their own file there) a file named after the container (0666, 64 bytes): the directory is
  * mounted read-only at GS_SLICE_ARBITER_DIR/gpuslice-gpu-<UUID>, and only the container's own file
  * in it read-write, so a container can write its own turn-taking record and read the others'.
- * A cap-mode slice on one GPU whose `gpuslice mps` daemon listens (opts->mps_root) gets the
- * daemon's pipe directory, mounted read-write at the same path, named in slice.conf.
+ * A cap-mode slice on one GPU that goes through its GPU's `gpuslice mps` daemon (opts->mps_dir, as
+ * runtime/mps.h's gs_mps_slice_attach chose it under slice.mps) gets the GPU's client directory,
+ * mounted read-only at the same path, named in slice.conf.
  * The directory goes when the container does: a poststop hook removes it, and every hook run
  * sweeps the directories whose owner is no longer alive.
  */
@@ -41,7 +42,7 @@ struct gs_slice_host {
         char arb_root[PATH_MAX]; /* the GPUs' arbiter directories (<regions_dir>/../arbiter) */
         unsigned narb;          /* GPUs whose arbiter file we made for the container */
         char arb_uuid[GS_MAX_GPUS][GS_STR_LONG];
-        char mps_pipe[PATH_MAX]; /* the GPU's MPS pipe directory the slice connects to, or "" */
+        char mps_pipe[PATH_MAX]; /* the GPU's MPS client directory the slice connects through, or "" */
 };
 
 /* The interposer: `configured` if set (must be readable), else next to the running executable

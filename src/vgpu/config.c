@@ -108,6 +108,28 @@ int gs_vgpu_parse_compute_mode(const char *s)
         return -1;
 }
 
+int gs_vgpu_parse_priority(const char *s, bool hami)
+{
+        static const char *const names[] = {"high", "normal", "low"};
+        if (s == NULL || *s == '\0')
+                return -1;
+        if (!hami) {
+                for (int i = 0; i < 3; i++)
+                        if (strcasecmp(s, names[i]) == 0)
+                                return i;
+                return -1;
+        }
+        if (strlen(s) > 9 || strspn(s, "0123456789") != strlen(s))
+                return -1;
+        long v = strtol(s, NULL, 10);
+        return v == 0 ? GS_PRIO_HIGH : v == 1 ? GS_PRIO_NORMAL : GS_PRIO_LOW;
+}
+
+const char *gs_vgpu_priority_name(int prio)
+{
+        return prio == GS_PRIO_HIGH ? "high" : prio == GS_PRIO_LOW ? "low" : "normal";
+}
+
 bool gs_vgpu_compute_limited(const struct gs_vgpu_config *cfg)
 {
         if (cfg->compute_mode == GS_COMPUTE_OFF || (cfg->error && cfg->ignore_errors))
@@ -341,6 +363,14 @@ static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
         if (v != NULL && *v != '\0' && (cfg->compute_mode = gs_vgpu_parse_compute_mode(v)) < 0) {
                 cfg->compute_mode = GS_COMPUTE_CAP;
                 fail(cfg, "invalid %s '%s' (cap, share or off)", name, v);
+        }
+        cfg->priority = GS_PRIO_NORMAL;
+        v = lookup(src, "GPUSLICE_PRIORITY", "CUDA_TASK_PRIORITY", &name);
+        if (v != NULL && *v != '\0' &&
+            (cfg->priority = gs_vgpu_parse_priority(v, strcmp(name, "CUDA_TASK_PRIORITY") == 0)) < 0) {
+                cfg->priority = GS_PRIO_NORMAL;
+                fail(cfg, strcmp(name, "CUDA_TASK_PRIORITY") == 0 ? "invalid %s '%s' (0 high, 1 normal, 2 or more low)"
+                                                                  : "invalid %s '%s' (high, normal or low)", name, v);
         }
         load_path(cfg, src, "GPUSLICE_REGION", "CUDA_DEVICE_MEMORY_SHARED_CACHE", cfg->region, sizeof(cfg->region));
         struct stat st;

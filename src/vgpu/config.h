@@ -17,6 +17,10 @@
  *   GPUSLICE_COMPUTE_MODE / GPU_CORE_UTILIZATION_POLICY        cap (HAMi: force), share (HAMi:
  *                                                             default), off (HAMi: disable);
  *                                                             default: cap
+ *   GPUSLICE_PRIORITY / CUDA_TASK_PRIORITY                    the slice's priority on its GPUs:
+ *                                                             high, normal (default) or low
+ *                                                             (HAMi: 0 high, 1 normal, 2 or more
+ *                                                             low); see arbiter.h for the rules
  *   GPUSLICE_ARBITER_DIR                                      where the GPUs' arbiter directories
  *                                                             are (compute-limited slices take
  *                                                             turns through them; default
@@ -26,10 +30,10 @@
  *                                                             the container id; default: the
  *                                                             slice's region key in hex)
  *   GPUSLICE_MPS_PIPE_DIRECTORY                               cap mode through an MPS server: the
- *                                                             server's pipe directory (`gpuslice mps
- *                                                             start` makes one per GPU); the process
- *                                                             connects with the share as its active
- *                                                             thread percentage (limiter.c)
+ *                                                             server's pipe directory, or the GPU's
+ *                                                             client directory of `gpuslice mps`; the
+ *                                                             process connects with the share as its
+ *                                                             active thread percentage (mps_client.c)
  *   GPUSLICE_LOG_LEVEL / LIBCUDA_LOG_LEVEL                    0 errors .. 4 debug (default 1)
  *   GPUSLICE_SLICE_FILE                                       read-only slice file (default
  *                                                             /etc/gpuslice/slice.conf), KEY=VALUE
@@ -62,6 +66,8 @@
 #define GS_VGPU_HOST_ARBITER_DIR "/run/gpuslice/arbiter"
 
 enum { GS_COMPUTE_CAP = 0, GS_COMPUTE_SHARE = 1, GS_COMPUTE_OFF = 2 }; /* cap is the default */
+/* A slice's priority (HAMi's CUDA_TASK_PRIORITY numbers; the region and the arbiter store them). */
+enum { GS_PRIO_HIGH = 0, GS_PRIO_NORMAL = 1, GS_PRIO_LOW = 2 };
 
 struct gs_vgpu_config {
         uint64_t limit[GS_VGPU_MAX_DEVICES]; /* bytes per visible device; 0 = unlimited */
@@ -69,6 +75,7 @@ struct gs_vgpu_config {
         unsigned compute[GS_VGPU_MAX_DEVICES]; /* percent 1..99 per visible device; 0 = unlimited */
         unsigned compute_all;                /* the global value (0 = unlimited) */
         int compute_mode;                    /* GS_COMPUTE_* */
+        int priority;                        /* GS_PRIO_* */
         char region[512];                    /* usage region path ("" = none: process-local only) */
         char arbiter_dir[256];               /* GPUSLICE_ARBITER_DIR: the GPUs' arbiter directories */
         char arbiter_name[256];              /* GPUSLICE_ARBITER_NAME ("" = from the region) */
@@ -91,6 +98,11 @@ int gs_vgpu_parse_size(const char *s, uint64_t *bytes);
 int gs_vgpu_parse_percent(const char *s, unsigned *pct);
 /* Parse a compute mode (cap|share|off, or HAMi's force|default|disable, any case); -1 on error. */
 int gs_vgpu_parse_compute_mode(const char *s);
+/* Parse a priority: high|normal|low (any case), or with `hami` HAMi's CUDA_TASK_PRIORITY, a
+ * decimal integer (0 high, 1 normal, 2 or more low); GS_PRIO_*, -1 on error. */
+int gs_vgpu_parse_priority(const char *s, bool hami);
+/* Its name: "high", "normal", "low" ("normal" for anything else). */
+const char *gs_vgpu_priority_name(int prio);
 /* Is any visible device's compute share limited (and the mode not off)? */
 bool gs_vgpu_compute_limited(const struct gs_vgpu_config *cfg);
 

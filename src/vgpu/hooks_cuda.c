@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vgpu/mps_client.h"
 #include "vgpu/vgpu.h"
 
 #define S gs_vgpu_state
@@ -68,9 +69,12 @@ GS_EXPORT CUresult cuInit(unsigned int Flags)
                 gs_vgpu_log(0, "refusing cuInit: %s", S.cfg.message);
                 return CUDA_ERROR_INVALID_VALUE;
         }
+        gs_mps_client_before_init(); /* the slice's MPS percentage, whatever the process set */
         CUresult rc = hiding() ? init_hidden(Flags) : REAL(cuInit, Flags);
-        if (rc == CUDA_SUCCESS)
+        if (rc == CUDA_SUCCESS) {
                 gs_vgpu_map_devices();
+                gs_mps_client_after_init();
+        }
         return rc;
 }
 

@@ -168,6 +168,8 @@ struct CUfunc_st {
     struct CUmod_st *mod;
     char name[128];
     uint64_t base_ns;                 /* duration on a whole device (name `..._<N>us`, else kernel_us) */
+    int fault;                        /* a kernel that writes to an illegal address (its name has
+                                       * "illegal_address" in it): see fake_cuda_init.c */
 };
 
 /* An event (fake_cuda_event.c). */
@@ -325,10 +327,17 @@ extern CUdeviceptr g_arena_base, g_arena_end, g_cursor;
 /* fake_cuda_error.c: the injected fault of func (or of its base name for _ptsz / _ptds). */
 CUresult fault(const char *func);
 
+/* fake_cuda_init.c: the sticky error of a context that hit a fatal GPU error (its own kernel's,
+ * or, for an MPS client, any client's of its server), 0 = none. */
+extern int g_sticky;
+void fault_kernel_launched(void);
+
 static inline CUresult enter(const char *func)
 {
     if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != ST_READY)
         return CUDA_ERROR_NOT_INITIALIZED;
+    if (__builtin_expect(__atomic_load_n(&g_sticky, __ATOMIC_RELAXED) != 0, 0))
+        return (CUresult)__atomic_load_n(&g_sticky, __ATOMIC_RELAXED);
     if (__builtin_expect(g_cfg.nfaults > 0, 0))
         return fault(func);
     return CUDA_SUCCESS;

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -180,34 +183,116 @@ static CUresult enumerate(void)
     return CUDA_SUCCESS;
 }
 
-/* An MPS client (shared/reference/compute-share.md, measured on an H100): with a control daemon
- * listening in $CUDA_MPS_PIPE_DIRECTORY (its `control` socket accepts a connection) and
- * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set, every device of the process has that share of its SMs,
- * rounded down to an even count (80/50/30/20/10 % of 132 SMs: 104/66/38/26/12), reports it as
- * its SM count and runs kernels on it. Without a daemon the variables change nothing. */
+/* An MPS client (shared/reference/compute-share.md and tests/gpu/mps_fault_check.sh, measured on
+ * an H100): with a control daemon listening in $CUDA_MPS_PIPE_DIRECTORY (its `control` socket
+ * accepts a connection) the process is a client of its user's server, kept on a connection to the
+ * simulated daemon (fake_mps_control.c: "CLIENT <pid> <percentage>", answered "OK <server>
+ * <percentage>"): every device of the process has the percentage the daemon gives it (the
+ * server's, or CUDA_MPS_ACTIVE_THREAD_PERCENTAGE when lower) of its SMs, rounded down to an even
+ * count (80/50/30/20/10 % of 132 SMs: 104/66/38/26/12), reports it as its SM count and runs
+ * kernels on it. A server in FAULT refuses it: cuInit fails with CUDA_ERROR_MPS_SERVER_NOT_READY
+ * (seen at the process's first call). A kernel writing to an illegal address (fault_kernel_launched)
+ * gives the process CUDA_ERROR_ILLEGAL_ADDRESS for every later call; an MPS client's tells the
+ * daemon, which sends the same to every client of the server: a thread here reads it. Without a
+ * daemon the variables change nothing. A daemon that does not speak the connection protocol (an
+ * older fake) leaves the percentage to the variable. */
 unsigned g_mps_pct;
+int g_sticky;
+static int g_mps_fd = -1;
 
-static void mps_init(void)
+static void *mps_watch(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char buf[256];
+    ssize_t n;
+
+    while ((n = read(fd, buf, sizeof(buf) - 1)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        buf[n] = '\0';
+        if (strstr(buf, "FAULT") != NULL)
+            __atomic_store_n(&g_sticky, (int)CUDA_ERROR_ILLEGAL_ADDRESS, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+void fault_kernel_launched(void)
+{
+    __atomic_store_n(&g_sticky, (int)CUDA_ERROR_ILLEGAL_ADDRESS, __ATOMIC_RELAXED);
+    if (g_mps_fd >= 0) {
+        ssize_t w = write(g_mps_fd, "FAULT\n", 6);
+
+        (void)w;
+    }
+}
+
+/* The daemon's answer line (bounded wait); 0 with none. */
+static size_t mps_answer(int fd, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    while (n < len - 1) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        ssize_t r;
+
+        if (poll(&p, 1, 2000) <= 0)
+            break;
+        r = read(fd, buf + n, 1);
+        if (r <= 0 || buf[n] == '\n')
+            break;
+        n++;
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+static CUresult mps_init(void)
 {
     const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY"), *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
     struct sockaddr_un a = {.sun_family = AF_UNIX};
-    char *end;
-    unsigned long v;
-    int fd, up;
+    char *end, msg[64], ans[128];
+    unsigned long v = 0;
+    int fd, n;
+    unsigned server, got;
+    pthread_t t;
 
     g_mps_pct = 0;
-    if (dir == NULL || pct == NULL ||
-        (size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/control", dir) >= sizeof(a.sun_path))
-        return;
+    __atomic_store_n(&g_sticky, 0, __ATOMIC_RELAXED);
+    if (dir == NULL || (size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/control", dir) >= sizeof(a.sun_path))
+        return CUDA_SUCCESS;
+    if (pct != NULL) {
+        v = strtoul(pct, &end, 10);
+        if (*pct == '\0' || *end != '\0' || v < 1 || v > 100)
+            v = 0;
+    }
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    up = fd >= 0 && (connect(fd, (const struct sockaddr *)&a, sizeof(a)) == 0 || errno == EPROTOTYPE);
-    if (fd >= 0)
+    if (fd < 0)
+        return CUDA_SUCCESS;
+    if (connect(fd, (const struct sockaddr *)&a, sizeof(a)) != 0) {
         close(fd);
-    if (!up)
-        return;
-    v = strtoul(pct, &end, 10);
-    if (*pct != '\0' && *end == '\0' && v >= 1 && v < 100)
-        g_mps_pct = (unsigned)v;
+        return CUDA_SUCCESS;
+    }
+    n = snprintf(msg, sizeof(msg), "CLIENT %d %lu\n", (int)getpid(), v);
+    if (write(fd, msg, (size_t)n) != n || mps_answer(fd, ans, sizeof(ans)) == 0) {
+        close(fd);
+        g_mps_pct = v < 100 ? (unsigned)v : 0;
+        return CUDA_SUCCESS;
+    }
+    if (sscanf(ans, "REFUSED %u", &got) == 1) {
+        close(fd);
+        return (CUresult)got;
+    }
+    if (sscanf(ans, "OK %u %u", &server, &got) != 2) {
+        close(fd);
+        return CUDA_ERROR_MPS_CONNECTION_FAILED;
+    }
+    g_mps_pct = got >= 1 && got < 100 ? got : 0;
+    g_mps_fd = fd;
+    if (pthread_create(&t, NULL, mps_watch, (void *)(intptr_t)fd) == 0)
+        pthread_detach(t);
+    return CUDA_SUCCESS;
 }
 
 static CUresult do_init(void)
@@ -261,7 +346,12 @@ static CUresult do_init(void)
             fg_state_unlock(&g_shared);
     }
     time_init();
-    mps_init();
+    {
+        CUresult rc = mps_init();
+
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
     for (int d = 0; d < g_ndev; d++) {
         memset(&g_prim[d], 0, sizeof(g_prim[d]));
         g_prim[d].kind = 1;

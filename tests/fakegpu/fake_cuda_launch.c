@@ -73,6 +73,11 @@ static CUresult launch(const struct launch *l)
     blocks = (unsigned long long)l->grid[0] * l->grid[1] * l->grid[2];
     if (l->coop && !coop_fits(l, blocks, r.sms))
         return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    if (l->f->fault) {
+        /* The launch itself succeeds (seen); the context's next call fails. */
+        fault_kernel_launched();
+        return CUDA_SUCCESS;
+    }
     ns = kernel_ns(l->f->base_ns, blocks, r.sms, r.dev);
     g = capture_of(&r);
     if (g != NULL)

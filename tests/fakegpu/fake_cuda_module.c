@@ -185,6 +185,7 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char
     freeslot->mod = hmod;
     snprintf(freeslot->name, sizeof(freeslot->name), "%s", name);
     freeslot->base_ns = kernel_base_ns(name);
+    freeslot->fault = strstr(name, "illegal_address") != NULL;
     __atomic_store_n(&freeslot->live, 1, __ATOMIC_RELEASE);
     *hfunc = freeslot;
     UNLOCK();

@@ -1,9 +1,12 @@
 /* libFuzzer harness: the observer's region reader, collector and exposition on hostile region
- * files. Each input is written as an extra region file (padded with zeros to a region's size when
- * its first byte is odd, else as it is) and scanned twice by a collector (a window closes), the
- * result rendered; the same bytes go through gs_region_image_parse. Checks: a refusal always
- * says why; an accepted region keeps its bounds; the exposition is valid UTF-8, every line a
- * comment or a well-formed sample, nothing unescaped. */
+ * files. Each input becomes a region file: as it is when its first byte is even; when it is odd
+ * (as in the magic), a region of the size of its version field (2: version 2's, else version
+ * 3's) with the input at offset 0, except that an input longer than a header plus a counters
+ * area puts its last GS_REGION_COUNTERS_SIZE bytes into the counters area (so that small inputs
+ * reach the slots and the counters both). The file is scanned twice by a collector (a window
+ * closes), the result rendered; the same bytes go through gs_region_image_parse. Checks: a
+ * refusal always says why; an accepted region keeps its bounds; the exposition is valid UTF-8,
+ * every line a comment or a well-formed sample, nothing unescaped. */
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -86,6 +89,29 @@ static void check_text(const char *t, size_t len)
 
 static char path[64];
 
+/* The file an input stands for (see above) in buf (GS_REGION_SIZE bytes); its length. */
+static size_t make_file(const uint8_t *data, size_t size, uint8_t *buf)
+{
+        if (size == 0 || !(data[0] & 1)) {
+                size_t n = size < GS_REGION_SIZE ? size : GS_REGION_SIZE;
+                memcpy(buf, data, n);
+                return n;
+        }
+        uint32_t version = 0;
+        if (size >= 12)
+                memcpy(&version, data + 8, sizeof(version));
+        size_t flen = version == GS_REGION_VERSION_2 ? GS_REGION_SIZE_V2 : GS_REGION_SIZE;
+        memset(buf, 0, flen);
+        size_t head = size, tail = 0;
+        if (flen == GS_REGION_SIZE && size > GS_REGION_HEADER_SIZE + GS_REGION_COUNTERS_SIZE) {
+                head = size - GS_REGION_COUNTERS_SIZE;
+                tail = GS_REGION_COUNTERS_SIZE;
+        }
+        memcpy(buf, data, head < GS_REGION_COUNTERS_OFFSET ? head : GS_REGION_COUNTERS_OFFSET);
+        memcpy(buf + GS_REGION_COUNTERS_OFFSET, data + head, tail);
+        return flen;
+}
+
 static void remove_file(void)
 {
         unlink(path);
@@ -95,6 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         static struct gs_collector *c;
         static struct gs_region_image img;
+        static uint8_t file[GS_REGION_SIZE];
         if (c == NULL) {
                 snprintf(path, sizeof(path), "/tmp/fuzz-region-%d", (int)getpid());
                 const char *regs[] = {path};
@@ -104,16 +131,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         abort();
                 atexit(remove_file);
         }
+        size_t flen = make_file(data, size, file);
         struct gs_error err = {0};
-        int rc = gs_region_image_parse(data, size, &img, &err);
+        int rc = gs_region_image_parse(file, flen, &img, &err);
         if (rc != 0 && err.msg[0] == '\0')
                 abort();
-        if (rc == 0 && (img.nslots > GS_REGION_MAX_PROCS || img.hdr.ndevices < 1 || img.hdr.ndevices > GS_REGION_MAX_DEVICES))
+        if (rc == 0 && (img.nslots > GS_REGION_MAX_PROCS || img.hdr.ndevices < 1 || img.hdr.ndevices > GS_REGION_MAX_DEVICES ||
+                        img.counters != (img.hdr.version == GS_REGION_VERSION) ||
+                        (img.ctr.priority > GS_REGION_PRIO_LOW && img.ctr.priority != GS_REGION_UNSET)))
                 abort();
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0)
                 return 0;
-        if (write(fd, data, size) != (ssize_t)size || (size > 0 && (data[0] & 1) && ftruncate(fd, GS_REGION_SIZE) < 0)) {
+        if (write(fd, file, flen) != (ssize_t)flen) {
                 close(fd);
                 return 0;
         }
@@ -127,6 +157,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         abort();
                 if (obs.nslices > 1 || (obs.nslices == 1 && obs.slices[0].ndevices > GS_REGION_MAX_DEVICES))
                         abort();
+                /* a shown histogram is cumulative and ends at its count */
+                for (unsigned d = 0; obs.nslices == 1 && d < obs.slices[0].ndevices; d++) {
+                        const struct gs_obs_device *dv = &obs.slices[0].dev[d];
+                        for (unsigned i = 1; dv->waits_known && i < GS_REGION_WAIT_BUCKETS; i++)
+                                if (dv->waits.cum[i] < dv->waits.cum[i - 1])
+                                        abort();
+                        if (dv->waits_known && dv->waits.count != dv->waits.cum[GS_REGION_WAIT_BUCKETS - 1])
+                                abort();
+                }
                 struct gs_prom p;
                 gs_prom_init(&p);
                 gs_metrics_render(&obs, NULL, &mo, &p);

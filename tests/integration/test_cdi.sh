@@ -185,15 +185,19 @@ jqt "no whole-GPU device for the GPU in MIG mode" '[.devices[].name | select(. =
 jqt "all: 8 GPU nodes and 5 caps nodes" '(.devices[-1].containerEdits.deviceNodes | length) == 13'
 
 # Slices.
-run slices -- "$GS" --root "$R2" cdi generate --json --slice 4g=4Gi,50 --slice half=20Gi
-expect_rc slices 0 "cdi generate --slice 4g=4Gi,50 --slice half=20Gi"
+run slices -- "$GS" --root "$R2" cdi generate --json --slice 4g=4Gi,50 --slice half=20Gi --slice lat=2Gi,25,High
+expect_rc slices 0 "cdi generate --slice 4g=4Gi,50 --slice half=20Gi --slice lat=2Gi,25,High"
 mv "$TMP/slices.out" "$TMP/slices.json"
-check_spec slices "$TMP/slices.json" nvidia.com/gpu 0 1 all 0-4g 1-4g all-4g 0-half 1-half all-half
+check_spec slices "$TMP/slices.json" nvidia.com/gpu 0 1 all 0-4g 1-4g all-4g 0-half 1-half all-half 0-lat 1-lat all-lat
 S=$TMP/slices.json
 jqt "slice 0-4g: GPU 0's node and the limits" \
         '(.devices[] | select(.name == "0-4g") | .containerEdits | .env == ["GPUSLICE_MEMORY_LIMIT=4Gi","GPUSLICE_COMPUTE_LIMIT=50"]
           and (.deviceNodes | map(.path)) == ["/dev/nvidia0"])'
 jqt "slice 1-half: memory only" '(.devices[] | select(.name == "1-half") | .containerEdits.env) == ["GPUSLICE_MEMORY_LIMIT=20Gi"]'
+jqt "slice *-lat: the limits and the priority (NAME=MEM,COMPUTE,PRIORITY, in lower case)" \
+        '[.devices[] | select(.name | endswith("-lat")) | .containerEdits.env] | length == 3 and all(. ==
+         ["GPUSLICE_MEMORY_LIMIT=2Gi","GPUSLICE_COMPUTE_LIMIT=25","GPUSLICE_PRIORITY=high"])'
+jqt "only the slices given a priority carry one" '[.devices[].containerEdits.env[]? | select(startswith("GPUSLICE_PRIORITY"))] | length == 3'
 jqt "slice all-4g: both GPUs" '(.devices[] | select(.name == "all-4g") | .containerEdits.deviceNodes | map(.path)) == ["/dev/nvidia0","/dev/nvidia2"]'
 jqt "slice hooks: createRuntime and poststop run gpuslice hook with an explicit env" \
         '[.devices[] | select(.name == "0-4g") | .containerEdits.hooks[] | {hookName, args, env}] == [
@@ -239,13 +243,15 @@ bad() { # NAME WANT-TEXT DESC ARGS...: exit 1 with "gpuslice: cdi error: ...WANT
         expect_err "$name" "gpuslice: cdi error: " "... as a cdi error"
         expect_err "$name" "$want" "... saying '$want'"
 }
-bad s1 "invalid --slice '4Gi': expected NAME=MEM[,COMPUTE]" "--slice without NAME=" "$GS" --root "$R1" cdi generate --slice 4Gi
+bad s1 "invalid --slice '4Gi': expected NAME=MEM[,COMPUTE[,PRIORITY]]" "--slice without NAME=" "$GS" --root "$R1" cdi generate --slice 4Gi
 bad s2 "the memory size must be more than 0" "--slice a=0" "$GS" --root "$R1" cdi generate --slice a=0
 bad s3 "invalid memory size '4GB'" "--slice a=4GB" "$GS" --root "$R1" cdi generate --slice a=4GB
 bad s4 "invalid compute share '101'" "--slice a=4Gi,101" "$GS" --root "$R1" cdi generate --slice a=4Gi,101
 bad s5 "invalid character ' '" "--slice 'a b=1G'" "$GS" --root "$R1" cdi generate --slice 'a b=1G'
 bad s6 "slice 'a' is given twice" "the same slice twice" "$GS" --root "$R1" cdi generate --slice a=1G --slice a=2G
 bad s7 "invalid compute share" "cdi list --slice a=1G,x" "$GS" --root "$R1" cdi list --slice a=1G,x
+bad s8 "invalid priority 'urgent' (high, normal or low)" "--slice a=4Gi,50,urgent" "$GS" --root "$R1" cdi generate --slice a=4Gi,50,urgent
+bad s9 "invalid compute share ''" "--slice a=4Gi,,high (a priority needs a compute share)" "$GS" --root "$R1" cdi generate --slice a=4Gi,,high
 bad v1 "invalid vendor '1nvidia.com': must start with a letter" "--vendor 1nvidia.com" "$GS" --root "$R1" cdi generate --vendor 1nvidia.com
 bad v2 "invalid vendor 'nvidia..com'" "--vendor nvidia..com" "$GS" --root "$R1" cdi generate --vendor nvidia..com
 bad c1 "invalid class 'g/pu'" "--class g/pu" "$GS" --root "$R1" cdi generate --class g/pu
@@ -433,20 +439,24 @@ grep -qx DONE "$TMP/podman.out" && ok "the check script ran to its end" ||
         { not_ok "the check script did not finish"; sed 's/^/    # /' "$TMP/podman.out" "$TMP/podman.err" | tail -20; }
 # A slice device: its createRuntime hook (`gpuslice hook createRuntime`) reads the limit the CDI
 # env edit put into config.json and brings the interposer; poststop removes the host state.
-run pgen2 -- "$GS" --root "$R2" cdi generate --vendor "$VENDOR" --slice 4g=4Gi -o "$CDI_SPEC"
-expect_rc pgen2 0 "cdi generate --slice 4g=4Gi -o $CDI_SPEC"
+run pgen2 -- "$GS" --root "$R2" cdi generate --vendor "$VENDOR" --slice 4g=4Gi --slice lat=2Gi,25,high -o "$CDI_SPEC"
+expect_rc pgen2 0 "cdi generate --slice 4g=4Gi --slice lat=2Gi,25,high -o $CDI_SPEC"
 asan_hooks
 cat >"$P/slice.sh" <<'EOF'
 echo "limit=$GPUSLICE_MEMORY_LIMIT"
 echo "preload=$(cat /etc/ld.so.preload 2>&1 | tr '\n' ' ')"
 echo "slicefile=$(grep '^GPUSLICE_MEMORY_LIMIT=' /etc/gpuslice/slice.conf 2>&1)"
+echo "priority=$(grep '^GPUSLICE_PRIORITY=' /etc/gpuslice/slice.conf 2>&1)"
 test -c /dev/nvidia0 && echo node=yes
 EOF
 run pslice -- timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
         --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" \
         run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --cidfile "$TMP/pslice.cid" \
-        --device "$VENDOR/gpu=0-4g" --rootfs "$P" /bin/sh /slice.sh
+        --device "$VENDOR/gpu=0-4g" -e CUDA_TASK_PRIORITY=2 --rootfs "$P" /bin/sh /slice.sh
 expect_rc pslice 0 "podman run --device $VENDOR/gpu=0-4g (a slice device)"
+grep -qx "priority=GPUSLICE_PRIORITY=low" "$TMP/pslice.out" &&
+        ok "... a slice device without a priority: the container's own CUDA_TASK_PRIORITY=2 is the slice's (low)" ||
+        not_ok "... container env priority: $(tr '\n' ' ' <"$TMP/pslice.out")"
 grep -qx "limit=4Gi" "$TMP/pslice.out" && grep -qx "node=yes" "$TMP/pslice.out" &&
         ok "... the container has GPU 0 and GPUSLICE_MEMORY_LIMIT=4Gi" || not_ok "... env/node: $(tr '\n' ' ' <"$TMP/pslice.out")"
 grep -q "^preload=.*libgpuslice-vgpu.so" "$TMP/pslice.out" && grep -qx "slicefile=GPUSLICE_MEMORY_LIMIT=4Gi" "$TMP/pslice.out" &&
@@ -455,6 +465,16 @@ grep -q "^preload=.*libgpuslice-vgpu.so" "$TMP/pslice.out" && grep -qx "slicefil
 cid=$(cat "$TMP/pslice.cid" 2>/dev/null)
 [ -n "$cid" ] && [ ! -e "/run/gpuslice/slices/$cid" ] && ok "... and poststop removed the slice's host directory" ||
         not_ok "... host state left: /run/gpuslice/slices/$cid"
+# A slice device with a priority: its env edit wins over the container's own variables (podman
+# applies CDI edits after --env), so the slice file says high whatever the container asks.
+run pprio -- timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
+        --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" \
+        run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \
+        --device "$VENDOR/gpu=0-lat" -e GPUSLICE_PRIORITY=low -e CUDA_TASK_PRIORITY=2 --rootfs "$P" /bin/sh /slice.sh
+expect_rc pprio 0 "podman run --device $VENDOR/gpu=0-lat (lat=2Gi,25,high) -e GPUSLICE_PRIORITY=low"
+grep -qx "priority=GPUSLICE_PRIORITY=high" "$TMP/pprio.out" && grep -qx "slicefile=GPUSLICE_MEMORY_LIMIT=2Gi" "$TMP/pprio.out" &&
+        ok "... the slice file holds the slice device's priority (high), not the container's (low)" ||
+        not_ok "... slice device priority: $(tr '\n' ' ' <"$TMP/pprio.out")"
 run podman-bad -- timeout 120 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
         --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" \
         run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \

@@ -190,7 +190,7 @@ while :; do
         n=$((n + 1))
         run "slfail$n" -- env GPUSLICE_TEST_FAIL_AT=$n "$GS" --root "$DRV" configure --pid "$(cpid c10)" --compute \
                 --utility --device 0 --memory 1Gi --memory-1 512Mi --compute-share 40 --compute-share-1 25 \
-                --compute-mode share --slice-id c10 --regions-dir "$SL" "$R10"
+                --compute-mode share --priority HIGH --slice-id c10 --regions-dir "$SL" "$R10"
         [ "$(rc_of "slfail$n")" = 0 ] && break
         mounts_of c10 >"$TMP/c10.after"; files_of c10 >"$TMP/c10.fafter"
         if cmp -s "$TMP/c10.before" "$TMP/c10.after" && cmp -s "$TMP/c10.fbefore" "$TMP/c10.fafter" && [ ! -e "$SL/c10" ]; then
@@ -216,7 +216,8 @@ grep -qx GPUSLICE_MEMORY_LIMIT=1Gi "$TMP/c10.conf" && grep -qx GPUSLICE_MEMORY_L
         grep -qx GPUSLICE_SLICE_ENFORCED=1 "$TMP/c10.conf" && grep -qx GPUSLICE_REGION=/run/gpuslice/usage "$TMP/c10.conf" &&
         grep -q "^GPUSLICE_DEVICES=GPU-" "$TMP/c10.conf" && grep -qx GPUSLICE_COMPUTE_LIMIT=40 "$TMP/c10.conf" &&
         grep -qx GPUSLICE_COMPUTE_LIMIT_1=25 "$TMP/c10.conf" && grep -qx GPUSLICE_COMPUTE_MODE=share "$TMP/c10.conf" &&
-        ok "slice.conf: limits, compute shares and mode, enforced, region, device UUID" ||
+        grep -qx GPUSLICE_PRIORITY=high "$TMP/c10.conf" &&
+        ok "slice.conf: limits, compute shares, mode and priority (--priority HIGH: high), enforced, region, device UUID" ||
         not_ok "slice.conf: $(tr '\n' '|' <"$TMP/c10.conf")"
 for f in /etc/gpuslice/slice.conf /etc/ld.so.preload /usr/lib/gpuslice/libgpuslice-vgpu.so; do
         if inside c10 sh -c "echo x >>$f" 2>/dev/null; then not_ok "$f is writable in the container"; else ok "$f is read-only in the container"; fi
@@ -226,6 +227,11 @@ run slbad -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --memory 4GB "$R1
 expect_err slbad "invalid --memory: 4GB" "configure --memory 4GB is refused"
 run slbadc -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --compute-share 120 "$R10"
 expect_err slbadc "invalid --compute-share: 120 (a percentage, 1..100)" "configure --compute-share 120 is refused"
+for p in urgent 0 ""; do
+        run slbadp -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --compute-share 20 --priority "$p" "$R10"
+        expect_rc slbadp 2 "configure --priority '$p': a usage error"
+        expect_err slbadp "gpuslice: input error: invalid --priority: $p (high, normal or low)" "... naming the value"
+done
 run slbadid -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --memory 1Gi --slice-id ../x --regions-dir "$SL" "$R10"
 expect_err slbadid "gpuslice: slice error: invalid container id for a slice: '../x'" "a slice id with a slash is refused"
 

@@ -78,7 +78,7 @@ expect healthy docker-hook ok "docker run --gpus runs $HOOKBIN (gpuslice"
 expect healthy cdi-spec ok "$SPEC: 3 devices (nvidia.com/gpu=0, ...), current"
 expect healthy interposer ok "libgpuslice-vgpu.so"
 expect healthy regions-dir ok "$REG: 0 live slices"
-expect healthy mps ok "no MPS daemon under $TMP/mps"
+expect healthy mps ok "slice.mps = off: compute slices take turns on their GPU (the time limiter; gpuslice.conf(5) for MPS's trade-off); MPS daemons under $TMP/mps: none"
 run text -- "$GS" --root "$ROOT" doctor --config "$CFG" --hooks-dir "$HOOKS" --cdi-spec "$SPEC" --cgroup-root "$CG"
 expect_rc text 0 "text report exits 0"
 grep -qx "0 failed, 0 warnings, 10 ok" "$TMP/text.out" && ok "text report ends with the summary" ||

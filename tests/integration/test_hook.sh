@@ -269,14 +269,59 @@ left=$(ls -A "$ARBDIR" 2>&1)
         ok "arbiter: poststop removed both records; the GPU's directory stays (sticky, for host slices)" ||
         not_ok "arbiter directory after the containers: $(stat -c %a "$ARBDIR" 2>&1) $left"
 
-# A cap-mode slice on a GPU whose `gpuslice mps` daemon runs (slice.mps-root in the hook's config)
-# runs through it: the pipe directory mounted where it is on the host, named in slice.conf, and the
-# interposer (no launch intercepted) gives the process 30 % of the SMs. Share mode stays on time.
+# Priorities. The container's GPUSLICE_PRIORITY (or HAMi's CUDA_TASK_PRIORITY) goes into the slice
+# file as a word; an invalid one fails the container's start, naming the variable. A process in the
+# container cannot raise its slice's priority: with the enforced slice file its own
+# GPUSLICE_PRIORITY=high / CUDA_TASK_PRIORITY=0 are ignored, and the interposer's line on the first
+# limited launch (log level 2, the process's own) says the slice's priority. The control: the same
+# probe and variables outside any container do set the priority, so the line can tell them apart.
+prio_bundle() { # NAME ENV...
+        local name=$1; shift
+        make_bundle "$name" '.process.env += $env
+                | .process.args = ["/bin/sh", "-c", "sed \"s/^/SLICE /\" /etc/gpuslice/slice.conf; GPUSLICE_PRIORITY=high CUDA_TASK_PRIORITY=0 GPUSLICE_LOG_LEVEL=2 /usr/bin/compute-probe kernel 0.3 200 2>&1 | sed \"s/^/PROBE /\"; echo DONE"]
+                | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}' \
+                --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=0 "$@")"
+        cp "$BUILD/tests/integration/hook-compute-probe" "$TMP/$name/rootfs/usr/bin/compute-probe"
+        run_bundle "$name"
+}
+prio_bundle priolow GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_PRIORITY=low
+expect_done priolow "compute 30 %, GPUSLICE_PRIORITY=low"
+expect_fact priolow "SLICE GPUSLICE_PRIORITY=low" "priority: slice.conf holds GPUSLICE_PRIORITY=low"
+expect_fact_re priolow "^PROBE .*compute limit on device 0: 30\.00 % \(cap, priority low\)" \
+        "priority: a process that sets GPUSLICE_PRIORITY=high and CUDA_TASK_PRIORITY=0 still runs at low"
+if grep -q "^PROBE .*priority high" "$TMP/priolow.out"; then not_ok "priority: the process raised its slice's priority"
+else ok "priority: no line says high"; fi
+prio_bundle priodef GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share
+expect_done priodef "compute 30 % (share), no priority"
+expect_no_fact priodef "SLICE GPUSLICE_PRIORITY=high" "priority: none asked, none in slice.conf"
+expect_fact_re priodef "^PROBE .*compute limit on device 0: 30\.00 % \(share, priority normal\)" \
+        "priority: a slice without one runs at normal, whatever its process sets"
+prio_bundle priohami GPUSLICE_COMPUTE_LIMIT=30 CUDA_TASK_PRIORITY=5
+expect_done priohami "compute 30 %, CUDA_TASK_PRIORITY=5 (HAMi)"
+expect_fact priohami "SLICE GPUSLICE_PRIORITY=low" "priority: HAMi's CUDA_TASK_PRIORITY=5 is low in slice.conf"
+prio_bundle priohigh GPUSLICE_COMPUTE_LIMIT=30 CUDA_TASK_PRIORITY=0 GPUSLICE_PRIORITY=high
+expect_fact priohigh "SLICE GPUSLICE_PRIORITY=high" "priority: GPUSLICE_PRIORITY=high in slice.conf"
+expect_fact_re priohigh "^PROBE .*compute limit on device 0: 30\.00 % \(cap, priority high\)" "priority: ... and the slice runs at high"
+gpu_case priobad NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_PRIORITY=urgent
+expect_fail priobad "invalid GPUSLICE_PRIORITY 'urgent' (high, normal or low)" "GPUSLICE_PRIORITY=urgent"
+gpu_case priobadh NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_COMPUTE_LIMIT=30 CUDA_TASK_PRIORITY=high
+expect_fail priobadh "invalid CUDA_TASK_PRIORITY 'high' (0 high, 1 normal, 2 or more low)" "CUDA_TASK_PRIORITY=high"
+no_container_left priobadh "after the priority errors"
+run prioctl -- env LD_PRELOAD="$VGPU_LIB" FAKEGPU_CONFIG="$DRV/etc/fakegpu/gpus.conf" GPUSLICE_REGION="$TMP/prioctl.region" GPUSLICE_COMPUTE_LIMIT=30 \
+        GPUSLICE_PRIORITY=high GPUSLICE_LOG_LEVEL=2 "$BUILD/tests/integration/hook-compute-probe" kernel 0.3 200
+if grep -q "compute limit on device 0: 30\.00 % (cap, priority high)" "$TMP/prioctl.out" "$TMP/prioctl.err"; then
+        ok "priority control: outside a container (no slice file) the process's GPUSLICE_PRIORITY=high is its priority"
+else not_ok "priority control: $(cat "$TMP/prioctl.out" "$TMP/prioctl.err" | tr '\n' ' ')"; fi
+
+# With slice.mps = "auto" (tests/integration/test_mps_slice.sh for off, on and the rest), a
+# cap-mode slice on a GPU whose `gpuslice mps` daemon runs goes through it: the GPU's client
+# directory mounted where it is on the host, named in slice.conf, and the interposer (no launch
+# intercepted) gives the process 30 % of the SMs. Share mode stays on time.
 MPSROOT=$TMP/mps
 CONF_MPS=$TMP/hook-mps.toml
-{ cat "$CONF"; printf 'mps-root = "%s"\n' "$MPSROOT"; } >"$CONF_MPS"
+{ cat "$CONF"; printf 'mps-root = "%s"\nmps = "auto"\n' "$MPSROOT"; } >"$CONF_MPS"
 if "$GS" --root "$DRV" mps start --device 0 --mps-root "$MPSROOT" >"$TMP/mpsstart.out" 2>&1; then
-        PIPE=$MPSROOT/$GPU0_UUID/pipe
+        PIPE=$MPSROOT/$GPU0_UUID/client
         for mode in cap share; do
                 CONF=$CONF_MPS make_bundle "mps$mode" '.process.env += $env
                         | .process.args = ["/bin/sh", "-c", "sed \"s/^/SLICE /\" /etc/gpuslice/slice.conf; /usr/bin/compute-probe procaddr 1 500 | sed \"s/^/PROBE /\"; echo DONE"]
@@ -286,7 +331,7 @@ if "$GS" --root "$DRV" mps start --device 0 --mps-root "$MPSROOT" >"$TMP/mpsstar
                 run_bundle "mps$mode"
                 expect_done "mps$mode" "compute 30 % ($mode mode) with an MPS daemon on the GPU"
         done
-        expect_fact mpscap "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$PIPE" "MPS: slice.conf names the GPU's pipe directory (cap mode)"
+        expect_fact mpscap "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$PIPE" "MPS: slice.conf names the GPU's client directory (cap mode)"
         expect_fact_re mpscap "^PROBE .*intercepted=0 sms=32 " "MPS: in the container the process runs on 32 of the GPU's 108 SMs, nothing intercepted"
         expect_no_fact mpsshare "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$PIPE" "MPS: share mode stays on the time limiter"
         expect_fact_re mpsshare "^PROBE .*intercepted=1 sms=108 " "MPS: ... (launches intercepted, every SM seen)"

@@ -63,7 +63,7 @@ CONF=$TMP/hook.toml
 hook_config "$CONF" "$DRV" "$TMP/slices"
 DP=$TMP/dp-a
 mkdir -p "$DP"
-plugin_config "$TMP/a.toml" "$DP" 'slices = ["gpu-4g-25=4Gi,25"]' 'allocate = "env"' 'label-interval = 0'
+plugin_config "$TMP/a.toml" "$DP" 'slices = ["gpu-4g-25=4Gi,25", "gpu-lat=2Gi,25,high"]' 'allocate = "env"' 'label-interval = 0'
 start_kubelet "$DP"
 start_plugin "$TMP/a.toml" "$TMP/plugin-a.log"
 SHARES=gpuslice.io/gpu-4g-25
@@ -85,6 +85,25 @@ expect_done e-share "runc + hook from the env answer (one share)"
 expect_gpu0 e-share "env, one share"
 expect_slice e-share "env, one share (4Gi)" 4Gi 4096
 expect_fact e-share "SLICE GPUSLICE_COMPUTE_LIMIT=25" "env, one share: the 25 % compute share in slice.conf"
+jq -e '.envs.GPUSLICE_PRIORITY == null' "$TMP/e-share.json" >/dev/null &&
+        ok "... a slice resource without a priority sets none" || not_ok "priority in a plain share's answer: $(jq -c .envs "$TMP/e-share.json")"
+grep -q "^SLICE GPUSLICE_COMPUTE_LIMIT=25" "$TMP/e-share.out" && ! grep -q "^SLICE GPUSLICE_PRIORITY=" "$TMP/e-share.out" &&
+        ok "... and its slice.conf has none" || not_ok "a share without a priority: slice.conf: $(grep '^SLICE' "$TMP/e-share.out" | tr '\n' ' ')"
+# A slice resource with a priority (gpu-lat=2Gi,25,high): the answer carries GPUSLICE_PRIORITY, the
+# hook writes it into the slice file.
+kube allocate gpuslice.io/gpu-lat "$TMP/e-lat.json" "$GPU1::0" >/dev/null
+jq -e --arg g "$GPU1" '.envs.NVIDIA_VISIBLE_DEVICES == $g and .envs.GPUSLICE_MEMORY_LIMIT == "2Gi"
+        and .envs.GPUSLICE_COMPUTE_LIMIT == "25" and .envs.GPUSLICE_PRIORITY == "high"' "$TMP/e-lat.json" >/dev/null &&
+        ok "a share of gpu-lat (2Gi, 25 %, high), env answer: GPUSLICE_PRIORITY=high beside the limits" ||
+        not_ok "gpu-lat answer: $(jq -c . "$TMP/e-lat.json")"
+kube allocate gpuslice.io/gpu-lat "$TMP/e-lat2.json" "$GPU0::0,$GPU1::1,$GPU1::2" >/dev/null
+jq -e '.envs.GPUSLICE_PRIORITY == "high" and .envs.GPUSLICE_COMPUTE_LIMIT_0 == "25" and .envs.GPUSLICE_COMPUTE_LIMIT_1 == "50"' \
+        "$TMP/e-lat2.json" >/dev/null && ok "... shares on two GPUs (per-device limits): one GPUSLICE_PRIORITY=high" ||
+        not_ok "gpu-lat on two GPUs: $(jq -c .envs "$TMP/e-lat2.json")"
+answer_bundle e-lat "$TMP/e-lat.json" EXPECT_TOTAL_MIB=2048
+expect_done e-lat "runc + hook from the gpu-lat answer"
+expect_fact e-lat "SLICE GPUSLICE_PRIORITY=high" "env, gpu-lat: slice.conf holds GPUSLICE_PRIORITY=high"
+expect_fact e-lat "SLICE GPUSLICE_COMPUTE_LIMIT=25" "env, gpu-lat: ... and the 25 % compute share"
 
 kube allocate "$SHARES" "$TMP/e-two.json" "$GPU0::1,$GPU0::2" >/dev/null
 jq -e --arg g "$GPU0" '.envs.NVIDIA_VISIBLE_DEVICES == $g and .envs.GPUSLICE_MEMORY_LIMIT == "8Gi" and .envs.GPUSLICE_COMPUTE_LIMIT == "50"
@@ -189,7 +208,7 @@ stop_plugin
 DP=$TMP/dp-c
 mkdir -p "$DP"
 KIND=test-$$.gpuslice.io/gpu
-plugin_config "$TMP/c.toml" "$DP" 'replicas = 2' 'replica-memory = "20Gi"' 'replica-compute = 50' \
+plugin_config "$TMP/c.toml" "$DP" 'replicas = 2' 'replica-memory = "20Gi"' 'replica-compute = 50' 'replica-priority = "low"' \
         'allocate = "cdi-annotations"' "cdi-kind = \"$KIND\"" "cdi-spec = \"$TMP/cdi/spec.yaml\"" 'label-interval = 0'
 mkdir -p "$TMP/cdi"
 echo "fault nvmlEventSetCreate error not_supported" >>"$DRV/etc/fakegpu/gpus.conf"
@@ -227,8 +246,9 @@ d = yaml.safe_load(open(sys.argv[1]))
 dev = [x for x in d["devices"] if x["name"] == "3-k8s-replica"][0]
 env = dev["containerEdits"]["env"]
 hooks = [h["args"][1:3] for h in dev["containerEdits"]["hooks"]]
-sys.exit(0 if env == ["GPUSLICE_MEMORY_LIMIT=20Gi", "GPUSLICE_COMPUTE_LIMIT=50"] and ["hook", "createRuntime"] in hooks else 1)' \
-        "$TMP/cdi/spec.yaml" && ok "... the replica's slice device: 20Gi, 50 %, the createRuntime hook" ||
+sys.exit(0 if env == ["GPUSLICE_MEMORY_LIMIT=20Gi", "GPUSLICE_COMPUTE_LIMIT=50", "GPUSLICE_PRIORITY=low"]
+         and ["hook", "createRuntime"] in hooks else 1)' \
+        "$TMP/cdi/spec.yaml" && ok "... the replica's slice device: 20Gi, 50 %, priority low (replica-priority), the createRuntime hook" ||
         not_ok "replica slice device in the spec"
 stop_kubelet
 stop_plugin

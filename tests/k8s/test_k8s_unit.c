@@ -333,6 +333,65 @@ static void test_allocate_env(void **state)
         gs_k8s_arena_free(&a);
 }
 
+/* A priority per slice resource (slices = "NAME=MEM,COMPUTE,PRIORITY", replica-priority): CDI
+ * answers leave it to the slice device, env answers carry GPUSLICE_PRIORITY once per container. */
+static void test_priority(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        struct gs_k8s_arena a = {0};
+        V1beta1__ContainerAllocateResponse o;
+        add_slice("lat=4Gi,25,High");
+        add_slice("q=4Gi,25");
+        hc.dp.replicas = 2;
+        hc.dp.replica_compute = 50;
+        strcpy(hc.dp.replica_priority, "low");
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        assert_string_equal(res("gpuslice.io/lat")->priority, "high");
+        assert_string_equal(res("gpuslice.io/q")->priority, "");
+        assert_string_equal(res("nvidia.com/gpu")->priority, "low");
+        assert_int_equal(alloc("gpuslice.io/lat", "GPU-1::0", &a, &o, &err), 0);
+        assert_string_equal(o.cdi_devices[0]->name, "k8s.gpuslice.io/gpu=1-lat");
+        assert_null(env_of(&o, "GPUSLICE_PRIORITY"));
+        gs_k8s_plan_release(&plan);
+        strcpy(hc.dp.allocate, "env");
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        assert_int_equal(alloc("gpuslice.io/lat", "GPU-1::0", &a, &o, &err), 0);
+        assert_string_equal(env_of(&o, "GPUSLICE_PRIORITY"), "high");
+        assert_string_equal(env_of(&o, "GPUSLICE_COMPUTE_LIMIT"), "25");
+        /* per-device limits: still one priority for the container */
+        assert_int_equal(alloc("gpuslice.io/lat", "GPU-3::0,GPU-0::1,GPU-0::2", &a, &o, &err), 0);
+        assert_string_equal(env_of(&o, "GPUSLICE_PRIORITY"), "high");
+        assert_string_equal(env_of(&o, "GPUSLICE_COMPUTE_LIMIT_0"), "50");
+        size_t n = 0;
+        for (size_t i = 0; i < o.n_envs; i++)
+                n += strcmp(o.envs[i]->key, "GPUSLICE_PRIORITY") == 0;
+        assert_int_equal(n, 1);
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::0", &a, &o, &err), 0);
+        assert_null(env_of(&o, "GPUSLICE_PRIORITY"));
+        assert_int_equal(alloc("nvidia.com/gpu", "GPU-0::1", &a, &o, &err), 0);
+        assert_string_equal(env_of(&o, "GPUSLICE_PRIORITY"), "low");
+        /* a MIG device of a resource with a priority is no slice: nothing */
+        assert_int_equal(alloc("nvidia.com/gpu", "MIG-0", &a, &o, &err), 0);
+        assert_null(env_of(&o, "GPUSLICE_PRIORITY"));
+        gs_k8s_arena_free(&a);
+        gs_k8s_plan_release(&plan);
+        /* errors name the key */
+        gs_hostconfig_defaults(&hc);
+        hc.dp.replicas = 2;
+        hc.dp.replica_compute = 50;
+        strcpy(hc.dp.replica_priority, "urgent");
+        expect_plan_error("device-plugin.replica-priority: invalid priority 'urgent' (high, normal or low)");
+        hc.dp.replicas = 2;
+        strcpy(hc.dp.replica_memory, "1Gi");
+        strcpy(hc.dp.replica_priority, "high");
+        expect_plan_error("device-plugin.replica-priority needs replica-compute");
+        add_slice("lat=4Gi,25,urgent");
+        expect_plan_error("device-plugin.slices");
+        add_slice("lat=4Gi,25,urgent");
+        expect_plan_error("invalid priority 'urgent'");
+}
+
 static void test_grpc_message(void **state)
 {
         (void)state;
@@ -476,6 +535,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_prefer_whole, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_allocate_cdi, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_allocate_env, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
                 cmocka_unit_test(test_grpc_message),
                 cmocka_unit_test(test_h2c_loopback),
                 cmocka_unit_test(test_h2c_stream_is_not_unary),

@@ -2,10 +2,15 @@
  * region_tool: usage-region files for the observer's tests and benchmark, written through the
  * ABI (src/region/region.h) without the interposer (contents: synth.h).
  *   region_tool synth PATH NDEV NPROCS SEED    a valid region
+ *   region_tool synth2 PATH NDEV NPROCS SEED   the same as an older interposer wrote it (version 2)
  *   region_tool corrupt KIND PATH              a region damaged one way (synth.h lists the kinds)
+ *   region_tool launch PATH DEV N WAIT_NS      N more launches on DEV of an existing region, each
+ *                                              waiting WAIT_NS (0: none), as the interposer counts
+ *                                              them (gs_region_note_wait, gs_region_add_launches)
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,16 +31,40 @@ static int write_file(const char *path, const void *data, size_t len, size_t siz
         return 0;
 }
 
+static int launch(const char *path, unsigned dev, uint64_t n, uint64_t wait_ns)
+{
+        struct gs_region *r = NULL;
+        char err[256];
+        /* the file's device count wins over the one given (gs_region_open) */
+        if (gs_region_open(path, 1, NULL, NULL, &r, err, sizeof(err)) < 0) {
+                fprintf(stderr, "region_tool: %s\n", err);
+                return 1;
+        }
+        for (uint64_t i = 0; i < n; i++) {
+                gs_region_add_launches(r, dev, 1);
+                gs_region_note_wait(r, dev, wait_ns);
+        }
+        gs_region_close(r);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         static struct gs_region_file f;
-        if (argc == 6 && strcmp(argv[1], "synth") == 0) {
+        if (argc == 6 && (strcmp(argv[1], "synth") == 0 || strcmp(argv[1], "synth2") == 0)) {
                 int ndev = atoi(argv[3]), nprocs = atoi(argv[4]);
                 if (ndev < 1 || ndev > GS_REGION_MAX_DEVICES || nprocs < 0 || nprocs > GS_REGION_MAX_PROCS)
                         return 2;
+                if (strcmp(argv[1], "synth2") == 0) {
+                        gs_synth_region_v2(&f, (unsigned)ndev, (unsigned)nprocs, (unsigned)atoi(argv[5]));
+                        return write_file(argv[2], &f, GS_REGION_SIZE_V2, 0);
+                }
                 gs_synth_region(&f, (unsigned)ndev, (unsigned)nprocs, (unsigned)atoi(argv[5]));
                 return write_file(argv[2], &f, sizeof(f), 0);
         }
+        if (argc == 6 && strcmp(argv[1], "launch") == 0)
+                return launch(argv[2], (unsigned)atoi(argv[3]), strtoull(argv[4], NULL, 10),
+                              strtoull(argv[5], NULL, 10));
         if (argc == 4 && strcmp(argv[1], "corrupt") == 0) {
                 size_t len, size;
                 if (gs_synth_corrupt(argv[2], &f, &len, &size) < 0) {

@@ -35,6 +35,18 @@ void gs_synth_region(struct gs_region_file *f, unsigned ndev, unsigned nprocs, u
                 snprintf(h->uuid[d], GS_REGION_UUID_LEN, "GPU-5e5e5e5e-0000-4000-8000-%08u%04u", seed % 100000000u, d);
                 atomic_store(&h->compute_limit[d], 2500);
         }
+        atomic_store(&f->ctr.priority, seed % 3);
+        for (unsigned d = 0; d < GS_REGION_MAX_DEVICES; d++)
+                atomic_store(&f->ctr.dev[d].compute_via, GS_REGION_UNSET);
+        for (unsigned d = 0; d < ndev; d++) {
+                struct gs_region_dev_counters *c = &f->ctr.dev[d];
+                atomic_store(&c->compute_via, d % 3);
+                atomic_store(&c->launches, GS_SYNTH_LAUNCHES(d));
+                atomic_store(&c->wait_bucket[gs_region_wait_bucket(30000)], 10);
+                atomic_store(&c->wait_bucket[gs_region_wait_bucket(2000000)], 5 * (d + 1));
+                atomic_store(&c->wait_bucket[gs_region_wait_bucket(2000000000)], 1);
+                atomic_store(&c->wait_sum_ns, GS_SYNTH_WAIT_SUM_NS(d));
+        }
         uint64_t now = realtime_ns();
         for (unsigned i = 0; i < nprocs; i++) {
                 struct gs_region_slot *s = &f->slots[i];
@@ -48,6 +60,14 @@ void gs_synth_region(struct gs_region_file *f, unsigned ndev, unsigned nprocs, u
                         atomic_store(&s->busy_ns[d], (i + 1) * 1000000ull);
                 }
         }
+}
+
+void gs_synth_region_v2(struct gs_region_file *f, unsigned ndev, unsigned nprocs, unsigned seed)
+{
+        gs_synth_region(f, ndev, nprocs, seed);
+        f->hdr.version = GS_REGION_VERSION_2;
+        f->hdr.region_size = GS_REGION_SIZE_V2;
+        memset(&f->ctr, 0, sizeof(f->ctr));
 }
 
 int gs_synth_corrupt(const char *kind, struct gs_region_file *f, size_t *len, size_t *size)
@@ -78,6 +98,14 @@ int gs_synth_corrupt(const char *kind, struct gs_region_file *f, size_t *len, si
                 atomic_store(&h->compute_limit[0], 20000);
         else if (strcmp(kind, "zero") == 0)
                 atomic_store(&h->magic, 0);
+        else if (strcmp(kind, "priority") == 0)
+                atomic_store(&f->ctr.priority, 3);
+        else if (strcmp(kind, "via") == 0)
+                atomic_store(&f->ctr.dev[1].compute_via, 7);
+        else if (strcmp(kind, "v2big") == 0)
+                h->version = GS_REGION_VERSION_2;
+        else if (strcmp(kind, "v3small") == 0)
+                *len = GS_REGION_SIZE_V2;
         else
                 return -1;
         return 0;

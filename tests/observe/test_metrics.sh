@@ -101,6 +101,11 @@ mkdir "$TMP/slices/ctr-bad"
 echo "$$ $(awk '{ sub(/.*\) /, ""); print $20 }' /proc/$$/stat)" >"$TMP/slices/ctr-bad/owner"
 "$TOOL" corrupt version "$TMP/slices/ctr-bad/usage"
 
+# --- launch waits: a version 3 region (2 devices, priority normal: synth.h's counts) and a version 2
+# one (an older interposer's: no counters), as extra regions
+"$TOOL" synth "$TMP/exec-synth3" 2 1 4
+"$TOOL" synth2 "$TMP/exec-synth2" 1 1 5
+
 # --- the corpus, given as extra regions --------------------------------------------------------
 CORPUS="truncated huge magic version layout hwm ndev0 ndev99 uuid share"
 for k in $CORPUS; do "$TOOL" corrupt "$k" "$TMP/corpus/$k"; done
@@ -126,9 +131,12 @@ for _ in $(seq 100); do grep -q "^held" "$TMP/w1.out" 2>/dev/null && break; slee
 grep -q "^held 100" "$TMP/w1.out" && ok "memory workload holds 100 MiB" || { not_ok "memory workload"; cat "$TMP/w1.out"; }
 sleep 3 # the compute workloads run through more than one window
 scrape s1 && ok "GET /metrics answers 200" || not_ok "scrape 1"
+# 200 more launches on the version 3 region's device 0, each waiting 3 ms, as the interposer counts them
+"$TOOL" launch "$TMP/exec-synth3" 0 200 3000000 || not_ok "region_tool launch"
 sleep 2.5
 scrape s2 || not_ok "scrape 2"
 promcheck s1 "scrape with 3 workloads, a labelled container and the corpus"
+promcheck s2 "the next scrape (launch-wait histograms grown)"
 
 # memory slice: exactly what it allocated, its quota, the driver's overhead on top
 M="container_id=\"$TMP/exec-mem\""
@@ -169,6 +177,26 @@ for c in "c30 0.3 $GPU0 0.20 0.40" "c60 0.6 $GPU1 0.45 0.75"; do
         check "compute slice $name: a kernel launched within the last 5 s ($lk)" 'between "$lk" $((now - 5)) $((now + 1))'
 done
 check "compute slice c30: its quota 2 GiB" '[ "$(val "$TMP/s2.prom" gpuslice_slice_memory_limit_bytes "container_id=\"$TMP/exec-c30\"")" = 2147483648 ]'
+
+# launch waits, priority, mechanism (the synthetic regions)
+W3="container_id=\"$TMP/exec-synth3\""
+D0="UUID=\"GPU-5e5e5e5e-0000-4000-8000-000000040000\""
+wb() { val "$TMP/$1.prom" gpuslice_slice_launch_wait_seconds_bucket "$W3" "$D0" "le=\"$2\""; }
+check "waits v3: the histogram's buckets are cumulative, le in seconds (994 <= 50 us, 999 <= 2.5 ms and <= 1 s, 1000 in all)" \
+        '[ "$(wb s1 5e-05) $(wb s1 0.001) $(wb s1 0.0025) $(wb s1 1) $(wb s1 +Inf)" = "994 994 999 999 1000" ]'
+check "waits v3: _count 1000 launches, _sum 2.0103 s" \
+        '[ "$(val "$TMP/s1.prom" gpuslice_slice_launch_wait_seconds_count "$W3" "$D0")" = 1000 ] && [ "$(val "$TMP/s1.prom" gpuslice_slice_launch_wait_seconds_sum "$W3" "$D0")" = 2.0103 ]'
+check "waits v3: 200 launches of 3 ms later, le=0.005 grew by 200, le=0.0025 did not; _count 1200, _sum 2.6103 s" \
+        '[ "$(wb s2 0.0025) $(wb s2 0.005) $(wb s2 +Inf)" = "999 1199 1200" ] && [ "$(val "$TMP/s2.prom" gpuslice_slice_launch_wait_seconds_count "$W3" "$D0")" = 1200 ] && [ "$(val "$TMP/s2.prom" gpuslice_slice_launch_wait_seconds_sum "$W3" "$D0")" = 2.6103 ]'
+check "waits v3: one HELP and one TYPE histogram line for the family" \
+        '[ "$(grep -c "^# TYPE gpuslice_slice_launch_wait_seconds histogram$" "$TMP/s2.prom")" = 1 ]'
+check "waits v3: the slice's priority on gpuslice_slice_info (normal)" \
+        'grep -q "^gpuslice_slice_info{$W3,region=\"$TMP/exec-synth3\",compute_mode=\"cap\",priority=\"normal\"} 1$" "$TMP/s2.prom"'
+check "waits v3: the mechanism per device (time on 0, mps on 1)" \
+        '[ -n "$(val "$TMP/s2.prom" gpuslice_slice_compute_mechanism "$W3" "$D0" "mechanism=\"time\"")" ] && [ -n "$(val "$TMP/s2.prom" gpuslice_slice_compute_mechanism "$W3" "vdevice=\"1\"" "mechanism=\"mps\"")" ]'
+W2="container_id=\"$TMP/exec-synth2\""
+check "waits v2: an older interposer's region is shown (its memory) without a histogram, mechanism or priority" \
+        '[ "$(val "$TMP/s2.prom" gpuslice_slice_memory_allocated_bytes "$W2")" = 1048576 ] && ! grep -q "^gpuslice_slice_launch_wait_seconds_[a-z]*{$W2" "$TMP/s2.prom" && ! grep -q "^gpuslice_slice_compute_mechanism{$W2" "$TMP/s2.prom" && grep -q "^gpuslice_slice_info{$W2,region=\"$TMP/exec-synth2\",compute_mode=\"cap\"} 1$" "$TMP/s2.prom"'
 
 # the labelled container (the hook's directory layout)
 check "container slice: gpuslice_slice_info carries namespace, pod and container" \

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "observe/busy.h"
+#include "observe/waits.h"
 #include "observe/collect.h"
 #include "observe/metrics.h"
 #include "observe/prom.h"
@@ -117,10 +118,10 @@ static void test_read_corpus(void **state)
 {
         (void)state;
         static const struct corpus_case cases[] = {
-                {"truncated", -1, GS_EFORMAT, "size 230400 bytes"},
+                {"truncated", -1, GS_EFORMAT, "size 232480 bytes"},
                 {"huge", -1, GS_EFORMAT, "size 67108864 bytes"},
                 {"magic", -1, GS_EFORMAT, "bad magic"},
-                {"version", -1, GS_EFORMAT, "version 1"},
+                {"version", -1, GS_EFORMAT, "version 1 (this gpuslice reads versions 2 and 3)"},
                 {"layout", -1, GS_EFORMAT, "layout mismatch"},
                 {"hwm", -1, GS_EFORMAT, "slot_hwm 4096"},
                 {"ndev0", -1, GS_EFORMAT, "device count 0"},
@@ -128,6 +129,10 @@ static void test_read_corpus(void **state)
                 {"uuid", -1, GS_EFORMAT, "UUID without its terminator"},
                 {"share", -1, GS_EFORMAT, "20000 basis points"},
                 {"zero", 1, GS_EFORMAT, "not initialized yet"},
+                {"priority", -1, GS_EFORMAT, "unknown priority 3"},
+                {"via", -1, GS_EFORMAT, "device 1: unknown compute mechanism 7"},
+                {"v2big", -1, GS_EFORMAT, "layout mismatch (version 2: header 2048, slot 448, 1024 slots, 464960 bytes in a file of 464960; expected 2048, 448, 1024, 460800)"},
+                {"v3small", -1, GS_EFORMAT, "layout mismatch (version 3: header 2048, slot 448, 1024 slots, 464960 bytes in a file of 460800"},
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 char path[256];
@@ -241,6 +246,173 @@ static void test_busy_windows(void **state)
         assert_false(b.ratio_valid);
         assert_int_equal(b.total_ns[0], 0);
         gs_busy_release(&b);
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* version 2 and 3 regions; launch waits                                                       */
+
+static void test_read_versions(void **state)
+{
+        (void)state;
+        char p2[256], p3[256];
+        snprintf(p2, sizeof(p2), "%s/v2", dir);
+        snprintf(p3, sizeof(p3), "%s/v3", dir);
+        struct gs_error err = {0};
+        /* version 2 (an older interposer's): shown, without counters */
+        gs_synth_region_v2(&file, 2, 3, 4);
+        write_region(p2, &file, GS_REGION_SIZE_V2, 0);
+        memset(&img, 0xff, sizeof(img));
+        assert_int_equal(gs_region_read_at(AT_FDCWD, p2, &img, &err), 0);
+        assert_false(img.counters);
+        assert_int_equal(img.hdr.version, 2);
+        assert_int_equal(img.ctr.priority, 0);
+        assert_int_equal(img.ctr.dev[0].launches, 0);
+        struct gs_region_sums s;
+        gs_region_image_sum(&img, &s);
+        assert_int_equal(s.live, 3);
+        assert_int_equal(s.allocated[1], 6 * MiB);
+        assert_int_equal(gs_region_image_parse(&file, GS_REGION_SIZE_V2, &img, &err), 0);
+        assert_false(img.counters);
+        /* version 3: the counters area read as written */
+        gs_synth_region(&file, 2, 3, 4);
+        write_region(p3, &file, sizeof(file), 0);
+        assert_int_equal(gs_region_read_at(AT_FDCWD, p3, &img, &err), 0);
+        assert_true(img.counters);
+        assert_int_equal(img.ctr.priority, 1);
+        assert_int_equal(img.ctr.dev[1].launches, GS_SYNTH_LAUNCHES(1));
+        assert_int_equal(img.ctr.dev[1].wait_bucket[5], 10);
+        assert_int_equal(img.ctr.dev[1].wait_sum_ns, GS_SYNTH_WAIT_SUM_NS(1));
+        assert_int_equal(img.ctr.dev[1].compute_via, 1);
+        assert_int_equal(gs_region_image_parse(&file, sizeof(file), &img, &err), 0);
+        assert_true(img.counters);
+        assert_int_equal(img.ctr.dev[0].wait_bucket[13], 1);
+        /* a version 3 region written whole by the interposer's own code: unset fields are read
+         * as such; counts from gs_region_note_wait / gs_region_add_launches */
+        unlink(p3);
+        struct gs_region *r = NULL;
+        char e[256];
+        assert_int_equal(gs_region_open(p3, 1, NULL, NULL, &r, e, sizeof(e)), 0);
+        gs_region_add_launches(r, 0, 7);
+        gs_region_note_wait(r, 0, 60000);
+        assert_int_equal(gs_region_read_at(AT_FDCWD, p3, &img, &err), 0);
+        assert_int_equal(img.ctr.priority, GS_REGION_UNSET);
+        assert_int_equal(img.ctr.dev[0].compute_via, GS_REGION_UNSET);
+        assert_int_equal(img.ctr.dev[0].launches, 7);
+        assert_int_equal(img.ctr.dev[0].wait_bucket[1], 1);
+        gs_region_close(r);
+}
+
+static void test_wait_quantile(void **state)
+{
+        (void)state;
+        uint64_t b[GS_REGION_WAIT_BUCKETS] = {0};
+        /* nothing waited, or nothing at all: 0 */
+        assert_int_equal(gs_waits_quantile_bucket(100, b, 99), -1);
+        assert_int_equal(gs_waits_quantile_bucket(0, b, 99), -1);
+        /* 1 of 100 waited: the 99th of 100 did not wait */
+        b[5] = 1;
+        assert_int_equal(gs_waits_quantile_bucket(100, b, 99), -1);
+        assert_int_equal(gs_waits_quantile_bucket(100, b, 100), 5);
+        /* 2 of 100: the 99th is the first of the waits (bucket 5); rank 99, exactly, no rounding up */
+        b[7] = 1;
+        assert_int_equal(gs_waits_quantile_bucket(100, b, 99), 5);
+        assert_int_equal(gs_waits_quantile_bucket(100, b, 100), 7);
+        /* 101 launches: rank ceil(99.99) = 100 */
+        assert_int_equal(gs_waits_quantile_bucket(101, b, 99), 5);
+        /* all waited, over 1 s */
+        memset(b, 0, sizeof(b));
+        b[13] = 3;
+        assert_int_equal(gs_waits_quantile_bucket(3, b, 99), 13);
+        /* fewer launches counted than waits (the launches' add comes later): all waited */
+        b[13] = 0;
+        b[2] = 10;
+        assert_int_equal(gs_waits_quantile_bucket(4, b, 50), 2);
+        /* huge counts: no overflow */
+        b[2] = UINT64_MAX / 2;
+        assert_int_equal(gs_waits_quantile_bucket(UINT64_MAX, b, 99), 2);
+        assert_int_equal(gs_waits_quantile_bucket(UINT64_MAX, b, 40), -1);
+}
+
+static void set_waits(unsigned dev, uint64_t launches, uint64_t b0, uint64_t b4, uint64_t b13, uint64_t sum)
+{
+        struct gs_region_dev_counters *c = &file.ctr.dev[dev];
+        memset(c->wait_bucket, 0, sizeof(c->wait_bucket));
+        atomic_store(&c->launches, launches);
+        atomic_store(&c->wait_bucket[0], b0);
+        atomic_store(&c->wait_bucket[4], b4);
+        atomic_store(&c->wait_bucket[13], b13);
+        atomic_store(&c->wait_sum_ns, sum);
+}
+
+static void test_waits_windows(void **state)
+{
+        (void)state;
+        struct gs_waits w = {0};
+        gs_synth_region(&file, 2, 1, 3);
+        /* 1000 launches, 10 waited 30 us, 20 waited 1 ms, 1 waited 2 s */
+        set_waits(0, 1000, 10, 20, 1, 10 * 30000 + 20 * MS + 2000 * MS);
+        set_waits(1, 0, 0, 0, 0, 0);
+        reread();
+        uint64_t t = 1000 * MS;
+        gs_waits_update(&w, &img, t, 1000 * MS);
+        assert_true(w.known);
+        assert_false(w.window_valid);
+        /* the histogram as shown: cumulative, +Inf = the count */
+        const struct gs_wait_hist *h = &w.hist[0];
+        assert_int_equal(h->cum[0], 1000 - 21); /* did not wait, or at most 50 us */
+        assert_int_equal(h->cum[3], 979);
+        assert_int_equal(h->cum[4], 999);       /* <= 1 ms */
+        assert_int_equal(h->cum[12], 999);      /* <= 1 s */
+        assert_int_equal(h->cum[13], 1000);
+        assert_int_equal(h->count, 1000);
+        assert_int_equal(h->sum_ns, 10 * 30000 + 20 * MS + 2000 * MS);
+        assert_int_equal(w.hist[1].count, 0);
+        /* 300 ms later: 100 waits of 1 ms noted, their launches not counted yet (a reading between
+         * the two adds): the first bucket does not go back, the count covers the waits */
+        set_waits(0, 1000, 10, 120, 1, 10 * 30000 + 120 * MS + 2000 * MS);
+        reread();
+        gs_waits_update(&w, &img, t + 300 * MS, 1000 * MS);
+        assert_false(w.window_valid);
+        assert_int_equal(h->cum[0], 979);
+        assert_int_equal(h->cum[4], 1099);
+        assert_int_equal(h->count, 1100);
+        /* 1.2 s in: the launches counted, 900 more that did not wait; the window closes */
+        set_waits(0, 2000, 10, 120, 1, 10 * 30000 + 120 * MS + 2000 * MS);
+        set_waits(1, 50, 0, 0, 0, 0);
+        reread();
+        gs_waits_update(&w, &img, t + 1200 * MS, 1000 * MS);
+        assert_true(w.window_valid);
+        assert_int_equal(w.window_ns, 1200 * MS);
+        assert_int_equal(h->cum[0], 2000 - 121);
+        assert_int_equal(h->count, 2000);
+        const struct gs_wait_window *win = &w.win[0];
+        assert_int_equal(win->launches, 1000);
+        assert_int_equal(win->waited, 100);
+        assert_int_equal(win->sum_ns, 100 * MS);
+        assert_int_equal(win->p99, 4); /* 10 % waited 1 ms: the 99th percentile is <= 1 ms */
+        assert_int_equal(w.win[1].launches, 50);
+        assert_int_equal(w.win[1].p99, -1);
+        /* the next window: 1000 launches, 5 waited 1 ms: p99 0 */
+        set_waits(0, 3000, 10, 125, 1, 10 * 30000 + 125 * MS + 2000 * MS);
+        reread();
+        gs_waits_update(&w, &img, t + 2300 * MS, 1000 * MS);
+        assert_int_equal(win->launches, 1000);
+        assert_int_equal(win->waited, 5);
+        assert_int_equal(win->p99, -1);
+        /* a region made anew: counts start over, no window */
+        file.hdr.created_ns += 1;
+        set_waits(0, 5, 0, 0, 0, 0);
+        reread();
+        gs_waits_update(&w, &img, t + 3300 * MS, 1000 * MS);
+        assert_false(w.window_valid);
+        assert_int_equal(h->count, 5);
+        assert_int_equal(h->cum[0], 5);
+        /* version 2: nothing known */
+        gs_synth_region_v2(&file, 1, 1, 3);
+        assert_int_equal(gs_region_image_parse(&file, GS_REGION_SIZE_V2, &img, &(struct gs_error){0}), 0);
+        gs_waits_update(&w, &img, t + 4300 * MS, 1000 * MS);
+        assert_false(w.known);
+        assert_false(w.window_valid);
 }
 
 /* ------------------------------------------------------------------------------------------- */
@@ -401,6 +573,79 @@ static void test_collector(void **state)
         gs_collector_free(c);
 }
 
+/* A version 2 and a version 3 region side by side through the collector; the version 3 one's
+ * counts grow through the interposer's functions between two scans. */
+static void test_collector_waits(void **state)
+{
+        (void)state;
+        char p2[256], p3[256], pattern[256];
+        snprintf(p2, sizeof(p2), "%s/exec-v2", dir);
+        snprintf(p3, sizeof(p3), "%s/exec-v3", dir);
+        snprintf(pattern, sizeof(pattern), "%s/exec-*", dir);
+        gs_synth_region_v2(&file, 1, 1, 5);
+        write_region(p2, &file, GS_REGION_SIZE_V2, 0);
+        gs_synth_region(&file, 2, 1, 4); /* priority normal; device 1 through MPS */
+        write_region(p3, &file, sizeof(file), 0);
+        const char *regs[] = {pattern};
+        nlogged = 0;
+        struct gs_error err = {0};
+        struct gs_collector_opts o = {.regions_dir = "", .regions = regs, .nregions = 1, .log = capture};
+        struct gs_collector *c = gs_collector_new(&o, &err);
+        assert_non_null(c);
+        struct gs_observation obs;
+        assert_int_equal(gs_collector_scan_at(c, 1000 * MS, &obs, &err), 0);
+        assert_int_equal(nlogged, 0);
+        assert_int_equal(obs.nslices, 2);
+        const struct gs_obs_slice *a = find_slice(&obs, p2), *b = find_slice(&obs, p3);
+        assert_non_null(a);
+        assert_non_null(b);
+        /* version 2: shown, its memory as ever, no waits, no priority, no mechanism */
+        assert_int_equal(a->dev[0].memory_allocated, 1 * MiB);
+        assert_false(a->dev[0].waits_known);
+        assert_int_equal(a->priority, GS_REGION_UNSET);
+        assert_int_equal(a->dev[0].compute_via, GS_REGION_UNSET);
+        /* version 3: the synthetic counts (synth.h) */
+        assert_int_equal(b->priority, GS_REGION_PRIO_NORMAL);
+        assert_int_equal(b->dev[0].compute_via, GS_REGION_VIA_TIME);
+        assert_int_equal(b->dev[1].compute_via, GS_REGION_VIA_MPS);
+        assert_true(b->dev[1].waits_known);
+        assert_false(b->dev[1].waits_window_valid);
+        assert_int_equal(b->dev[1].waits.count, GS_SYNTH_LAUNCHES(1));
+        assert_int_equal(b->dev[1].waits.cum[0], GS_SYNTH_LAUNCHES(1) - 11);
+        assert_int_equal(b->dev[1].waits.cum[5], GS_SYNTH_LAUNCHES(1) - 1);
+        assert_int_equal(b->dev[1].waits.sum_ns, GS_SYNTH_WAIT_SUM_NS(1));
+        gs_observation_release(&obs);
+        /* 400 launches on device 1, 8 of them waiting 20 ms, through the region API */
+        struct gs_region *r = NULL;
+        char e[256];
+        assert_int_equal(gs_region_open(p3, 2, NULL, NULL, &r, e, sizeof(e)), 0);
+        gs_region_add_launches(r, 1, 400);
+        for (int i = 0; i < 8; i++)
+                gs_region_note_wait(r, 1, 20 * MS);
+        gs_region_set_priority(r, GS_REGION_PRIO_HIGH);
+        gs_region_set_compute_via(r, 1, GS_REGION_VIA_TIME_FALLBACK);
+        gs_region_close(r);
+        assert_int_equal(gs_collector_scan_at(c, 2500 * MS, &obs, &err), 0);
+        b = find_slice(&obs, p3);
+        assert_int_equal(b->priority, GS_REGION_PRIO_HIGH);
+        assert_int_equal(b->dev[1].compute_via, GS_REGION_VIA_TIME_FALLBACK);
+        assert_true(b->dev[1].waits_window_valid);
+        assert_int_equal(b->waits_window_ns, 1500 * MS);
+        const struct gs_wait_window *w = &b->dev[1].waits_window;
+        assert_int_equal(w->launches, 400);
+        assert_int_equal(w->waited, 8);
+        assert_int_equal(w->sum_ns, 160 * MS);
+        assert_int_equal(w->p99, gs_region_wait_bucket(20 * MS)); /* 2 % waited: p99 is one of them */
+        assert_int_equal(b->dev[1].waits.count, GS_SYNTH_LAUNCHES(1) + 400);
+        assert_int_equal(b->dev[1].waits.cum[7], GS_SYNTH_LAUNCHES(1) + 400 - 9);    /* <= 10 ms: not the 8 */
+        assert_int_equal(b->dev[1].waits.cum[8], GS_SYNTH_LAUNCHES(1) + 400 - 1);    /* <= 25 ms */
+        assert_int_equal(b->dev[0].waits_window.launches, 0);
+        a = find_slice(&obs, p2);
+        assert_false(a->dev[0].waits_known);
+        gs_observation_release(&obs);
+        gs_collector_free(c);
+}
+
 static void test_host_pids(void **state)
 {
         (void)state;
@@ -517,7 +762,17 @@ static void top_fixture(struct top_fixture *f)
                                            .memory_limit = 4096 * MiB, .compute_limit = 0.5, .compute_measured = true,
                                            .compute_used_valid = true, .compute_used = 0.3,
                                            .busy_ns_total = 1500000000ull, .processes = 1};
-        a->dev[1] = (struct gs_obs_device){.index = 1, .uuid = "GPU-1", .memory_limit = 4096 * MiB};
+        a->dev[1] = (struct gs_obs_device){.index = 1, .uuid = "GPU-1", .memory_limit = 4096 * MiB,
+                                           .compute_via = GS_REGION_UNSET};
+        /* launch waits: a high-priority slice through MPS whose last window (2 s) had 1000 launches,
+         * 30 of them waiting 1.5 ms: p99 in the bucket up to 2.5 ms */
+        a->priority = GS_REGION_PRIO_HIGH;
+        a->waits_window_ns = 2000 * MS;
+        a->dev[0].compute_via = GS_REGION_VIA_MPS;
+        a->dev[0].waits_known = a->dev[0].waits_window_valid = true;
+        a->dev[0].waits = (struct gs_wait_hist){.count = 5000, .sum_ns = 90 * MS};
+        a->dev[0].waits_window = (struct gs_wait_window){.launches = 1000, .waited = 30, .sum_ns = 45 * MS, .p99 = 5};
+        b->priority = GS_REGION_UNSET;
         snprintf(b->labels.ns, sizeof(b->labels.ns), "team-a");
         snprintf(b->labels.pod, sizeof(b->labels.pod), "trainer-0");
         snprintf(b->labels.container, sizeof(b->labels.container), "main\x1b]0;x");
@@ -526,7 +781,9 @@ static void top_fixture(struct top_fixture *f)
         b->dev[0].processes = 1;
         c->dev[0] = (struct gs_obs_device){.index = 0, .uuid = "GPU-0", .memory_used = 512 * MiB,
                                            .memory_allocated = 512 * MiB, .memory_limit = 1024 * MiB,
-                                           .compute_limit = 0.25, .compute_measured = true, .processes = 1};
+                                           .compute_limit = 0.25, .compute_measured = true, .processes = 1,
+                                           .waits_known = true, .compute_via = GS_REGION_VIA_TIME_FALLBACK};
+        c->priority = GS_REGION_PRIO_LOW;
         f->obs.nslices = 3;
         f->obs.slices = f->s;
         f->obs.time_ns = 1795690840123000000ull;
@@ -571,21 +828,22 @@ static void test_top_view(void **state)
         assert_true(strlen(line) <= 80);
         assert_non_null(strstr(line, "MEMORY*"));
         assert_null(strstr(line, "COMPUTE*"));
+        assert_non_null(strstr(line, " COMPUTE PRIO  WAIT PROCS"));
         gs_top_format_row(&v, &l, &v.rows[0], line, sizeof(line));
         assert_true(strlen(line) <= 80);
         assert_true(strncmp(line, "4f3c2b1a0e9d ", 13) == 0);
         assert_non_null(strstr(line, "  3.0G / 4.0G "));
-        assert_non_null(strstr(line, " 75%]"));
-        assert_non_null(strstr(line, "30% / 50%"));
+        assert_non_null(strstr(line, "75%]"));
+        assert_non_null(strstr(line, "30% / 50%  high 2.5ms     1"));
         assert_int_equal(gs_top_bar_fill(&l, &v.rows[0]), (unsigned)((l.bar_w - 2) * 0.75 + 0.5));
         gs_top_format_row(&v, &l, &v.rows[1], line, sizeof(line));
         assert_true(strlen(line) <= 80);
         assert_non_null(strstr(line, "1.0G / -  "));
         assert_non_null(strstr(line, "[no quota"));
-        assert_non_null(strstr(line, "   - / -"));
+        assert_non_null(strstr(line, "   - / -    -        -     1"));
         assert_null(strchr(line, '\x1b'));
         gs_top_format_row(&v, &l, &v.rows[2], line, sizeof(line));
-        assert_non_null(strstr(line, "  .. / 25%"));
+        assert_non_null(strstr(line, "  .. / 25%  low     ..     1"));
         gs_top_format_title(&v, GS_TOP_SORT_MEMORY, "12:00:00", 80, line, sizeof(line));
         assert_string_equal(line, "gpuslice top  12:00:00  3 slices  sort: memory  1 skipped");
         /* 40 columns: cut, never wrapped */
@@ -648,6 +906,20 @@ static void test_top_view(void **state)
         assert_string_equal(json_object_to_json_string(json_object_object_get(d0, "compute_limit")), "0.5");
         assert_string_equal(json_object_to_json_string(json_object_object_get(d0, "compute_busy_seconds")), "1.500000");
         assert_true(json_object_object_get_ex(d0, "gpu", &x) && x == NULL);
+        assert_string_equal(json_object_get_string(json_object_object_get(s0, "priority")), "high");
+        assert_string_equal(json_object_get_string(json_object_object_get(d0, "compute_mechanism")), "mps");
+        json_object *lw = json_object_object_get(d0, "launch_wait"), *lww = json_object_object_get(lw, "window");
+        assert_int_equal(json_object_get_uint64(json_object_object_get(lw, "launches")), 5000);
+        assert_string_equal(json_object_to_json_string(json_object_object_get(lw, "wait_seconds")), "0.090000");
+        assert_string_equal(json_object_to_json_string(json_object_object_get(lww, "seconds")), "2.000000");
+        assert_int_equal(json_object_get_uint64(json_object_object_get(lww, "launches")), 1000);
+        assert_int_equal(json_object_get_uint64(json_object_object_get(lww, "waited")), 30);
+        assert_string_equal(json_object_to_json_string(json_object_object_get(lww, "mean_seconds")), "4.5e-05");
+        assert_string_equal(json_object_to_json_string(json_object_object_get(lww, "p99_seconds")), "0.0025");
+        assert_false(json_object_get_boolean(json_object_object_get(lww, "p99_over")));
+        json_object *d1 = json_object_array_get_idx(json_object_object_get(s0, "devices"), 1);
+        assert_true(json_object_object_get_ex(d1, "launch_wait", &x) && x == NULL);
+        assert_true(json_object_object_get_ex(d1, "compute_mechanism", &x) && x == NULL);
         assert_true(json_object_object_get_ex(s0, "host_pids", &x) && json_object_is_type(x, json_type_array));
         /* the container's pid 1 with a start time that is not init's: not resolved, null */
         assert_true(json_object_is_type(json_object_array_get_idx(x, 0), json_type_null));
@@ -656,11 +928,18 @@ static void test_top_view(void **state)
         assert_string_equal(json_object_get_string(json_object_object_get(s1, "pod")), "trainer-0");
         assert_string_equal(json_object_get_string(json_object_object_get(s1, "container")), "main\x1b]0;x");
         assert_string_equal(json_object_get_string(json_object_object_get(s1, "compute_mode")), "off");
+        assert_true(json_object_object_get_ex(s1, "priority", &x) && x == NULL);
         d0 = json_object_array_get_idx(json_object_object_get(s1, "devices"), 0);
         assert_true(json_object_object_get_ex(d0, "memory_limit", &x) && x == NULL);
         assert_true(json_object_object_get_ex(d0, "compute_used", &x) && x == NULL);
         json_object *s2 = json_object_array_get_idx(sl, 0);
         assert_string_equal(json_object_get_string(json_object_object_get(s2, "kind")), "region");
+        assert_string_equal(json_object_get_string(json_object_object_get(s2, "priority")), "low");
+        x = json_object_array_get_idx(json_object_object_get(s2, "devices"), 0);
+        assert_string_equal(json_object_get_string(json_object_object_get(x, "compute_mechanism")), "time_fallback");
+        x = json_object_object_get(x, "launch_wait");
+        assert_non_null(x);
+        assert_true(json_object_object_get_ex(x, "window", &x) && x == NULL); /* no window closed yet */
         x = json_object_array_get_idx(json_object_object_get(s2, "host_pids"), 0);
         assert_int_equal(json_object_get_int(x), getpid());
         assert_true(json_object_object_get_ex(doc, "nvml_up", &x) && x == NULL);
@@ -736,7 +1015,14 @@ static void test_metrics_render(void **state)
                                           .memory_overhead = 200 * MiB, .memory_limit = 1024 * MiB,
                                           .compute_limit = 0.3, .compute_measured = true,
                                           .compute_used_valid = true, .compute_used = 0.25,
-                                          .busy_ns_total = 1500 * MS, .processes = 2};
+                                          .busy_ns_total = 1500 * MS, .processes = 2,
+                                          .compute_via = GS_REGION_VIA_TIME, .waits_known = true};
+        /* 1000 launches: 994 waited at most 50 us (most not at all), 5 up to 2.5 ms, 1 over 1 s */
+        for (unsigned i = 0; i < GS_REGION_WAIT_BUCKETS; i++)
+                s.dev[0].waits.cum[i] = i < 5 ? 994 : i < 13 ? 999 : 1000;
+        s.dev[0].waits.count = 1000;
+        s.dev[0].waits.sum_ns = 2010300000ull;
+        s.priority = GS_REGION_PRIO_NORMAL;
         struct gs_observation obs = {.time_ns = 1700000010ull * 1000000000ull, .nslices = 1, .slices = &s};
         static struct gs_gpu_stats gpus;
         gpus.valid = gpus.fresh = true;
@@ -783,6 +1069,40 @@ static void test_metrics_render(void **state)
         }
         /* every family's header comes once */
         assert_null(strstr(strstr(t, "# TYPE gpuslice_slice_memory_used_bytes") + 1, "# TYPE gpuslice_slice_memory_used_bytes"));
+        /* the slice's priority on its info metric; the mechanism; the launch-wait histogram, whole */
+        assert_non_null(strstr(t, "gpuslice_slice_info{container_id=\"c0ffee\",namespace=\"team-a\",pod=\"p\\\"q\","
+                                  "region=\"/run/gpuslice/slices/c0ffee/usage\",compute_mode=\"cap\",priority=\"normal\"} 1\n"));
+        const char *dl = "container_id=\"c0ffee\",namespace=\"team-a\",pod=\"p\\\"q\",vdevice=\"0\",gpu=\"1\","
+                         "UUID=\"GPU-2f8c1d4e-7a90-3b5c-e6d1-0a9b8c7d6e5f\"";
+        char line[512];
+        snprintf(line, sizeof(line), "# TYPE gpuslice_slice_compute_mechanism gauge\n"
+                                     "gpuslice_slice_compute_mechanism{%s,mechanism=\"time\"} 1\n", dl);
+        if (strstr(t, line) == NULL)
+                fail_msg("missing %s in:\n%s", line, t);
+        static const char *const les[] = {"5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005",
+                                          "0.01", "0.025", "0.05", "0.1", "0.25", "1", "+Inf"};
+        char hist[8192];
+        size_t k = (size_t)snprintf(hist, sizeof(hist), "# TYPE gpuslice_slice_launch_wait_seconds histogram\n");
+        for (unsigned i = 0; i < GS_REGION_WAIT_BUCKETS; i++)
+                k += (size_t)snprintf(hist + k, sizeof(hist) - k, "gpuslice_slice_launch_wait_seconds_bucket{%s,le=\"%s\"} %u\n",
+                                      dl, les[i], i < 5 ? 994 : i < 13 ? 999 : 1000);
+        snprintf(hist + k, sizeof(hist) - k,
+                 "gpuslice_slice_launch_wait_seconds_sum{%s} 2.0103\ngpuslice_slice_launch_wait_seconds_count{%s} 1000\n"
+                 "# HELP ", dl, dl);
+        if (strstr(t, hist) == NULL)
+                fail_msg("missing %s in:\n%s", hist, t);
+        free(t);
+        /* a slice of a version 2 region: no histogram, no mechanism, no priority (absent, not 0) */
+        s.dev[0].waits_known = false;
+        s.dev[0].compute_via = GS_REGION_UNSET;
+        s.priority = GS_REGION_UNSET;
+        gs_prom_init(&p);
+        gs_metrics_render(&obs, &gpus, &o, &p);
+        t = gs_prom_take(&p, &len);
+        assert_null(strstr(t, "gpuslice_slice_launch_wait_seconds"));
+        assert_null(strstr(t, "gpuslice_slice_compute_mechanism"));
+        assert_null(strstr(t, "priority="));
+        assert_non_null(strstr(t, "compute_mode=\"cap\"} 1\n"));
         free(t);
         /* without HAMi's names, and with NVML down: no hami_ family, no per-GPU sample */
         o.hami = false;
@@ -865,7 +1185,11 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_read_corpus, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_read_not_files, setup, teardown),
                 cmocka_unit_test(test_busy_windows),
+                cmocka_unit_test_setup_teardown(test_read_versions, setup, teardown),
+                cmocka_unit_test(test_wait_quantile),
+                cmocka_unit_test(test_waits_windows),
                 cmocka_unit_test_setup_teardown(test_collector, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_collector_waits, setup, teardown),
                 cmocka_unit_test(test_host_pids),
                 cmocka_unit_test(test_top_pieces),
                 cmocka_unit_test(test_top_view),

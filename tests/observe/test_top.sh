@@ -151,18 +151,48 @@ expect_rc text 0 "top --once --pids (stdout not a terminal: full width)"
 T=$TMP/text.out
 check "--once: the title counts 5 slices, sorted by memory" 'head -1 "$T" | grep -q "5 slices  sort: memory"'
 check "--once: a line per GPU from NVML" 'grep -q "^GPU 0  NVIDIA A100-SXM4-40GB  memory .* / 40G  util 35%" "$T" && grep -q "^GPU 1 " "$T"'
-check "--once: the header marks the sorted column" 'grep -q "^CONTAINER .* MEMORY\* .* COMPUTE PROCS PIDS$" "$T"'
+check "--once: the header marks the sorted column" 'grep -q "^CONTAINER .* MEMORY\* .* COMPUTE PRIO  WAIT PROCS PIDS$" "$T"'
 row() { grep -E "$1" "$T" | head -1; }
 # check_row DESC ROW-REGEX LINE-REGEX: the first row matching ROW-REGEX matches LINE-REGEX
 check_row() {
         if row "$2" | grep -Eq -- "$3"; then ok "$1"; else not_ok "$1: row '$(row "$2")'"; fi
 }
 check_row "--once: exec-mem on GPU 0, quota 1.0G with its bar, no compute, its pid" \
-        "/exec-mem +0 " " / 1.0G +\[#* +[0-9]+%\] +- / -  +1 $P_MEM\$"
-check_row "--once: exec-c60 on GPU 1, no quota, 60 % limit" "/exec-c60 +1 " " / - +\[no quota +\] +[0-9]+% / 60% +1 $P_C60\$"
+        "/exec-mem +0 " " / 1.0G +\[#* +[0-9]+%\] +- / - +[a-z-]+ +- +1 $P_MEM\$"
+check_row "--once: exec-c60 on GPU 1, no quota, 60 % limit" "/exec-c60 +1 " " / - +\[no quota +\] +[0-9]+% / 60% +[a-z-]+ +[^ ]+ +1 $P_C60\$"
 check_row "--once: the labelled container by its names, 1.0G quota, GPU 0" "^team-a/trainer-0/main +0 " " / 1.0G .* 1 $P_CRIO\$"
 check_row "--once: the other container by its id, 3.0G quota, GPU 1" "^gs-$$-plain +1 " " / 3.0G .* 1 $P_PLAIN\$"
 check "--once: the largest user first (the 200 MiB container)" '[ "$(sed -n "6p" "$T" | cut -d" " -f1)" = "gs-$$-plain" ]'
+
+# --- priority and launch waits: a version 3 region (synth.h: priority normal, device 1 through MPS)
+# and a version 2 one (no counters), with launches counted during top's interval --------------------------
+TOOL=$BUILD/tests/region_tool
+mkdir -p "$TMP/none"
+"$TOOL" synth "$TMP/synth-v3" 2 1 4 && "$TOOL" synth2 "$TMP/synth-v2" 1 1 5 || not_ok "region_tool synth"
+WTOP=("$GS" top --regions-dir "$TMP/none" --region "$TMP/synth-*" --no-nvml --interval 3)
+"${WTOP[@]}" --once --json >"$TMP/w.json" 2>"$TMP/w.err" &
+WT=$!
+sleep 1 # within top's interval: 196 launches that did not wait and 4 of 3 ms on device 0
+"$TOOL" launch "$TMP/synth-v3" 0 196 0 && "$TOOL" launch "$TMP/synth-v3" 0 4 3000000 || not_ok "region_tool launch"
+wait $WT; wrc=$?
+check "top --once --json on a version 3 and a version 2 region: exit 0 ($(head -c 200 "$TMP/w.err"))" '[ $wrc = 0 ]'
+wj() { jq -r --arg s "$1" ".slices[] | select(.id | endswith(\$s)) | $2" "$TMP/w.json"; }
+check "v3: priority normal; mechanism time on device 0, mps on device 1" \
+        '[ "$(wj /synth-v3 "[.priority, .devices[0].compute_mechanism, .devices[1].compute_mechanism] | join(\",\")")" = "normal,time,mps" ]'
+check "v3: launches since the region was made: 1000 + 200 on device 0, wait_seconds 2.0103 + 0.012" \
+        '[ "$(wj /synth-v3 ".devices[0].launch_wait | .launches == 1200 and .wait_seconds > 2.02229 and .wait_seconds < 2.02231")" = true ]'
+check "v3: the interval's window: 200 launches, 4 waited, mean 60 us, p99 at most 5 ms (the bucket of 3 ms)" \
+        '[ "$(wj /synth-v3 ".devices[0].launch_wait.window | .launches == 200 and .waited == 4 and .mean_seconds > 0.0000599 and .mean_seconds < 0.0000601 and .p99_seconds == 0.005 and .p99_over == false")" = true ]'
+check "v3: device 1 had no launch in the window: mean and p99 null" \
+        '[ "$(wj /synth-v3 ".devices[1].launch_wait.window | [.launches, .mean_seconds, .p99_seconds] | map(tostring) | join(\",\")")" = "0,null,null" ]'
+check "v2: shown with its memory, priority, mechanism and launch waits null" \
+        '[ "$(wj /synth-v2 "[.devices[0].memory_allocated, .priority, .devices[0].compute_mechanism, .devices[0].launch_wait] | map(tostring) | join(\",\")")" = "1048576,null,null,null" ]'
+# no launch during this one's interval: device 0's window is idle
+run wtext -- "${WTOP[@]}" --once --sort name
+check_wrow() { if grep -E "$2" "$TMP/wtext.out" | head -1 | grep -Eq -- "$3"; then ok "$1"; else not_ok "$1: $(grep -E "$2" "$TMP/wtext.out" | head -1)"; fi; }
+check_wrow "--once: the version 3 slice's rows show PRIO norm and WAIT idle (no launch in the interval)" \
+        "synth-v3 +\? " " / 25% +norm +idle +1\$"
+check_wrow "--once: the version 2 slice's row shows - for both" "synth-v2 +\? " " / 25% +- +- +1\$"
 
 # --- --once and an NVML that fails -------------------------------------------------------------------------
 # one that never answers: --once still prints, after its few seconds of asking again, and says why
@@ -214,10 +244,11 @@ wait_pane() {
         for _ in $(seq 100); do cap "$1" "$2"; grep -Eq "$3" "$TMP/$1.$2.pane" && return 0; sleep 0.1; done
         sed 's/^/    # /' "$TMP/$1.$2.pane"; return 1
 }
-# tags NAME TAG: the slices of the pane's rows, in order (c30 c60 mem crio plain)
+# tags NAME TAG: the slices of the pane's rows, in order (c30 c60 mem crio plain; narrow, the pod's
+# name is shortened in its middle: team-../main)
 tags() {
         awk '/^CONTAINER/ { on = 1; next } on && NF > 5 && !/q quit/ { print }' "$TMP/$1.$2.pane" | sed -E \
-                -e 's#^[^ ]*exec-(c30|c60|mem) .*#\1#' -e 's#^team-a/[^ ]*main .*#crio#' -e 's#^gs-[^ ]*plain .*#plain#' |
+                -e 's#^[^ ]*exec-(c30|c60|mem) .*#\1#' -e 's#^team-[^ ]*main .*#crio#' -e 's#^gs-[^ ]*plain .*#plain#' |
                 tr '\n' ' ' | sed 's/ $//'
 }
 widest() { awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$TMP/$1.$2.pane"; }
@@ -246,7 +277,7 @@ tm send-keys -t s1 c
 wait_pane s1 c 'sort: compute' && ok "live: c sorts by compute" || not_ok "live: c did not sort by compute"
 order=$(tags s1 c)
 check "live: by compute the 60 % slice, then the 30 % one, come first: '$order'" \
-        '[ "$(echo $order | cut -d" " -f1-2)" = "c60 c30" ] && grep -q " COMPUTE\* PROCS" "$TMP/s1.c.pane"'
+        '[ "$(echo $order | cut -d" " -f1-2)" = "c60 c30" ] && grep -q " COMPUTE\* PRIO  WAIT PROCS" "$TMP/s1.c.pane"'
 tm send-keys -t s1 m
 wait_pane s1 m2 'sort: memory' && ok "live: m sorts by memory again" || not_ok "live: m"
 check "live: the same order as before" '[ "$(tags s1 m2)" = "$(tags s1 m)" ]'

@@ -142,7 +142,8 @@ ma=$(gcc -print-multiarch)
 missing=""
 for f in /usr/bin/gpuslice /etc/gpuslice/config.toml /usr/share/containers/oci/hooks.d/oci-gpuslice-hook.json \
         /lib/systemd/system/gpuslice-cdi.service /lib/systemd/system/gpuslice-cdi.path \
-        /lib/systemd/system/gpuslice-metrics.service "/usr/lib/$ma/gpuslice/libgpuslice-vgpu.so" \
+        /lib/systemd/system/gpuslice-metrics.service /lib/systemd/system/gpuslice-mps.service \
+        "/usr/lib/$ma/gpuslice/libgpuslice-vgpu.so" \
         "/usr/lib/$ma/libgpuslice.so.0" /usr/include/gpuslice/gpuslice.h "/usr/lib/$ma/pkgconfig/gpuslice.pc" \
         /usr/share/bash-completion/completions/gpuslice /usr/share/man/man1/gpuslice.1.gz \
         /usr/share/man/man1/gpuslice-doctor.1.gz /usr/share/man/man5/gpuslice.conf.5.gz; do
@@ -153,10 +154,11 @@ check "the packages hold the binary, config, hooks.d file, units, interposer, li
 [ -n "$missing" ] && echo "    # not in the packages:$missing"
 check "nvidia-container-runtime-hook -> gpuslice" '[ "$(readlink "$R/usr/bin/nvidia-container-runtime-hook")" = gpuslice ]'
 check "/etc/gpuslice/config.toml is a conffile" 'in_root dpkg-query -W -f="\${Conffiles}" gpuslice | grep -q "^ /etc/gpuslice/config.toml "'
-check "postinst enabled gpuslice-cdi.path and .service, not gpuslice-metrics.service" \
+check "postinst enabled gpuslice-cdi.path and .service, not gpuslice-metrics.service nor gpuslice-mps.service" \
         '[ -L "$R/etc/systemd/system/multi-user.target.wants/gpuslice-cdi.path" ] &&
          [ -L "$R/etc/systemd/system/multi-user.target.wants/gpuslice-cdi.service" ] &&
-         [ ! -e "$R/etc/systemd/system/multi-user.target.wants/gpuslice-metrics.service" ]'
+         [ ! -e "$R/etc/systemd/system/multi-user.target.wants/gpuslice-metrics.service" ] &&
+         [ ! -e "$R/etc/systemd/system/multi-user.target.wants/gpuslice-mps.service" ]'
 warn=""
 for p in $(grep -E '^/usr/share/man/man[1-8]/.*\.gz$' "$T/listed"); do
         w=$(MANWIDTH=80 man --warnings -l "$R$p" 2>&1 >/dev/null)

@@ -44,7 +44,7 @@ for v in $verbs; do
                 not_ok "gpuslice(1) does not list '$v' and gpuslice-$v(1)"
         case $v in
         cdi) options "$page" cdi generate; options "$page" cdi list ;;
-        mps) for s in start stop status; do options "$page" mps "$s"; done ;;
+        mps) for s in start stop status supervise; do options "$page" mps "$s"; done ;;
         *) options "$page" "$v" ;;
         esac
 done

@@ -436,11 +436,21 @@ static void test_slices(void **state)
         assert_int_equal(s.compute, 50);
         assert_int_equal(gs_cdi_parse_slice("x=1073741824,100", &s, &err), 0);
         assert_int_equal(s.compute, 100);
+        assert_string_equal(s.priority, "");
+        /* a priority after the compute share, as a word (any case; written in lower case) */
+        assert_int_equal(gs_cdi_parse_slice("hi=4Gi,25,high", &s, &err), 0);
+        assert_string_equal(s.memory, "4Gi");
+        assert_int_equal(s.compute, 25);
+        assert_string_equal(s.priority, "high");
+        assert_int_equal(gs_cdi_parse_slice("lo=2Gi,10,LOW", &s, &err), 0);
+        assert_string_equal(s.priority, "low");
+        assert_int_equal(gs_cdi_parse_slice("n=2Gi,10,normal", &s, &err), 0);
+        assert_string_equal(s.priority, "normal");
 
         static const struct {
                 const char *arg, *msg;
         } bad[] = {
-                {"4Gi", "expected NAME=MEM[,COMPUTE]"},
+                {"4Gi", "expected NAME=MEM[,COMPUTE[,PRIORITY]]"},
                 {"=4Gi", "empty slice name"},
                 {"a b=4Gi", "invalid character ' '"},
                 {"a/b=4Gi", "invalid character '/'"},
@@ -457,7 +467,14 @@ static void test_slices(void **state)
                 {"a=4Gi,101", "invalid compute share '101'"},
                 {"a=4Gi,", "invalid compute share ''"},
                 {"a=4Gi,50%", "invalid compute share '50%'"},
-                {"a=4Gi,50,1", "invalid compute share '50,1'"},
+                {"a=4Gi,50,1", "invalid priority '1' (high, normal or low)"},
+                {"a=4Gi,50,urgent", "invalid priority 'urgent'"},
+                {"a=4Gi,50,", "invalid priority ''"},
+                {"a=4Gi,50,high,x", "invalid priority 'high,x'"},
+                {"a=4Gi,,high", "invalid compute share ''"},
+                {"a=4Gi,high", "invalid compute share 'high'"},
+                {"a=4Gi,101,low", "invalid compute share '101'"},
+                {"a=4Gi,12345678901234567890,low", "invalid compute share '12345678901234567890'"},
                 {"a=4Gi,-5", "invalid compute share"},
                 {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa=1G", "longer than"},
         };

@@ -83,12 +83,14 @@ static void assert_defaults(const struct gs_hostconfig *c)
         assert_string_equal(c->vgpu_library, "");
         assert_string_equal(c->regions_dir, "/run/gpuslice/slices");
         assert_string_equal(c->mps_root, "/run/gpuslice/mps");
+        assert_string_equal(c->mps, "off");
         const struct gs_hostconfig_dp *d = &c->dp;
         assert_string_equal(d->socket_dir, "/var/lib/kubelet/device-plugins");
         assert_string_equal(d->resource, "nvidia.com/gpu");
         assert_int_equal(d->replicas, 1);
         assert_string_equal(d->replica_memory, "");
         assert_int_equal(d->replica_compute, 0);
+        assert_string_equal(d->replica_priority, "");
         assert_int_equal(d->slices.n, 0);
         assert_string_equal(d->slice_domain, "gpuslice.io");
         assert_string_equal(d->allocate, "cdi");
@@ -122,13 +124,15 @@ static const char every_key[] =
         "library = \"/opt/gpuslice/lib/libgpuslice-vgpu.so\"\n"
         "regions-dir = \"/var/run/slices\"\n"
         "mps-root = \"/var/run/mps\"\n"
+        "mps = \"on\"\n"
         "[device-plugin]\n"
         "socket-dir = \"/var/lib/k/dp\"\n"
         "resource = \"example.com/gpu\"\n"
         "replicas = 4\n"
         "replica-memory = \"20Gi\"\n"
         "replica-compute = 25\n"
-        "slices = [\"a=1Gi\", 'b=2Gi,50']\n"
+        "replica-priority = \"high\"\n"
+        "slices = [\"a=1Gi\", 'b=2Gi,50', \"c=2Gi,50,low\"]\n"
         "slice-domain = \"example.com\"\n"
         "allocate = \"env\"\n"
         "cdi-spec = \"/etc/cdi/k8s.json\"\n"
@@ -157,15 +161,18 @@ static void assert_every_key(const struct gs_hostconfig *c)
         assert_string_equal(c->vgpu_library, "/opt/gpuslice/lib/libgpuslice-vgpu.so");
         assert_string_equal(c->regions_dir, "/var/run/slices");
         assert_string_equal(c->mps_root, "/var/run/mps");
+        assert_string_equal(c->mps, "on");
         const struct gs_hostconfig_dp *d = &c->dp;
         assert_string_equal(d->socket_dir, "/var/lib/k/dp");
         assert_string_equal(d->resource, "example.com/gpu");
         assert_int_equal(d->replicas, 4);
         assert_string_equal(d->replica_memory, "20Gi");
         assert_int_equal(d->replica_compute, 25);
-        assert_int_equal(d->slices.n, 2);
+        assert_string_equal(d->replica_priority, "high");
+        assert_int_equal(d->slices.n, 3);
         assert_string_equal(d->slices.v[0], "a=1Gi");
         assert_string_equal(d->slices.v[1], "b=2Gi,50");
+        assert_string_equal(d->slices.v[2], "c=2Gi,50,low");
         assert_string_equal(d->slice_domain, "example.com");
         assert_string_equal(d->allocate, "env");
         assert_string_equal(d->cdi_spec, "/etc/cdi/k8s.json");
@@ -502,6 +509,13 @@ static void test_paths(void **state)
         expect_error("[slice]\nmps-root = \"\"\n", NAME ":2: 'slice.mps-root' must be an absolute path");
         expect_error("[slice]\nmps-root = \"run/mps\"\n", NAME ":2: 'slice.mps-root' must be an absolute path");
         expect_error("[driver]\nmps-root = \"/run/mps\"\n", NAME ":2: unknown key 'driver.mps-root'");
+        /* slice.mps: off, auto or on, nothing else (not even "") */
+        expect_ok("[slice]\nmps = \"auto\"\n");
+        assert_string_equal(hc.mps, "auto");
+        expect_error("[slice]\nmps = \"sometimes\"\n", NAME ":2: 'slice.mps' must be off, auto or on, not 'sometimes'");
+        expect_error("[slice]\nmps = \"\"\n", NAME ":2: 'slice.mps' must be off, auto or on, not ''");
+        expect_error("[slice]\nmps = \"ON\"\n", NAME ":2: 'slice.mps' must be off, auto or on, not 'ON'");
+        expect_error("[slice]\nmps = true\n", NAME ":2: 'slice.mps' must be a string");
         expect_error("[slice]\nlibrary = \"libgpuslice-vgpu.so\"\n",
                      NAME ":2: 'slice.library' must be empty or an absolute path");
         expect_error("[hook]\nlog-file = \"hook.log\"\n", NAME ":2: 'hook.log-file' must be empty or an absolute path");
@@ -801,7 +815,7 @@ static void test_example_config(void **state)
                 n += k;
         }
         fclose(f);
-        assert_int_equal(nkeys, 32);
+        assert_int_equal(nkeys, 34);
         gs_hostconfig_defaults(&hc);
         expect_ok(every_key);
         if (parse_n(text, n) != 0)

@@ -160,7 +160,7 @@ static void wait_state(pid_t pid, char want)
 static void test_layout(void **state)
 {
         (void)state;
-        assert_int_equal(sizeof(struct gs_region_file), 460800);
+        assert_int_equal(sizeof(struct gs_region_file), 464960);
         assert_int_equal(sizeof(struct gs_region_header), 2048);
         assert_int_equal(sizeof(struct gs_region_slot), 448);
         assert_int_equal(offsetof(struct gs_region_file, slots), 2048);
@@ -174,6 +174,13 @@ static void test_layout(void **state)
         assert_int_equal(offsetof(struct gs_region_header, uuid[1]), 320 + 96);
         assert_int_equal(offsetof(struct gs_region_slot, used[1]), 40);
         assert_int_equal(offsetof(struct gs_region_slot, extra[15]), 160 + 15 * 8);
+        /* Version 3's counters area, after the slots (every version 2 offset above unchanged). */
+        assert_int_equal(offsetof(struct gs_region_file, ctr), 460800);
+        assert_int_equal(offsetof(struct gs_region_file, ctr.priority), 460800);
+        assert_int_equal(offsetof(struct gs_region_file, ctr.dev[0].wait_bucket[13]), 460800 + 64 + 13 * 8);
+        assert_int_equal(offsetof(struct gs_region_file, ctr.dev[1].wait_sum_ns), 460800 + 64 + 256 + 112);
+        assert_int_equal(offsetof(struct gs_region_file, ctr.dev[15].launches), 460800 + 64 + 15 * 256 + 120);
+        assert_int_equal(offsetof(struct gs_region_file, ctr.dev[2].compute_via), 460800 + 64 + 2 * 256 + 128);
 
         /* The on-disk bytes. */
         struct gs_region *r = open2(64 * MiB, 0);
@@ -186,7 +193,7 @@ static void test_layout(void **state)
         assert_memory_equal(h, "GSLICE\0\1", 8);
         uint32_t v[5];
         memcpy(v, h + 8, sizeof(v));
-        assert_int_equal(v[0], 2);    /* version */
+        assert_int_equal(v[0], 3);    /* version */
         assert_int_equal(v[1], 2048); /* header_size */
         assert_int_equal(v[2], 2);    /* ndevices */
         assert_int_equal(v[3], 1024); /* max_procs */
@@ -311,16 +318,25 @@ static void test_mismatch(void **state)
         unlink(path);
         gs_region_close(open2(0, 0));
         int fd = open(path, O_RDWR);
-        uint32_t v2 = 3;
-        assert_int_equal(pwrite(fd, &v2, 4, 8), 4);
+        uint32_t v4 = 4;
+        assert_int_equal(pwrite(fd, &v4, 4, 8), 4);
         close(fd);
-        expect_open_error("version 3, this gpuslice speaks version 2");
+        expect_open_error("version 4, this gpuslice speaks version 3");
         assert_int_equal(gs_region_open_snapshot(path, &r, err, sizeof(err)), -1);
-        assert_non_null(strstr(err, "version 3"));
+        assert_non_null(strstr(err, "version 4"));
+        /* A version 2 region (an older interposer's: no counters area) is not attached to. */
+        fd = open(path, O_RDWR);
+        uint32_t v2 = 2;
+        uint64_t size2 = GS_REGION_SIZE_V2;
+        assert_int_equal(pwrite(fd, &v2, 4, 8), 4);
+        assert_int_equal(pwrite(fd, &size2, 8, 32), 8);
+        assert_int_equal(ftruncate(fd, GS_REGION_SIZE_V2), 0);
+        close(fd);
+        expect_open_error("version 2, this gpuslice speaks version 3");
         unlink(path);
         gs_region_close(open2(0, 0));
         assert_int_equal(truncate(path, GS_REGION_SIZE + 4096), 0);
-        expect_open_error("size 464896 bytes, expected 460800");
+        expect_open_error("size 469056 bytes, expected 464960");
         fd = open(path, O_RDWR);
         uint32_t slots = 2048;
         assert_int_equal(pwrite(fd, &slots, 4, 20), 4);
@@ -618,6 +634,186 @@ static void test_compute(void **state)
         assert_int_equal(gs_region_unregister(r, s), 0);
         assert_int_equal(gs_region_busy(r, 1), 0);
         assert_int_equal(atomic_load(&W(r)->slots[s].last_launch_ns), 0);
+        gs_region_close(r);
+}
+
+/* The counters area (version 3): launch waits by bucket, their sum, launches, priority and how the
+ * compute share is enforced; slice-wide, so a process's exit leaves them as they are. */
+static uint64_t bucket(struct gs_region *r, unsigned dev, unsigned i)
+{
+        return atomic_load(&W(r)->ctr.dev[dev].wait_bucket[i]);
+}
+
+static void test_counters(void **state)
+{
+        (void)state;
+        struct gs_region *r = open2(0, 0);
+        /* Not reported yet: distinguishable from high priority and the time limiter. */
+        assert_int_equal(atomic_load(&W(r)->ctr.priority), GS_REGION_UNSET);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[0].compute_via), GS_REGION_UNSET);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[15].compute_via), GS_REGION_UNSET);
+
+        /* Bucket boundaries: an edge belongs to its own bucket (Prometheus's le), one ns more to
+         * the next; past 1 s is the last bucket. */
+        static const struct { uint64_t ns; unsigned b; } cases[] = {
+                { 1, 0 },          { 50000, 0 },      { 50001, 1 },       { 100000, 1 },     { 100001, 2 },
+                { 250000, 2 },     { 499999, 3 },     { 500000, 3 },      { 1000000, 4 },    { 1000001, 5 },
+                { 2500000, 5 },    { 5000000, 6 },    { 10000000, 7 },    { 25000000, 8 },   { 50000000, 9 },
+                { 100000000, 10 }, { 250000000, 11 }, { 250000001, 12 },  { 1000000000, 12 },
+                { 1000000001, 13 }, { UINT64_MAX / 4, 13 },
+        };
+        uint64_t want[GS_REGION_WAIT_BUCKETS] = {0}, sum = 0;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                assert_int_equal(gs_region_wait_bucket(cases[i].ns), cases[i].b);
+                gs_region_note_wait(r, 1, cases[i].ns);
+                want[cases[i].b]++;
+                sum += cases[i].ns;
+        }
+        for (unsigned i = 0; i < GS_REGION_WAIT_BUCKETS; i++) {
+                if (bucket(r, 1, i) != want[i])
+                        print_error("bucket %u: %llu, want %llu\n", i, (unsigned long long)bucket(r, 1, i),
+                                    (unsigned long long)want[i]);
+                assert_int_equal(bucket(r, 1, i), want[i]);
+                assert_int_equal(bucket(r, 0, i), 0); /* the other device untouched */
+        }
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[1].wait_sum_ns), sum);
+        assert_int_equal(gs_region_wait_edge_ns(0), 50000);
+        assert_int_equal(gs_region_wait_edge_ns(12), 1000000000);
+        assert_true(gs_region_wait_edge_ns(13) == UINT64_MAX);
+
+        /* A wait of 0 is no wait; launches are counted on their own. */
+        gs_region_note_wait(r, 0, 0);
+        for (unsigned i = 0; i < GS_REGION_WAIT_BUCKETS; i++)
+                assert_int_equal(bucket(r, 0, i), 0);
+        gs_region_add_launches(r, 0, 5);
+        gs_region_add_launches(r, 0, 1);
+        gs_region_add_launches(r, 0, 0);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[0].launches), 6);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[0].wait_sum_ns), 0);
+
+        /* Priority and mechanism; out-of-range values. */
+        gs_region_set_priority(r, GS_REGION_PRIO_HIGH);
+        assert_int_equal(atomic_load(&W(r)->ctr.priority), 0);
+        gs_region_set_priority(r, 7); /* HAMi: larger than 2 is low */
+        assert_int_equal(atomic_load(&W(r)->ctr.priority), GS_REGION_PRIO_LOW);
+        gs_region_set_compute_via(r, 1, GS_REGION_VIA_MPS);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[1].compute_via), 1);
+        gs_region_set_compute_via(r, 1, 3); /* unknown: ignored */
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[1].compute_via), 1);
+        gs_region_set_compute_via(r, 1, GS_REGION_VIA_TIME_FALLBACK);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[1].compute_via), 2);
+
+        /* No-ops: NULL, a device past the region's 2 (even one inside the 16 of the layout), a
+         * snapshot handle. */
+        gs_region_note_wait(NULL, 0, 1000);
+        gs_region_add_launches(NULL, 0, 1);
+        gs_region_set_priority(NULL, 1);
+        gs_region_set_compute_via(NULL, 0, 1);
+        gs_region_note_wait(r, 2, 1000);
+        gs_region_add_launches(r, 2, 1);
+        gs_region_add_launches(r, 1000, 1);
+        gs_region_set_compute_via(r, 2, GS_REGION_VIA_MPS);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[2].launches), 0);
+        assert_int_equal(bucket(r, 2, 0), 0);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[2].compute_via), GS_REGION_UNSET);
+        struct gs_region *snap = NULL;
+        char err[256];
+        assert_int_equal(gs_region_open_snapshot(path, &snap, err, sizeof(err)), 0);
+        gs_region_add_launches(snap, 0, 100);
+        gs_region_note_wait(snap, 0, 1000);
+        gs_region_set_priority(snap, 1);
+        assert_int_equal(gs_region_file(snap)->ctr.dev[0].launches, 6); /* read, not written */
+        gs_region_close(snap);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[0].launches), 6);
+        assert_int_equal(atomic_load(&W(r)->ctr.priority), GS_REGION_PRIO_LOW);
+
+        /* Slice-wide: a process that counts, then exits (unregistered or killed and reaped),
+         * leaves its counts; a later opener sees them. */
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                child_guard();
+                struct gs_region *c = NULL;
+                int slot;
+                if (gs_region_open(path, 2, NULL, NULL, &c, err, sizeof(err)) < 0 ||
+                    gs_region_register(c, getpid(), &slot) < 0)
+                        _exit(1);
+                gs_region_add_launches(c, 0, 10);
+                gs_region_note_wait(c, 0, 3000000);
+                gs_region_unregister(c, slot);
+                _exit(0);
+        }
+        wait_exit0(pid);
+        gs_region_reap(r);
+        gs_region_close(r);
+        r = open2(0, 0);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[0].launches), 16);
+        assert_int_equal(bucket(r, 0, 6), 1);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[0].wait_sum_ns), 3000000);
+        gs_region_close(r);
+}
+
+/* Concurrent writers (threads of this process and another process): no count is lost. */
+struct wait_arg {
+        struct gs_region *r;
+        unsigned seed;
+};
+
+#define WAIT_ITERS 100000
+
+static void *wait_thread(void *p)
+{
+        struct wait_arg *a = p;
+        for (unsigned i = 0; i < WAIT_ITERS; i++) {
+                gs_region_add_launches(a->r, 1, 1);
+                if (i % 2 == 0) /* waits of 1..2^20 ns by a fixed rule: the parent recomputes them */
+                        gs_region_note_wait(a->r, 1, 1 + ((i * 2654435761u + a->seed) & 0xfffff));
+        }
+        return NULL;
+}
+
+static void test_counters_concurrent(void **state)
+{
+        (void)state;
+        struct gs_region *r = open2(0, 0);
+        enum { NT = 4 };
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                child_guard();
+                struct gs_region *c = NULL;
+                char err[256];
+                if (gs_region_open(path, 2, NULL, NULL, &c, err, sizeof(err)) < 0)
+                        _exit(1);
+                struct wait_arg a = { c, NT };
+                wait_thread(&a);
+                _exit(0);
+        }
+        struct wait_arg a[NT];
+        pthread_t t[NT];
+        for (unsigned i = 0; i < NT; i++) {
+                a[i] = (struct wait_arg){ r, i };
+                assert_int_equal(pthread_create(&t[i], NULL, wait_thread, &a[i]), 0);
+        }
+        for (unsigned i = 0; i < NT; i++)
+                pthread_join(t[i], NULL);
+        wait_exit0(pid);
+        uint64_t want[GS_REGION_WAIT_BUCKETS] = {0}, sum = 0;
+        for (unsigned seed = 0; seed <= NT; seed++)
+                for (unsigned i = 0; i < WAIT_ITERS; i += 2) {
+                        uint64_t w = 1 + ((i * 2654435761u + seed) & 0xfffff);
+                        want[gs_region_wait_bucket(w)]++;
+                        sum += w;
+                }
+        uint64_t waited = 0;
+        for (unsigned i = 0; i < GS_REGION_WAIT_BUCKETS; i++) {
+                assert_int_equal(bucket(r, 1, i), want[i]);
+                waited += want[i];
+        }
+        assert_int_equal(waited, (NT + 1) * WAIT_ITERS / 2);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[1].launches), (NT + 1) * WAIT_ITERS);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[1].wait_sum_ns), sum);
+        assert_int_equal(atomic_load(&W(r)->ctr.dev[0].launches), 0);
         gs_region_close(r);
 }
 
@@ -1157,6 +1353,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_uncharge_extra, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compute, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_counters, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_counters_concurrent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reap_after_exit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_zombie_leader_alive, setup, teardown),

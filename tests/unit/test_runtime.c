@@ -317,6 +317,59 @@ static void slices(void **unused)
         assert_non_null(strstr(err.msg, "invalid GPUSLICE_COMPUTE_MODE 'fast'"));
 }
 
+/* GPUSLICE_PRIORITY (words) and HAMi's CUDA_TASK_PRIORITY (0 high, 1 normal, 2 or more low):
+ * read as the compute mode is, ours winning; the slice gets the word. */
+static void priorities(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        static const struct {
+                const char *var, *want;
+        } good[] = {
+                {"GPUSLICE_PRIORITY=high", "high"},   {"GPUSLICE_PRIORITY=Normal", "normal"},
+                {"GPUSLICE_PRIORITY=LOW", "low"},     {"CUDA_TASK_PRIORITY=0", "high"},
+                {"CUDA_TASK_PRIORITY=1", "normal"},   {"CUDA_TASK_PRIORITY=2", "low"},
+                {"CUDA_TASK_PRIORITY=17", "low"},
+        };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                if (req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", good[i].var, NULL) != 0)
+                        fail_msg("%s: %s", good[i].var, err.msg);
+                if (rq.opts.slice.priority == NULL || strcmp(rq.opts.slice.priority, good[i].want) != 0)
+                        fail_msg("%s: priority %s, want %s", good[i].var, rq.opts.slice.priority ? rq.opts.slice.priority : "(null)",
+                                 good[i].want);
+        }
+        /* ours wins over HAMi's; unset or empty: none (the interposer's default, normal) */
+        assert_int_equal(req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", "CUDA_TASK_PRIORITY=0", "GPUSLICE_PRIORITY=low",
+                             NULL), 0);
+        assert_string_equal(rq.opts.slice.priority, "low");
+        assert_int_equal(req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", NULL), 0);
+        assert_null(rq.opts.slice.priority);
+        assert_int_equal(req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_PRIORITY=", NULL), 0);
+        assert_null(rq.opts.slice.priority);
+        /* a priority alone makes no slice (it orders compute-limited slices), as a mode alone */
+        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "GPUSLICE_PRIORITY=high", NULL), 0);
+        assert_string_equal(rq.opts.slice.priority, "high");
+        assert_false(gs_slice_requested(&rq.opts.slice));
+        /* errors name the variable, the value and what is valid; stage "slice" */
+        static const struct {
+                const char *var, *msg;
+        } bad[] = {
+                {"GPUSLICE_PRIORITY=urgent", "invalid GPUSLICE_PRIORITY 'urgent' (high, normal or low)"},
+                {"GPUSLICE_PRIORITY=0", "invalid GPUSLICE_PRIORITY '0' (high, normal or low)"},
+                {"GPUSLICE_PRIORITY=high ", "invalid GPUSLICE_PRIORITY 'high ' (high, normal or low)"},
+                {"CUDA_TASK_PRIORITY=high", "invalid CUDA_TASK_PRIORITY 'high' (0 high, 1 normal, 2 or more low)"},
+                {"CUDA_TASK_PRIORITY=-1", "invalid CUDA_TASK_PRIORITY '-1' (0 high, 1 normal, 2 or more low)"},
+                {"CUDA_TASK_PRIORITY=1.5", "invalid CUDA_TASK_PRIORITY '1.5'"},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", bad[i].var, NULL), -1);
+                assert_string_equal(err.stage, "slice");
+                if (strcmp(err.msg, bad[i].msg) != 0 && strncmp(err.msg, bad[i].msg, strlen(bad[i].msg)) != 0)
+                        fail_msg("%s: '%s', want '%s'", bad[i].var, err.msg, bad[i].msg);
+        }
+}
+
 static void hook_stages_and_ids(void **unused)
 {
         (void)unused;
@@ -346,6 +399,7 @@ int main(void)
                 cmocka_unit_test_setup(requirements, setup_hc),
                 cmocka_unit_test_setup(mig_and_imex, setup_hc),
                 cmocka_unit_test_setup(slices, setup_hc),
+                cmocka_unit_test_setup(priorities, setup_hc),
                 cmocka_unit_test(hook_stages_and_ids),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
