@@ -15,14 +15,21 @@
 #include "common/clock.h"
 #include "common/name.h"
 
-#define GS_ARB_MAGIC 0x0200004252415347ull /* "GSARB\0\0\2" little-endian */
+#define GS_ARB_MAGIC 0x0300004252415347ull /* "GSARB\0\0\3" little-endian */
 #define GS_ARB_QUANTUM_NS 40000000ull      /* a turn while others wait (each hand-over costs the GPU
                                             * some idle time: 20 ms lost 2-3 % of it) */
-#define GS_ARB_WANT_NS 2000000ull          /* a slice wants the GPU if it said so this recently */
-#define GS_ARB_READ_NS 1000000ull          /* the others' files are read this often while we hold the GPU, */
+#define GS_ARB_WANT_NS 2000000ull          /* a slice wants the GPU if it said so this recently; one
+                                            * that did not for longer is waking when it wants again */
+#define GS_ARB_CUT_SLACK 2000000ull        /* virtual time: a cut needs the cutter this far below the
+                                            * holder, and stands while it is no further above it */
+#define GS_ARB_WINDOW_NS 1000000000ull     /* a share-mode slice is owed its share over this window, */
+#define GS_ARB_BUCKETS GS_ARB_BUCKETS_MAX  /* kept in this many steps */
+#define GS_ARB_OWED_SLACK_NS 20000000ull   /* and served first from this much GPU time short of it */
+#define GS_ARB_READ_NS 500000ull           /* the others' files are read this often while we hold the GPU, */
 #define GS_ARB_READ_WANT_NS 200000ull      /* this often by the ticker while we want it, */
-#define GS_ARB_READ_WAIT_NS 100000ull      /* and by a launcher waiting for its turn */
+#define GS_ARB_READ_WAIT_NS 100000ull      /* and by a launcher waiting for its turn or for queue room */
 #define GS_ARB_LIST_NS 1000000000ull       /* the directory is listed at least this often */
+#define GS_ARB_SHARED_NS 1000000000ull     /* a peer that ticked this recently shares the GPU */
 #define GS_ARB_GONE_NS 60000000000ull      /* a slice silent this long is gone: its file is removed */
 
 /* ----------------------------------------------------------------------------------------- */
@@ -72,6 +79,7 @@ static struct gs_arb_rec *map_own(int dirfd, const char *name)
                 atomic_store(&r->since, 0);
                 atomic_store(&r->until, 0);
                 atomic_store(&r->vtime, 0);
+                atomic_store(&r->flags, 0);
                 atomic_store(&r->magic, GS_ARB_MAGIC);
         }
         return r;
@@ -86,6 +94,7 @@ static void remake_own(struct gs_arb *a)
                 return;
         atomic_store(&r->vtime, atomic_load(&a->me->vtime));
         atomic_store(&r->weight, a->weight);
+        atomic_store(&r->prio, a->prio);
         a->me = r;
 }
 
@@ -111,6 +120,14 @@ static int open_peer(int dirfd, const char *name)
 
 static bool peer_holds(const struct gs_arb_peer *p, uint64_t now);
 static bool peer_wants(const struct gs_arb_peer *p, uint64_t now);
+/* A slice's place in the order of turns: its class (a share-mode slice owed its share first, then
+ * high, normal, low), then its virtual time. */
+struct place {
+        uint32_t cls;
+        uint64_t vtime;
+};
+static struct place peer_place(const struct gs_arb_peer *p);
+static struct place my_place(const struct gs_arb *a);
 
 /* Files a reader may remove when their slice is gone: those of slices without a name of their own
  * ("x-" and 16 hex digits, from the region). A container's file is the hook's to remove. */
@@ -201,23 +218,35 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                 p->weight = r.weight;
                 p->state = r.state;
                 p->alive_ns = r.alive_ns;
+                p->prio = r.prio <= GS_ARB_PRIO_LOW ? r.prio : GS_ARB_PRIO_LOW;
+                p->got_ns = r.got_ns;
+                p->flags = r.flags;
                 if (collectable(p->name) && now > p->alive_ns + GS_ARB_GONE_NS && !peer_holds(p, now) &&
                     unlinkat(a->dirfd, p->name, 0) == 0)
                         forget_peer(p); /* dropped from the table at the next listing */
         }
-        bool contended = false;
-        for (unsigned i = 0; i < a->npeers && !contended; i++)
-                contended = peer_wants(&a->peer[i], now) || peer_holds(&a->peer[i], now);
+        bool contended = false, shared = false, below = false;
+        uint32_t mine = my_place(a).cls;
+        for (unsigned i = 0; i < a->npeers; i++) {
+                const struct gs_arb_peer *p = &a->peer[i];
+                bool here = p->valid && p->alive_ns + GS_ARB_SHARED_NS > now;
+                contended |= peer_wants(p, now) || peer_holds(p, now);
+                shared |= here;
+                below |= (here || peer_wants(p, now) || peer_holds(p, now)) && peer_place(p).cls < mine;
+        }
         atomic_store_explicit(&a->contended, contended, memory_order_relaxed);
+        atomic_store_explicit(&a->shared, shared || contended, memory_order_relaxed);
+        atomic_store_explicit(&a->below, below, memory_order_relaxed);
         a->read_at = now;
 }
 
-int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char *name, uint32_t weight)
+int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char *name, uint32_t weight, uint32_t prio,
+                bool guaranteed)
 {
         memset(a, 0, sizeof(*a));
         a->dirfd = -1;
         atomic_flag_clear(&a->busy);
-        if (weight == 0 || weight > 10000 || !gs_name_is_safe(name, GS_ARB_NAME_MAX)) {
+        if (weight == 0 || weight > 10000 || prio > GS_ARB_PRIO_LOW || !gs_name_is_safe(name, GS_ARB_NAME_MAX)) {
                 errno = EINVAL;
                 return -1;
         }
@@ -234,7 +263,10 @@ int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char 
         }
         snprintf(a->name, sizeof(a->name), "%s", name);
         a->weight = weight;
+        a->prio = prio;
+        a->guaranteed = guaranteed;
         atomic_store(&a->me->weight, weight);
+        atomic_store(&a->me->prio, prio);
         return 0;
 }
 
@@ -253,39 +285,115 @@ static bool peer_holds(const struct gs_arb_peer *p, uint64_t now)
         return p->valid && p->state != GS_ARB_FREE && p->until > now;
 }
 
-/* The least vtime among the other wanting slices (UINT64_MAX if none). */
-static uint64_t min_wanting_vtime(const struct gs_arb *a, uint64_t now)
+static struct place peer_place(const struct gs_arb_peer *p)
 {
-        uint64_t min = UINT64_MAX;
-        for (unsigned i = 0; i < a->npeers; i++)
-                if (peer_wants(&a->peer[i], now) && a->peer[i].vtime < min)
-                        min = a->peer[i].vtime;
-        return min;
+        return (struct place){(p->flags & GS_ARB_OWED) ? 0 : p->prio + 1, p->vtime};
 }
 
-/* Are we the wanting slice with the least vtime (ties: the lesser name)? */
+static struct place my_place(const struct gs_arb *a)
+{
+        return (struct place){(atomic_load(&a->me->flags) & GS_ARB_OWED) ? 0 : a->prio + 1, atomic_load(&a->me->vtime)};
+}
+
+/* a is before b (a higher class, or the same class and less virtual time); 0 for a tie. */
+static int before(struct place a, struct place b)
+{
+        if (a.cls != b.cls)
+                return a.cls < b.cls ? 1 : -1;
+        return a.vtime < b.vtime ? 1 : a.vtime > b.vtime ? -1 : 0;
+}
+
+/* A slice's credit when it wakes: at most a quantum of its own GPU time behind the others. */
+static uint64_t credit(uint32_t weight)
+{
+        return GS_ARB_QUANTUM_NS * 10000u / weight;
+}
+
+/* Two places compared by virtual time for cuts: the same class, or high and a share-mode slice
+ * owed its share (it goes first at hand-overs, but a waking high slice that used less than its
+ * share may still cut its turn: a slice that asks for little stays served within about a kernel
+ * whatever the guarantees of the others). */
+static bool peers(struct place a, struct place b)
+{
+        return a.cls == b.cls || (a.cls <= GS_ARB_PRIO_HIGH + 1 && b.cls <= GS_ARB_PRIO_HIGH + 1);
+}
+
+/* A cut of `holder`'s turn by `cutter` (of weight `weight`) stands while the cutter is of a higher
+ * class, or of the same class and has not got more than a quantum of its own GPU time ahead of
+ * the holder (a cut turn is a turn: what the cutter's work waited behind the holder's last
+ * kernels is charged to it too, and must not end its turn before its work is done). The holder
+ * and the cutter judge it alike (each from its own record and the other's last one). */
+static bool cut_stands(struct place cutter, uint32_t weight, struct place holder)
+{
+        if (!peers(cutter, holder))
+                return cutter.cls < holder.cls;
+        uint64_t c = credit(weight);
+        return cutter.vtime < (holder.vtime > UINT64_MAX - c ? UINT64_MAX : holder.vtime + c);
+}
+
+/* Are we the wanting slice first in order (ties: the lesser name)? */
 static bool my_turn(const struct gs_arb *a, uint64_t now)
 {
-        uint64_t mine = atomic_load(&a->me->vtime);
+        struct place mine = my_place(a);
         for (unsigned i = 0; i < a->npeers; i++) {
                 const struct gs_arb_peer *p = &a->peer[i];
-                if (peer_wants(p, now) && (p->vtime < mine || (p->vtime == mine && strcmp(p->name, a->name) < 0)))
+                int b = before(peer_place(p), mine);
+                if (peer_wants(p, now) && (b > 0 || (b == 0 && strcmp(p->name, a->name) < 0)))
                         return false;
         }
         return true;
 }
 
-/* Another slice holds the GPU, and took it before us (or at the same instant, with a lesser name). */
-static bool held_before_us(const struct gs_arb *a, uint64_t now, bool holding)
+/* May we cut the turn of every slice that holds the GPU now? A slice of a higher class than the
+ * holder may; one of its class (or high beside an owed slice: peers()) may when it wakes and is
+ * the slack below the holder in virtual time (it used less than its share). */
+static bool may_cut_all(const struct gs_arb *a, uint64_t now, bool waking)
 {
-        uint64_t since = atomic_load(&a->me->since);
+        struct place mine = my_place(a);
+        bool any = false;
         for (unsigned i = 0; i < a->npeers; i++) {
                 const struct gs_arb_peer *p = &a->peer[i];
-                if (peer_holds(p, now) &&
-                    (!holding || p->since < since || (p->since == since && strcmp(p->name, a->name) < 0)))
-                        return true;
+                if (!peer_holds(p, now))
+                        continue;
+                struct place h = peer_place(p);
+                bool ok = (!peers(mine, h) && mine.cls < h.cls) ||
+                          (peers(mine, h) && waking && mine.vtime < h.vtime && h.vtime - mine.vtime > GS_ARB_CUT_SLACK);
+                if (!ok)
+                        return false;
+                any = true;
         }
+        return any;
+}
+
+static bool anyone_holds(const struct gs_arb *a, uint64_t now)
+{
+        for (unsigned i = 0; i < a->npeers; i++)
+                if (peer_holds(&a->peer[i], now))
+                        return true;
         return false;
+}
+
+/* While we hold: must we give the GPU up to another holder? Two holders at once are either a
+ * race (both took it within a refresh: the later one backs off, then the greater name) or a cut
+ * (the later one took it from the earlier: the earlier one backs off while the cut stands). */
+enum { KEEP, YIELD_RACE, YIELD_CUT };
+static int yield_to_holder(const struct gs_arb *a, uint64_t now)
+{
+        uint64_t since = atomic_load(&a->me->since);
+        struct place mine = my_place(a);
+        bool cutting = atomic_load(&a->me->flags) & GS_ARB_CUT;
+        for (unsigned i = 0; i < a->npeers; i++) {
+                const struct gs_arb_peer *p = &a->peer[i];
+                if (!peer_holds(p, now))
+                        continue;
+                struct place e = peer_place(p);
+                bool earlier = p->since < since || (p->since == since && strcmp(p->name, a->name) < 0);
+                if (earlier && !cutting)
+                        return YIELD_RACE;
+                if (earlier ? !cut_stands(mine, a->weight, e) : ((p->flags & GS_ARB_CUT) && cut_stands(e, p->weight, mine)))
+                        return YIELD_CUT;
+        }
+        return KEEP;
 }
 
 static void release(struct gs_arb *a)
@@ -293,38 +401,136 @@ static void release(struct gs_arb *a)
         atomic_store(&a->me->state, GS_ARB_FREE);
         atomic_store(&a->me->until, 0);
         atomic_store(&a->me->since, 0);
+        atomic_fetch_and(&a->me->flags, ~GS_ARB_CUT);
 }
 
-static void take(struct gs_arb *a, uint64_t now)
+/* Give the GPU up to another holder: after a race we are as waking as we were when we took it;
+ * after a cut (ours ran out, or another slice cut our turn) we are not. */
+static void yield(struct gs_arb *a, int why)
 {
-        if (held_before_us(a, now, false) || !my_turn(a, now))
+        release(a);
+        if (why == YIELD_RACE)
+                a->woke = a->woke_taken;
+}
+
+/* Take the GPU: when nobody holds it and it is our turn, or by cutting the holder's turn. */
+static void take(struct gs_arb *a, uint64_t now, bool waking)
+{
+        if (!my_turn(a, now))
                 return;
+        bool cut = false;
+        if (anyone_holds(a, now)) {
+                if (!may_cut_all(a, now, waking))
+                        return;
+                cut = true;
+        }
+        if (cut)
+                atomic_fetch_or(&a->me->flags, GS_ARB_CUT);
+        else
+                atomic_fetch_and(&a->me->flags, ~GS_ARB_CUT);
         atomic_store(&a->me->since, now);
         atomic_store(&a->me->until, now + 2 * GS_ARB_QUANTUM_NS);
         atomic_store(&a->me->state, GS_ARB_HOLDING);
+        a->woke_taken = waking;
+        a->woke = false;
+        if (cut)
+                atomic_fetch_add_explicit(&a->cuts, 1, memory_order_relaxed);
 }
 
-/* Our slice's lease: renewed, handed over at the end of a quantum, or given up to an earlier
- * holder. */
-static void keep_or_hand_over(struct gs_arb *a, uint64_t now, bool wanting, bool idle)
+/* Our slice's lease: renewed, handed over at the end of a quantum or when our work ran out while
+ * others want the GPU, or given up to another holder (a cut, or a race). */
+static void keep_or_hand_over(struct gs_arb *a, uint64_t now, bool wanting, bool idle, bool quiet)
 {
         struct gs_arb_rec *me = a->me;
-        if (held_before_us(a, now, true)) { /* two took it at once: the later backs off */
-                release(a);
+        int why = yield_to_holder(a, now);
+        if (why != KEEP) {
+                yield(a, why);
                 return;
         }
-        bool others = min_wanting_vtime(a, now) != UINT64_MAX;
+        bool others = false;
+        for (unsigned i = 0; i < a->npeers && !others; i++)
+                others = peer_wants(&a->peer[i], now);
         uint32_t st = atomic_load(&me->state);
         if (st == GS_ARB_HOLDING && others && now - atomic_load(&me->since) > GS_ARB_QUANTUM_NS)
                 atomic_store(&me->state, st = GS_ARB_DRAINING);
-        /* Idle and alone: keep it (our next launch need not wait for it). */
-        if ((!wanting && idle && others) || (st == GS_ARB_DRAINING && idle))
+        /* Out of work while others want the GPU: theirs (our next work wakes us: it may cut their
+         * turn). Idle and alone: keep it (our next launch need not wait for it). */
+        if (others && (quiet || (!wanting && idle))) {
                 release(a);
-        else
+                a->woke = true;
+        } else if (st == GS_ARB_DRAINING && idle) {
+                release(a);
+        } else {
                 atomic_store(&me->until, now + 2 * GS_ARB_QUANTUM_NS);
+        }
 }
 
-void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns, bool idle)
+/* We want the GPU: note it. A slice that did not want it for a while, or that gave up its last
+ * turn for want of work, is waking: it gets no credit
+ * for the time it did not want the GPU beyond a quantum of its own (its virtual time is raised
+ * to that far behind the least of the others that want or hold it). Returns `waking`. */
+static bool note_want(struct gs_arb *a, uint64_t now)
+{
+        struct gs_arb_rec *me = a->me;
+        /* (a pause for our own budget is no waking: a capped slice that cut a turn at each refill
+         * would pay for the holder's queued kernels at each) */
+        bool waking = (now - atomic_load(&me->want_ns) > GS_ARB_WANT_NS || a->woke) && !a->held_back;
+        a->held_back = false;
+        if (waking) {
+                uint64_t least = UINT64_MAX;
+                for (unsigned i = 0; i < a->npeers; i++) {
+                        const struct gs_arb_peer *p = &a->peer[i];
+                        if ((peer_wants(p, now) || peer_holds(p, now)) && p->vtime < least)
+                                least = p->vtime;
+                }
+                uint64_t c = credit(a->weight);
+                if (least != UINT64_MAX && least > c && atomic_load(&me->vtime) < least - c)
+                        atomic_store(&me->vtime, least - c);
+        }
+        atomic_store(&me->want_ns, now);
+        return waking;
+}
+
+/* A share-mode slice is owed its share while a slice of a higher class takes turns: over the
+ * last window, the GPU time the slice got (`got_total`: every process of it) against its share of
+ * the time it wanted the GPU (this process's view). It is served as high from
+ * GS_ARB_OWED_SLACK_NS short of that until it has it all. */
+static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t got_total)
+{
+        struct gs_arb_rec *me = a->me;
+        if (a->win_tick != 0 && wanting)
+                a->win_want += now - a->win_tick;
+        a->win_tick = now;
+        if (now - a->win_at >= GS_ARB_WINDOW_NS / GS_ARB_BUCKETS) {
+                if (a->win_at == 0) /* the first step: the whole window starts here */
+                        for (unsigned i = 0; i < GS_ARB_BUCKETS; i++)
+                                a->win_got[i] = got_total, a->win_wanted[i] = a->win_want;
+                a->win_at = now;
+                a->win_i = (a->win_i + 1) % GS_ARB_BUCKETS;
+                a->win_got[a->win_i] = got_total;
+                a->win_wanted[a->win_i] = a->win_want;
+        }
+        bool higher = false;
+        for (unsigned i = 0; i < a->npeers && !higher; i++) {
+                const struct gs_arb_peer *p = &a->peer[i];
+                higher = p->prio < a->prio && (peer_wants(p, now) || peer_holds(p, now));
+        }
+        unsigned oldest = (a->win_i + 1) % GS_ARB_BUCKETS;
+        /* (a process of the slice that ended takes its GPU time with it: never below zero) */
+        uint64_t got = got_total > a->win_got[oldest] ? got_total - a->win_got[oldest] : 0;
+        uint64_t owed = (a->win_want - a->win_wanted[oldest]) / 10000u * a->weight;
+        bool was = atomic_load(&me->flags) & GS_ARB_OWED;
+        bool is = a->guaranteed && higher && wanting && (was ? got < owed : got + GS_ARB_OWED_SLACK_NS < owed);
+        if (is != was) {
+                if (is)
+                        atomic_fetch_or(&me->flags, GS_ARB_OWED);
+                else
+                        atomic_fetch_and(&me->flags, ~GS_ARB_OWED);
+        }
+}
+
+void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns, uint64_t got_total, bool idle,
+                 bool quiet, bool held_back)
 {
         if (a->me == NULL)
                 return;
@@ -332,38 +538,69 @@ void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns,
                 atomic_fetch_add(&a->me->vtime, busy_ns * 10000u / a->weight);
         if (atomic_flag_test_and_set(&a->busy))
                 return; /* a waiting launcher is at it */
+        /* Out of work: we want nothing, and the others see it at once (not only once our last
+         * demand is GS_ARB_WANT_NS old), so that the next in line takes the GPU now. */
+        if (held_back) {
+                a->held_back = true;
+                a->woke = false;
+        }
+        if (quiet) {
+                wanting = false;
+                if (now - atomic_load(&a->me->want_ns) <= GS_ARB_WANT_NS)
+                        atomic_store(&a->me->want_ns, now - GS_ARB_WANT_NS - 1);
+        }
         bool holding = atomic_load(&a->me->state) != GS_ARB_FREE;
         if (now - a->read_at >= (holding || !wanting ? GS_ARB_READ_NS : GS_ARB_READ_WANT_NS))
                 read_peers(a, now);
         struct gs_arb_rec *me = a->me; /* (the listing may have made it again) */
         atomic_store(&me->alive_ns, now);
-        if (wanting) {
-                /* Back after a pause: no credit for the time we did not want the GPU. */
-                if (now - atomic_load(&me->want_ns) > 100 * GS_ARB_WANT_NS) {
-                        uint64_t v = min_wanting_vtime(a, now);
-                        if (v != UINT64_MAX && atomic_load(&me->vtime) < v)
-                                atomic_store(&me->vtime, v);
-                }
-                atomic_store(&me->want_ns, now);
-        }
+        bool waking = wanting && note_want(a, now);
+        judge_owed(a, now, wanting, got_total);
+        atomic_store(&me->got_ns, got_total);
         if (atomic_load(&me->state) != GS_ARB_FREE && atomic_load(&me->until) <= now)
                 release(a); /* expired: its holder (a process of ours) stopped renewing it */
         if (atomic_load(&me->state) != GS_ARB_FREE)
-                keep_or_hand_over(a, now, wanting, idle);
+                keep_or_hand_over(a, now, wanting, idle, quiet);
         else if (wanting)
-                take(a, now);
+                take(a, now, waking);
         atomic_flag_clear(&a->busy);
+}
+
+uint64_t gs_arb_others_got(const struct gs_arb *a)
+{
+        uint64_t sum = 0;
+        for (unsigned i = 0; i < a->npeers; i++)
+                if (a->peer[i].valid && a->peer[i].got_ns < UINT64_MAX - sum)
+                        sum += a->peer[i].got_ns;
+        return sum;
 }
 
 void gs_arb_try_take(struct gs_arb *a, uint64_t now)
 {
         if (a->me == NULL || atomic_flag_test_and_set(&a->busy))
                 return;
-        atomic_store(&a->me->want_ns, now);
         if (now - a->read_at >= GS_ARB_READ_WAIT_NS)
                 read_peers(a, now);
+        bool waking = note_want(a, now);
         uint32_t st = atomic_load(&a->me->state);
-        if (st == GS_ARB_FREE || atomic_load(&a->me->until) <= now)
-                take(a, now);
+        if (st == GS_ARB_FREE || atomic_load(&a->me->until) <= now) {
+                if (st != GS_ARB_FREE)
+                        release(a);
+                take(a, now, waking);
+        }
+        atomic_flag_clear(&a->busy);
+}
+
+void gs_arb_poll(struct gs_arb *a, uint64_t now, bool fresh)
+{
+        if (a->me == NULL || atomic_load(&a->me->state) == GS_ARB_FREE || atomic_flag_test_and_set(&a->busy))
+                return;
+        if (fresh || now - a->read_at >= GS_ARB_READ_WAIT_NS) {
+                read_peers(a, now);
+                int why = atomic_load(&a->me->state) != GS_ARB_FREE ? yield_to_holder(a, now) : KEEP;
+                if (why != KEEP) {
+                        yield(a, why);
+                }
+        }
         atomic_flag_clear(&a->busy);
 }

@@ -13,19 +13,41 @@
  * directory read-only into the container with only its own file writable.
  *
  * Turns: a slice holds a lease on the GPU while others want it for up to a quantum; the next goes
- * to the wanting slice that has received the least GPU time per unit of share (weighted fair
- * queuing, ties by name). A holder stops launching at the end of its quantum, lets its queued work
- * finish, then hands over. A lease is good for two quanta unless renewed (a dead holder blocks
- * nobody); a record that claims a lease further ahead than that is no peer's (a hostile writer's):
- * neither its lease nor its demand counts.
- * Two slices that take the GPU at the same instant see each other within a refresh (1 ms), and the
- * later one (then the greater name) backs off.
+ * to the wanting slice first in order: the higher priority class first, then the one that has
+ * received the least GPU time per unit of share (weighted fair queuing, ties by name). In numbers,
+ * a slice's place is its virtual time plus GS_ARB_CLASS_GAP (20 ms of virtual time) per class
+ * below high, so a lower class is not starved: it is served once a higher one is that far ahead.
+ * A holder stops launching at the end of its quantum, lets its queued work finish (the limiter
+ * keeps that to about one kernel while the GPU is shared), then hands over. A lease is good for two
+ * quanta unless renewed (a dead holder blocks nobody); a record that claims a lease further ahead
+ * than that is no peer's (a hostile writer's): neither its lease nor its demand counts.
  *
- * A slice's file (version 2, 64 bytes, little-endian host order):
- *   0  magic "GSARB\0\0\2"   8  want_ns (CLOCK_MONOTONIC of its last demand)
+ * A holder whose work runs out while others want the GPU hands it over at once (work-conserving:
+ * the others use its gaps).
+ *
+ * Cuts: a slice need not wait for the end of a holder's turn when it is the slack
+ * (GS_ARB_CUT_SLACK) ahead of the holder in that order, and either wakes (wants the GPU after not
+ * wanting it for GS_ARB_WANT_NS, or after giving its last turn up for want of work) or is of a
+ * higher class than the holder. It then takes the GPU at
+ * once, marking its record "cut"; the holder sees the cut at its next read of the others' records
+ * (0.1-0.5 ms) and stops launching. The cut stands while the cutter is no further than the slack
+ * behind the holder in the order (both judge this alike from the same records). A waking slice is
+ * owed at most a quantum of its own GPU time: its virtual time is raised to that far behind the
+ * least of the others that want or hold the GPU. So a slice that asks for little (a request now
+ * and then) is served within about one neighbour kernel, and over a window every slice still gets
+ * its share: whoever cuts pays for its turn in virtual time like any other.
+ * Two slices that take the GPU at the same instant see each other within a refresh, and the
+ * later one (then the greater name) backs off, unless it cut the other's turn.
+ *
+ * A slice's file (version 3, 128 bytes, little-endian host order):
+ *   0  magic "GSARB\0\0\3"   8  want_ns (CLOCK_MONOTONIC of its last demand)
  *   16 vtime (GPU ns received x 10000 / weight)   24 since (lease taken; 0 = not holding)
  *   32 until (lease good until)   40 weight (basis points)   44 state (0 free, 1 holding, 2 draining)
- *   48 alive_ns (its processes' last tick)
+ *   48 alive_ns (its processes' last tick)   56 prio (0 high, 1 normal, 2 low)
+ *   60 flags (bit 0: the lease was taken by cutting another slice's turn; bit 1: a share-mode
+ *      slice owed its share over the window beside a higher class)
+ *   64 got_ns (the GPU time the slice received, every process of it)   72..127 reserved (0)
+ * A record of another version is no peer's (it takes no part in the turns).
  * The file of a slice without a name of its own ("x-<16 hex digits>", from its region) that has not
  * ticked for a minute is removed by the next reader allowed to (the slice, if it comes back, makes
  * it again); a container's file is removed by the hook when the container goes.
@@ -43,6 +65,10 @@
 #define GS_ARB_NAME_MAX 256 /* as a container id */
 
 enum { GS_ARB_FREE = 0, GS_ARB_HOLDING = 1, GS_ARB_DRAINING = 2 };
+enum { GS_ARB_PRIO_HIGH = 0, GS_ARB_PRIO_NORMAL = 1, GS_ARB_PRIO_LOW = 2 }; /* as GS_PRIO_* */
+#define GS_ARB_CUT 1u  /* flags: the lease was taken by cutting another slice's turn */
+#define GS_ARB_OWED 2u /* flags: a share-mode slice short of its share beside a higher class */
+#define GS_ARB_BUCKETS_MAX 10
 
 struct gs_arb_rec {
         _Atomic uint64_t magic;
@@ -53,17 +79,20 @@ struct gs_arb_rec {
         _Atomic uint32_t weight;
         _Atomic uint32_t state;
         _Atomic uint64_t alive_ns;
-        uint64_t reserved;
+        _Atomic uint32_t prio;
+        _Atomic uint32_t flags;
+        _Atomic uint64_t got_ns;
+        uint64_t reserved[7];
 };
-_Static_assert(sizeof(struct gs_arb_rec) == 64, "arbiter record");
+_Static_assert(sizeof(struct gs_arb_rec) == 128, "arbiter record");
 
 /* What we last read of another slice. */
 struct gs_arb_peer {
         char name[GS_ARB_NAME_MAX];
         int fd;
         bool valid;               /* the last read gave a whole record of this version */
-        uint64_t want_ns, vtime, since, until, alive_ns;
-        uint32_t weight, state;
+        uint64_t want_ns, vtime, since, until, alive_ns, got_ns;
+        uint32_t weight, state, prio, flags;
 };
 
 /* One slice's view of one GPU's arbiter. */
@@ -72,8 +101,19 @@ struct gs_arb {
         int dirfd;
         char name[GS_ARB_NAME_MAX];
         uint32_t weight;
+        uint32_t prio;            /* GS_ARB_PRIO_* */
         atomic_flag busy;         /* the peer table is being refreshed (ticker or a waiting launcher) */
         _Atomic bool contended;   /* another slice wanted or held the GPU at the last refresh */
+        _Atomic bool shared;      /* ... or ticked in the last second (it may want the GPU any time) */
+        _Atomic bool below;       /* a slice there is ahead of us by class (it may cut our turn any time) */
+        _Atomic uint64_t cuts;    /* turns this process took by cutting another slice's */
+        bool woke;                /* we gave our last turn up for want of work: our next is waking */
+        bool woke_taken;          /* ... we were waking when we took the turn we hold */
+        bool held_back;           /* our budget was spent since we last wanted the GPU */
+        bool guaranteed;          /* share mode: owed its share over a window, whatever the classes */
+        uint64_t win_tick, win_at, win_want;       /* the window: last tick, last step, time wanted */
+        unsigned win_i;
+        uint64_t win_got[GS_ARB_BUCKETS_MAX], win_wanted[GS_ARB_BUCKETS_MAX];
         uint64_t read_at;         /* last refresh of the peers */
         uint64_t listed_at;       /* last listing of the directory */
         int64_t dir_mtime_ns;
@@ -82,9 +122,10 @@ struct gs_arb {
 };
 
 /* Open (making them if missing and allowed) the GPU's directory under `dir` and our slice's file
- * `name` in it, with `weight` (basis points); 0, or -1 with errno (the slice runs without
- * arbitration: logged by the caller). */
-int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char *name, uint32_t weight);
+ * `name` in it, with `weight` (basis points) and `prio` (GS_ARB_PRIO_*); 0, or -1 with errno (the
+ * slice runs without arbitration: logged by the caller). */
+int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char *name, uint32_t weight, uint32_t prio,
+                bool guaranteed);
 
 /* The launch path: may this slice launch now? Two loads; while other slices want the GPU, also
  * the coarse clock (vDSO, no system call): a lease that ran out is not ours any more, even before
@@ -104,11 +145,39 @@ static inline bool gs_arb_may_launch(const struct gs_arb *a)
                atomic_load_explicit(&a->me->until, memory_order_relaxed);
 }
 
-/* A launching thread that waits for the GPU: take it as soon as it is our turn. */
+/* A launching thread that waits for the GPU: take it as soon as it is our turn, or cut a turn. */
 void gs_arb_try_take(struct gs_arb *a, uint64_t now);
 
+/* A launching thread of the holder that waits for room in its queue: give the GPU up at once if
+ * another slice cut our turn (rather than at the ticker's next read); `fresh`: read the others'
+ * records now, not only when the last read is GS_ARB_READ_WAIT_NS old. */
+void gs_arb_poll(struct gs_arb *a, uint64_t now, bool fresh);
+
+/* Another slice shares the GPU (it ticked within a second, wants or holds it): the launch path
+ * then keeps its queue short, so that a cut turn drains within about one kernel. */
+static inline bool gs_arb_shared(const struct gs_arb *a)
+{
+        return a->me != NULL && atomic_load_explicit(&a->shared, memory_order_relaxed);
+}
+
+/* A slice of a higher class (or one owed its share) shares the GPU: it may cut our turn at any
+ * moment, and must then wait for nothing of ours but the kernel running: the launch path keeps
+ * no launch queued ahead of our running one. */
+static inline bool gs_arb_below(const struct gs_arb *a)
+{
+        return a->me != NULL && atomic_load_explicit(&a->below, memory_order_relaxed);
+}
+
+/* The GPU time the other slices on the GPU said they received (the sum of their records at the
+ * last read; untrusted, for share mode's estimate of the GPU's idle time). */
+uint64_t gs_arb_others_got(const struct gs_arb *a);
+
 /* The ticker, every tick: `wanting` (work queued, launches waiting or recent), `busy_ns` (GPU
- * time measured since the last call), `idle` (nothing of ours is queued or running). */
-void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns, bool idle);
+ * time measured since the last call), `got_total` (the slice's GPU time so far, every process of
+ * it), `idle` (about nothing of ours is queued or running),
+ * `quiet` (nothing is, and we launched nothing for a while: a turn we hold is handed over when
+ * others want the GPU), `held_back` (our budget is spent: wanting again after that is no waking). */
+void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns, uint64_t got_total, bool idle,
+                 bool quiet, bool held_back);
 
 #endif

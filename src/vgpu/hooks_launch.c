@@ -64,9 +64,13 @@ GS_LAUNCH_(cuGraphLaunch_ptsz, hStream, GRAPH_PARAMS, GRAPH_ARGS)
                 gs_##name##_fn real = REAL_FN(name);                                               \
                 if (real == NULL)                                                                  \
                         return CUDA_ERROR_NOT_INITIALIZED;                                         \
-                if (gs_limiter_enabled)                                                            \
-                        gs_limiter_before_sync(stream);                                            \
-                return real args;                                                                  \
+                if (!gs_limiter_enabled)                                                           \
+                        return real args;                                                          \
+                gs_limiter_before_sync(stream);                                                    \
+                CUresult rc_ = real args;                                                          \
+                if (rc_ == CUDA_SUCCESS)                                                           \
+                        gs_limiter_after_sync();                                                   \
+                return rc_;                                                                        \
         }
 
 GS_SYNC_(cuCtxSynchronize, CU_STREAM_LEGACY, (void), ())

@@ -49,6 +49,11 @@
 
 #define S gs_vgpu_state
 
+_Static_assert(GS_PRIO_HIGH == GS_REGION_PRIO_HIGH && GS_PRIO_NORMAL == GS_REGION_PRIO_NORMAL &&
+                       GS_PRIO_LOW == GS_REGION_PRIO_LOW && GS_PRIO_HIGH == (int)GS_ARB_PRIO_HIGH &&
+                       GS_PRIO_NORMAL == (int)GS_ARB_PRIO_NORMAL && GS_PRIO_LOW == (int)GS_ARB_PRIO_LOW,
+               "one numbering of priorities: config, region, arbiter");
+
 /* (The sampling and tick periods can be set at build time, -DGS_LIMITER_TICK_NS=..., to measure
  * their cost: bench/compute_limit.sh's `overhead` part.) */
 #define GS_LIMITER_RING 64
@@ -67,6 +72,11 @@
 #define GS_LIMITER_QUEUE_NS 4000000ull       /* outstanding work allowed per process (at least 4
                                               * launches: long kernels keep the GPU fed) */
 #define GS_LIMITER_QUEUE_LAUNCHES 1024u      /* ... and launches */
+#ifndef GS_LIMITER_AHEAD_NS
+#define GS_LIMITER_AHEAD_NS 500000ull        /* while another slice shares the GPU: our work left
+                                              * when we launch more (a cut turn drains within about
+                                              * one kernel and this) */
+#endif
 #define GS_LIMITER_CALIBRATE_NS 1000000000ull
 #define GS_LIMITER_SHARE_PERIOD_NS 100000000ull
 
@@ -85,8 +95,8 @@ struct lim_dev {
         _Atomic int ready;        /* 0 none, 1 being made, 2 ready, -1 failed */
         CUcontext ctx;
         CUstream own;             /* private stream for the reference event */
-        CUevent ref;
-        uint64_t ref_ns;
+        CUevent ref, ref_try;     /* the reference event, and the next try at one */
+        uint64_t ref_ns, cal_at;
         uint64_t cal_window;      /* the last calibration's window (ns) */
         struct lim_entry ring[GS_LIMITER_RING];
         _Atomic uint64_t head, tail;
@@ -97,6 +107,8 @@ struct lim_dev {
         _Atomic uint64_t launched, completed;
         _Atomic unsigned waiting;    /* launching threads waiting in the gate */
         _Atomic uint64_t per_launch; /* measured GPU time per launch (ns, moving average) */
+        _Atomic uint64_t tail_est;   /* when our queued work will end: each launch adds per_launch
+                                      * after max(now, the previous end); the ticker corrects it */
         _Atomic int64_t *tokens;     /* the slice's budget (region) or local_tokens */
         _Atomic int64_t local_tokens;
         _Atomic bool borrow;         /* share mode: the rest of the GPU is idle */
@@ -110,10 +122,11 @@ struct lim_dev {
         /* ticker only */
         uint64_t done;               /* completion time of the last completed entry */
         uint64_t busy, published;
+        uint64_t launches_published; /* launches handed to the region's wait histogram */
         uint64_t arb_total;          /* the highest busy total handed to the arbiter */
         uint64_t view_at, view_busy; /* the utilization view's last sample */
         _Atomic int view_pct;        /* its last answer (-1: none yet) */
-        uint64_t share_busy, share_at;
+        uint64_t share_busy, share_at, share_others;
         nvmlDevice_t nvml;
         /* the gaps with nothing of ours queued between the work measured, by length (log level 3
          * prints them at exit: what a workload leaves idle, and so what a cap does not charge) */
@@ -161,18 +174,31 @@ static void stop_ticker(void);
  * CPU's clock before its record and after its synchronization returns. Taking the later one made
  * every event look late by the synchronization's latency, so the start of each stretch of work
  * after an idle gap was overcharged by that much (a launch-bound stream has thousands of such
- * gaps a second). The middle of the window is within half of it; a window longer than 50 us (the
- * thread was preempted) is tried again, twice at most. */
+ * gaps a second). The middle of the window is within half of it. A long window (the GPU was
+ * another context's for a kernel or two, or this thread was preempted) says little of when the
+ * event ran: one of 2.4 ms, beside another slice on an H200, put every event up to a millisecond
+ * early, and each short stretch of work between two hand-overs then measured as nothing (a 30 %
+ * cap ran at 50-65 %). So a try is taken only when its window is short, or shorter than the one
+ * the reference in use came from; else the reference stays (the GPU's and the CPU's clocks do not
+ * drift apart in seconds). Up to five tries, on the scratch event. */
+#define GS_LIMITER_CAL_GOOD_NS 50000ull
 static int calibrate(struct lim_dev *d)
 {
-        for (int i = 0; i < 3; i++) {
+        d->cal_at = gs_mono_ns();
+        for (int i = 0; i < 5; i++) {
                 uint64_t t0 = gs_mono_ns();
-                if (S.cu.cuEventRecord(d->ref, d->own) != CUDA_SUCCESS || S.cu.cuEventSynchronize(d->ref) != CUDA_SUCCESS)
+                if (S.cu.cuEventRecord(d->ref_try, d->own) != CUDA_SUCCESS ||
+                    S.cu.cuEventSynchronize(d->ref_try) != CUDA_SUCCESS)
                         return -1;
-                uint64_t t1 = gs_mono_ns();
-                d->ref_ns = t0 + (t1 - t0) / 2;
-                d->cal_window = t1 - t0;
-                if (t1 - t0 < 50000u)
+                uint64_t t1 = gs_mono_ns(), w = t1 - t0;
+                if (w < GS_LIMITER_CAL_GOOD_NS || d->ref_ns == 0 || w < d->cal_window) {
+                        CUevent e = d->ref;
+                        d->ref = d->ref_try;
+                        d->ref_try = e;
+                        d->ref_ns = t0 + w / 2;
+                        d->cal_window = w;
+                }
+                if (w < GS_LIMITER_CAL_GOOD_NS)
                         break;
         }
         return 0;
@@ -187,7 +213,8 @@ static int make_events(struct lim_dev *d)
         if (S.cu.cuCtxGetCurrent(&d->ctx) != CUDA_SUCCESS || d->ctx == NULL)
                 return 1; /* no context yet: the launch fails anyway; set up on a later one */
         if (S.cu.cuStreamCreate(&d->own, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
-            S.cu.cuEventCreate(&d->ref, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+            S.cu.cuEventCreate(&d->ref, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+            S.cu.cuEventCreate(&d->ref_try, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
                 return -1;
         for (int i = 0; i < GS_LIMITER_RING; i++)
                 if (S.cu.cuEventCreate(&d->ring[i].ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
@@ -203,6 +230,7 @@ static void share_region(struct lim_dev *d, int vis)
         if (t == NULL)
                 return;
         gs_region_set_compute(S.region, (unsigned)vis, d->bp, (uint32_t)S.cfg.compute_mode);
+        gs_region_set_priority(S.region, (uint32_t)S.cfg.priority);
         d->tokens = t;
 }
 
@@ -221,7 +249,8 @@ static void join_arbiter(struct lim_dev *d, int vis)
                 snprintf(name, sizeof(name), "x-%016llx", (unsigned long long)key);
                 n = name;
         }
-        if (gs_arb_open(&d->arb, S.cfg.arbiter_dir, S.uuid_of[vis], n, d->bp) < 0)
+        if (gs_arb_open(&d->arb, S.cfg.arbiter_dir, S.uuid_of[vis], n, d->bp, (uint32_t)S.cfg.priority,
+                        S.cfg.compute_mode == GS_COMPUTE_SHARE) < 0)
                 gs_vgpu_log(1, "device %d: no arbiter in %s/gpuslice-gpu-%s (%s): this slice does not take turns "
                                "with others on the GPU", vis, S.cfg.arbiter_dir, S.uuid_of[vis], strerror(errno));
 }
@@ -277,8 +306,9 @@ static int setup(int vis, CUstream stream)
                         share_region(d, vis);
                         join_arbiter(d, vis);
                         state = 2;
-                        gs_vgpu_log(2, "compute limit on device %d: %u.%02u %% (%s)", vis, d->bp / 100, d->bp % 100,
-                                    S.cfg.compute_mode == GS_COMPUTE_SHARE ? "share" : "cap");
+                        gs_vgpu_log(2, "compute limit on device %d: %u.%02u %% (%s, priority %s)", vis, d->bp / 100,
+                                    d->bp % 100, S.cfg.compute_mode == GS_COMPUTE_SHARE ? "share" : "cap",
+                                    gs_vgpu_priority_name(S.cfg.priority));
                 } else {
                         state = -1;
                         gs_vgpu_log(0, "compute limit on device %d cannot be enforced (events or thread); running "
@@ -323,10 +353,12 @@ static bool spent(struct lim_dev *d)
 /* A gate closed on a spent budget opens again once a chunk of it is back (a quarter of the
  * burst: L % of 5 ms), not at the first positive token: the start of every burst costs the GPU
  * time of a launch's latency, and bursts of one refill tick (L % of 0.25 ms) lose a tenth of a
- * launch-bound slice's share to it. */
+ * launch-bound slice's share to it. While another slice shares the GPU, the whole burst: each
+ * burst then takes the GPU from the slice that used our pause, and the work it still has
+ * queued runs beside ours and is charged to both (about one of its kernels per burst). */
 static bool refilled(struct lim_dev *d)
 {
-        return atomic_load_explicit(d->tokens, memory_order_relaxed) >= d->burst / 4 ||
+        return atomic_load_explicit(d->tokens, memory_order_relaxed) >= (gs_arb_shared(&d->arb) ? d->burst : d->burst / 4) ||
                atomic_load_explicit(&d->borrow, memory_order_relaxed);
 }
 
@@ -384,6 +416,35 @@ static void check_turn_wait(struct lim_dev *d, int vis, uint64_t now)
                     (unsigned long long)(got / 1000000u), (unsigned long long)(GS_LIMITER_TURN_IGNORE_NS / 1000000000u));
 }
 
+/* Beside a slice of a higher class, kernels this long (measured) go one at a time: that slice
+ * waits for the one running when it cuts our turn, and for nothing we queued behind it (the GPU
+ * runs the contexts of processes in turns, kernel by kernel: a queued kernel of ours would run
+ * between two of its kernels). Shorter kernels are queued as always (a cut then waits for at
+ * most GS_LIMITER_AHEAD_NS of them). The waiting launcher looks at its last kernel's event every
+ * GS_LIMITER_STRICT_NAP_NS. */
+#define GS_LIMITER_STRICT_NS 100000ull
+#define GS_LIMITER_STRICT_NAP_NS 20000ull
+static bool beside_higher(struct lim_dev *d)
+{
+        return gs_arb_below(&d->arb) &&
+               atomic_load_explicit(&d->per_launch, memory_order_relaxed) >= GS_LIMITER_STRICT_NS;
+}
+
+/* Is a kernel of ours queued or running? Every launch records an event in this mode, so the last
+ * entry recorded covers the last launch. */
+static bool strict_busy(struct lim_dev *d)
+{
+        if (atomic_load_explicit(&d->seg_start, memory_order_relaxed) != 0)
+                return true; /* launches no event covers yet (the record comes with the launch) */
+        uint64_t h = atomic_load_explicit(&d->head, memory_order_acquire);
+        if (h == atomic_load_explicit(&d->tail, memory_order_acquire))
+                return false; /* every recorded entry completed (the ticker drained them) */
+        struct lim_entry *e = &d->ring[(h - 1) % GS_LIMITER_RING];
+        if (atomic_load_explicit(&e->state, memory_order_acquire) != ENTRY_READY)
+                return atomic_load_explicit(&e->state, memory_order_acquire) == ENTRY_WRITING;
+        return S.cu.cuEventQuery(e->ev) == CUDA_ERROR_NOT_READY;
+}
+
 static bool queue_full(struct lim_dev *d)
 {
         uint64_t out = atomic_load_explicit(&d->launched, memory_order_relaxed) -
@@ -393,7 +454,22 @@ static bool queue_full(struct lim_dev *d)
          * unknown kernel may be long, and what is queued cannot be taken back. */
         if (per == 0)
                 return out >= 4;
-        return out >= GS_LIMITER_QUEUE_LAUNCHES || (out > 4 && out * per > GS_LIMITER_QUEUE_NS);
+        if (out >= GS_LIMITER_QUEUE_LAUNCHES)
+                return true;
+        if (out != 0 && beside_higher(d))
+                return strict_busy(d);
+        /* While another slice shares the GPU, our turn may be cut at any moment, and what we
+         * queued runs on beside the slice that cut it: launch more only when at most
+         * GS_LIMITER_AHEAD_NS of our work is left (the outstanding launches at the measured GPU
+         * time per launch, from their estimated end: corrected by every measurement and every
+         * wait of the application). The GPU stays fed (the waiting launcher looks every 0.1 ms)
+         * and a cut turn drains within about one kernel. */
+        if (out != 0 && gs_arb_shared(&d->arb)) {
+                uint64_t end = atomic_load_explicit(&d->tail_est, memory_order_relaxed), now = gs_mono_ns();
+                uint64_t left = end > now ? end - now : 0;
+                return (left < out * per ? left : out * per) > GS_LIMITER_AHEAD_NS;
+        }
+        return out > 4 && out * per > GS_LIMITER_QUEUE_NS;
 }
 
 static void record(struct lim_dev *d, CUstream stream, uint64_t now)
@@ -430,7 +506,12 @@ int gs_limiter_gate(CUstream stream)
         int state = atomic_load_explicit(&d->ready, memory_order_acquire);
         if (__builtin_expect(state != 2, 0) && (state < 0 || setup(vis, stream) < 0))
                 return -1;
-        /* Within budget: two loads and a compare. Otherwise wait (the ticker refills). */
+        /* Within budget: two loads and a compare. Otherwise wait (the ticker refills). Beside a
+         * slice of a higher class, long kernels go one at a time, each after a fresh look at the
+         * others' records (a cut that came while the last one ran). */
+        bool strict = beside_higher(d);
+        if (__builtin_expect(strict, 0))
+                gs_arb_poll(&d->arb, gs_mono_ns(), true);
         if (__builtin_expect(!over_budget(d) && !queue_full(d), 1))
                 return vis;
         if (!spent(d) && not_our_turn(d)) { /* a free GPU is taken without waiting */
@@ -444,17 +525,29 @@ int gs_limiter_gate(CUstream stream)
         if (atomic_load(&d->seg_start) != 0)
                 record(d, stream, gs_mono_ns());
         bool was_spent = spent(d);
-        while ((was_spent ? !refilled(d) : spent(d)) || not_our_turn(d) || queue_full(d)) {
+        uint64_t t0 = gs_mono_ns();
+        for (;;) {
+                strict = beside_higher(d);
+                if (strict)
+                        gs_arb_poll(&d->arb, gs_mono_ns(), true);
+                if (!((was_spent ? !refilled(d) : spent(d)) || not_our_turn(d) || queue_full(d)))
+                        break;
                 if (!atomic_load_explicit(&L.running, memory_order_relaxed))
                         break;
-                if ((was_spent ? refilled(d) : !spent(d)) && not_our_turn(d)) {
+                bool ours = !not_our_turn(d);
+                if ((was_spent ? refilled(d) : !spent(d)) && !ours) {
                         uint64_t now = gs_mono_ns();
                         gs_arb_try_take(&d->arb, now);
                         check_turn_wait(d, vis, now);
+                } else if (ours && !strict) {
+                        gs_arb_poll(&d->arb, gs_mono_ns(), false); /* our turn, no room: was it cut? */
                 }
-                nap(100000);
+                /* (one at a time: the next kernel goes as soon as the last one ends) */
+                nap(strict && ours && !spent(d) ? GS_LIMITER_STRICT_NAP_NS : 100000);
         }
         atomic_fetch_sub(&d->waiting, 1);
+        if (S.region != NULL && S.slot >= 0)
+                gs_region_note_wait(S.region, (unsigned)vis, gs_mono_ns() - t0);
         return vis;
 }
 
@@ -464,6 +557,9 @@ void gs_limiter_launched(int vis, CUstream stream)
         uint64_t now = gs_mono_ns();
         uint64_t seq = atomic_fetch_add_explicit(&d->launched, 1, memory_order_relaxed) + 1;
         atomic_store_explicit(&d->last_launch, now, memory_order_relaxed);
+        uint64_t end = atomic_load_explicit(&d->tail_est, memory_order_relaxed);
+        atomic_store_explicit(&d->tail_est, (end > now ? end : now) + atomic_load_explicit(&d->per_launch, memory_order_relaxed),
+                              memory_order_relaxed); /* (an estimate: two threads at once may lose one) */
         uint64_t zero = 0;
         if (atomic_load_explicit(&d->seg_start, memory_order_relaxed) == 0)
                 atomic_compare_exchange_strong_explicit(&d->seg_start, &zero, now, memory_order_relaxed,
@@ -471,7 +567,8 @@ void gs_limiter_launched(int vis, CUstream stream)
         bool pending = atomic_load_explicit(&d->head, memory_order_relaxed) !=
                        atomic_load_explicit(&d->tail, memory_order_relaxed);
         if (pending && now - atomic_load_explicit(&d->last_record, memory_order_relaxed) < GS_LIMITER_SAMPLE_NS &&
-            seq - atomic_load_explicit(&d->record_seq, memory_order_relaxed) < GS_LIMITER_SAMPLE_LAUNCHES)
+            seq - atomic_load_explicit(&d->record_seq, memory_order_relaxed) < GS_LIMITER_SAMPLE_LAUNCHES &&
+            !beside_higher(d))
                 return;
         record(d, stream, now);
 }
@@ -485,6 +582,21 @@ void gs_limiter_before_sync(CUstream stream)
         if (d->bp != 0 && atomic_load_explicit(&d->ready, memory_order_acquire) == 2 &&
             atomic_load_explicit(&d->seg_start, memory_order_relaxed) != 0)
                 record(d, stream, gs_mono_ns());
+}
+
+void gs_limiter_after_sync(void)
+{
+        int vis = launch_device();
+        if (vis < 0 || vis >= GS_VGPU_MAX_DEVICES)
+                return;
+        struct lim_dev *d = &L.dev[vis];
+        if (d->bp == 0 || atomic_load_explicit(&d->ready, memory_order_acquire) != 2)
+                return;
+        /* (a stream's wait: other streams may still have work; the estimate errs towards a
+         * launch, and the ticker's next measurement sets it right) */
+        uint64_t now = gs_mono_ns(), t = atomic_load_explicit(&d->tail_est, memory_order_relaxed);
+        if (t > now)
+                atomic_compare_exchange_strong_explicit(&d->tail_est, &t, now, memory_order_relaxed, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -531,6 +643,16 @@ static void account(struct lim_dev *d, uint64_t first, uint64_t end, uint64_t la
                 d->done = end;
 }
 
+/* Our queued work's estimated end, corrected by a measurement: when the entry covering launches
+ * up to `seq` ended at `end` and nothing was launched after it, our work ended then. */
+static void settle_tail(struct lim_dev *d, uint64_t seq, uint64_t end)
+{
+        uint64_t t = atomic_load_explicit(&d->tail_est, memory_order_relaxed);
+        if (seq == atomic_load_explicit(&d->launched, memory_order_relaxed) && t > end)
+                atomic_compare_exchange_strong_explicit(&d->tail_est, &t, end, memory_order_relaxed,
+                                                        memory_order_relaxed);
+}
+
 /* Completed entries, in order. Returns the in-flight time of the oldest pending one. */
 static uint64_t drain(struct lim_dev *d, uint64_t now)
 {
@@ -546,9 +668,12 @@ static uint64_t drain(struct lim_dev *d, uint64_t now)
                                 uint64_t start = e->first_launch > d->done ? e->first_launch : d->done;
                                 return now > start ? now - start : 0;
                         }
-                        if (rc == CUDA_SUCCESS)
-                                account(d, e->first_launch, event_ns(d, e->ev, now),
+                        if (rc == CUDA_SUCCESS) {
+                                uint64_t end = event_ns(d, e->ev, now);
+                                account(d, e->first_launch, end,
                                         e->seq - atomic_load_explicit(&d->completed, memory_order_relaxed));
+                                settle_tail(d, e->seq, end);
+                        }
                 }
                 atomic_store_explicit(&d->completed, e->seq, memory_order_relaxed);
                 atomic_store_explicit(&e->state, ENTRY_FREE, memory_order_relaxed);
@@ -608,12 +733,21 @@ static void refill(uint64_t now)
 }
 
 /* Share mode: borrow while nobody else uses the GPU: NVML's device utilization (its own sample
- * period, 1/6 s to 1 s) at most 5 points above our busy time over the last 100 ms. */
+ * period, 1/6 s to 1 s) at most 5 points above our busy time over the last 100 ms and what the
+ * other slices on the GPU say they received meanwhile (their turns are the arbiter's to share
+ * out: a slice that uses a little of the GPU does not stop its neighbours from borrowing; a
+ * tenant outside the slices does). */
 static void share_check(struct lim_dev *d, int vis, uint64_t now)
 {
         if (S.cfg.compute_mode != GS_COMPUTE_SHARE || now - d->share_at < GS_LIMITER_SHARE_PERIOD_NS)
                 return;
-        uint64_t busy = d->busy - d->share_busy, span = now - d->share_at;
+        /* (the others' totals since the last check; a slice that joins brings its whole total
+         * along: counted from the next check on) */
+        uint64_t others = gs_arb_others_got(&d->arb), got = others > d->share_others ? others - d->share_others : 0;
+        if (d->share_at == 0 || others > d->share_others + (now - d->share_at) * GS_ARB_PEERS)
+                got = 0;
+        d->share_others = others;
+        uint64_t busy = d->busy - d->share_busy + got, span = now - d->share_at;
         d->share_busy = d->busy;
         bool first = d->share_at == 0;
         d->share_at = now;
@@ -682,7 +816,7 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
 {
         if (S.cu.cuCtxSetCurrent(d->ctx) != CUDA_SUCCESS)
                 return false;
-        if (now - d->ref_ns > GS_LIMITER_CALIBRATE_NS && d->head == d->tail) {
+        if (now - d->cal_at > GS_LIMITER_CALIBRATE_NS && d->head == d->tail) {
                 calibrate(d); /* (it waits for the GPU: another context's time slice, retries) */
                 now = gs_mono_ns();
         }
@@ -701,6 +835,11 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         }
         if (S.region != NULL && S.slot >= 0 && (unsigned)vis < gs_region_ndevices(S.region)) {
                 gs_region_set_busy(S.region, S.slot, (unsigned)vis, total);
+                uint64_t n = atomic_load_explicit(&d->launched, memory_order_relaxed);
+                if (n > d->launches_published) {
+                        gs_region_add_launches(S.region, (unsigned)vis, n - d->launches_published);
+                        d->launches_published = n;
+                }
                 uint64_t last = atomic_load(&d->last_launch);
                 if (delta != 0 && last != 0) {
                         struct timespec rt;
@@ -732,7 +871,12 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         uint64_t fresh = total > d->arb_total ? total - d->arb_total : 0;
         if (fresh != 0)
                 d->arb_total = total;
-        gs_arb_tick(&d->arb, now, wanting, fresh, idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS));
+        /* Quiet: nothing of ours queued, and no launch or completion for a tick: a turn we hold
+         * goes to a slice that waits (we cut back in when our next work comes). */
+        uint64_t active = atomic_load(&d->last_launch) > d->done ? atomic_load(&d->last_launch) : d->done;
+        bool quiet = idle && atomic_load(&d->waiting) == 0 && now - active > GS_LIMITER_TICK_NS;
+        gs_arb_tick(&d->arb, now, wanting, fresh, slice_busy(vis, d->arb_total),
+                    idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS), quiet && !spent(d), spent(d));
         return !idle || wanting || delta != 0;
 }
 

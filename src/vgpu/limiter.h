@@ -29,6 +29,9 @@ void gs_limiter_launched(int vis, CUstream stream) GS_HIDDEN;
 /* Before the application waits for its work on `stream` (CU_STREAM_LEGACY: the whole context):
  * cover the launches no event covers yet. */
 void gs_limiter_before_sync(CUstream stream) GS_HIDDEN;
+/* After the application's wait returned: the work it waited for is done, whatever our events
+ * (read by the ticker a little later) say yet; the launch path need not wait for it. */
+void gs_limiter_after_sync(void) GS_HIDDEN;
 void gs_limiter_after_fork(void) GS_HIDDEN;
 /* The utilization view (NVML's utilization inside the slice): the slice's busy time over the last
  * 0.5 s as a percentage of the time its share allows on vis (a slice using all of its share shows

@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Fake libcuda.so.1 (fake_cuda.h): the GPU time model. Kernel durations (from the kernel's
  * name, scaled by the SMs of the launching context), one timeline per device on which this
- * process's work runs in launch order (no concurrency between streams), the back-pressure of
- * a full push buffer, and the busy-time counters a test reads through FAKEGPU_BUSY_FILE. */
+ * process's work runs in launch order (no concurrency between streams), optionally one timeline
+ * per device shared by every process that names the same FAKEGPU_SHARED_TIMELINE file, the
+ * back-pressure of a full push buffer, and the busy-time counters a test reads through
+ * FAKEGPU_BUSY_FILE. */
 #include "fake_cuda.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #define BUSY_FILE_ENV  "FAKEGPU_BUSY_FILE"
 #define KERNEL_US_ENV  "FAKEGPU_KERNEL_US"
+#define SHARED_ENV     "FAKEGPU_SHARED_TIMELINE"
 #define MAX_NS         (1ULL << 62)   /* saturation: the sums below never overflow */
 
 struct timeline {
@@ -22,6 +27,7 @@ struct timeline {
 };
 
 static struct timeline g_tl[MAX_DEV];
+static uint64_t *g_shared_tl;            /* FAKEGPU_SHARED_TIMELINE: every process's tail per device */
 static uint64_t g_default_ns;         /* kernel_us (or FAKEGPU_KERNEL_US) in ns */
 static uint64_t g_queue_ns;
 static unsigned long long g_busy_ns;  /* atomic: summed durations of the work run */
@@ -138,11 +144,24 @@ uint64_t tl_run(int dev, uint64_t *stream_tail, uint64_t ns, unsigned long long 
 
     back_pressure(tl);
     now = now_ns();
-    tail = __atomic_load_n(&tl->tail, __ATOMIC_ACQUIRE);
-    do {
-        start = tail > now ? tail : now;
-        end = start + (ns > MAX_NS ? MAX_NS : ns);
-    } while (!__atomic_compare_exchange_n(&tl->tail, &tail, end, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    if (g_shared_tl != NULL) {
+        /* One GPU for every process: its work runs in submission order after everyone's. */
+        uint64_t *shared = &g_shared_tl[dev];
+        tail = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
+        do {
+            uint64_t own = __atomic_load_n(&tl->tail, __ATOMIC_ACQUIRE);
+            start = tail > now ? tail : now;
+            start = own > start ? own : start;
+            end = start + (ns > MAX_NS ? MAX_NS : ns);
+        } while (!__atomic_compare_exchange_n(shared, &tail, end, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+        atomic_max(&tl->tail, end);
+    } else {
+        tail = __atomic_load_n(&tl->tail, __ATOMIC_ACQUIRE);
+        do {
+            start = tail > now ? tail : now;
+            end = start + (ns > MAX_NS ? MAX_NS : ns);
+        } while (!__atomic_compare_exchange_n(&tl->tail, &tail, end, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    }
     atomic_max(stream_tail, end);
     __atomic_add_fetch(&g_busy_ns, ns, __ATOMIC_RELAXED);
     __atomic_add_fetch(&g_kernels, kernels, __ATOMIC_RELAXED);
@@ -189,6 +208,32 @@ static void busy_file_init(void)
         registered = 1;
 }
 
+/* FAKEGPU_SHARED_TIMELINE=<file>: the devices' tails in a file every process maps (made and
+ * sized by the first; a file that cannot be used is reported and the per-process timelines
+ * stay). A GPU without MPS time-slices the contexts of several processes; this model runs their
+ * work one after another in submission order instead, so a process waits for all the work others
+ * queued before its own: the longest wait the real GPU could impose. */
+static void shared_init(void)
+{
+    const char *path = getenv(SHARED_ENV);
+    size_t size = MAX_DEV * sizeof(uint64_t);
+    void *p;
+    int fd;
+
+    if (g_shared_tl != NULL || path == NULL || path[0] == '\0')
+        return;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0 || ftruncate(fd, (off_t)size) < 0 ||
+        (p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        fprintf(stderr, "fakegpu: cuda: %s=%s: %s (per-process timelines)\n", SHARED_ENV, path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    close(fd);
+    g_shared_tl = p;
+}
+
 void time_init(void)
 {
     const char *env = getenv(KERNEL_US_ENV);
@@ -209,5 +254,6 @@ void time_init(void)
     g_default_ns = us * 1000ULL;
     g_queue_ns = g_cfg.queue_ms * 1000000ULL;
     memset(g_tl, 0, sizeof(g_tl));
+    shared_init();
     busy_file_init();
 }

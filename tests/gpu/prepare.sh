@@ -62,6 +62,7 @@ ARCH=-arch=sm_90
 "$NVCC13" -O2 $ARCH -o "$CARRY/vgpu_bench" bench/vgpu_bench.cu
 "$NVCC13" -O2 $ARCH -o "$CARRY/cuda_startup" bench/cuda_startup.cu
 "$NVCC13" -O2 $ARCH -o "$CARRY/compute_shapes" bench/compute_shapes.cu
+"$NVCC13" -O2 $ARCH -o "$CARRY/latency" bench/latency.cu
 "$NVCC13" -O2 $ARCH -o "$CARRY/green_probe" bench/green_probe.cu -L"${NVCC13%/bin/nvcc}/lib64/stubs" -lcuda
 "$NVCC13" -O2 $ARCH -o "$CARRY/green_fence_probe" bench/green_fence_probe.cu -L"${NVCC13%/bin/nvcc}/lib64/stubs" -lcuda
 "$NVCC13" -O2 $ARCH -o "$CARRY/cudart_paths-13.0-static" tests/gpu/cudart_paths.cu

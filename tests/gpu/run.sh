@@ -7,7 +7,8 @@
 # CDI under runc), compute (issue 9: the compute limiter, bench/compute_limit.sh; seconds per run
 # in GS_COMPUTE_SECONDS, default 3), ctcompute (issue 9 in containers: two compute slices taking
 # turns, one through MPS, under runc and the hook), metrics (issue 10: gpuslice metrics against two
-# slices, tests/gpu/metrics_check.sh), k8s (issue 12: the device plugin's Allocate answer for a
+# slices, tests/gpu/metrics_check.sh), latency (issue 20: bench/latency.sh, seconds per run in
+# GS_LATENCY_SECONDS, default 6), mps (issue 20: tests/gpu/mps_slice_check.sh), k8s (issue 12: the device plugin's Allocate answer for a
 # 4 GiB share, as a container), bench (bench/run.sh); the benchmark of a part
 # runs with it.
 # Without an NVIDIA GPU it exits 77, which meson (and `make test`) report as SKIPPED.
@@ -552,12 +553,15 @@ PY
                         'BEGIN { n = (n1 + n2) / 2; if (n <= 0) n = 1e99; printf "%.1f %.1f\n", 100 * a / n, 100 * b / n }')
                 echo "containers, share 30 % and 70 % together: $p30 % and $p70 % of native (native $native / $native2)"
                 check "containers: slice.conf names the arbiter (30 %)" grep -q "^slice_conf=.*GPUSLICE_ARBITER_NAME=gs-gpu-ct30-$$" "$OUTDIR/ct30.txt"
-                check "containers: 30 % and 70 % share slices split 30/70 +- 3 ($p30 / $p70)" \
-                        awk -v a="$p30" -v b="$p70" 'BEGIN { exit !(a >= 27 && a <= 33 && b >= 67 && b <= 73) }'
+                # (share mode promises at least L: each gets its share within 3 points, and the GPU
+                # is not oversold; a slice may also take what the other leaves idle, e.g. while the
+                # other container starts, so the 70 % one has no ceiling of its own)
+                check "containers: 30 % and 70 % share slices get 30 +- 3 and at least 67, at most 104 together ($p30 / $p70)" \
+                        awk -v a="$p30" -v b="$p70" 'BEGIN { exit !(a >= 27 && a <= 33 && b >= 67 && a + b <= 104) }'
                 # cap mode through the real MPS daemon, connected by the hook (slice.mps-root)
                 MROOT=$HW/mps
                 if "$GSA" mps start --device 0 --mps-root "$MROOT" >"$OUTDIR/ct-mps-start.txt" 2>&1; then
-                        { cat "$HW/config.toml"; echo "mps-root = \"$MROOT\""; } >"$HW/config-mps.toml"
+                        { cat "$HW/config.toml"; echo "mps-root = \"$MROOT\""; echo 'mps = "auto"'; } >"$HW/config-mps.toml"
                         ctbundle ctmps short 3 "$NV, \"GPUSLICE_COMPUTE_LIMIT=30\"" "$HW/config-mps.toml"
                         hook_ids+=("gs-gpu-ctmps-$$")
                         timeout 60 "$RUNC" --root "$HSTATE" run --bundle "$HW/ctmps" "gs-gpu-ctmps-$$" </dev/null >"$OUTDIR/ctmps.txt" 2>&1
@@ -585,6 +589,31 @@ if only compute && [ -x "$CARRY/compute_shapes" ] && [ -e "$BUILD/libgpuslice-vg
         worst=$(sed -n 's/^worst |achieved - L| = \([0-9.]*\).*/\1/p' "$OUTDIR/compute_limit.txt" | head -1)
         check "cap mode: every shape within 2 points of L (worst ${worst:-?})" \
                 awk -v w="${worst:-99}" 'BEGIN { exit !(w <= 2) }'
+fi
+
+# --- issue 20: latency beside a batch slice (bench/latency.sh) -------------------------------
+if only latency; then
+        if [ -x "$CARRY/latency" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
+                bash bench/latency.sh "$BUILD" "${GS_LATENCY_SECONDS:-6}" | tee "$OUTDIR/latency.txt"
+                check "latency: every run completed" test "${PIPESTATUS[0]}" = 0
+                while read -r line; do
+                        name=${line#target }
+                        check "latency ${name% *}" test "${line##* }" = PASS
+                done < <(grep '^target ' "$OUTDIR/latency.txt")
+        else
+                check "latency: $CARRY/latency and $BUILD/libgpuslice-vgpu.so are there (tests/gpu/prepare.sh)" false
+        fi
+fi
+
+# --- issue 20: MPS by the host setting, a raise attempt, a poisoned server (tests/gpu/mps_slice_check.sh)
+if only mps; then
+        if command -v nvidia-cuda-mps-control >/dev/null && [ -x "$GS" ]; then
+                OUT=$OUTDIR bash tests/gpu/mps_slice_check.sh "$BUILD" | tee "$OUTDIR/mps_slice_check.txt"
+                check "mps: slice.mps = auto, the raise refused, a poisoned server detected, fallen back from, restarted" \
+                        test "${PIPESTATUS[0]}" = 0
+        else
+                check "mps: nvidia-cuda-mps-control and $GS are there" false
+        fi
 fi
 
 # --- issue 10: gpuslice metrics against two slices --------------------------------------------

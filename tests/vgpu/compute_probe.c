@@ -8,7 +8,10 @@
  * (cuLaunchKernel as cuGetProcAddress_v2 returns it), quiet (one kernel every 2 ms, busy-waiting
  * between launches, between two marker writes: "BEGIN-QUIET"/"END-QUIET" on stderr), batch
  * (cuLaunchKernel in batches of PROBE_BATCH (default 4), waiting for the batch before the last,
- * as bench/compute_shapes.cu does).
+ * as bench/compute_shapes.cu does), request (a latency client: every PROBE_PERIOD_US (default 20000)
+ * one request of PROBE_REQ_KERNELS (default 4) kernels on its stream, each waited for; it sleeps
+ * between requests and prints requests=R p50_us= p99_us= max_us= of the requests' latency, from
+ * the start of the request to the end of its last kernel).
  * PROBE_NVML=1 reads NVML's utilization of device 0 two thirds of the way through (util=U below).
  * PROBE_BLOCKS sets the grid's blocks of the kernel, cuLaunchKernel modes only (default 1; a grid
  * wider than the SMs it runs on takes more waves, each KERNEL_US long).
@@ -55,6 +58,21 @@ static double now_us(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+static void sleep_until_us(double t)
+{
+        double left = t - now_us();
+        if (left <= 0)
+                return;
+        struct timespec ts = {(time_t)(left / 1e6), (long)((left - (double)(time_t)(left / 1e6) * 1e6) * 1e3)};
+        nanosleep(&ts, NULL);
 }
 
 static int die(const char *what, CUresult rc)
@@ -127,6 +145,13 @@ int main(int argc, char **argv)
         else if (strcmp(mode, "graph") == 0)
                 fn = (void *)cuGraphLaunch;
         bool quiet = strcmp(mode, "quiet") == 0, batch = strcmp(mode, "batch") == 0;
+        bool request = strcmp(mode, "request") == 0;
+        double period = getenv("PROBE_PERIOD_US") != NULL ? atof(getenv("PROBE_PERIOD_US")) : 20000;
+        int req_kernels = getenv("PROBE_REQ_KERNELS") != NULL ? atoi(getenv("PROBE_REQ_KERNELS")) : 4;
+        size_t nreq = 0, req_cap = (size_t)(seconds * 1e6 / (period > 1 ? period : 1)) + 2;
+        double *lat = request ? calloc(req_cap, sizeof(double)) : NULL;
+        if (request && lat == NULL)
+                die("calloc", CUDA_ERROR_OUT_OF_MEMORY);
         CUevent done[2];
         bool pending[2] = {false, false};
         int nbatch = getenv("PROBE_BATCH") != NULL ? atoi(getenv("PROBE_BATCH")) : 4;
@@ -148,7 +173,17 @@ int main(int argc, char **argv)
                         ;
                 fputs("BEGIN-QUIET\n", stderr);
         }
-        while (now_us() < end) {
+        while (request && now_us() < end && nreq < req_cap) {
+                double r0 = now_us();
+                for (int k = 0; k < req_kernels; k++) {
+                        CK(launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+                        CK(cuStreamSynchronize(s));
+                        n++;
+                }
+                lat[nreq++] = now_us() - r0;
+                sleep_until_us(r0 + period);
+        }
+        while (!request && now_us() < end) {
                 CUresult rc;
                 if (strcmp(mode, "ptsz") == 0)
                         rc = cuLaunchKernel_ptsz(f, 1, 1, 1, 32, 1, 1, 0, CU_STREAM_PER_THREAD, NULL, NULL);
@@ -184,6 +219,12 @@ int main(int argc, char **argv)
         CK(cuStreamSynchronize(s));
         CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
         double wall = now_us() - t0, work = (double)n * per * kus;
+        if (request && nreq > 0) {
+                qsort(lat, nreq, sizeof(double), cmp_double);
+                printf("requests=%zu p50_us=%.0f p99_us=%.0f max_us=%.0f ", nreq, lat[nreq / 2],
+                       lat[(size_t)((double)(nreq - 1) * 0.99)], lat[nreq - 1]);
+        }
+        free(lat);
         printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d sms=%d util=%d\n", n, work, wall,
                work / wall, in_vgpu(fn), sms, util);
         return 0;

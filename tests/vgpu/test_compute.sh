@@ -120,7 +120,7 @@ for mode in share cap; do
                 ok "$mode mode, slices of 30 % and 70 % on one GPU: $a and $b" || { not_ok "$mode 30/70: $a $b"; cat "$TMP/a" "$TMP/b"; }
 done
 ARB=$GPUSLICE_ARBITER_DIR/gpuslice-gpu-GPU-6b1fe2a6-3b64-d9c1-4a3e-5f0b2c7d8e91
-n=$(find "$ARB" -maxdepth 1 -type f -size 64c 2>/dev/null | wc -l)
+n=$(find "$ARB" -maxdepth 1 -type f -size 128c 2>/dev/null | wc -l)
 [ "$(stat -c %a "$ARB" 2>/dev/null)" = 1777 ] && [ "$n" -ge 2 ] &&
         ok "the GPU's arbiter is \$GPUSLICE_ARBITER_DIR/gpuslice-gpu-<UUID>/ (sticky), a file per slice: $n" ||
         not_ok "arbiter directory: $(ls -la "$ARB" 2>&1)"
@@ -132,22 +132,25 @@ rm -f "$ARB"/*
 # by a FIFO, a directory, a symlink, garbage.
 # hostile DIR STOP MODE: MODE "far" claims the GPU an hour ahead, "renew" renews a lease of two
 # quanta every millisecond and never hands it over, "want" wants the GPU with the least virtual
-# time every millisecond and never takes it.
+# time every millisecond and never takes it, "cut" takes the GPU every millisecond by cutting
+# everyone's turn (a new lease marked as a cut, the least virtual time, high priority).
 hostile() {
         python3 - "$@" <<'EOF2'
 import os, struct, sys, time
 d, stop, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-def rec(now):  # magic v2, want_ns, vtime, since, until, weight, state: wanting, first, holding (not "want")
+def rec(now):  # v3 (128 bytes): magic, want_ns, vtime, since, until, weight, state, alive_ns, prio, flags, got_ns
     if mode == 'want':
-        return struct.pack('<QQQQQII16x', 0x0200004252415347, now, 0, 0, 0, 10000, 0)
+        return struct.pack('<QQQQQIIQIIQ56x', 0x0300004252415347, now, 0, 0, 0, 10000, 0, now, 1, 0, 0)
+    if mode == 'cut':
+        return struct.pack('<QQQQQIIQIIQ56x', 0x0300004252415347, now, 0, now, now + 40 * 10**6, 10000, 1, now, 0, 1, 0)
     until = now + 3600 * 10**9 if mode == 'far' else now + 40 * 10**6
-    return struct.pack('<QQQQQII16x', 0x0200004252415347, now, 0, 1, until, 10000, 1)
+    return struct.pack('<QQQQQIIQIIQ56x', 0x0300004252415347, now, 0, 1, until, 10000, 1, now, 1, 0, 0)
 if mode == 'far':
     os.mkfifo(os.path.join(d, 'fifo'))
     os.mkdir(os.path.join(d, 'dir'))
     os.symlink('/etc/passwd', os.path.join(d, 'link'))
     with open(os.path.join(d, 'garbage'), 'wb') as f:
-        f.write(os.urandom(64))
+        f.write(os.urandom(128))
 fd = os.open(os.path.join(d, 'hostile'), os.O_RDWR | os.O_CREAT, 0o644)
 i = 0
 while not os.path.exists(stop):
@@ -155,7 +158,7 @@ while not os.path.exists(stop):
     os.pwrite(fd, rec(now), 0)
     if mode == 'far':
         with open(os.path.join(d, 'shrinking'), 'wb') as f:
-            f.write(rec(now)[: i % 65])
+            f.write(rec(now)[: i % 129])
     i += 1
     time.sleep(0.0003 if mode == 'far' else 0.001)
 EOF2
@@ -189,6 +192,15 @@ hostile_stop
 hostile_start want
 run "a peer wanting the GPU first forever, never taking it: the slice keeps an eighth of its share or more" 0.02 0.24 \
         GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 6 500
+hostile_stop
+# A peer that cuts every turn (a fresh lease marked as a cut every millisecond, the least virtual
+# time, high priority): the slice gives the GPU up each time, waits for a turn, and after 2 s of
+# that with less than an eighth of its share ignores the arbiter, as for "want" (same bound).
+hostile_start cut
+run "a peer cutting every turn forever: the slice keeps an eighth of its share or more" 0.02 0.24 \
+        GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 6 500
+grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
+        not_ok "no log of the cutting peer"
 hostile_stop
 
 # The utilization view: inside a compute-limited slice NVML's GPU utilization is the slice's busy
@@ -266,6 +278,11 @@ env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 30 -- 
 env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 50 --compute-mode share -- "$PROBE" kernel 2 500 >"$TMP/out" 2>&1 &&
         within "$TMP/out" 0.85 1.01 && ok "gpuslice exec --compute 50 --compute-mode share (idle GPU): $(field fraction "$TMP/out")" ||
         { not_ok "exec --compute-mode share"; cat "$TMP/out"; }
+env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" GPUSLICE_LOG_LEVEL=2 GPUSLICE_PRIORITY=high "$GS" exec --compute 30 \
+        --priority LOW -- "$PROBE" kernel 0.3 500 >"$TMP/out" 2>&1 &&
+        grep -q "compute limit on device 0: 30\.00 % (cap, priority low)" "$TMP/out" &&
+        ok "gpuslice exec --compute 30 --priority LOW: the command runs at low (over its GPUSLICE_PRIORITY=high)" ||
+        { not_ok "exec --priority"; cat "$TMP/out"; }
 env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" PROBE_BLOCKS=2112 "$GS" exec --compute 50 --mps-pipe-dir "$TMP/mps" \
         -- "$PROBE" procaddr 1 500 >"$TMP/out" 2>&1 && within "$TMP/out" 0.48 0.51 && grep -q "intercepted=0 sms=66" "$TMP/out" &&
         ok "gpuslice exec --compute 50 --mps-pipe-dir: 66 SMs, $(field fraction "$TMP/out")" ||
@@ -277,7 +294,8 @@ sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" GPUSLICE
         "$PROBE" procaddr 0.3 500 >"$TMP/out" 2>&1
 [ -S "$TMP/mps/control" ] && grep -q "no control daemon at" "$TMP/out" && grep -q "intercepted=1 sms=132" "$TMP/out" &&
         ok "after the daemon quit (its socket left behind): the time limiter" || not_ok "stale MPS socket: $(tail -2 "$TMP/out")"
-for args in "--compute 0" "--compute 101" "--compute-0 x" "--compute 30 --compute-mode fast" "--compute 30 --mps-pipe-dir rel"; do
+for args in "--compute 0" "--compute 101" "--compute-0 x" "--compute 30 --compute-mode fast" "--compute 30 --mps-pipe-dir rel" \
+        "--compute 30 --priority urgent" "--compute 30 --priority 0"; do
         "$GS" exec $args -- true >"$TMP/e" 2>&1
         [ $? = 2 ] && grep -q "input error" "$TMP/e" && ok "exec $args: usage error" || { not_ok "exec $args"; cat "$TMP/e"; }
 done

@@ -1,0 +1,197 @@
+// latency: the two workloads of the latency measurements (bench/latency.sh), one per process:
+//   latency calibrate US          print iters=N: the FMA loop count that makes one kernel of
+//                                 LAT_BLOCKS (default 4 x SM count) blocks of 256 threads last
+//                                 about US microseconds, and blocks=B
+//   latency request SECONDS ITERS a latency-sensitive client: every LAT_PERIOD_MS (default 20)
+//                                 one request of LAT_KERNELS (default 4) such kernels, each waited
+//                                 for (cudaStreamSynchronize); prints
+//                                 requests=N p50_ms= p99_ms= max_ms= (from the request's first
+//                                 launch to the end of its last kernel)
+//   latency batch SECONDS ITERS   a batch neighbour: such kernels back to back (two batches of 4
+//                                 in flight, as bench/compute_shapes.cu); prints kernels=N rate=K/s
+//                                 over the window LAT_WINDOW="FROM:TO" seconds after its start
+//                                 (default the whole run), by the completions it waited for
+// Every kernel does fixed work (4 FMA chains per thread, checked at the end: a CUDA error or a
+// wrong value prints the reason and exits 1; usage: 2).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime.h>
+#include <thread>
+#include <vector>
+
+#define CK_PROG "latency"
+#include "cuda_check.h"
+
+static const int THREADS = 256;
+
+__global__ void fma_kernel(float *out, float a, float b, int iters)
+{
+        unsigned gid = blockIdx.x * blockDim.x + threadIdx.x;
+        float v = (float)(gid & 1023u);
+        float x0 = v, x1 = v + 1.0f, x2 = v + 2.0f, x3 = v + 3.0f;
+#pragma unroll 8
+        for (int i = 0; i < iters; i++) {
+                x0 = fmaf(x0, a, b);
+                x1 = fmaf(x1, a, b);
+                x2 = fmaf(x2, a, b);
+                x3 = fmaf(x3, a, b);
+        }
+        out[gid] = x0 + x1 + x2 + x3;
+}
+
+using clk = std::chrono::steady_clock;
+static double since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+struct Gpu {
+        int blocks = 0;
+        float *out = nullptr;
+        cudaStream_t st = nullptr;
+        void launch(int iters) { fma_kernel<<<blocks, THREADS, 0, st>>>(out, 1.0f, 0.0f, iters); }
+        void check(int iters)
+        {
+                CK(cudaMemsetAsync(out, 0xff, (size_t)blocks * THREADS * sizeof(float), st));
+                launch(iters);
+                CK(cudaGetLastError());
+                std::vector<float> h((size_t)blocks * THREADS);
+                CK(cudaMemcpyAsync(h.data(), out, h.size() * sizeof(float), cudaMemcpyDeviceToHost, st));
+                CK(cudaStreamSynchronize(st));
+                for (size_t g = 0; g < h.size(); g++)
+                        if (h[g] != 4.0f * (float)(g & 1023u) + 6.0f) {
+                                fprintf(stderr, "latency: wrong value at %zu: %g\n", g, h[g]);
+                                exit(1);
+                        }
+        }
+};
+
+static double kernel_ms(Gpu &g, int iters)
+{
+        cudaEvent_t a, b;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        g.launch(iters); // warm
+        CK(cudaEventRecord(a, g.st));
+        for (int i = 0; i < 5; i++)
+                g.launch(iters);
+        CK(cudaEventRecord(b, g.st));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        return ms / 5;
+}
+
+static int calibrate(Gpu &g, double us)
+{
+        int iters = 1000;
+        for (int round = 0; round < 4; round++) {
+                double ms = kernel_ms(g, iters);
+                iters = std::max(1, (int)(iters * (us / 1000.0) / ms));
+        }
+        printf("iters=%d blocks=%d kernel_ms=%.4f\n", iters, g.blocks, kernel_ms(g, iters));
+        return 0;
+}
+
+static double env_num(const char *name, double def)
+{
+        const char *v = getenv(name);
+        return v != nullptr && *v != '\0' ? atof(v) : def;
+}
+
+static int request(Gpu &g, double seconds, int iters)
+{
+        double period = env_num("LAT_PERIOD_MS", 20) / 1e3;
+        int kernels = (int)env_num("LAT_KERNELS", 4);
+        std::vector<double> lat;
+        g.launch(iters);
+        CK(cudaStreamSynchronize(g.st));
+        auto t0 = clk::now();
+        for (long n = 0; since(t0) < seconds; n++) {
+                auto due = t0 + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(n * period));
+                std::this_thread::sleep_until(due);
+                auto r0 = clk::now();
+                for (int k = 0; k < kernels; k++) {
+                        g.launch(iters);
+                        CK(cudaGetLastError());
+                        CK(cudaStreamSynchronize(g.st));
+                }
+                lat.push_back(since(r0) * 1e3);
+        }
+        std::sort(lat.begin(), lat.end());
+        size_t n = lat.size();
+        printf("requests=%zu p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", n, lat[n / 2], lat[(size_t)((double)(n - 1) * 0.99)],
+               lat[n - 1]);
+        return 0;
+}
+
+static int batch(Gpu &g, double seconds, int iters)
+{
+        double from = 0, to = seconds;
+        const char *w = getenv("LAT_WINDOW");
+        if (w != nullptr && sscanf(w, "%lf:%lf", &from, &to) != 2) {
+                fprintf(stderr, "latency: LAT_WINDOW=%s: want FROM:TO\n", w);
+                return 2;
+        }
+        const int per = 4;
+        cudaEvent_t done[2];
+        for (auto &e : done)
+                CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        bool pending[2] = {false, false};
+        long completed = 0, at_from = -1, at_to = -1;
+        double t_from = 0, t_to = 0;
+        auto t0 = clk::now();
+        for (long i = 0;; i++) {
+                int k = (int)(i & 1);
+                if (pending[k]) {
+                        CK(cudaEventSynchronize(done[k]));
+                        pending[k] = false;
+                        completed += per;
+                        double t = since(t0);
+                        if (at_from < 0 && t >= from)
+                                at_from = completed, t_from = t;
+                        if (at_to < 0 && t >= to)
+                                at_to = completed, t_to = t;
+                }
+                if (since(t0) >= seconds)
+                        break;
+                for (int j = 0; j < per; j++)
+                        g.launch(iters);
+                CK(cudaGetLastError());
+                CK(cudaEventRecord(done[k], g.st));
+                pending[k] = true;
+        }
+        CK(cudaStreamSynchronize(g.st));
+        if (at_to < 0)
+                at_to = completed, t_to = since(t0);
+        if (at_from < 0 || t_to <= t_from) {
+                fprintf(stderr, "latency: the window %.2f:%.2f saw no completion\n", from, to);
+                return 1;
+        }
+        printf("kernels=%ld rate=%.2f\n", at_to - at_from, (double)(at_to - at_from) / (t_to - t_from));
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 3 || (strcmp(argv[1], "calibrate") != 0 && argc != 4)) {
+                fprintf(stderr, "usage: latency calibrate US | request SECONDS ITERS | batch SECONDS ITERS\n");
+                return 2;
+        }
+        Gpu g;
+        int sms = 0;
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        g.blocks = (int)env_num("LAT_BLOCKS", 4 * sms); // (the script fixes it: MPS shows fewer SMs)
+        CK(cudaStreamCreateWithFlags(&g.st, cudaStreamNonBlocking));
+        CK(cudaMalloc(&g.out, (size_t)g.blocks * THREADS * sizeof(float)));
+        if (strcmp(argv[1], "calibrate") == 0)
+                return calibrate(g, atof(argv[2]));
+        int iters = atoi(argv[3]);
+        g.check(iters);
+        int rc = strcmp(argv[1], "request") == 0 ? request(g, atof(argv[2]), iters)
+                 : strcmp(argv[1], "batch") == 0 ? batch(g, atof(argv[2]), iters)
+                                                 : 2;
+        if (rc == 0)
+                g.check(iters);
+        return rc;
+}
