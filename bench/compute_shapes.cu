@@ -36,30 +36,13 @@
 
 #define CK_PROG "compute_shapes"
 #include "cuda_check.h"
+#include "fma_work.h"
 
 namespace cg = cooperative_groups;
 
 static const int THREADS = 256;      // threads per block of every shape but tiny
 static const int TINY_THREADS = 32;  // tiny: one block of one warp
 static const int GRAPH_KERNELS = 20; // kernels per graph
-
-// The FMA loop: a and b are kernel arguments (1 and 0 at run time, unknown to the compiler), so
-// every FMA is executed and each chain ends where it started: the result is 4v + 6, exactly.
-__device__ __forceinline__ float fma_work(unsigned gid, float a, float b, int iters)
-{
-        float v = (float)(gid & 1023u);
-        float x0 = v, x1 = v + 1.0f, x2 = v + 2.0f, x3 = v + 3.0f;
-#pragma unroll 8
-        for (int i = 0; i < iters; i++) {
-                x0 = fmaf(x0, a, b);
-                x1 = fmaf(x1, a, b);
-                x2 = fmaf(x2, a, b);
-                x3 = fmaf(x3, a, b);
-        }
-        return x0 + x1 + x2 + x3;
-}
-
-static float expect_work(unsigned gid) { return 4.0f * (float)(gid & 1023u) + 6.0f; }
 
 __global__ void fma_kernel(float *out, float a, float b, int iters)
 {
@@ -286,7 +269,7 @@ int main(int argc, char **argv)
 
         Shape s;
         cudaGraphExec_t graph_exec = nullptr;
-        std::function<float(unsigned)> want = expect_work;
+        std::function<float(unsigned)> want = fma_expect;
         if (name == "short" || name == "green" || name == "long" || name == "tiny") {
                 int it = name == "long" ? 5 * iters : name == "tiny" ? 1 : iters;
                 int nb = name == "tiny" ? 1 : blocks, nt = name == "tiny" ? TINY_THREADS : THREADS;
@@ -337,7 +320,7 @@ int main(int argc, char **argv)
                         CK(cudaLaunchCooperativeKernel((const void *)coop_kernel, dim3(grid), dim3(THREADS), args, 0, q));
                 };
                 size_t total = n_out;
-                want = [total](unsigned gid) { return expect_work((unsigned)((gid + THREADS) % total)); };
+                want = [total](unsigned gid) { return fma_expect((unsigned)((gid + THREADS) % total)); };
         }
         CK(cudaMalloc(&out, n_out * sizeof(float)));
         if (name == "graph") {

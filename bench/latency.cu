@@ -24,22 +24,14 @@
 
 #define CK_PROG "latency"
 #include "cuda_check.h"
+#include "fma_work.h"
 
 static const int THREADS = 256;
 
 __global__ void fma_kernel(float *out, float a, float b, int iters)
 {
         unsigned gid = blockIdx.x * blockDim.x + threadIdx.x;
-        float v = (float)(gid & 1023u);
-        float x0 = v, x1 = v + 1.0f, x2 = v + 2.0f, x3 = v + 3.0f;
-#pragma unroll 8
-        for (int i = 0; i < iters; i++) {
-                x0 = fmaf(x0, a, b);
-                x1 = fmaf(x1, a, b);
-                x2 = fmaf(x2, a, b);
-                x3 = fmaf(x3, a, b);
-        }
-        out[gid] = x0 + x1 + x2 + x3;
+        out[gid] = fma_work(gid, a, b, iters);
 }
 
 using clk = std::chrono::steady_clock;
@@ -59,7 +51,7 @@ struct Gpu {
                 CK(cudaMemcpyAsync(h.data(), out, h.size() * sizeof(float), cudaMemcpyDeviceToHost, st));
                 CK(cudaStreamSynchronize(st));
                 for (size_t g = 0; g < h.size(); g++)
-                        if (h[g] != 4.0f * (float)(g & 1023u) + 6.0f) {
+                        if (h[g] != fma_expect((unsigned)g)) {
                                 fprintf(stderr, "latency: wrong value at %zu: %g\n", g, h[g]);
                                 exit(1);
                         }

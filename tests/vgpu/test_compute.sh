@@ -189,19 +189,19 @@ hostile_stop
 # What holds on any machine: at least an eighth of its share (75 ms) in each stretch of 2 s that
 # ends within the run. The run is 6 s so that two stretches end in it whatever the start-up costs
 # (0.025 at least; a 4 s run held only one, 0.019, and an ASan CI run under load got 0.0196).
-hostile_start want
-run "a peer wanting the GPU first forever, never taking it: the slice keeps an eighth of its share or more" 0.02 0.24 \
-        GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 6 500
-hostile_stop
 # A peer that cuts every turn (a fresh lease marked as a cut every millisecond, the least virtual
-# time, high priority): the slice gives the GPU up each time, waits for a turn, and after 2 s of
-# that with less than an eighth of its share ignores the arbiter, as for "want" (same bound).
-hostile_start cut
-run "a peer cutting every turn forever: the slice keeps an eighth of its share or more" 0.02 0.24 \
-        GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 6 500
-grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
-        not_ok "no log of the cutting peer"
-hostile_stop
+# time, high priority): the slice gives the GPU up each time and waits for a turn: the same bound.
+declare -A hostile_what=([want]="wanting the GPU first forever, never taking it" [cut]="cutting every turn forever")
+for mode in want cut; do
+        hostile_start $mode
+        run "a peer ${hostile_what[$mode]}: the slice keeps an eighth of its share or more" 0.02 0.24 \
+                GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel 6 500
+        if [ $mode = cut ]; then
+                grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
+                        not_ok "no log of the cutting peer"
+        fi
+        hostile_stop
+done
 
 # The utilization view: inside a compute-limited slice NVML's GPU utilization is the slice's busy
 # time as a percentage of what its share allows (a slice using all of its 30 % shows 100; one busy
