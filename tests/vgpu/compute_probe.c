@@ -75,12 +75,33 @@ static void sleep_until_us(double t)
         nanosleep(&ts, NULL);
 }
 
+static int die(const char *what, CUresult rc);
+#define CK(call) do { CUresult rc_ = (call); if (rc_ != CUDA_SUCCESS) die(#call, rc_); } while (0)
+
+/* The latency client: every `period` us a request of `kernels` kernels, each waited for, until
+ * `end`; each request's latency into lat[]. Returns the kernels launched. */
+static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigned blocks, CUstream s, double end,
+                              double period, int kernels, double *lat, size_t cap, size_t *nreq)
+{
+        unsigned long n = 0;
+        while (now_us() < end && *nreq < cap) {
+                double r0 = now_us();
+                for (int k = 0; k < kernels; k++) {
+                        CK(launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+                        CK(cuStreamSynchronize(s));
+                        n++;
+                }
+                lat[(*nreq)++] = now_us() - r0;
+                sleep_until_us(r0 + period);
+        }
+        return n;
+}
+
 static int die(const char *what, CUresult rc)
 {
         fprintf(stderr, "compute_probe: %s failed: %d\n", what, rc);
         exit(2);
 }
-#define CK(call) do { CUresult rc_ = (call); if (rc_ != CUDA_SUCCESS) die(#call, rc_); } while (0)
 
 static int in_vgpu(void *fn)
 {
@@ -173,16 +194,8 @@ int main(int argc, char **argv)
                         ;
                 fputs("BEGIN-QUIET\n", stderr);
         }
-        while (request && now_us() < end && nreq < req_cap) {
-                double r0 = now_us();
-                for (int k = 0; k < req_kernels; k++) {
-                        CK(launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-                        CK(cuStreamSynchronize(s));
-                        n++;
-                }
-                lat[nreq++] = now_us() - r0;
-                sleep_until_us(r0 + period);
-        }
+        if (request)
+                n = requests(launch, f, blocks, s, end, period, req_kernels, lat, req_cap, &nreq);
         while (!request && now_us() < end) {
                 CUresult rc;
                 if (strcmp(mode, "ptsz") == 0)
