@@ -301,16 +301,15 @@ static int mps_from_host(const struct cli_globals *g, struct exec_opts *o, const
                 for (unsigned i = 0; i < info->ngpus; i++)
                         if (gs_selection_uses_gpu(&sel, i))
                                 n++, gpu = i;
-        unsigned pct = n == 1 && sel.nmigs == 0 && !info->gpus[gpu].mig_enabled ? gs_mps_slice_share(&so, info->gpus[gpu].uuid) : 0;
-        if (pct > 0) {
-                char id[32];
+        if (n == 1 && sel.nmigs == 0 && !info->gpus[gpu].mig_enabled) {
+                char id[32], why[256];
                 snprintf(id, sizeof(id), "exec-%d", (int)getpid());
-                struct gs_mps_slice ms = {.root = hc->mps_root, .mode = mode, .uuid = info->gpus[gpu].uuid,
-                                          .index = info->gpus[gpu].index, .pct = pct, .id = id, .owner = getpid()};
-                if (gs_mps_slice_attach(ctx, info, &ms, dir, len) == 1)
+                so.mps = hc->mps;
+                so.mps_root = hc->mps_root;
+                if (gs_slice_mps_choose(ctx, info, &so, info->gpus[gpu].uuid, id, getpid(), dir, len, why, sizeof(why)) == 1)
                         o->mps_dir = dir;
-                else
-                        cli_warn("%s: the time limiter keeps the %u %% share", ms.why, pct);
+                else if (why[0] != '\0')
+                        cli_warn("%s: the time limiter keeps the %u %% share", why, gs_mps_slice_share(&so, info->gpus[gpu].uuid));
         }
         gs_context_free(ctx);
         return 0;

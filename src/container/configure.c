@@ -41,7 +41,6 @@
 #include "container/mount.h"
 #include "driver/context.h"
 #include "runtime/request.h"
-#include "runtime/mps.h"
 #include "runtime/slice.h"
 
 #ifndef PROC_SUPER_MAGIC
@@ -492,19 +491,10 @@ static int stage_slice_prepare(struct run *x, struct gs_error *err)
         pid_t owner = x->o->pid > 0 ? x->o->pid : getppid();
         /* slice.mps: a cap slice on one GPU may run through the GPU's MPS daemon (never an error). */
         struct gs_slice_opts so = x->o->slice;
-        char mps_dir[PATH_MAX] = "", pidid[32];
-        unsigned pct = gs_mps_slice_share(&so, uuids);
-        int mode = gs_mps_mode_parse(so.mps);
-        if (pct > 0 && mode > 0) {
-                snprintf(pidid, sizeof(pidid), "pid-%d", (int)owner);
-                unsigned index = 0;
-                for (unsigned i = 0; i < x->dev->ngpus; i++)
-                        if (strcmp(x->dev->gpus[i].uuid, uuids) == 0)
-                                index = x->dev->gpus[i].index;
-                struct gs_mps_slice ms = {.root = so.mps_root, .mode = mode, .uuid = uuids, .index = index, .pct = pct,
-                                          .id = so.container_id != NULL ? so.container_id : pidid, .owner = owner};
-                gs_mps_slice_attach(x->ctx, x->dev, &ms, mps_dir, sizeof(mps_dir));
-        }
+        char mps_dir[PATH_MAX], pidid[32];
+        snprintf(pidid, sizeof(pidid), "pid-%d", (int)owner);
+        gs_slice_mps_choose(x->ctx, x->dev, &so, uuids, so.container_id != NULL ? so.container_id : pidid, owner, mps_dir,
+                            sizeof(mps_dir), NULL, 0);
         so.mps_dir = mps_dir[0] != '\0' ? mps_dir : NULL;
         if (gs_slice_prepare(&so, owner, uuids, &x->slice, err) < 0)
                 return fail(err, "slice");

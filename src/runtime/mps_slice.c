@@ -34,6 +34,7 @@
 #include "common/strutil.h"
 #include "region/region.h"
 #include "runtime/mps_int.h"
+#include "runtime/slice.h"
 #include "vgpu/config.h"
 
 #define STATE_FILE "state"
@@ -371,4 +372,26 @@ int gs_mps_slice_attach(struct gs_context *ctx, const struct gs_device_info *inf
         gs_log_info("slice %s: cap %u %% through GPU %u's MPS daemon (%s; its servers at %u %%)", s->id, s->pct,
                     s->index, m.client_dir, ceiling);
         return 1;
+}
+
+int gs_slice_mps_choose(struct gs_context *ctx, const struct gs_device_info *info, const struct gs_slice_opts *s,
+                        const char *uuid, const char *id, pid_t owner, char *dir, size_t len, char *why, size_t wlen)
+{
+        dir[0] = '\0';
+        if (why != NULL && wlen > 0)
+                why[0] = '\0';
+        unsigned pct = gs_mps_slice_share(s, uuid);
+        int mode = gs_mps_mode_parse(s->mps);
+        if (pct == 0 || mode <= 0)
+                return 0;
+        unsigned index = 0;
+        for (unsigned i = 0; i < info->ngpus; i++)
+                if (strcmp(info->gpus[i].uuid, uuid) == 0)
+                        index = info->gpus[i].index;
+        struct gs_mps_slice ms = {.root = s->mps_root, .mode = mode, .uuid = uuid, .index = index, .pct = pct,
+                                  .id = id, .owner = owner};
+        int rc = gs_mps_slice_attach(ctx, info, &ms, dir, len);
+        if (why != NULL && wlen > 0)
+                snprintf(why, wlen, "%s", ms.why);
+        return rc == 1;
 }
