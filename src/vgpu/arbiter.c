@@ -20,10 +20,9 @@
                                             * some idle time: 20 ms lost 2-3 % of it) */
 #define GS_ARB_WANT_NS 2000000ull          /* a slice wants the GPU if it said so this recently; one
                                             * that did not for longer is waking when it wants again */
-#define GS_ARB_CUT_SLACK 2000000ull        /* virtual time: a cut needs the cutter this far below the
-                                            * holder, and stands while it is no further above it */
+#define GS_ARB_CUT_SLACK 2000000ull        /* virtual time: a waking cut needs the cutter this far
+                                            * below the holder (it stands for a quantum: credit()) */
 #define GS_ARB_WINDOW_NS 1000000000ull     /* a share-mode slice is owed its share over this window, */
-#define GS_ARB_BUCKETS GS_ARB_BUCKETS_MAX  /* kept in this many steps */
 #define GS_ARB_OWED_SLACK_NS 20000000ull   /* and served first from this much GPU time short of it */
 #define GS_ARB_READ_NS 500000ull           /* the others' files are read this often while we hold the GPU, */
 #define GS_ARB_READ_WANT_NS 200000ull      /* this often by the ticker while we want it, */

@@ -68,7 +68,7 @@ enum { GS_ARB_FREE = 0, GS_ARB_HOLDING = 1, GS_ARB_DRAINING = 2 };
 enum { GS_ARB_PRIO_HIGH = 0, GS_ARB_PRIO_NORMAL = 1, GS_ARB_PRIO_LOW = 2 }; /* as GS_PRIO_* */
 #define GS_ARB_CUT 1u  /* flags: the lease was taken by cutting another slice's turn */
 #define GS_ARB_OWED 2u /* flags: a share-mode slice short of its share beside a higher class */
-#define GS_ARB_BUCKETS_MAX 10
+#define GS_ARB_BUCKETS 10 /* the owed-share window (arbiter.c) is kept in this many steps */
 
 struct gs_arb_rec {
         _Atomic uint64_t magic;
@@ -113,7 +113,7 @@ struct gs_arb {
         bool guaranteed;          /* share mode: owed its share over a window, whatever the classes */
         uint64_t win_tick, win_at, win_want;       /* the window: last tick, last step, time wanted */
         unsigned win_i;
-        uint64_t win_got[GS_ARB_BUCKETS_MAX], win_wanted[GS_ARB_BUCKETS_MAX];
+        uint64_t win_got[GS_ARB_BUCKETS], win_wanted[GS_ARB_BUCKETS];
         uint64_t read_at;         /* last refresh of the peers */
         uint64_t listed_at;       /* last listing of the directory */
         int64_t dir_mtime_ns;

@@ -871,12 +871,14 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         uint64_t fresh = total > d->arb_total ? total - d->arb_total : 0;
         if (fresh != 0)
                 d->arb_total = total;
-        /* Quiet: nothing of ours queued, and no launch or completion for a tick: a turn we hold
-         * goes to a slice that waits (we cut back in when our next work comes). */
+        /* Quiet: nothing of ours queued, and no launch or completion for a tick (and not held back
+         * by our budget): a turn we hold goes to a slice that waits (we cut back in when our next
+         * work comes). */
         uint64_t active = atomic_load(&d->last_launch) > d->done ? atomic_load(&d->last_launch) : d->done;
-        bool quiet = idle && atomic_load(&d->waiting) == 0 && now - active > GS_LIMITER_TICK_NS;
+        bool held_back = spent(d);
+        bool quiet = idle && atomic_load(&d->waiting) == 0 && now - active > GS_LIMITER_TICK_NS && !held_back;
         gs_arb_tick(&d->arb, now, wanting, fresh, slice_busy(vis, d->arb_total),
-                    idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS), quiet && !spent(d), spent(d));
+                    idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS), quiet, held_back);
         return !idle || wanting || delta != 0;
 }
 
