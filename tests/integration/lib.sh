@@ -10,10 +10,7 @@ EXPECTED=$SRC/tests/integration/expected
 TMP=$(mktemp -d /tmp/gs-it.XXXXXX)
 chmod 755 "$TMP" # the NVML helper runs as nobody
 trap 'rm -rf "$TMP"' EXIT
-nfail=0 nok=0
-
-ok() { nok=$((nok + 1)); echo "ok - $1"; }
-not_ok() { nfail=$((nfail + 1)); echo "not ok - $1"; }
+. "$SRC/tests/lib/check.sh" # ok, not_ok, skip, check, run_ok, started, finish
 
 # mkroot NAME CONFIG [mkroot options...]: build a fake driver root at $TMP/NAME, echo its path.
 mkroot() {
@@ -56,8 +53,4 @@ expect_out_lacks() {
 }
 expect_empty_out() {
         if [ ! -s "$TMP/$1.out" ]; then ok "$2"; else not_ok "$2: stdout not empty"; fi
-}
-finish() {
-        echo "# $nok ok, $nfail not ok"
-        [ "$nfail" -eq 0 ]
 }

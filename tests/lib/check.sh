@@ -1,0 +1,50 @@
+# The checks every test script counts (sourced). Each script is one meson test: it prints one
+# line per check ("ok - ", "not ok - ", "skip - ") and ends with `finish`, which exits 1 if any
+# check failed, 77 (meson's SKIP) if every check was skipped, and 1 if no check ran at all: a
+# script that tested nothing has not passed. tests/run-all.sh counts the "skip - " lines too.
+nok=0 nfail=0 nskip=0
+
+ok() { nok=$((nok + 1)); echo "ok - $1"; }
+not_ok() { nfail=$((nfail + 1)); echo "not ok - $1"; }
+# skip DESC: a check that cannot run on this machine, with the reason in DESC. Never for a piece
+# the test itself installs or builds: a broken environment is a failure, not a skip.
+skip() { nskip=$((nskip + 1)); echo "skip - $1"; }
+
+# check DESC CMD...: ok when CMD exits 0, not ok (with its exit status) otherwise
+check() {
+        local desc=$1 rc; shift
+        if "$@"; then ok "$desc"; else rc=$?; not_ok "$desc (exit $rc)"; fi
+}
+
+# run_ok DESC CMD...: run CMD, which must succeed; on failure a not-ok line with the status and
+# the command's stderr (stdout passes through). Returns CMD's status, so a negative check can sit
+# behind it: `run_ok "ran" cmd && { negative checks on what it produced; }`.
+run_ok() {
+        local desc=$1 rc errf; shift
+        errf=$(mktemp)
+        "$@" 2>"$errf"; rc=$?
+        if [ "$rc" -eq 0 ]; then ok "$desc"; else
+                not_ok "$desc: exit $rc"; sed 's/^/    # /' "$errf" | head -20; fi
+        rm -f "$errf"
+        return "$rc"
+}
+
+# started DESC PID: a guard before checks that something did NOT happen inside a process: the
+# pid is non-empty and the process exists (or existed: a zombie or a pid in /proc). Returns
+# non-zero, with a not-ok line, when the process never started.
+started() {
+        if [ -n "${2:-}" ] && [ "$2" -gt 0 ] 2>/dev/null && [ -e "/proc/$2" ]; then
+                ok "$1 (pid $2)"; return 0; fi
+        not_ok "$1: no process (pid '${2:-}')"; return 1
+}
+
+# finish: the totals, then exit (it never returns, wherever it is called)
+finish() {
+        echo "# $nok ok, $nfail not ok, $nskip skipped"
+        if [ "$nfail" -gt 0 ]; then exit 1; fi
+        if [ "$nok" -eq 0 ]; then
+                if [ "$nskip" -gt 0 ]; then exit 77; fi
+                echo "# no check ran: that is not a pass"; exit 1
+        fi
+        exit 0
+}
