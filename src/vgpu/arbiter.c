@@ -72,6 +72,9 @@ static struct gs_arb_rec *map_own(int dirfd, const char *name)
         if (p == MAP_FAILED)
                 return NULL;
         struct gs_arb_rec *r = p;
+        /* Alive from the start: a reader collects a slice's file once its last sign of life is a
+         * minute old, and a new file's first tick may come after another slice read it. */
+        atomic_store(&r->alive_ns, gs_mono_ns());
         uint64_t m = atomic_load(&r->magic);
         if (m != GS_ARB_MAGIC) { /* new (or another version's): start level, not holding */
                 atomic_store(&r->state, GS_ARB_FREE);
@@ -84,16 +87,24 @@ static struct gs_arb_rec *map_own(int dirfd, const char *name)
         return r;
 }
 
-/* Our file was removed (we were silent for a minute: stopped, or idle without ticking): make it
- * again, keeping our virtual time. The old mapping stays: a launching thread may be reading it. */
+/* Our file was removed (we were silent for a minute: stopped, or idle without ticking; or
+ * someone removed it): make it again with all we said in it, a turn we hold included (a turn
+ * the others no longer see is one they take too, and the work of both then waits in one queue,
+ * charged to both). The old mapping stays: a launching thread may be reading it. */
 static void remake_own(struct gs_arb *a)
 {
-        struct gs_arb_rec *r = map_own(a->dirfd, a->name);
+        struct gs_arb_rec *r = map_own(a->dirfd, a->name), *old = a->me;
         if (r == NULL)
                 return;
-        atomic_store(&r->vtime, atomic_load(&a->me->vtime));
+        atomic_store(&r->vtime, atomic_load(&old->vtime));
+        atomic_store(&r->want_ns, atomic_load(&old->want_ns));
+        atomic_store(&r->got_ns, atomic_load(&old->got_ns));
+        atomic_store(&r->flags, atomic_load(&old->flags));
         atomic_store(&r->weight, a->weight);
         atomic_store(&r->prio, a->prio);
+        atomic_store(&r->since, atomic_load(&old->since));
+        atomic_store(&r->until, atomic_load(&old->until));
+        atomic_store(&r->state, atomic_load(&old->state));
         a->me = r;
 }
 
@@ -220,7 +231,8 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                 p->prio = r.prio <= GS_ARB_PRIO_LOW ? r.prio : GS_ARB_PRIO_LOW;
                 p->got_ns = r.got_ns;
                 p->flags = r.flags;
-                if (collectable(p->name) && now > p->alive_ns + GS_ARB_GONE_NS && !peer_holds(p, now) &&
+                /* (a record never alive is one being made: its maker stores alive_ns first) */
+                if (collectable(p->name) && p->alive_ns != 0 && now > p->alive_ns + GS_ARB_GONE_NS && !peer_holds(p, now) &&
                     unlinkat(a->dirfd, p->name, 0) == 0)
                         forget_peer(p); /* dropped from the table at the next listing */
         }

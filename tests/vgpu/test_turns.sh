@@ -15,9 +15,7 @@ TMP=$(mktemp -d /tmp/gs-turns.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
 export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
-nok=0 nfail=0
-ok() { nok=$((nok + 1)); echo "ok - $1"; }
-not_ok() { nfail=$((nfail + 1)); echo "not ok - $1"; }
+. "$SRC/tests/lib/check.sh"
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2" | tail -1; }
 # within LO HI VALUE: LO <= VALUE <= HI (VALUE must be there)
 within() { awk -v v="$3" -v lo="$1" -v hi="$2" 'BEGIN { exit !(v != "" && v + 0 >= lo && v + 0 <= hi) }'; }
@@ -134,7 +132,11 @@ a=$(field fraction "$TMP/a") b=$(field fraction "$TMP/b")
 within 0.38 0.55 "$a" && within 0.38 0.55 "$b" && ok "share 30 beside share 30, both normal: $a and $b" ||
         not_ok "share 30/30 normal: ${a:-none} ${b:-none} (want 0.38..0.55 each)"
 
-# Eight slices of 12.5 % (share mode, 1 ms kernels) keep their shares.
+# Eight slices of 12.5 % (share mode, 1 ms kernels) keep their shares. (Started one after another,
+# each reads the others' files as they appear: a reader once took a file made a moment ago, before
+# its slice's first tick, for one gone a minute and removed it; that slice's turns then went
+# unseen and its kernels queued behind the others', charged to it: 0.064 in one CI run. The unit
+# test test_arbiter.c holds that case exactly.)
 fresh
 pids=()
 for i in 1 2 3 4 5 6 7 8; do
@@ -180,5 +182,4 @@ else
         tail -n 3 "$TMP/client"
 fi
 
-echo "$nok passed, $nfail failed"
-[ "$nfail" = 0 ]
+finish
