@@ -1,6 +1,7 @@
 # Thin wrappers over meson. Each target installs the Debian packages it needs when they are missing.
 #   make run    build, then `gpuslice info` on this host's GPUs (or on the simulated GPU if none)
 #   make test   build (warnings as errors) + ASan/UBSan build, run every test, fuzz briefly
+#   make mutation  break a few behaviours on purpose in a scratch copy; each must fail its test
 #   make bench  run the benchmarks (on the GPU host: see README.md, "Benchmarks")
 #   make install [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc]   install (build dir build-install)
 #   make uninstall [DESTDIR=]   remove what the last `make install` put there (an edited config stays)
@@ -9,6 +10,7 @@
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz
+BUILD_MUT  ?= build-mut
 FUZZ_SECONDS ?= 20
 BUILD_INSTALL ?= build-install
 BUILD_DEB  ?= build-deb
@@ -31,7 +33,7 @@ define install_missing
 	fi
 endef
 
-.PHONY: all deps test-deps deb-deps build run test fuzz bench clean install uninstall deb
+.PHONY: all deps test-deps deb-deps build run test fuzz mutation bench clean install uninstall deb
 
 all: build
 
@@ -61,6 +63,9 @@ test: test-deps
 fuzz: test-deps
 	@FUZZ_ONLY=1 tests/run-all.sh $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ) $(FUZZ_SECONDS)
 
+mutation: test-deps
+	@tests/mutation/run.sh $(BUILD_MUT)
+
 bench: build
 	@bench/run.sh $(BUILD)
 
@@ -88,4 +93,4 @@ deb: deb-deps
 	@packaging/build-deb.sh $(BUILD_DEB)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ) $(BUILD_INSTALL) $(BUILD_DEB)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ) $(BUILD_INSTALL) $(BUILD_DEB) $(BUILD_MUT)

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# The mutation check: break a behaviour on purpose and require that the test which guards it fails.
+#
+#   tests/mutation/run.sh [WORKDIR]        (make mutation; WORKDIR defaults to build-mut)
+#
+# It copies the source tree (git's tracked and untracked-but-not-ignored files) to WORKDIR/src,
+# configures one build there (WORKDIR/build: debugoptimized, tests on, warnings not errors: a
+# mutation may leave a variable unused), builds only what the chosen tests need, and requires that
+# those tests pass on the unbroken tree (a test that fails or skips there proves nothing). Then, for
+# each mutation below: replace one exact piece of text in one file (it must occur exactly once, or
+# the check fails: a refactor must not turn a mutation into a silent no-op), rebuild the tests'
+# targets (the rebuild must compile something), run the named tests, REQUIRE that one of them
+# fails, and put the file back. One line per mutation, "killed by TEST" or "SURVIVED", then
+# "mutations: N killed, N survived"; the exit status is non-zero on any survivor, any mutation
+# that did not apply or did not build, or a baseline that did not pass. Logs: WORKDIR/logs/.
+#
+# Needs what the tests need (root: mounts, cgroups, unshare). MUTATION_JOBS: ninja's -j (default:
+# every CPU). MUTATION_ONLY=NAME: run that mutation alone (also one of the slow ones, left out
+# of the default run).
+#
+# A mutation is: NAME, TESTS (space-separated meson test names), FILE, OLD, NEW, and the behaviour
+# it breaks. Pick OLD as small as can be while unique; the point is the behaviour, not the text.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+t0=$SECONDS
+TOP=$PWD
+WORK=$(realpath -m "${1:-build-mut}")
+SRC=$WORK/src BUILD=$WORK/build LOGS=$WORK/logs
+JOBS=${MUTATION_JOBS:-$(nproc)}
+
+MUTATIONS=()
+declare -A TESTS FILE OLD NEW DESC
+# mutation NAME TESTS FILE OLD NEW DESCRIPTION
+mutation() { MUTATIONS+=("$1"); TESTS[$1]=$2 FILE[$1]=$3 OLD[$1]=$4 NEW[$1]=$5 DESC[$1]=$6; }
+
+mutation quota vgpu src/vgpu/hooks_cuda.c \
+        'if ((bytes) != 0 && gs_vgpu_charge((vis), (bytes)) < 0)' \
+        'if ((bytes) != 0 && gs_vgpu_charge((vis), (bytes)) < 0 && 0)' \
+        "the memory quota never refuses an allocation (cuMemAlloc*'s charge is ignored)"
+mutation gpunodes integration_configure src/container/configure.c \
+        'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor);' \
+        'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor); continue;' \
+        "configure mounts no GPU device node (/dev/nvidiaN, its MIG caps)"
+mutation rollback integration_configure src/container/configure.c \
+        'rollback(x);' \
+        'if (0) rollback(x); /* mutation */' \
+        "a failed configure leaves its mounts and files in the container (rollback skipped)"
+mutation void unit_runtime src/runtime/request.c \
+        'if (l == 4 && strncmp(t, "void", 4) == 0) {' \
+        'if (0) {' \
+        "NVIDIA_VISIBLE_DEVICES=void gives the container devices (\"void\" read as a device name)"
+mutation require unit_require src/select/require.c \
+        'if (r == 0) {' \
+        'if (0) {' \
+        "every --require / NVIDIA_REQUIRE_* condition is satisfied"
+mutation abslink unit_mount src/common/path.c \
+        "if (link[0] == '/') {" \
+        'if (0) {' \
+        "an absolute symlink in the rootfs is not re-rooted at the rootfs (resolved from where it lies)"
+mutation cgminor unit_cgroup src/container/cgroup.c \
+        'BPF_REG_5, 0, 2, (int32_t)rules[i].minor);' \
+        'BPF_REG_4, 0, 2, (int32_t)rules[i].major);' \
+        "the cgroup v2 device program ignores the minor: allowing GPU 0 allows every GPU"
+# Too slow for every CI run (vgpu_compute takes ~100 s, twice): MUTATION_ONLY=limiter runs it.
+mutation limiter vgpu_compute src/vgpu/limiter.c \
+        'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1))' \
+        'if (1)' \
+        "the compute limiter never waits (the launch gate always open)"
+SLOW=(limiter)
+
+if [ -n "${MUTATION_ONLY:-}" ]; then
+        [ -n "${FILE[$MUTATION_ONLY]:-}" ] || { echo "no mutation named $MUTATION_ONLY" >&2; exit 2; }
+        MUTATIONS=("$MUTATION_ONLY")
+else
+        keep=()
+        for m in "${MUTATIONS[@]}"; do [[ " ${SLOW[*]} " == *" $m "* ]] || keep+=("$m"); done
+        MUTATIONS=("${keep[@]}")
+fi
+
+# ---- the scratch tree and build ---------------------------------------------------------------
+
+rm -rf "$SRC" "$LOGS" "$WORK/mutating"
+mkdir -p "$SRC" "$LOGS"
+if git -C "$TOP" rev-parse --git-dir >/dev/null 2>&1; then
+        git -C "$TOP" ls-files -z --cached --others --exclude-standard |
+                while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+                tar -cf - --null -T - | tar -xf - -C "$SRC" || { echo "copying the tree failed" >&2; exit 1; }
+else
+        tar -cf - --exclude='./build' --exclude='./build-*' . | tar -xf - -C "$SRC" || exit 1
+fi
+
+# The copy keeps the files' times, and an earlier run's build holds objects of mutated files that
+# are newer than them (the last mutation is never rebuilt back; a run may have been killed): make
+# the mutated files newer than anything built, so that ninja compiles them again.
+for f in "${FILE[@]}"; do touch "$SRC/$f" || exit 1; done
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+        meson setup "$BUILD" "$SRC" --buildtype=debugoptimized -Dtests=true -Dwerror=false >"$LOGS/setup.log" 2>&1 ||
+                { echo "meson setup failed: $LOGS/setup.log" >&2; tail -20 "$LOGS/setup.log" >&2; exit 1; }
+elif jq -e '.[] | select(.name == "werror" and .value) , select(.name == "tests" and (.value | not))' \
+        <(meson introspect "$BUILD" --buildoptions) >/dev/null; then
+        meson configure "$BUILD" -Dwerror=false -Dtests=true >"$LOGS/setup.log" 2>&1 || exit 1
+fi
+
+# targets TEST...: the build outputs (relative to the build dir) the tests run or depend on
+targets() {
+        local names; names=$(printf '%s\n' "$@" | jq -R . | jq -s .)
+        jq -r --argjson names "$names" --slurpfile tg <(meson introspect "$BUILD" --targets) --arg b "$BUILD/" '
+                ($tg[0] | map({key: .id, value: .filename}) | from_entries) as $f
+                | .[] | select(.name as $n | $names | index($n))
+                | ((.depends[] | $f[.][]?), (.cmd[0] | select(startswith($b))))
+                | ltrimstr($b)' <(meson introspect "$BUILD" --tests) | sort -u
+}
+# build LOG TEST...: build what the tests need; prints "no work" when nothing was compiled
+build() {
+        local log=$1; shift
+        local t; mapfile -t t < <(targets "$@")
+        [ "${#t[@]}" -gt 0 ] || { echo "no targets for: $*" >"$log"; return 1; }
+        ninja -C "$BUILD" -j "$JOBS" "${t[@]}" >"$log" 2>&1 || return 1
+        grep -q "^ninja: no work to do" "$log" && echo "no work"
+        return 0
+}
+# run_tests LOG TEST...: run them; prints "RESULT NAME" a line (meson's results: OK, FAIL, SKIP, TIMEOUT...)
+run_tests() {
+        local log=$1; shift
+        rm -f "$BUILD/meson-logs/testlog.json"
+        meson test -C "$BUILD" --no-rebuild --num-processes 1 "$@" >"$log" 2>&1
+        cat "$BUILD/meson-logs/testlog.txt" >>"$log" 2>/dev/null # every test's whole output
+        [ -s "$BUILD/meson-logs/testlog.json" ] || return 1
+        jq -r '"\(.result) \(.name | sub(".* / "; ""))"' "$BUILD/meson-logs/testlog.json"
+}
+
+all_tests=()
+for m in "${MUTATIONS[@]}"; do for t in ${TESTS[$m]}; do all_tests+=("$t"); done; done
+mapfile -t all_tests < <(printf '%s\n' "${all_tests[@]}" | sort -u)
+
+echo "# building ${#all_tests[@]} test(s)' targets in $BUILD (-j$JOBS)"
+build "$LOGS/build.log" "${all_tests[@]}" >/dev/null || { echo "build failed: $LOGS/build.log" >&2; tail -20 "$LOGS/build.log" >&2; exit 1; }
+echo "# baseline: ${all_tests[*]} ($((SECONDS - t0)) s so far)"
+res=$(run_tests "$LOGS/baseline.log" "${all_tests[@]}") || { echo "baseline: no test log ($LOGS/baseline.log)" >&2; exit 1; }
+bad=$(awk '$1 != "OK"' <<<"$res")
+if [ -n "$bad" ] || [ "$(wc -l <<<"$res")" -ne "${#all_tests[@]}" ]; then
+        echo "baseline: these tests must pass on the unbroken tree, or a mutation proves nothing:" >&2
+        awk '$1 != "OK" {print "  " $2 ": " $1}' <<<"$res" >&2
+        echo "  (log: $LOGS/baseline.log)" >&2; exit 1
+fi
+
+# ---- the mutations ----------------------------------------------------------------------------
+
+# apply FILE OLD NEW: replace the one occurrence of OLD (fixed text); fails unless there is one
+apply() {
+        local f=$SRC/$1 old=$2 new=$3 text
+        IFS= read -r -d '' text <"$f"
+        local rest=${text//"$old"/}
+        local n=$(( (${#text} - ${#rest}) / ${#old} ))
+        [ "$n" -eq 1 ] || { echo "$n occurrences of the text to mutate in $1 (want 1)"; return 1; }
+        cp "$f" "$WORK/mutating" || return 1
+        printf '%s' "${text/"$old"/"$new"}" >"$f"
+}
+# restore FILE: the original back, with a new mtime (so that ninja rebuilds from it)
+restore() { [ -e "$WORK/mutating" ] && cp "$WORK/mutating" "$SRC/$1" && rm -f "$WORK/mutating"; }
+
+killed=0 survived=0 broken=0
+for m in "${MUTATIONS[@]}"; do
+        file=${FILE[$m]} tests=${TESTS[$m]} mt0=$SECONDS
+        trap 'restore "$file"; exit 130' INT TERM
+        if ! why=$(apply "$file" "${OLD[$m]}" "${NEW[$m]}"); then
+                echo "$m: DID NOT APPLY ($why)"; broken=$((broken + 1)); continue
+        fi
+        # shellcheck disable=SC2086
+        if ! nw=$(build "$LOGS/$m.build.log" $tests); then
+                echo "$m: DID NOT BUILD ($LOGS/$m.build.log)"; broken=$((broken + 1)); restore "$file"; continue
+        elif [ "$nw" = "no work" ]; then
+                echo "$m: NOT COMPILED into $tests' targets"; broken=$((broken + 1)); restore "$file"; continue
+        fi
+        # shellcheck disable=SC2086
+        res=$(run_tests "$LOGS/$m.test.log" $tests)
+        restore "$file"
+        trap - INT TERM
+        # killed: a test failed (FAIL, TIMEOUT, ERROR...); a SKIP kills nothing
+        by=$(awk '$1 != "OK" && $1 != "SKIP" && $1 != "EXPECTEDFAIL" {print $2}' <<<"$res" | paste -sd, -)
+        if [ -n "$by" ]; then
+                echo "$m: killed by $by ($((SECONDS - mt0)) s)"; killed=$((killed + 1))
+        else
+                echo "$m: SURVIVED: ${DESC[$m]} ($(awk '{print $2 " " $1}' <<<"$res" | paste -sd, -); $LOGS/$m.test.log)"
+                survived=$((survived + 1))
+        fi
+done
+
+notrun=""
+[ "$broken" -gt 0 ] && notrun=", $broken not applied or not built"
+echo "mutations: $killed killed, $survived survived$notrun ($((SECONDS - t0)) s)"
+[ "$survived" -eq 0 ] && [ "$broken" -eq 0 ]
