@@ -1,24 +1,60 @@
 #!/usr/bin/env bash
 # Everything `make test` runs: the normal build (warnings as errors) and its tests, the same tests
-# under ASan+UBSan, then each libFuzzer harness briefly. Ends with "N passed, N failed, N skipped".
+# under ASan+UBSan, then each libFuzzer harness briefly. Ends with "N passed, N failed, N skipped":
+# passed and failed count tests (meson tests, the release export check, fuzz harnesses); skipped
+# counts whole tests meson reports SKIP (exit 77) and, inside the tests that ran, every skipped
+# check: the "skip - " lines of tests/lib/check.sh and of the cmocka tests (tests/unit/skips.h),
+# and the "SKIP " lines of the GPU-host run (tests/gpu/run.sh). Each build's tests are also totalled
+# per layer (unit, integration, GPU host), and every skip is listed with its reason. A test run
+# that executed no test, or a whole run that passed nothing, is a failure.
 set -uo pipefail
 BUILD=${1:-build} BUILD_ASAN=${2:-build-asan} BUILD_FUZZ=${3:-build-fuzz} FUZZ_SECONDS=${4:-20}
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
-failures=()
+failures=() skips=()
+
+# meson_tests LOG: one line per test of meson's testlog.json, tab-separated: layer (meson's suite
+# "unit" -> unit, "gpu" -> gpu host, any other -> integration), state (pass, fail, skip), name,
+# then for a skipped test its reason (its first output line that says skip), for one that ran its
+# skipped checks' lines, each "|"-separated.
+meson_tests() {
+        jq -r '
+          ((.name | capture("^[^:]*:(?<s>[^ ]+) / ") | .s) // "") as $suite
+          | (if $suite == "unit" then "unit" elif $suite == "gpu" then "gpu host" else "integration" end) as $layer
+          | (if .result == "OK" or .result == "EXPECTEDFAIL" then "pass" elif .result == "SKIP" then "skip" else "fail" end) as $state
+          | ((.stdout // "") + "\n" + (.stderr // "") | split("\n")) as $out
+          | (if $state == "skip" then ([$out[] | select(test("^(skip - |SKIP|skipped|# skipped)"))]
+                                     + [$out[] | select(test("skip"; "i"))] | .[0:1])
+             else [(.stdout // "") | split("\n")[] | select(test("^(skip - |SKIP )"))] end) as $why
+          | [$layer, $state, (.name | sub("^[^/]*/ "; "")), ($why | map(gsub("[\t|]"; " ")) | join("|"))] | @tsv' "$1"
+}
 
 count_meson() { # build dir, label
-        local log="$1/meson-logs/testlog.json"
+        local log="$1/meson-logs/testlog.json" layer state name why line
         if [ ! -s "$log" ]; then
                 failed=$((failed + 1)); failures+=("$2: no test log"); return
         fi
-        local p f s
-        p=$(jq -s '[.[] | select(.result == "OK" or .result == "EXPECTEDFAIL")] | length' "$log")
-        s=$(jq -s '[.[] | select(.result == "SKIP")] | length' "$log")
-        f=$(jq -s '[.[] | select(.result != "OK" and .result != "EXPECTEDFAIL" and .result != "SKIP")] | length' "$log")
+        local -A lp=() lf=() lst=() lsc=()
+        while IFS=$'\t' read -r layer state name why; do
+                case $state in
+                pass) lp[$layer]=$((${lp[$layer]:-0} + 1)) ;;
+                fail) lf[$layer]=$((${lf[$layer]:-0} + 1)); failures+=("$2: $name") ;;
+                skip) lst[$layer]=$((${lst[$layer]:-0} + 1)); skips+=("$2, $layer: $name (the whole test): ${why:-no reason given}")
+                      continue ;;
+                esac
+                [ -n "$why" ] || continue
+                while IFS= read -r line; do
+                        lsc[$layer]=$((${lsc[$layer]:-0} + 1)); skips+=("$2, $layer: $name: $line")
+                done < <(tr '|' '\n' <<<"$why")
+        done < <(meson_tests "$log")
+        local p=0 f=0 s=0
+        for layer in unit integration "gpu host"; do
+                local lpl=${lp[$layer]:-0} lfl=${lf[$layer]:-0} lstl=${lst[$layer]:-0} lscl=${lsc[$layer]:-0}
+                echo "$2, $layer: $lpl passed, $lfl failed, $((lstl + lscl)) skipped (tests: $lstl, checks in tests that ran: $lscl)"
+                p=$((p + lpl)); f=$((f + lfl)); s=$((s + lstl + lscl))
+        done
         passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-        while IFS= read -r name; do failures+=("$2: $name"); done < <(jq -r 'select(.result != "OK" and .result != "EXPECTEDFAIL" and .result != "SKIP") | .name' "$log")
-        while IFS= read -r name; do echo "SKIPPED ($2): $name"; done < <(jq -r 'select(.result == "SKIP") | .name' "$log")
+        if [ "$p" -eq 0 ]; then failed=$((failed + 1)); failures+=("$2: no test passed: this run tested nothing"); fi
 }
 
 run_suite() { # build dir, label, meson setup args...
@@ -79,7 +115,26 @@ else
         failed=$((failed + 1)); failures+=("fuzz: build")
 fi
 
+# The mutation check (tests/mutation/): behaviours broken on purpose in a scratch copy; each one
+# the suite does not catch, and each that did not apply or build, is a failure.
+if [ -z "${FUZZ_ONLY:-}" ]; then
+        echo "=== mutation check (${BUILD_MUT:-build-mut})"
+        mut_log=$(mktemp)
+        tests/mutation/run.sh "${BUILD_MUT:-build-mut}" 2>&1 | tee "$mut_log"
+        mut_rc=${PIPESTATUS[0]}
+        k=$(grep -c ': killed by ' "$mut_log")
+        passed=$((passed + k))
+        while IFS= read -r line; do failed=$((failed + 1)); failures+=("mutation: $line"); done \
+                < <(grep -E ': (SURVIVED|DID NOT APPLY|DID NOT BUILD)' "$mut_log")
+        if [ "$mut_rc" -ne 0 ] && ! grep -qE ': (SURVIVED|DID NOT APPLY|DID NOT BUILD)' "$mut_log"; then
+                failed=$((failed + 1)); failures+=("mutation: the check itself failed (exit $mut_rc; see above)")
+        fi
+        rm -f "$mut_log"
+fi
+
 echo
+for s in "${skips[@]+"${skips[@]}"}"; do echo "SKIPPED ($s)"; done
 for f in "${failures[@]+"${failures[@]}"}"; do echo "FAILED: $f"; done
+if [ "$passed" -eq 0 ]; then failed=$((failed + 1)); echo "FAILED: nothing passed: this run tested nothing"; fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

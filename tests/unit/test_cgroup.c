@@ -27,6 +27,8 @@
 
 #include <cmocka.h>
 
+#include "skips.h"
+
 #include <linux/bpf.h>
 
 #include "container/cgroup.h"
@@ -334,9 +336,13 @@ static void remove_cgroup(const char *dir)
         fprintf(stderr, "warning: could not remove %s: %s\n", dir, strerror(errno));
 }
 
+/* Why the last setup left *state NULL: a hierarchy this host does not have. */
+static const char *no_fixture_why = "";
+
 static int setup_v2(void **state)
 {
         if (v2_mount[0] == '\0') {
+                no_fixture_why = "no cgroup2 mount on this host (cgroup v1 only)";
                 *state = NULL;
                 return 0;
         }
@@ -357,6 +363,7 @@ static int setup_v2(void **state)
 static int setup_v1(void **state)
 {
         if (v1_mount[0] == '\0') {
+                no_fixture_why = "no cgroup v1 devices hierarchy on this host (cgroup v2 only)";
                 *state = NULL;
                 return 0;
         }
@@ -386,10 +393,11 @@ static int teardown(void **state)
         return 0;
 }
 
+/* NEED(f): the setup found no hierarchy of its kind (why: no_fixture_why): a visible skip */
 #define NEED(f)                                                                                                \
         do {                                                                                                   \
                 if ((f) == NULL) {                                                                             \
-                        skip();                                                                                \
+                        GS_SKIP("%s", no_fixture_why);                                                         \
                         return;                                                                                \
                 }                                                                                              \
         } while (0)
@@ -691,11 +699,11 @@ static void test_v2_jit_harden(void **state)
         char saved[16], jit[16];
         if (read_sysctl(knob, saved, sizeof(saved)) < 0 ||
             read_sysctl("/proc/sys/net/core/bpf_jit_enable", jit, sizeof(jit)) < 0 || strcmp(jit, "1") != 0) {
-                skip();
+                GS_SKIP("this kernel's BPF JIT is off or unreadable (net.core.bpf_jit_enable != 1): no blinding");
                 return;
         }
         if (write_file(knob, "2") < 0) {
-                skip();
+                GS_SKIP("cannot set %s here: %s", knob, strerror(errno));
                 return;
         }
         int rt = load_runtime(0);
@@ -709,7 +717,7 @@ static void test_v2_jit_harden(void **state)
         blinded |= n > 0 && memcmp(&d[0], &z, sizeof(z)) == 0;
         if (!blinded) {
                 close(rt);
-                skip();
+                GS_SKIP("this kernel did not blind the program at bpf_jit_harden=2");
                 return;
         }
         expect_refusal(f, rt, "bpf_jit_harden");
@@ -957,5 +965,5 @@ int main(void)
         };
         int rc = cmocka_run_group_tests(tests, NULL, NULL);
         remove_devdir();
-        return rc;
+        return gs_skips_result(rc, sizeof(tests) / sizeof(tests[0]));
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "skips.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -46,7 +48,9 @@
 #define LIBDIR "/usr/lib/" TRIPLET
 #define LIBDIR2 "/lib/" TRIPLET
 
-#define BUSYBOX "/bin/busybox"
+/* A static busybox (`make test-deps` installs busybox-static; GS_BUSYBOX names another, as the
+ * GPU host's run does with the one tests/gpu/prepare.sh carries) */
+static const char *busybox = "/bin/busybox";
 
 static const char *host_ldconfig; /* "/sbin/ldconfig" or similar, found at start */
 
@@ -275,7 +279,7 @@ static void busybox_ldconfig(struct fixture *f, const char *body)
         mkdirs(f->rootfs, "sbin");
         char *p = pathf("%s/bin/busybox", f->rootfs);
         if (!exists(p))
-                copy_file(BUSYBOX, p, 0755);
+                copy_file(busybox, p, 0755);
         free(p);
         p = pathf("%s/bin/sh", f->rootfs);
         if (!exists(p))
@@ -346,28 +350,30 @@ static void cache_lookup(const struct fixture *f, const char *key, char *value, 
         free(p);
 }
 
-static void skip_without_busybox(void)
+/* Pieces every test machine has: their absence is a broken environment, a failure. */
+static void need_busybox(void)
 {
-        if (access(BUSYBOX, X_OK) != 0)
-                skip();
+        if (access(busybox, X_OK) != 0)
+                fail_msg("%s: %s (`make test-deps` installs busybox-static; or set GS_BUSYBOX)", busybox,
+                         strerror(errno));
 }
 
-static void skip_without_host_ldconfig(void)
+static void need_host_ldconfig(void)
 {
         if (host_ldconfig == NULL)
-                skip();
+                fail_msg("no host ldconfig (/sbin/ldconfig, /usr/sbin/ldconfig): libc-bin has it");
 }
 
 /* The host ldconfig run in the rootfs as uid/gid, with checks of its results. */
 static void check_host_run(uid_t uid, gid_t gid, bool no_pivot)
 {
-        skip_without_host_ldconfig();
+        need_host_ldconfig();
         struct fixture *f = fixture_new(true);
         char *lib = in_root(f, LIBDIR "/libgstest.so.1.2.3");
         if (!compile_lib(lib, "libgstest.so.1")) {
                 free(lib);
                 fixture_free(f);
-                skip();
+                fail_msg("cc could not build a shared object (`make test-deps` installs the compiler)");
         }
         free(lib);
         if (uid != 0)
@@ -448,14 +454,14 @@ static void test_host_ldconfig_no_pivot(void **state)
 static void test_host_ldconfig_extra_dirs(void **state)
 {
         (void)state;
-        skip_without_host_ldconfig();
+        need_host_ldconfig();
         struct fixture *f = fixture_new(false);
         mkdirs(f->rootfs, "usr/local/gsextra");
         char *lib = in_root(f, "/usr/local/gsextra/libgsextra.so.7.0");
         if (!compile_lib(lib, "libgsextra.so.7")) {
                 free(lib);
                 fixture_free(f);
-                skip();
+                fail_msg("cc could not build a shared object (`make test-deps` installs the compiler)");
         }
         free(lib);
         char *at = host_at();
@@ -479,7 +485,7 @@ static void test_host_ldconfig_extra_dirs(void **state)
 static void test_host_memfd_sealed(void **state)
 {
         (void)state;
-        skip_without_host_ldconfig();
+        need_host_ldconfig();
         char resolved[4096];
         struct gs_error err = {0};
         int fd = gs_ldconfig_host_memfd(host_ldconfig, resolved, sizeof(resolved), &err);
@@ -522,7 +528,7 @@ static void test_host_memfd_sealed(void **state)
 static void test_host_wrapper_script(void **state)
 {
         (void)state;
-        skip_without_host_ldconfig();
+        need_host_ldconfig();
         struct fixture *f = fixture_new(true);
         char *hostdir = pathf("%s/hostsbin", f->dir);
         assert_int_equal(mkdir(hostdir, 0755), 0);
@@ -574,7 +580,7 @@ static void test_host_missing(void **state)
 static void test_setup_failure(void **state)
 {
         (void)state;
-        skip_without_host_ldconfig();
+        need_host_ldconfig();
         char *at = host_at();
         struct gs_ldconfig_opts o;
         memset(&o, 0, sizeof(o));
@@ -610,7 +616,7 @@ static void test_bad_options(void **state)
 static void test_join_mount_namespace(void **state)
 {
         (void)state;
-        skip_without_host_ldconfig();
+        need_host_ldconfig();
         struct fixture *f = fixture_new(true);
         char *nsdir = pathf("%s/ns", f->dir);
         assert_int_equal(mkdir(nsdir, 0755), 0);
@@ -692,7 +698,7 @@ static void test_container_ldconfig_missing(void **state)
 static void test_container_view(void **state)
 {
         (void)state;
-        skip_without_busybox();
+        need_busybox();
         struct fixture *f = fixture_new(false);
         busybox_ldconfig(f,
                          "export -p > /out_env\n"
@@ -776,7 +782,7 @@ static void test_container_view(void **state)
 static void test_container_seccomp_mknod_socket(void **state)
 {
         (void)state;
-        skip_without_busybox();
+        need_busybox();
         struct fixture *f = fixture_new(false);
         busybox_ldconfig(f,
                          "echo written > /plain-file\n"
@@ -806,7 +812,7 @@ static void test_container_seccomp_mknod_socket(void **state)
         free(log);
 
         /* The same command outside the sandbox works (so it is the filter, not the fs). */
-        char *cmd = pathf(BUSYBOX " mkfifo '%s/fifo-control'", f->rootfs);
+        char *cmd = pathf("'%s' mkfifo '%s/fifo-control'", busybox, f->rootfs);
         assert_int_equal(system(cmd), 0);
         free(cmd);
 
@@ -833,7 +839,7 @@ static void test_container_seccomp_mknod_socket(void **state)
 static void test_container_no_capabilities(void **state)
 {
         (void)state;
-        skip_without_busybox();
+        need_busybox();
         struct fixture *f = fixture_new(false);
         busybox_ldconfig(f,
                          "if echo x > /owned; then echo write:ok; else echo write:denied; fi > /out_w\n"
@@ -861,7 +867,7 @@ static void test_container_no_capabilities(void **state)
 static void test_container_exit_code(void **state)
 {
         (void)state;
-        skip_without_busybox();
+        need_busybox();
         struct fixture *f = fixture_new(false);
         busybox_ldconfig(f, "exit 3");
         struct gs_ldconfig_opts o = opts_for(f, "/sbin/ldconfig");
@@ -877,7 +883,7 @@ static void test_container_exit_code(void **state)
 static void test_container_signal(void **state)
 {
         (void)state;
-        skip_without_busybox();
+        need_busybox();
         struct fixture *f = fixture_new(false);
         busybox_ldconfig(f, "f() { f; }\nf");
         struct gs_ldconfig_opts o = opts_for(f, "/sbin/ldconfig");
@@ -895,7 +901,7 @@ static void test_container_signal(void **state)
 static void test_container_file_size_limit(void **state)
 {
         (void)state;
-        skip_without_busybox();
+        need_busybox();
         struct fixture *f = fixture_new(false);
         busybox_ldconfig(f,
                          "x=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
@@ -923,7 +929,7 @@ static void test_container_file_size_limit(void **state)
 static void test_container_timeout(void **state)
 {
         (void)state;
-        skip_without_busybox();
+        need_busybox();
         struct fixture *f = fixture_new(false);
         busybox_ldconfig(f, "while :; do :; done");
         struct gs_ldconfig_opts o = opts_for(f, "/sbin/ldconfig");
@@ -991,6 +997,8 @@ int main(void)
                 fprintf(stderr, "skipped: no mount namespace: %s\n", strerror(errno));
                 return 77;
         }
+        if (getenv("GS_BUSYBOX") != NULL && getenv("GS_BUSYBOX")[0] != '\0')
+                busybox = getenv("GS_BUSYBOX");
         static const char *const candidates[] = {"/sbin/ldconfig", "/usr/sbin/ldconfig"};
         for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]) && host_ldconfig == NULL; i++) {
                 if (access(candidates[i], X_OK) == 0)
@@ -1019,5 +1027,5 @@ int main(void)
                 cmocka_unit_test(test_container_not_executable),
                 cmocka_unit_test(test_container_symlink_stays_inside),
         };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return gs_skips_result(cmocka_run_group_tests(tests, NULL, NULL), sizeof(tests) / sizeof(tests[0]));
 }
