@@ -21,8 +21,20 @@ container() {
         for _ in $(seq 50); do [ -s "$TMP/$name.pid" ] && break; sleep 0.1; done
         echo "$rootfs"
 }
-cpid() { cat "$TMP/$1.pid"; }
+cpid() { cat "$TMP/$1.pid" 2>/dev/null; }
 inside() { local name=$1; shift; nsenter -t "$(cpid "$name")" -m chroot "$TMP/$name.rootfs" "$@"; }
+# Checks of a path in the container say what they saw as a word, so that "absent" can never be
+# read from a container that could not be entered: verdict NAME CMD... prints "yes" (CMD
+# succeeded in the container), "no" (it ran and failed) or nothing (nsenter/chroot/sh failed).
+verdict() { local name=$1; shift; inside "$name" sh -c '"$@" >/dev/null 2>&1 && echo yes || echo no' sh "$@" 2>/dev/null; }
+in_yes() { # NAME DESC CMD...: CMD succeeds in the container
+        local v; v=$(verdict "$1" "${@:3}")
+        if [ "$v" = yes ]; then ok "$2"; else not_ok "$2: ${v:-could not enter the container $1}"; fi
+}
+in_no() { # NAME DESC CMD...: CMD ran in the container and failed (a negative check proved to have run)
+        local v; v=$(verdict "$1" "${@:3}")
+        case $v in no) ok "$2" ;; yes) not_ok "$2: '${*:3}' succeeded" ;; *) not_ok "$2: could not enter the container $1" ;; esac
+}
 mounts_of() { nsenter -t "$(cpid "$1")" -m cat /proc/self/mountinfo | awk '{print $5, $6}' | sort; }
 files_of() { (cd "$TMP/$1.rootfs" && find . -xdev | sort); }
 cleanup_containers() {
@@ -33,23 +45,24 @@ cleanup_containers() {
 trap 'cleanup_containers; rm -rf "$TMP"' EXIT
 
 R=$(container c1)
+started "c1: the container process" "$(cpid c1)"
 run cfg -- "$GS" --root "$DRV" configure --pid "$(cpid c1)" --compute --utility --device 0 "$R"
 expect_rc cfg 0 "configure --compute --utility --device 0 into an unshare container"
 
-inside c1 test -f /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04 && ok "libcuda is in the container's lib dir" || not_ok "libcuda missing"
-inside c1 test -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04 && ok "libnvidia-ml is there" || not_ok "libnvidia-ml missing"
-inside c1 test -f /usr/bin/nvidia-smi && ok "nvidia-smi is in /usr/bin" || not_ok "nvidia-smi missing"
-inside c1 test -e /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.580.159.04 && not_ok "video libraries mounted without --video" || ok "video libraries are not mounted without --video"
-inside c1 test -c /dev/nvidia0 && ok "/dev/nvidia0 is a char device" || not_ok "/dev/nvidia0"
-inside c1 test -c /dev/nvidiactl && ok "/dev/nvidiactl" || not_ok "/dev/nvidiactl"
-inside c1 test -c /dev/nvidia-uvm && ok "/dev/nvidia-uvm (compute)" || not_ok "/dev/nvidia-uvm"
-inside c1 test -e /dev/nvidia2 && not_ok "the unselected GPU's node is present" || ok "the unselected GPU (minor 2) is absent from /dev"
-inside c1 test -e /dev/nvidia-modeset && not_ok "modeset without --display" || ok "no /dev/nvidia-modeset without --display"
+in_yes c1 "libcuda is in the container's lib dir" test -f /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04
+in_yes c1 "libnvidia-ml is there" test -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04
+in_yes c1 "nvidia-smi is in /usr/bin" test -f /usr/bin/nvidia-smi
+in_no c1 "video libraries are not mounted without --video" test -e /usr/lib/x86_64-linux-gnu/libnvidia-encode.so.580.159.04
+in_yes c1 "/dev/nvidia0 is a char device" test -c /dev/nvidia0
+in_yes c1 "/dev/nvidiactl" test -c /dev/nvidiactl
+in_yes c1 "/dev/nvidia-uvm (compute)" test -c /dev/nvidia-uvm
+in_no c1 "the unselected GPU (minor 2) is absent from /dev" test -e /dev/nvidia2
+in_no c1 "no /dev/nvidia-modeset without --display" test -e /dev/nvidia-modeset
 inside c1 ls /proc/driver/nvidia/gpus >"$TMP/gpus.out" 2>&1
 if [ "$(cat "$TMP/gpus.out")" = "0000:3b:00.0" ]; then ok "/proc/driver/nvidia/gpus holds only the selected GPU"; else
         not_ok "/proc/driver/nvidia/gpus: $(tr '\n' ' ' <"$TMP/gpus.out")"; fi
-inside c1 grep -q "ModifyDeviceFiles: 0" /proc/driver/nvidia/params && ok "params has ModifyDeviceFiles: 0" || not_ok "params not patched"
-inside c1 sh -c 'echo x > /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04' 2>/dev/null && not_ok "a library is writable" || ok "libraries are read-only"
+in_yes c1 "params has ModifyDeviceFiles: 0" grep -q "ModifyDeviceFiles: 0" /proc/driver/nvidia/params
+in_no c1 "libraries are read-only" sh -c 'echo x > /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04'
 mounts_of c1 >"$TMP/c1.mounts"
 flags_ok() { # PATH-SUFFIX FLAGS...: the mount at PATH has every flag
         local line; line=$(nsenter -t "$(cpid c1)" -m awk -v p="$R$1" '$5 == p {print $6}' /proc/self/mountinfo | tail -1)
@@ -70,15 +83,22 @@ inside c1 env FAKEGPU_CONFIG=/tmp/gpus.conf nvidia-smi -L >"$TMP/smi.out" 2>&1 &
 if [ -d "$CGV1" ]; then
         list=$(cat "$CGV1/gs-it-c1/devices.list")
         case "$list" in *"c 195:0 rw"*) ok "cgroup v1 allows /dev/nvidia0";; *) not_ok "cgroup lacks 195:0: $list";; esac
-        case "$list" in *"c 195:255 rw"*) ok "cgroup v1 allows /dev/nvidiactl";; *) not_ok "cgroup lacks 195:255";; esac
-        case "$list" in *"c 195:2 "*) not_ok "cgroup allows the unselected GPU";; *) ok "cgroup does not allow the unselected GPU";; esac
+        # the negative check only on a list that was read and holds what configure added
+        case "$list" in *"c 195:255 rw"*)
+                ok "cgroup v1 allows /dev/nvidiactl"
+                case "$list" in *"c 195:2 "*) not_ok "cgroup allows the unselected GPU";; *) ok "cgroup does not allow the unselected GPU";; esac ;;
+        *) not_ok "cgroup lacks 195:255: $list";; esac
 else
-        echo "# SKIP cgroup v1 checks: no v1 devices hierarchy here"
+        skip "cgroup v1 device checks: no v1 devices hierarchy on this host"
 fi
 
 # Requirements fail before anything is touched.
 R2=$(container c2)
+started "c2: the container process" "$(cpid c2)"
 mounts_of c2 >"$TMP/c2.before"; files_of c2 >"$TMP/c2.fbefore"
+# the "nothing changed" comparisons below sit behind this: the snapshot holds the container's mounts
+grep -q "^$R2 " "$TMP/c2.before" && grep -qx ./bin/busybox "$TMP/c2.fbefore" &&
+        ok "c2: its mounts and files were read (rootfs bind mount, /bin/busybox)" || not_ok "c2: no snapshot of the container"
 run req -- "$GS" --root "$DRV" configure --pid "$(cpid c2)" --compute --device 0 --require 'cuda>=99' "$R2"
 expect_rc req 1 "an unsatisfied requirement"
 expect_err req "gpuslice: requirement error: unsatisfied condition: cuda>=99" "... with nvidia's message"
@@ -112,27 +132,45 @@ compat_container() { # NAME MAJOR: a container whose image ships compat libcuda.
         cp "$DRV/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04" "$r/usr/local/cuda/compat/libcuda.so.$2.10.01"
         echo "$r"
 }
+# ldcache_has_driver NAME DESC: `ldconfig -p` ran in the container (into $TMP/NAME.ldp) and lists
+# the driver's libcuda.so.1 from the lib dir: the positive check before "the compat dir is not in
+# the cache" (an ldconfig that never ran, or an empty cache, lacks the compat dir too).
+ldcache_has_driver() {
+        inside "$1" ldconfig -p >"$TMP/$1.ldp" 2>&1
+        if grep -q "libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1" "$TMP/$1.ldp"; then ok "$2"; return 0; fi
+        not_ok "$2: ldconfig -p: $(head -3 "$TMP/$1.ldp" | tr '\n' ' ')"; return 1
+}
 R3=$(compat_container c3 590)
+started "c3: the container process" "$(cpid c3)"
 run compat -- "$GS" --root "$DRV" configure --pid "$(cpid c3)" --compute --device 0 "$R3"
 expect_rc compat 0 "configure with a newer compat libcuda in the image (default mode: ldconfig)"
 inside c3 ldconfig -p >"$TMP/c3.ldp" 2>&1
 first=$(grep -m1 "libcuda.so.1 " "$TMP/c3.ldp")
 case "$first" in *"=> /usr/local/cuda/compat/libcuda.so.1") ok "ldconfig mode: the image's newer libcuda.so.1 comes first";;
         *) not_ok "ldconfig mode: first libcuda.so.1 is: $first";; esac
-nsenter -t "$(cpid c3)" -m grep -q "cuda/compat" /proc/self/mountinfo && not_ok "a compat library was mounted" ||
-        ok "... and no file of the container was mounted"
+mounts_of c3 >"$TMP/c3.mounts"
+if ! grep -q "^$R3/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04 " "$TMP/c3.mounts"; then
+        not_ok "ldconfig mode: the container's mount table lacks the driver's libcuda: $(wc -l <"$TMP/c3.mounts") mounts read"
+elif grep -q "cuda/compat" "$TMP/c3.mounts"; then not_ok "a compat library was mounted"
+else ok "... the driver's libcuda is mounted, and no file of the container's compat dir"; fi
 R4=$(compat_container c4 570)
+started "c4: the container process" "$(cpid c4)"
 run compat2 -- "$GS" --root "$DRV" configure --pid "$(cpid c4)" --compute --device 0 "$R4"
-inside c4 ldconfig -p >"$TMP/c4.ldp" 2>&1
-grep -q "/usr/local/cuda/compat" "$TMP/c4.ldp" && not_ok "an older compat libcuda was indexed" ||
-        ok "ldconfig mode: an older compat libcuda (570 < 580) is ignored"
+expect_rc compat2 0 "configure with an older compat libcuda in the image"
+ldcache_has_driver c4 "older compat: the container's ld.so.cache has the driver's libcuda.so.1" &&
+        { grep -q "/usr/local/cuda/compat" "$TMP/c4.ldp" && not_ok "an older compat libcuda was indexed" ||
+                ok "ldconfig mode: an older compat libcuda (570 < 580) is ignored"; }
 R5=$(compat_container c5 590)
+started "c5: the container process" "$(cpid c5)"
 run compat3 -- "$GS" --root "$DRV" configure --pid "$(cpid c5)" --compute --device 0 --cuda-compat-mode=disabled "$R5"
-inside c5 ldconfig -p >"$TMP/c5.ldp" 2>&1
-grep -q "/usr/local/cuda/compat" "$TMP/c5.ldp" && not_ok "disabled mode indexed the compat dir" ||
-        ok "--cuda-compat-mode=disabled ignores the image's compat libraries"
+expect_rc compat3 0 "configure --cuda-compat-mode=disabled"
+ldcache_has_driver c5 "disabled mode: the container's ld.so.cache has the driver's libcuda.so.1" &&
+        { grep -q "/usr/local/cuda/compat" "$TMP/c5.ldp" && not_ok "disabled mode indexed the compat dir" ||
+                ok "--cuda-compat-mode=disabled ignores the image's compat libraries"; }
 R6=$(compat_container c6 590)
+started "c6: the container process" "$(cpid c6)"
 run compat4 -- "$GS" --root "$DRV" configure --pid "$(cpid c6)" --compute --device 0 --cuda-compat-mode=mount "$R6"
+expect_rc compat4 0 "configure --cuda-compat-mode=mount"
 inside c6 readlink /usr/lib/x86_64-linux-gnu/libcuda.so.590.10.01 >"$TMP/c6.link" 2>&1
 [ "$(cat "$TMP/c6.link")" = /usr/local/cuda/compat/libcuda.so.590.10.01 ] &&
         ok "mount mode: the compat library is linked (not mounted) into the lib dir" || not_ok "mount mode link: $(cat "$TMP/c6.link")"
@@ -145,35 +183,40 @@ expect_rc compatbad 2 "an unknown --cuda-compat-mode is a usage error"
 # MIG: a MIG device brings its parent's node, its GI/CI access files and their caps nodes.
 MIGDRV=$(mkroot migdrv 8gpu-mig.conf)
 R7=$(container c7)
+started "c7: the container process" "$(cpid c7)"
 run mig -- "$GS" --root "$MIGDRV" configure --pid "$(cpid c7)" --compute --utility --device 2:1 "$R7"
 expect_rc mig 0 "configure --device 2:1 (a MIG device)"
 for f in /dev/nvidia2 /dev/nvidia-caps/nvidia-cap291 /dev/nvidia-caps/nvidia-cap293; do
-        inside c7 test -c "$f" && ok "MIG: $f is a char device in the container" || not_ok "MIG: $f missing"
+        in_yes c7 "MIG: $f is a char device in the container" test -c "$f"
 done
 for f in /proc/driver/nvidia/capabilities/gpu2/mig/gi2/access /proc/driver/nvidia/capabilities/gpu2/mig/gi2/ci1/access; do
-        inside c7 grep -q DeviceFileMinor "$f" && ok "MIG: $f is readable" || not_ok "MIG: $f missing"
+        in_yes c7 "MIG: $f is readable" grep -q DeviceFileMinor "$f"
 done
-inside c7 test -e /dev/nvidia-caps/nvidia-cap292 && not_ok "MIG: another CI's caps node is present" || ok "MIG: the other compute instance's node (cap292) is absent"
-inside c7 test -e /dev/nvidia0 && not_ok "MIG: an unselected GPU's node is present" || ok "MIG: other GPUs' nodes are absent"
+in_no c7 "MIG: the other compute instance's node (cap292) is absent" test -e /dev/nvidia-caps/nvidia-cap292
+in_no c7 "MIG: other GPUs' nodes are absent" test -e /dev/nvidia0
 if [ -d "$CGV1" ]; then
         capmaj=$(printf '%d' "0x$(stat -c '%t' "$MIGDRV/dev/nvidia-caps/nvidia-cap291")")
         case "$(cat "$CGV1/gs-it-c7/devices.list")" in *"c $capmaj:291 rw"*)
                 ok "MIG: the cgroup allows the GI caps node";; *) not_ok "MIG: caps node not allowed";; esac
+else
+        skip "MIG: cgroup v1 device check: no v1 devices hierarchy on this host"
 fi
 R8=$(container c8)
+started "c8: the container process" "$(cpid c8)"
 run migcfg -- "$GS" --root "$MIGDRV" configure --pid "$(cpid c8)" --utility --device all --mig-config all --mig-monitor all "$R8"
 expect_rc migcfg 0 "configure --mig-config all --mig-monitor all"
-inside c8 test -f /proc/driver/nvidia/capabilities/mig/config && ok "mig-config: the capabilities tree is there" || not_ok "mig-config: no capabilities"
-inside c8 test -c /dev/nvidia-caps/nvidia-cap1 && ok "mig-config: /dev/nvidia-caps is there" || not_ok "mig-config: no /dev/nvidia-caps"
+in_yes c8 "mig-config: the capabilities tree is there" test -f /proc/driver/nvidia/capabilities/mig/config
+in_yes c8 "mig-config: /dev/nvidia-caps is there" test -c /dev/nvidia-caps/nvidia-cap1
 run migbad -- "$GS" --root "$MIGDRV" configure --pid "$(cpid c8)" --device 2:1 --mig-config all "$R8"
 expect_err migbad "gpuslice: mig-config error: cannot enable mig-config with specific MIG devices selected" "mig-config with one MIG device is refused"
 
 # IMEX channels: bound and allowed when the root has them, a clear error when not.
 mkdir -p "$DRV/dev/nvidia-caps-imex-channels" && mknod -m 666 "$DRV/dev/nvidia-caps-imex-channels/channel3" c 242 3
 R9=$(container c9)
+started "c9: the container process" "$(cpid c9)"
 run imex -- "$GS" --root "$DRV" configure --pid "$(cpid c9)" --utility --imex-channel 3 "$R9"
 expect_rc imex 0 "configure --imex-channel 3"
-inside c9 test -c /dev/nvidia-caps-imex-channels/channel3 && ok "IMEX channel 3 is in the container" || not_ok "IMEX channel missing"
+in_yes c9 "IMEX channel 3 is in the container" test -c /dev/nvidia-caps-imex-channels/channel3
 run imex2 -- "$GS" --root "$DRV" configure --pid "$(cpid c9)" --utility --imex-channel 4 "$R9"
 expect_err imex2 "gpuslice: mount error: device $DRV/dev/nvidia-caps-imex-channels/channel4: No such file or directory" "a missing IMEX channel is a mount error"
 run imex3 -- "$GS" --root "$DRV" configure --pid "$(cpid c9)" --utility --imex-channel 1048576 "$R9"
@@ -184,7 +227,10 @@ expect_err imex3 "invalid IMEX channel: 1048576" "an IMEX channel >= 2^20 is ref
 SL=$TMP/slices
 R10=$(container c10)
 echo /usr/lib/x86_64-linux-gnu/libm.so.6 >"$R10/etc/ld.so.preload"
+started "c10: the container process" "$(cpid c10)"
 mounts_of c10 >"$TMP/c10.before"; files_of c10 >"$TMP/c10.fbefore"
+grep -q "^$R10 " "$TMP/c10.before" && grep -qx ./etc/ld.so.preload "$TMP/c10.fbefore" &&
+        ok "c10: its mounts and files were read (rootfs bind mount, the image's /etc/ld.so.preload)" || not_ok "c10: no snapshot of the container"
 n=0 rolled=0
 while :; do
         n=$((n + 1))
@@ -220,9 +266,10 @@ grep -qx GPUSLICE_MEMORY_LIMIT=1Gi "$TMP/c10.conf" && grep -qx GPUSLICE_MEMORY_L
         ok "slice.conf: limits, compute shares, mode and priority (--priority HIGH: high), enforced, region, device UUID" ||
         not_ok "slice.conf: $(tr '\n' '|' <"$TMP/c10.conf")"
 for f in /etc/gpuslice/slice.conf /etc/ld.so.preload /usr/lib/gpuslice/libgpuslice-vgpu.so; do
-        if inside c10 sh -c "echo x >>$f" 2>/dev/null; then not_ok "$f is writable in the container"; else ok "$f is read-only in the container"; fi
+        in_yes c10 "$f is in the container" test -f "$f"
+        in_no c10 "$f is read-only in the container" sh -c "echo x >>$f"
 done
-inside c10 sh -c 'echo x >/run/gpuslice/usage' 2>/dev/null && ok "the usage region is writable in the container" || not_ok "usage region not writable"
+in_yes c10 "the usage region is writable in the container" sh -c 'echo x >/run/gpuslice/usage'
 run slbad -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --memory 4GB "$R10"
 expect_err slbad "invalid --memory: 4GB" "configure --memory 4GB is refused"
 run slbadc -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --compute-share 120 "$R10"

@@ -14,9 +14,8 @@
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
-CRUN=$(command -v crun) || { echo "SKIP: crun is not installed"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
-command -v unshare >/dev/null || { echo "SKIP: unshare (util-linux) is not installed"; exit 77; }
+need crun jq unshare
+CRUN=$(command -v crun)
 # make_bundle takes its config.json template from "$RUNC spec": crun's own will do.
 [ -x "$RUNC" ] || RUNC=$CRUN
 for f in "$GS" "$VGPU_LIB" "$PROBE"; do

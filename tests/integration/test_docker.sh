@@ -18,10 +18,11 @@
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
-[ -x "$RUNC" ] || { echo "SKIP: runc is not installed"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
-command -v unshare >/dev/null || { echo "SKIP: unshare (util-linux) is not installed"; exit 77; }
-[ -x "$GS" ] || { echo "not ok - $GS is not built"; exit 1; }
+# runc, jq and util-linux come with `make test-deps`: without them the test fails (not a skip).
+[ -x "$RUNC" ] || { not_ok "runc is not installed (make test-deps)"; finish; }
+command -v jq >/dev/null || { not_ok "jq is not installed (make test-deps)"; finish; }
+command -v unshare >/dev/null || { not_ok "unshare (util-linux) is not installed (make test-deps)"; finish; }
+[ -x "$GS" ] || { not_ok "$GS is not built"; finish; }
 
 DRV=$(mkroot drv 2gpu.conf)
 STATE=$TMP/runc-state
@@ -33,7 +34,7 @@ hook_config "$ETC/config.toml" "$DRV" "$TMP/slices" "$TMP/hook.log"
 # Tests that need /etc/gpuslice as a mount point (this one, test_podman.sh) take a lock on /etc
 # (flock on the directory: no lock file is left) while they create, use and remove it.
 exec {etc_lock}</etc
-flock -w 150 "$etc_lock" || { echo "not ok - could not lock /etc for /etc/gpuslice"; exit 1; }
+flock -w 150 "$etc_lock" || { not_ok "could not lock /etc for /etc/gpuslice"; finish; }
 etc_before=$(ls -la /etc/gpuslice 2>&1; cat /etc/gpuslice/config.toml 2>&1)
 made_etc=
 if [ ! -e /etc/gpuslice ]; then mkdir /etc/gpuslice && made_etc=1; fi
@@ -104,6 +105,16 @@ docker_case() {
                 sh "$ETC" "$RUNC" "$STATE" "$TMP/$name" "$id" </dev/null
 }
 env_json() { printf '%s\n' "$@" | jq -R . | jq -cs .; }
+# hook_read NAME WANT DESC: how gpuslice read the container's request, from the line the hook logs
+# for it (hook.c): "container <id>: gpu=yes|no devices=<list> caps=0x<GS_CAP_*> requirements=<n>
+# slice=yes|no" (caps: utility 0x1, compute 0x2; the default is both, 0x3), or "container <id>
+# asks for no GPU and no slice: nothing to do". This is gpuslice's output, not the config.json the
+# test wrote.
+hook_read() {
+        local line; line=$(grep -F "] container gs-$$-$1" "$TMP/hook.log" 2>/dev/null | tail -1)
+        line=${line#*] container gs-$$-"$1"}; line=${line#: }; line=${line# }
+        if [ "$line" = "$2" ]; then ok "$3: the hook read '$2'"; else not_ok "$3: the hook read '${line:-nothing}', wanted '$2'"; fi
+}
 
 # --gpus all: every GPU, default capabilities (utility, compute)
 docker_case all all
@@ -112,20 +123,19 @@ expect_all_gpus all "--gpus all"
 expect_fact all "HAS $LIBDIR/libcuda.so.$DRV_VERSION" "--gpus all: libcuda (compute)"
 expect_fact all "HAS /usr/bin/nvidia-smi" "--gpus all: nvidia-smi (utility)"
 expect_no_slice all "--gpus all"
-jq -e '.process.env | index("NVIDIA_VISIBLE_DEVICES=all") != null and (map(select(startswith("NVIDIA_DRIVER_CAPABILITIES"))) | length == 0)' \
-        "$TMP/all/config.json" >/dev/null && ok "--gpus all: NVIDIA_VISIBLE_DEVICES=all and no NVIDIA_DRIVER_CAPABILITIES, as dockerd writes" ||
-        not_ok "--gpus all: env $(jq -c .process.env "$TMP/all/config.json")"
+hook_read all "gpu=yes devices=all caps=0x3 requirements=0 slice=no" "--gpus all: every GPU, the default capabilities (utility, compute)"
 
 # --gpus 1: a count -> NVIDIA_VISIBLE_DEVICES=0
 docker_case one 1
 expect_done one "--gpus 1"
 expect_gpu0 one "--gpus 1"
-grep -q '"NVIDIA_VISIBLE_DEVICES=0"' "$TMP/one/config.json" && ok "--gpus 1 is NVIDIA_VISIBLE_DEVICES=0" || not_ok "--gpus 1 env"
+hook_read one "gpu=yes devices=0 caps=0x3 requirements=0 slice=no" "--gpus 1: GPU 0"
 
 # --gpus 2: 0,1
 docker_case two 2
 expect_done two "--gpus 2"
 expect_all_gpus two "--gpus 2 (NVIDIA_VISIBLE_DEVICES=0,1)"
+hook_read two "gpu=yes devices=0,1 caps=0x3 requirements=0 slice=no" "--gpus 2: GPUs 0 and 1"
 
 # --gpus device=1: GPU index 1, whose device minor is 2
 docker_case dev1 device=1
@@ -135,6 +145,7 @@ expect_fact dev1 "HAS /dev/nvidia2" "--gpus device=1: /dev/nvidia2 (GPU 1 has mi
 expect_fact dev1 "NO /dev/nvidia0" "--gpus device=1: no /dev/nvidia0"
 expect_fact dev1 "GPUS 0000:86:00.0 " "--gpus device=1: /proc/driver/nvidia/gpus has GPU 1 only"
 expect_fact dev1 "SMI GPU 1: NVIDIA A100-SXM4-40GB (UUID: $GPU1_UUID)" "--gpus device=1: nvidia-smi -L runs"
+hook_read dev1 "gpu=yes devices=1 caps=0x3 requirements=0 slice=no" "--gpus device=1: GPU 1"
 
 # --gpus all,capabilities=utility: NVIDIA_DRIVER_CAPABILITIES=utility -> no libcuda
 docker_case util all,capabilities=utility
@@ -144,8 +155,7 @@ expect_fact util "HAS $LIBDIR/libnvidia-ml.so.$DRV_VERSION" "capabilities=utilit
 expect_fact util "HAS /usr/bin/nvidia-smi" "capabilities=utility: nvidia-smi"
 expect_fact util "NO $LIBDIR/libcuda.so.$DRV_VERSION" "capabilities=utility: no libcuda"
 expect_fact util "NO /dev/nvidia-uvm" "capabilities=utility: no /dev/nvidia-uvm"
-grep -q '"NVIDIA_DRIVER_CAPABILITIES=utility"' "$TMP/util/config.json" && ok "capabilities=utility is NVIDIA_DRIVER_CAPABILITIES=utility" ||
-        not_ok "capabilities=utility env"
+hook_read util "gpu=yes devices=all caps=0x1 requirements=0 slice=no" "--gpus all,capabilities=utility: the utility capability alone"
 
 # -e GPUSLICE_MEMORY_LIMIT=1Gi --gpus 1: a slice. dockerd adds no poststop hook, so the slice
 # directory outlives the container until the next hook run sweeps it.
@@ -153,15 +163,20 @@ docker_case slice 1 GPUSLICE_MEMORY_LIMIT=1Gi EXPECT_TOTAL_MIB=1024
 expect_done slice "-e GPUSLICE_MEMORY_LIMIT=1Gi --gpus 1"
 expect_gpu0 slice "--gpus 1 with a slice"
 expect_slice slice "-e GPUSLICE_MEMORY_LIMIT=1Gi" 1Gi 1024
-[ -f "$TMP/slices/gs-$$-slice/owner" ] && ok "slice: its directory outlives the container (no poststop hook from dockerd)" ||
+hook_read slice "gpu=yes devices=0 caps=0x3 requirements=0 slice=yes" "-e GPUSLICE_MEMORY_LIMIT=1Gi --gpus 1: GPU 0 and a slice"
+left_dir=
+[ -f "$TMP/slices/gs-$$-slice/owner" ] && left_dir=1 && ok "slice: its directory outlives the container (no poststop hook from dockerd)" ||
         not_ok "slice: no slice directory after the run: $(ls -A "$TMP/slices" 2>&1)"
 
 # --gpus 0: NVIDIA_VISIBLE_DEVICES=void, the hook still runs and mounts nothing
 docker_case zero 0
 expect_done zero "--gpus 0"
 expect_nothing zero "--gpus 0 (void)"
-[ -e "$TMP/slices/gs-$$-slice" ] && not_ok "the next hook run did not sweep the dead container's slice directory" ||
-        ok "the next hook run swept the dead container's slice directory"
+hook_read zero "asks for no GPU and no slice: nothing to do" "--gpus 0: NVIDIA_VISIBLE_DEVICES=void, no GPU"
+if [ -n "$left_dir" ]; then # (swept: only said of a directory shown to be there)
+        [ -e "$TMP/slices/gs-$$-slice" ] && not_ok "the next hook run did not sweep the dead container's slice directory" ||
+                ok "the next hook run swept the dead container's slice directory"
+fi
 [ -s "$TMP/hook.log" ] && ok "the hook read /etc/gpuslice/config.toml (its log-file was written)" ||
         not_ok "the hook wrote no log: did it read /etc/gpuslice/config.toml?"
 

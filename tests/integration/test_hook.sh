@@ -9,10 +9,11 @@
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
-[ -x "$RUNC" ] || { echo "SKIP: runc is not installed"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
+# runc and jq come with `make test-deps`: without them the test fails (not a skip).
+[ -x "$RUNC" ] || { not_ok "runc is not installed (make test-deps)"; finish; }
+command -v jq >/dev/null || { not_ok "jq is not installed (make test-deps)"; finish; }
 for f in "$GS" "$VGPU_LIB" "$PROBE" "$POC"; do
-        [ -e "$f" ] || { echo "not ok - $f is not built"; exit 1; }
+        [ -e "$f" ] || { not_ok "$f is not built"; finish; }
 done
 
 DRV=$(mkroot drv 2gpu.conf)
@@ -383,18 +384,22 @@ markers() { # NAME: every marker poc.so or an evil program may have left
 H_CC_POSTSTART='{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststart"], env: $hookenv}'
 H_CC_ENV='{path: "/usr/bin/env", args: ["env", "-0"], env: $hookenv}'
 # The createContainer hooks exactly as `gpuslice cdi generate` writes them (cdi-hook
-# create-symlinks, update-ldcache), when this build has it.
+# create-symlinks, update-ldcache). The case below claims them: a failed generate, or a spec
+# without both, is a failure (the case would otherwise run without them and prove less).
 CDI_CC='[]'
-if "$GS" --root "$DRV" cdi generate --json >"$TMP/cdi.json" 2>"$TMP/cdi.err"; then
-        CDI_CC=$(jq -c '[.containerEdits.hooks[]?, .devices[].containerEdits.hooks[]?]
-                | map(select(.hookName == "createContainer") | del(.hookName)) | unique' "$TMP/cdi.json")
-        n=$(jq length <<<"$CDI_CC")
-        [ "$n" -gt 0 ] && jq -e 'all(.env | length > 0)' <<<"$CDI_CC" >/dev/null &&
-                ok "cdi generate: $n createContainer hooks ($(jq -r 'map(.args[2]) | join(", ")' <<<"$CDI_CC")), each with an explicit env" ||
-                not_ok "cdi generate: createContainer hooks without an env: $CDI_CC"
-else
-        echo "# SKIP generated CDI hooks: 'gpuslice cdi generate' failed: $(head -1 "$TMP/cdi.err")"
-fi
+run cdigen -- "$GS" --root "$DRV" cdi generate --json
+expect_rc cdigen 0 "cdi generate --json, for the generated createContainer hooks"
+CDI_CC=$(jq -c '[.containerEdits.hooks[]?, .devices[].containerEdits.hooks[]?]
+        | map(select(.hookName == "createContainer") | del(.hookName)) | unique' "$TMP/cdigen.out" 2>/dev/null)
+[ -n "$CDI_CC" ] || CDI_CC='[]' # no spec: the case runs without them, and the checks below say so
+# cdi_hooks_in JSON: the array holds cdi-hook create-symlinks and update-ldcache, each with an env
+cdi_hooks_in() {
+        jq -e '(map(select(.args[1] == "cdi-hook") | .args[2]) | index("create-symlinks") != null and index("update-ldcache") != null)
+                and all(.env | length > 0)' <<<"$1" >/dev/null 2>&1
+}
+if cdi_hooks_in "$CDI_CC"; then
+        ok "cdi generate: $(jq length <<<"$CDI_CC") createContainer hooks ($(jq -r 'map(.args[2]) | join(", ")' <<<"$CDI_CC")), each with an explicit env"
+else not_ok "cdi generate: no create-symlinks + update-ldcache hooks with an explicit env: $CDI_CC"; fi
 # In a sanitizer build, LeakSanitizer in a createContainer hook (in the container's pid namespace,
 # with the host's /proc still mounted) reads /proc/<its namespace pid>/task and may fail the hook
 # at exit: switch leak detection off there (an explicit env all the same).
@@ -408,15 +413,17 @@ poison_bundle cve '{prestart: ['"$H_PRESTART"'], createRuntime: ['"$H_CREATERT"'
         poststop: ['"$H_POSTSTOP"']}' --argjson cdi "$CDI_CC"
 run_bundle cve
 expect_done cve "poisoned image, our hooks with an explicit env (prestart, createRuntime, createContainer incl. the generated CDI ones, poststart, poststop)"
-if [ "$CDI_CC" != '[]' ]; then
-        # the links create-symlinks was asked for that configure (prestart) does not make itself
-        links=$(jq -r '.[] | select(.args[2] == "create-symlinks") | .args[] | select(contains("::")) | sub(".*::"; "")
-                | select(endswith("/libcuda.so") | not)' <<<"$CDI_CC")
-        made=
-        for l in $links; do [ -L "$TMP/cve/rootfs$l" ] && made="$made $l"; done
-        [ -n "$made" ] && ok "poisoned image: the generated cdi-hook create-symlinks ran (made$made)" ||
-                not_ok "poisoned image: none of the links ($(echo $links)) exists: did the generated createContainer hooks run?"
-fi
+# The generated hooks were in what runc ran (the bundle's config.json), and create-symlinks ran:
+# the links it was asked for that configure (prestart) does not make itself exist.
+if cdi_hooks_in "$(jq -c '.hooks.createContainer // []' "$TMP/cve/config.json")"; then
+        ok "poisoned image: the bundle's createContainer hooks include cdi-hook create-symlinks and update-ldcache"
+else not_ok "poisoned image: the bundle lacks the generated CDI hooks: $(jq -c '.hooks.createContainer' "$TMP/cve/config.json")"; fi
+links=$(jq -r '.[] | select(.args[2] == "create-symlinks") | .args[] | select(contains("::")) | sub(".*::"; "")
+        | select(endswith("/libcuda.so") | not)' <<<"$CDI_CC")
+made=
+for l in $links; do [ -L "$TMP/cve/rootfs$l" ] && made="$made $l"; done
+[ -n "$made" ] && ok "poisoned image: the generated cdi-hook create-symlinks ran (made$made)" ||
+        not_ok "poisoned image: none of the links ($(echo $links)) exists: did the generated createContainer hooks run?"
 expect_fact cve "HAS /dev/nvidia0" "poisoned image: the GPU is there all the same"
 expect_fact cve "ENV_LD_PRELOAD /proc/self/cwd/poc.so" "poisoned image: the container's own environment has the LD_PRELOAD"
 m=$(markers cve)
@@ -447,6 +454,8 @@ if [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; then
         if echo "$m" | grep -q "^path .*/evil/ldconfig"; then
                 ok "control: a createContainer hook without \"env\" runs the image's ldconfig from its PATH"
         else not_ok "control: PATH poisoning did not reach the no-env hook: markers '$m', runc exit $(rc_of ctlpath)"; fi
+else
+        not_ok "control: no static /bin/busybox on the host (busybox-static, make test-deps) for the PATH control"
 fi
 no_container_left cve "after the CVE cases"
 # Loader variables that do reach the hook (a definition without "env" on a runtime that passes the

@@ -18,7 +18,7 @@ start() {
         ( exec unshare -m --propagation private -- sh -c "mount --bind '$rootfs' '$rootfs' && mount -t proc proc '$rootfs/proc' && echo \$\$ >'$TMP/$name.pid' && exec sleep 600" ) >/dev/null 2>&1 &
         for _ in $(seq 50); do [ -s "$TMP/$name.pid" ] && break; sleep 0.1; done
 }
-cpid() { cat "$TMP/$1.pid"; }
+cpid() { cat "$TMP/$1.pid" 2>/dev/null; }
 ns_mounts() { nsenter -t "$(cpid "$1")" -m awk '{print $5}' /proc/self/mountinfo | sort; }
 
 host_untouched() { # DESC
@@ -36,6 +36,19 @@ confined() { # NAME DESC
                 not_ok "$2: mounts outside the rootfs: $(diff "$TMP/$1.outside0" "$TMP/$1.outside" | grep '^>' | head -3 | tr '\n' ' ')"; fi
 }
 
+# up NAME DESC: the positive guard every hostile case's negative checks sit behind: the container
+# process started and its mount namespace can be read (it holds the rootfs bind mount). Without
+# it, an empty pid would make configure fail, nsenter print nothing, and every "no mount outside
+# the rootfs" / "rolled back" comparison hold between two empty lists.
+up() {
+        local r=$TMP/$1.rootfs
+        started "$2: the container process started" "$(cpid "$1")" || return 1
+        ns_mounts "$1" >"$TMP/$1.before"
+        if ! grep -qx -- "$r" "$TMP/$1.before"; then
+                not_ok "$2: the container's mount table lacks its rootfs bind mount ($(wc -l <"$TMP/$1.before") mounts read)"; return 1; fi
+        grep -v "^$r" "$TMP/$1.before" | sort >"$TMP/$1.outside0"
+}
+
 # case NAME DESC SETUP-COMMANDS (run in the rootfs dir) : runs configure, checks host/confinement,
 # and, if configure failed, that the container namespace is back to its mounts before.
 case_() {
@@ -43,8 +56,7 @@ case_() {
         "$SRC/tests/integration/mkrootfs.sh" "$r" || { echo "mkrootfs failed" >&2; exit 1; }
         (cd "$r" && eval "$setup")
         start "$name"
-        ns_mounts "$name" >"$TMP/$name.before"
-        ns_mounts "$name" | grep -v "^$r" | sort >"$TMP/$name.outside0"
+        up "$name" "$desc" || return 0
         run "$name" -- "$GS" --root "$DRV" configure --pid "$(cpid "$name")" --compute --utility --device 0 --no-cgroups "$r"
         host_untouched "$desc"
         confined "$name" "$desc"
@@ -53,7 +65,10 @@ case_() {
                         not_ok "$desc: unclear failure: $(head -c 200 "$TMP/$name.err")"; fi
                 ns_mounts "$name" | cmp -s - "$TMP/$name.before" && ok "$desc: rolled back" || not_ok "$desc: not rolled back"
         else
-                ok "$desc: configured, confined to the rootfs"
+                local n0 n1
+                n0=$(grep -c "^$r/" "$TMP/$name.before") n1=$(ns_mounts "$name" | grep -c "^$r/")
+                if [ "$n1" -gt "$n0" ]; then ok "$desc: configured ($((n1 - n0)) mounts inside the rootfs)"; else
+                        not_ok "$desc: configure succeeded but mounted nothing in the rootfs ($n0 -> $n1)"; fi
         fi
         kill "$(cpid "$name")" 2>/dev/null
 }
@@ -84,24 +99,30 @@ case_ loop "a symlink loop on the way" \
 # A symlink swapped back and forth during configure (TOCTOU): the lib dir flips between a real
 # directory and a link to the host canary while configure runs, 20 times.
 r=$TMP/swap.rootfs
-"$SRC/tests/integration/mkrootfs.sh" "$r"
+"$SRC/tests/integration/mkrootfs.sh" "$r" || { echo "mkrootfs failed" >&2; exit 1; }
 start swap
-ns_mounts swap | grep -v "^$r" | sort >"$TMP/swap.outside0"
+up swap "swapped symlink" || finish
 ( d=$r/usr/lib; while :; do
         mv -T "$d/x86_64-linux-gnu" "$d/real" 2>/dev/null; ln -sfn "$CANARY" "$d/x86_64-linux-gnu" 2>/dev/null
         rm -f "$d/x86_64-linux-gnu" 2>/dev/null; mv -T "$d/real" "$d/x86_64-linux-gnu" 2>/dev/null
 done ) &
 flipper=$!
-okruns=0 errruns=0
+okruns=0 errruns=0 unclear=
 for i in $(seq 20); do
         if "$GS" --root "$DRV" configure --pid "$(cpid swap)" --compute --device 0 --no-cgroups --ldconfig=/bin/true "$r" >/dev/null 2>"$TMP/swap.err"; then
                 okruns=$((okruns + 1))
                 nsenter -t "$(cpid swap)" -m sh -c "grep ' $r' /proc/self/mountinfo | awk '{print \$5}' | sort -r | while read m; do umount -l \"\$m\" 2>/dev/null; done; mount --bind '$r' '$r' 2>/dev/null; mount -t proc proc '$r/proc'" >/dev/null 2>&1
         else
                 errruns=$((errruns + 1))
+                grep -q "^gpuslice: [a-z-]* error: " "$TMP/swap.err" || unclear="$unclear run $i: $(head -c 120 "$TMP/swap.err");"
         fi
 done
 kill $flipper 2>/dev/null; wait $flipper 2>/dev/null
+# Every run met the container (refused with gpuslice's own error, or configured it): a run that
+# never started (no such binary, a crash) would count as "refused" and prove nothing.
+if [ -z "$unclear" ]; then ok "swapped symlink: each of the $errruns refusals is a clear gpuslice error"; else
+        not_ok "swapped symlink: unclear failures:$unclear"; fi
+started "swapped symlink: the container process is still there after the 20 runs" "$(cpid swap)"
 host_untouched "swapped symlink, 20 runs ($okruns succeeded, $errruns refused)"
 confined swap "swapped symlink"
 finish

@@ -31,9 +31,20 @@ run nonroot -- setpriv --reuid=65534 --regid=65534 --clear-groups env FAKEGPU_CO
 jq -S . "$TMP/nonroot.out" >"$TMP/nonrootn.out" 2>/dev/null
 expect_same nonrootn "$TMP/2gpu.jsonw" "info as an unprivileged user (no --root) reports the same GPUs"
 
-# --user picks the helper's identity; a helper that cannot read the root fails cleanly.
-run user -- "$GS" --root "$ROOT" --user=0:0 info --json
-expect_rc user 0 "info with --user=0:0"
+# --user picks the helper's identity; a helper that cannot read the root fails cleanly. In a root
+# whose lib dir only root may enter (0700), the helper as root (--user=0:0) loads NVML and gives the
+# same answer; as nobody (--user=65534:65534, also the default as root) it cannot load NVML.
+LOCK=$(mkroot locked 2gpu.conf)
+chmod 0700 "$LOCK/usr/lib/x86_64-linux-gnu"
+run user -- "$GS" --root "$LOCK" --user=0:0 info --json
+expect_rc user 0 "info --user=0:0 on a root only root may read"
+jq -S . "$TMP/user.out" >"$TMP/usern.out" 2>/dev/null
+expect_same usern "$TMP/2gpu.jsonw" "... the helper, as root, reports the GPUs"
+run nobody -- "$GS" --root "$LOCK" --user=65534:65534 info --json
+expect_rc nobody 1 "info --user=65534:65534 on that root fails"
+expect_err nobody "gpuslice: initialization error: load library failed: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04: cannot open shared object file: Permission denied" \
+        "... cleanly: the helper, as nobody, cannot read NVML in the root, and says so"
+expect_empty_out nobody "... and prints nothing on stdout"
 run badtimeout -- "$GS" --nvml-timeout 0 info
 expect_rc badtimeout 2 "--nvml-timeout 0 is a usage error"
 run help -- "$GS" info --help

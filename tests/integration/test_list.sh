@@ -124,11 +124,20 @@ run wrapped -- env PATH=/usr/bin:/usr/local/nvidia/bin:/bin "$GS" --root "$WR" l
 expect_out_has wrapped /usr/local/nvidia/bin/nvidia-smi "a wrapper script on PATH is passed over for the ELF binary"
 expect_out_lacks wrapped /usr/bin/nvidia-smi "... and is not listed"
 
-# Alternative ld.so.cache location (--ldcache, inside the root)
-cp "$ROOT/etc/ld.so.cache" "$ROOT/etc/other.cache"
+# Alternative ld.so.cache location (--ldcache, inside the root): with the cache moved there, the
+# default location fails (so the same answer below comes from the named cache); then put it back.
+mv "$ROOT/etc/ld.so.cache" "$ROOT/etc/other.cache"
+run noldc -- "$GS" --root "$ROOT" list -l
+expect_err noldc "cannot read the dynamic linker cache under $ROOT: open /etc/ld.so.cache: No such file or directory" \
+        "without --ldcache, a root whose cache moved fails"
 run ldc -- "$GS" --root "$ROOT" --ldcache /etc/other.cache list -l
 expect_same ldc "$EXPECTED/2gpu.list-l" "--ldcache names a cache inside the root"
+mv "$ROOT/etc/other.cache" "$ROOT/etc/ld.so.cache"
 sed -i 's/^NVRM version: .*/NVRM version: garbled/' "$TMP/2gpu/proc/driver/nvidia/version"
-run badver -- "$GS" --root "$TMP/2gpu" list
+run badver -- "$GS" --root "$TMP/2gpu" --debug "$TMP/badver.log" list
+expect_rc badver 0 "list with an unreadable procfs version"
 expect_same badver "$EXPECTED/2gpu.list" "an unreadable procfs version falls back to NVML with the same answer"
+grep -q "procfs cannot answer" "$TMP/badver.log" && grep -q "nvml helper answered" "$TMP/badver.log" &&
+        ok "... procfs could not answer and NVML did (the fallback ran)" ||
+        not_ok "... no fallback in the log: $(grep -E "procfs|nvml" "$TMP/badver.log" | head -3 | tr '\n' ' ')"
 finish

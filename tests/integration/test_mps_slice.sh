@@ -9,8 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
-[ -x "$RUNC" ] || { echo "SKIP: runc is not installed"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
+need "$RUNC" jq
 MPROBE=$BUILD/tests/integration/hook-mps-probe
 for f in "$GS" "$VGPU_LIB" "$PROBE" "$MPROBE"; do
         [ -e "$f" ] || { echo "not ok - $f is not built"; exit 1; }

@@ -15,10 +15,8 @@
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
-PODMAN=$(command -v podman) || { echo "SKIP: podman is not installed"; exit 77; }
-[ -x "$RUNC" ] || { echo "SKIP: runc is not installed (podman runs it here)"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
-command -v unshare >/dev/null || { echo "SKIP: unshare (util-linux) is not installed"; exit 77; }
+need podman "$RUNC" jq unshare
+PODMAN=$(command -v podman)
 [ -x "$GS" ] || { echo "not ok - $GS is not built"; exit 1; }
 SHIPPED=$SRC/packaging/oci-gpuslice-hook.json
 

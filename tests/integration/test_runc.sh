@@ -12,8 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 
 RUNC=$(command -v runc || echo /usr/sbin/runc)
-[ -x "$RUNC" ] || { echo "SKIP: runc is not installed"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
+need "$RUNC" jq
 
 DRV=$(mkroot drv 2gpu.conf)
 STATE=$TMP/runc-state

@@ -15,7 +15,7 @@
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"
 
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
+need jq
 [ -x "$GS" ] || { echo "not ok - $GS is not built"; exit 1; }
 if ! have_grpc; then
         not_ok "$PY cannot import grpc and grpc_tools (make test-deps: python3-grpcio python3-grpc-tools)"

@@ -48,3 +48,14 @@ finish() {
         fi
         exit 0
 }
+
+# need CMD...: every command is there (a name on PATH or an executable path), else one not-ok line
+# naming the missing ones and the end of the script: `make test-deps` installs them, so a missing
+# one is a broken environment, never a skip.
+need() {
+        local t missing=
+        for t in "$@"; do command -v "$t" >/dev/null 2>&1 || [ -x "$t" ] || missing="$missing $t"; done
+        [ -z "$missing" ] && return 0
+        not_ok "not installed:$missing (make test-deps installs it)"
+        finish
+}

@@ -7,8 +7,7 @@
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
-[ -x "$RUNC" ] || { echo "SKIP: runc is not installed"; exit 77; }
-for t in jq curl promtool; do command -v $t >/dev/null || { echo "SKIP: $t is not installed"; exit 77; }; done
+need "$RUNC" jq curl promtool
 for f in "$GS" "$VGPU_LIB" "$PROBE"; do [ -e "$f" ] || { echo "not ok - $f is not built"; exit 1; }; done
 
 DRV=$(mkroot drv 2gpu.conf)

@@ -19,7 +19,7 @@ set -uo pipefail
 SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
 unset LD_LIBRARY_PATH  # meson may add build directories: the packages are built and run the real way
 for t in dpkg-buildpackage lintian debootstrap jq man; do
-        command -v "$t" >/dev/null || { echo "SKIP: $t is not installed (make test-deps)"; exit 77; }
+        command -v "$t" >/dev/null || { echo "not ok - $t is not installed (make test-deps installs it)"; exit 1; }
 done
 CACHE=${GS_DEB_ROOT_CACHE:-/var/cache/gpuslice-debian12-root}
 OUT=$BUILD/deb-test
