@@ -175,10 +175,18 @@ static CUresult mem_info(size_t *free_out, size_t *total_out)
 
 GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total) { return mem_info(free, total); }
 
+/* The CUDA 2.x ABI's 32-bit sizes. The driver's answer first: the real one refuses it in a 64-bit
+ * process (CUDA_ERROR_INVALID_CONTEXT, driver 580), and a program must see that refusal under the
+ * interposer too. Where a driver answers, the slice's view replaces its values, each saturated at
+ * 4 GiB - 1 (never wrapped: 6 GiB would read as 2 GiB). */
 GS_EXPORT CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
 {
+        unsigned int f32, t32;
+        CUresult rc = REAL(cuMemGetInfo, &f32, &t32);
+        if (rc != CUDA_SUCCESS)
+                return rc;
         size_t f, t;
-        CUresult rc = mem_info(&f, &t);
+        rc = mem_info(&f, &t);
         if (rc != CUDA_SUCCESS)
                 return rc;
         if (free != NULL)

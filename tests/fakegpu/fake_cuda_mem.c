@@ -5,6 +5,7 @@
 #include "fake_cuda.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -236,7 +237,6 @@ ENTRY_POINT(cuMemAllocPitch,
              unsigned int ElementSizeBytes),
             CUDA_ERROR_INVALID_CONTEXT)
 ENTRY_POINT(cuMemFree, (gs_CUdeviceptr_v1 dptr), CUDA_ERROR_INVALID_CONTEXT)
-ENTRY_POINT(cuMemGetInfo, (unsigned int *free, unsigned int *total), CUDA_ERROR_INVALID_CONTEXT)
 ENTRY_POINT(cuMemAllocHost, (void **pp, unsigned int bytesize), CUDA_ERROR_INVALID_CONTEXT)
 #pragma GCC diagnostic pop
 
@@ -376,6 +376,28 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
         pools_release_cached_locked(pool_dev);
     UNLOCK();
     return rc;
+}
+
+/* As the real driver, the 32-bit cuMemGetInfo answers INVALID_CONTEXT in a 64-bit process (above).
+ * FAKEGPU_LEGACY_MEMINFO=1 plays a driver that answers it (each value saturated at 4 GiB - 1), so
+ * that what an interposer does with such an answer can be tested too. */
+EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
+EXPORT CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
+{
+    size_t f, t;
+    CUresult rc;
+
+    ENTER();
+    if (getenv("FAKEGPU_LEGACY_MEMINFO") == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    rc = cuMemGetInfo_v2(&f, &t);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (free != NULL)
+        *free = f > 0xffffffffu ? 0xffffffffu : (unsigned int)f;
+    if (total != NULL)
+        *total = t > 0xffffffffu ? 0xffffffffu : (unsigned int)t;
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)

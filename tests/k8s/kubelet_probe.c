@@ -6,6 +6,11 @@
  *    "permissions"}], "annotations": {...}}
  * It speaks through the plugin's own HTTP/2 + gRPC layer (src/k8s/h2c.c), so the CI tests, which
  * also drive the plugin with grpcio, check it before it is used there.
+ * GetDevicePluginOptions and Allocate go out together on one connection: gRPC does not order the
+ * answers of two calls (the plugin's HTTP/2 layer may finish Allocate's stream first when both
+ * requests came in one read), so the probe waits for both before it closes the connection.
+ * kubelet.sock is made listening under a temporary name and renamed into place, as the plugin
+ * must never find it there before it accepts (its Register would be refused and retried 5 s on).
  *
  *   kubelet-probe DIR RESOURCE ID[,ID...] [TIMEOUT_SECONDS]     exit 0, or 1 with a message
  */
@@ -25,9 +30,11 @@
 
 static const char *want_resource;
 static char endpoint[256];
-static int done_status = -1;
+static int done_status = -1;        /* Allocate's gRPC status (-1: no answer yet) */
 static char done_message[512];
 static V1beta1__AllocateResponse *answer;
+static int options_status = -1;     /* GetDevicePluginOptions' (-1: no answer yet) */
+static char options_message[512];
 static bool options_ok;
 
 static void on_call(struct gs_h2c_conn *c, int32_t stream, const char *path, const uint8_t *msg, size_t len, void *ud)
@@ -65,9 +72,9 @@ static void options_done(struct gs_h2c_conn *c, int status, const char *message,
         (void)c;
         (void)ud;
         V1beta1__DevicePluginOptions *o = status == 0 ? v1beta1__device_plugin_options__unpack(NULL, len, msg) : NULL;
+        options_status = status;
         options_ok = o != NULL && o->get_preferred_allocation_available;
-        if (o == NULL)
-                snprintf(done_message, sizeof(done_message), "GetDevicePluginOptions: %s (%d)", message, status);
+        snprintf(options_message, sizeof(options_message), "%s", o == NULL ? message : "");
         if (o != NULL)
                 v1beta1__device_plugin_options__free_unpacked(o, NULL);
 }
@@ -82,19 +89,22 @@ static void allocate_done(struct gs_h2c_conn *c, int status, const char *message
                 answer = v1beta1__allocate_response__unpack(NULL, len, msg);
 }
 
+/* A socket listening on PATH (made as PATH.tmp, renamed into place once it listens), or connected to it. */
 static int unix_socket(const char *path, bool listen_on)
 {
         struct sockaddr_un a = {.sun_family = AF_UNIX};
-        if (strlen(path) >= sizeof(a.sun_path))
+        if (strlen(path) + 4 >= sizeof(a.sun_path))
                 return -1;
-        strcpy(a.sun_path, path);
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s%s", path, listen_on ? ".tmp" : "");
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -1;
         if (listen_on) {
-                unlink(path);
-                if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 8) == 0)
+                unlink(a.sun_path);
+                if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 8) == 0 &&
+                    rename(a.sun_path, path) == 0)
                         return fd;
+                unlink(a.sun_path);
         } else if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
                 return fd;
         }
@@ -167,7 +177,7 @@ static int pump(struct gs_h2c_conn **conns, int *n, int lfd, long long deadline,
 }
 
 static bool registered(void) { return endpoint[0] != '\0'; }
-static bool allocated(void) { return done_status >= 0; }
+static bool answered(void) { return done_status >= 0 && options_status >= 0; }
 
 int main(int argc, char **argv)
 {
@@ -217,15 +227,22 @@ int main(int argc, char **argv)
         size_t len = v1beta1__allocate_request__pack(&rq, buf);
         gs_h2c_call(c, "/v1beta1.DevicePlugin/Allocate", buf, len, deadline, allocate_done, NULL, NULL);
         free(buf);
-        int rc = pump(conns, &n, lfd, deadline, allocated);
+        int rc = pump(conns, &n, lfd, deadline, answered);
         for (int i = 0; i < n; i++)
                 gs_h2c_free(conns[i]);
         close(lfd);
-        if (rc < 0 || done_status != 0 || answer == NULL || !options_ok) {
-                fprintf(stderr, "kubelet-probe: Allocate: %s (status %d)%s\n", rc < 0 ? "timed out" : done_message,
-                        done_status, options_ok ? "" : "; GetDevicePluginOptions failed");
+        if (rc < 0) {
+                fprintf(stderr, "kubelet-probe: timed out (Allocate status %d, GetDevicePluginOptions status %d)\n",
+                        done_status, options_status);
                 return 1;
         }
+        if (!options_ok)
+                fprintf(stderr, "kubelet-probe: GetDevicePluginOptions: %s (status %d)%s\n", options_message,
+                        options_status, options_status == 0 ? ": no preferred allocation offered" : "");
+        if (done_status != 0 || answer == NULL)
+                fprintf(stderr, "kubelet-probe: Allocate: %s (status %d)\n", done_message, done_status);
+        if (!options_ok || done_status != 0 || answer == NULL)
+                return 1;
         print_answer();
         v1beta1__allocate_response__free_unpacked(answer, NULL);
         return 0;

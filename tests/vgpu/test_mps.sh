@@ -32,10 +32,8 @@ start_daemon() {
 }
 # (the simulated daemon is told to quit: it is not a job of ours)
 trap 'kill $(jobs -p) 2>/dev/null; [ -e "$P/nvidia-cuda-mps-control.pid" ] && ui quit >/dev/null; rm -rf "$TMP"' EXIT
-nok=0 nfail=0
-ok() { nok=$((nok + 1)); echo "ok - $1"; }
-not_ok() { nfail=$((nfail + 1)); echo "not ok - $1"; }
-check() { # DESC FILE PATTERN (grep -E)
+. "$SRC/tests/lib/check.sh" # ok, not_ok, skip, check, run_ok, started, finish
+has() { # DESC FILE PATTERN (grep -E): a line of FILE matches
         if grep -qE -- "$3" "$2"; then ok "$1"; else not_ok "$1: no '$3' in:"; sed 's/^/    # /' "$2" | tail -8; fi
 }
 mps() { env LD_LIBRARY_PATH="$FAKE" CUDA_MPS_PIPE_DIRECTORY="$P" "$@"; }
@@ -60,26 +58,26 @@ sleep 0.5
 [ "$(ui get_server_status "$SRV")" = FAULT ] && ok "after one client's illegal address the server is in FAULT" ||
         not_ok "server status after the fault: $(ui get_server_status "$SRV")"
 mps "$PROBE" sms >"$TMP/c.out" 2>&1
-check "a new client while the fault's clients live is refused: cuInit 807 (MPS_SERVER_NOT_READY)" "$TMP/c.out" "^init=807 "
+has "a new client while the fault's clients live is refused: cuInit 807 (MPS_SERVER_NOT_READY)" "$TMP/c.out" "^init=807 "
 [ "$(ui get_client_list "$SRV" | sort | tr '\n' ' ')" = "$(printf '%s\n' "$A" "$B" | sort | tr '\n' ' ')" ] &&
         ok "get_client_list names the two clients" || not_ok "get_client_list: $(ui get_client_list "$SRV" | tr '\n' ' ')"
 wait $B
 wait $A
-check "the faulting client: the launch succeeds, then 700 (ILLEGAL_ADDRESS) for every call" "$TMP/b.out" "^launch=0 synchronize=700 next=700$"
-check "the other client ran on its 50 % (66 SMs) before" "$TMP/a.out" "^init=0 sms=66 "
-check "... and got 700 from the fault on" "$TMP/a.out" "^request [0-9]+: 700$"
-check "... to its last request" "$TMP/a.out" "^served requests=[0-9]+ failed=[1-9][0-9]* last=700$"
+has "the faulting client: the launch succeeds, then 700 (ILLEGAL_ADDRESS) for every call" "$TMP/b.out" "^launch=0 synchronize=700 next=700$"
+has "the other client ran on its 50 % (66 SMs) before" "$TMP/a.out" "^init=0 sms=66 "
+has "... and got 700 from the fault on" "$TMP/a.out" "^request [0-9]+: 700$"
+has "... to its last request" "$TMP/a.out" "^served requests=[0-9]+ failed=[1-9][0-9]* last=700$"
 [ "$(ui get_server_status "$SRV")" = ACTIVE ] && ok "its clients gone, the same server is ACTIVE again" ||
         not_ok "server status after the clients left: $(ui get_server_status "$SRV")"
 mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 "$PROBE" serve 0.3 >"$TMP/d.out" 2>&1
-check "... and serves a new client" "$TMP/d.out" "^served requests=[0-9]+ failed=0 last=0$"
+has "... and serves a new client" "$TMP/d.out" "^served requests=[0-9]+ failed=0 last=0$"
 [ "$(ui get_server_list | head -1)" = "$SRV" ] && ok "... with the same server process (the daemon and server live on)" ||
         not_ok "server list after the fault: $(ui get_server_list | tr '\n' ' ')"
 # (the server names the client that connected first, A, though B faulted: as the real one did)
 for line in "Client \{PID: $A, Context: 1\} encountered a fatal GPU error\." "Server is handling a fatal GPU error\." \
         "The following client process have a sticky error set:" "Server teardown in progress\. Refusing to accept new client" \
         "Destroy server context on device 0"; do
-        check "server.log: '$line'" "$L/server.log" "\[[0-9: .-]+ Server +$SRV\] $line"
+        has "server.log: '$line'" "$L/server.log" "\[[0-9: .-]+ Server +$SRV\] $line"
 done
 # Without MPS, a fault stays in its process (time mode measured the same on the H100).
 env LD_LIBRARY_PATH="$FAKE" "$PROBE" serve 1.5 >"$TMP/e.out" 2>&1 &
@@ -87,30 +85,30 @@ E=$!
 sleep 0.3
 env LD_LIBRARY_PATH="$FAKE" "$PROBE" fault 0.2 >"$TMP/f.out" 2>&1
 wait $E
-check "without MPS the faulting process gets 700 ..." "$TMP/f.out" "^launch=0 synchronize=700 next=700$"
-check "... and its neighbour nothing" "$TMP/e.out" "^served requests=[0-9]+ failed=0 last=0$"
+has "without MPS the faulting process gets 700 ..." "$TMP/f.out" "^launch=0 synchronize=700 next=700$"
+has "... and its neighbour nothing" "$TMP/e.out" "^served requests=[0-9]+ failed=0 last=0$"
 
 # ---- 2. raising the SM percentage from inside ---------------------------------------------------
 # The host holds the server (and the default) at the slice's 30 %, as gpuslice does.
 [ "$(ui set_active_thread_percentage "$SRV" 30)" = 30.0 ] && [ "$(ui set_default_active_thread_percentage 30)" = 30.0 ] &&
         ok "the server and the daemon's default at 30 %" || not_ok "cannot set the server's percentage"
 sliced CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 "$PROBE" sms >"$TMP/r1.out" 2>&1
-check "a slice process with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 in its environment: 38 of 132 SMs, through MPS" \
+has "a slice process with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 in its environment: 38 of 132 SMs, through MPS" \
         "$TMP/r1.out" "^init=0 sms=38 intercepted=0$"
 sliced PROBE_SETENV_PCT=100 "$PROBE" sms >"$TMP/r2.out" 2>&1
-check "one that sets it to 100 itself before cuInit: 38 SMs" "$TMP/r2.out" "^init=0 sms=38 intercepted=0$"
-check "... and the interposer says it put the slice's back" "$TMP/r2.out" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 .* set by the process: cuInit gets the slice's 30"
+has "one that sets it to 100 itself before cuInit: 38 SMs" "$TMP/r2.out" "^init=0 sms=38 intercepted=0$"
+has "... and the interposer says it put the slice's back" "$TMP/r2.out" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 .* set by the process: cuInit gets the slice's 30"
 sliced PROBE_UNSET_PIPE=1 "$PROBE" sms >"$TMP/r3.out" 2>&1
-check "one that unsets CUDA_MPS_PIPE_DIRECTORY before cuInit (to run off MPS, unconfined): still 38 SMs through MPS" \
+has "one that unsets CUDA_MPS_PIPE_DIRECTORY before cuInit (to run off MPS, unconfined): still 38 SMs through MPS" \
         "$TMP/r3.out" "^init=0 sms=38 intercepted=0$"
 mps CUDA_MPS_PIPE_DIRECTORY="$C" CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 "$PROBE" sms >"$TMP/r4.out" 2>&1
-check "a process without the interposer asking 100 %: the server's 30 % (38 SMs), the host's ceiling" "$TMP/r4.out" "^init=0 sms=38 "
+has "a process without the interposer asking 100 %: the server's 30 % (38 SMs), the host's ceiling" "$TMP/r4.out" "^init=0 sms=38 "
 # Negative controls: each guard alone. The server at 100 %:
 ui set_active_thread_percentage "$SRV" 100 >/dev/null
 mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 "$PROBE" sms >"$TMP/n1.out" 2>&1
-check "control: with the server at 100 % a process without the interposer gets every SM (132)" "$TMP/n1.out" "^init=0 sms=132 "
+has "control: with the server at 100 % a process without the interposer gets every SM (132)" "$TMP/n1.out" "^init=0 sms=132 "
 sliced PROBE_SETENV_PCT=100 "$PROBE" sms >"$TMP/n2.out" 2>&1
-check "... while the interposer alone still holds its slice at 38" "$TMP/n2.out" "^init=0 sms=38 intercepted=0$"
+has "... while the interposer alone still holds its slice at 38" "$TMP/n2.out" "^init=0 sms=38 intercepted=0$"
 ui set_active_thread_percentage "$SRV" 30 >/dev/null
 # A user other than the server's may not change its percentage (the real daemon's answer).
 if command -v setpriv >/dev/null; then
@@ -120,6 +118,8 @@ if command -v setpriv >/dev/null; then
         [[ $out == "Insufficient privileges for UID 65534."* ]] && [ "$(ui get_active_thread_percentage "$SRV")" = 30.0 ] &&
                 ok "another user's set_active_thread_percentage is refused, as the real daemon refuses it" ||
                 not_ok "uid 65534 set the percentage: $out / $(ui get_active_thread_percentage "$SRV")"
+else
+        not_ok "setpriv is not installed (util-linux, make test-deps): another user's request not tried"
 fi
 
 # ---- 3. poisoned, or no daemon: the time limiter, said and recorded ----------------------------
@@ -127,31 +127,30 @@ printf '[slice]\nmps-root = "%s"\nregions-dir = "%s"\n' "$TMP/mps" "$TMP/regions
 metrics() { "$GS" metrics --once --no-nvml --no-hami --window 0.2 --config "$TMP/config.toml" --region "$1" 2>"$TMP/metrics.err"; }
 printf 'state=poisoned\nsince=1\nserver=%s\nfaults=1\nrestarts=0\nresets=0\npercentage=30\n' "$SRV" >"$C/state"
 sliced GPUSLICE_REGION="$TMP/poisoned.region" "$PROBE" sms >"$TMP/p.out" 2>&1
-check "poisoned: the slice's new process says so" "$TMP/p.out" "MPS: the GPU's MPS server is poisoned .*; using the time limiter"
-check "... does not connect (every SM seen) and its launches go through the time limiter" "$TMP/p.out" "^init=0 sms=132 intercepted=1$"
+has "poisoned: the slice's new process says so" "$TMP/p.out" "MPS: the GPU's MPS server is poisoned .*; using the time limiter"
+has "... does not connect (every SM seen) and its launches go through the time limiter" "$TMP/p.out" "^init=0 sms=132 intercepted=1$"
 [ "$(ui get_client_list "$SRV")" = "" ] && ok "... and is no client of the server" || not_ok "clients: $(ui get_client_list "$SRV")"
 metrics "$TMP/poisoned.region" >"$TMP/m1.out"
-check "metric: the slice's compute mechanism is time_fallback" "$TMP/m1.out" '^gpuslice_slice_compute_mechanism\{.*mechanism="time_fallback"\} 1$'
-check "metric: the GPU's MPS is poisoned" "$TMP/m1.out" "^gpuslice_mps_poisoned\{UUID=\"$UUID\"\} 1$"
-check "metric: one server fault" "$TMP/m1.out" "^gpuslice_mps_server_faults_total\{UUID=\"$UUID\"\} 1$"
+has "metric: the slice's compute mechanism is time_fallback" "$TMP/m1.out" '^gpuslice_slice_compute_mechanism\{.*mechanism="time_fallback"\} 1$'
+has "metric: the GPU's MPS is poisoned" "$TMP/m1.out" "^gpuslice_mps_poisoned\{UUID=\"$UUID\"\} 1$"
+has "metric: one server fault" "$TMP/m1.out" "^gpuslice_mps_server_faults_total\{UUID=\"$UUID\"\} 1$"
 printf 'state=ok\nsince=2\nserver=0\nfaults=1\nrestarts=1\nresets=0\npercentage=30\n' >"$C/state"
 sliced GPUSLICE_REGION="$TMP/ok.region" "$PROBE" sms >"$TMP/o.out" 2>&1
-check "the state ok again: the slice's next process connects (38 SMs, nothing intercepted)" "$TMP/o.out" "^init=0 sms=38 intercepted=0$"
+has "the state ok again: the slice's next process connects (38 SMs, nothing intercepted)" "$TMP/o.out" "^init=0 sms=38 intercepted=0$"
 metrics "$TMP/ok.region" >"$TMP/m2.out"
-check "metric: its mechanism is mps" "$TMP/m2.out" '^gpuslice_slice_compute_mechanism\{.*mechanism="mps"\} 1$'
-check "metric: not poisoned, the fault and the restart counted" "$TMP/m2.out" "^gpuslice_mps_poisoned\{UUID=\"$UUID\"\} 0$"
-check "metric: the daemon is up" "$TMP/m2.out" "^gpuslice_mps_daemon_up\{UUID=\"$UUID\"\} 1$"
+has "metric: its mechanism is mps" "$TMP/m2.out" '^gpuslice_slice_compute_mechanism\{.*mechanism="mps"\} 1$'
+has "metric: not poisoned, the fault and the restart counted" "$TMP/m2.out" "^gpuslice_mps_poisoned\{UUID=\"$UUID\"\} 0$"
+has "metric: the daemon is up" "$TMP/m2.out" "^gpuslice_mps_daemon_up\{UUID=\"$UUID\"\} 1$"
 ui quit >/dev/null
 for _ in $(seq 50); do [ -e "$P/nvidia-cuda-mps-control.pid" ] || break; sleep 0.1; done
 sliced GPUSLICE_REGION="$TMP/gone.region" "$PROBE" sms >"$TMP/g.out" 2>&1
-check "no daemon: the slice's process says so" "$TMP/g.out" "MPS: no control daemon at $C; using the time limiter"
-check "... and takes turns (every SM, intercepted)" "$TMP/g.out" "^init=0 sms=132 intercepted=1$"
+has "no daemon: the slice's process says so" "$TMP/g.out" "MPS: no control daemon at $C; using the time limiter"
+has "... and takes turns (every SM, intercepted)" "$TMP/g.out" "^init=0 sms=132 intercepted=1$"
 metrics "$TMP/gone.region" >"$TMP/m3.out"
-check "metric: time_fallback" "$TMP/m3.out" '^gpuslice_slice_compute_mechanism\{.*mechanism="time_fallback"\} 1$'
-check "metric: the daemon is down" "$TMP/m3.out" "^gpuslice_mps_daemon_up\{UUID=\"$UUID\"\} 0$"
+has "metric: time_fallback" "$TMP/m3.out" '^gpuslice_slice_compute_mechanism\{.*mechanism="time_fallback"\} 1$'
+has "metric: the daemon is down" "$TMP/m3.out" "^gpuslice_mps_daemon_up\{UUID=\"$UUID\"\} 0$"
 env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_REGION="$TMP/time.region" "$PROBE" sms >/dev/null 2>&1
 metrics "$TMP/time.region" >"$TMP/m4.out"
-check "a slice without MPS: mechanism time" "$TMP/m4.out" '^gpuslice_slice_compute_mechanism\{.*mechanism="time"\} 1$'
+has "a slice without MPS: mechanism time" "$TMP/m4.out" '^gpuslice_slice_compute_mechanism\{.*mechanism="time"\} 1$'
 
-echo "$nok passed, $nfail failed"
-[ "$nfail" = 0 ]
+finish

@@ -178,8 +178,32 @@ static int meminfo(void)
         CHECK(cuMemGetInfo_v2(NULL, &t) == CUDA_SUCCESS, "cuMemGetInfo_v2(NULL, &total) does not crash");
         CHECK(cuMemGetInfo_v2(&f, NULL) == CUDA_SUCCESS, "cuMemGetInfo_v2(&free, NULL) does not crash");
         CHECK(cuDeviceTotalMem_v2(&tm, 0) == CUDA_SUCCESS && tm == t, "cuDeviceTotalMem_v2 = total (%zu MiB)", tm / MIB);
+        /* The CUDA 2.x ABI's cuMemGetInfo writes unsigned int (32-bit) sizes. The real driver
+         * refuses it in a 64-bit process (tests/gpu/cuda-probe.real.txt, mem_get_info.legacy: 201),
+         * and so does the interposer, passing the driver's answer on. Where a driver answers
+         * (FAKEGPU_LEGACY_MEMINFO=1), the interposer gives the same view as cuMemGetInfo_v2, each
+         * value saturated at UINT_MAX (4 GiB - 1) where it does not fit, never wrapped, as the real
+         * driver's cuDeviceTotalMem of the same ABI saturates (total_mem.legacy).
+         * EXPECT_LEGACY_CLAMP=1: the view is above 4 GiB (a quota that large), so the saturation
+         * itself is what is checked. */
         unsigned int f32 = 0, t32 = 0;
-        CHECK(cuMemGetInfo(&f32, &t32) == CUDA_SUCCESS && t32 != 0, "legacy 32-bit cuMemGetInfo clamps (%u)", t32);
+        CUresult legacy = cuMemGetInfo(&f32, &t32);
+        if (getenv("FAKEGPU_LEGACY_MEMINFO") == NULL) {
+                CHECK(legacy == CUDA_ERROR_INVALID_CONTEXT && f32 == 0 && t32 == 0,
+                      "legacy 32-bit cuMemGetInfo: the driver's refusal passed on (%d, as the real driver's 201)",
+                      (int)legacy);
+                return 0;
+        }
+        CHECK(legacy == CUDA_SUCCESS && cuMemGetInfo_v2(&f, &t) == CUDA_SUCCESS,
+              "legacy 32-bit cuMemGetInfo answers where the driver does");
+        size_t fc = f > 0xffffffffu ? 0xffffffffu : f, tc = t > 0xffffffffu ? 0xffffffffu : t;
+        CHECK(f32 == fc && t32 == tc,
+              "legacy 32-bit cuMemGetInfo: free %u, total %u = the 64-bit view (%zu, %zu) saturated at %u", f32, t32,
+              f, t, 0xffffffffu);
+        if (getenv("EXPECT_LEGACY_CLAMP") != NULL)
+                CHECK(t > 0xffffffffu && f > 0xffffffffu && t32 == 0xffffffffu && f32 == 0xffffffffu,
+                      "legacy 32-bit cuMemGetInfo clamps a view above 4 GiB (free %zu, total %zu) to %u, %u", f, t,
+                      f32, t32);
         return 0;
 }
 
