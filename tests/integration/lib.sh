@@ -54,3 +54,6 @@ expect_out_lacks() {
 expect_empty_out() {
         if [ ! -s "$TMP/$1.out" ]; then ok "$2"; else not_ok "$2: stdout not empty"; fi
 }
+# sanitized: $GS is an ASan build (its hooks then need ASAN_OPTIONS=detect_leaks=0 inside a
+# container). (ldd's output read whole: `ldd | grep -q` under pipefail fails when grep quits first.)
+sanitized() { [[ $(ldd "$GS" 2>/dev/null) == *libasan* ]]; }

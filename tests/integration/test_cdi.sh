@@ -403,7 +403,7 @@ CDI_SPEC=/var/run/cdi/gpuslice-test-$$.json
 # In a sanitizer build, LeakSanitizer in a createContainer hook (the container's pid namespace with
 # the host's /proc) cannot list its own threads and fails the hook: turn the leak check off there.
 asan_hooks() {
-        ldd "$GS" 2>/dev/null | grep -q libasan || return 0
+        sanitized || return 0
         jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$CDI_SPEC" >"$CDI_SPEC.tmp" &&
                 mv "$CDI_SPEC.tmp" "$CDI_SPEC"
 }

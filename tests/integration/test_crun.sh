@@ -193,7 +193,7 @@ else
         else not_ok "cdi generate: unexpected createContainer hooks: $CDI_CC"; fi
         # In a sanitizer build, LeakSanitizer in a createContainer hook (in the container's pid
         # namespace, the host's /proc still mounted) may fail the hook at exit (see test_hook.sh).
-        if ldd "$GS" 2>/dev/null | grep -q libasan; then
+        if sanitized; then
                 CDI_CC=$(jq -c 'map(.env += ["ASAN_OPTIONS=detect_leaks=0"])' <<<"$CDI_CC")
         fi
         CDI_MOUNTS=$(jq -c '[.containerEdits.mounts[]?, (.devices[] | select(.name == "0") | .containerEdits.mounts[]?)]

@@ -403,7 +403,7 @@ else not_ok "cdi generate: no create-symlinks + update-ldcache hooks with an exp
 # In a sanitizer build, LeakSanitizer in a createContainer hook (in the container's pid namespace,
 # with the host's /proc still mounted) reads /proc/<its namespace pid>/task and may fail the hook
 # at exit: switch leak detection off there (an explicit env all the same).
-if ldd "$GS" 2>/dev/null | grep -q libasan; then
+if sanitized; then
         CDI_CC=$(jq -c 'map(.env += ["ASAN_OPTIONS=detect_leaks=0"])' <<<"$CDI_CC")
         H_CC_POSTSTART='{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststart"], env: ($hookenv + ["ASAN_OPTIONS=detect_leaks=0"])}'
 fi

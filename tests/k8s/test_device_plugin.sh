@@ -131,7 +131,7 @@ if [ -z "$PODMAN" ] || ! [ -x "$RUNC" ]; then
 else
         # In a sanitizer build, LeakSanitizer in a hook in the container's pid namespace cannot list its
         # threads and fails the hook: turn the leak check off in the spec's hooks (as test_cdi.sh does).
-        if ldd "$GS" 2>/dev/null | grep -q libasan; then
+        if sanitized; then
                 jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$CDI_SPEC" \
                         >"$CDI_SPEC.tmp" && mv "$CDI_SPEC.tmp" "$CDI_SPEC"
         fi
