@@ -1,12 +1,13 @@
 /*
  * CDI (Container Device Interface) specs: generated from the same discovery `configure` uses, read
- * back for `cdi list`, and the createContainer hooks the specs name (`gpuslice cdi-hook`).
+ * back for `cdi list`.
  *
  *   spec.c   names (strategies, vendor/class/device grammar), slices, the spec tree (json-c),
  *            the minimum cdiVersion, loading a spec file and its qualified device names, output
  *   yaml.c   YAML: a block-style emitter over the json-c tree, and a reader (libyaml) into json-c
- *   hooks.c  cdi-hook create-symlinks / update-ldcache, run by the OCI runtime in the container's
- *            mount namespace before pivot_root
+ *
+ * The createContainer hooks a spec names (`gpuslice cdi-hook create-symlinks / update-ldcache`) do
+ * container work: they live in runtime/cdi_hook.c (runtime/cdi_hook.h).
  *
  * Fallible functions return -1 (or NULL) and fill the caller's struct gs_error; err->stage is set
  * where the CLI should print a stage other than "cdi" (initialization, detection).
@@ -115,19 +116,5 @@ char *gs_yaml_emit(json_object *obj, struct gs_error *err);
  * schema: null, booleans, integers, floats; everything else a string). Aliases are expanded, with
  * a limit on the nodes made. Errors: "invalid YAML: <problem> at line L, column C" (GS_EFORMAT). */
 json_object *gs_yaml_parse(const char *text, size_t len, struct gs_error *err);
-
-/* ------------------------------------------------------------------------------------------ */
-/* The createContainer hooks (hooks.c). Both read the OCI state from `state_fd` and the bundle's
- * config.json for the rootfs; they read nothing from the environment. */
-
-/* "TARGET::LINK": LINK absolute, TARGET non-empty. Returns pointers into a copy in `buf`. */
-int gs_cdi_parse_link(const char *arg, char *buf, size_t len, const char **target, const char **link,
-                      struct gs_error *err);
-/* Each "TARGET::LINK": a symlink LINK -> TARGET in the rootfs, its parent resolved (and created)
- * inside the rootfs by fd as the rootfs owner; an existing entry at LINK is left alone. */
-int gs_cdi_hook_create_symlinks(int state_fd, const char *const *links, size_t n, struct gs_error *err);
-/* The host ldconfig (sealed memfd, sandbox of src/container/ldconfig.c) on the rootfs, with
- * `folders` (in-container paths) indexed. */
-int gs_cdi_hook_update_ldcache(int state_fd, const char *const *folders, size_t n, struct gs_error *err);
 
 #endif

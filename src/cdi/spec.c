@@ -31,7 +31,7 @@
 #include "common/path.h"
 #include "common/strutil.h"
 #include "driver/context.h"
-#include "runtime/request.h"
+#include "select/caps.h"
 #include "vgpu/config.h"
 
 static const char *const lib_mount_opts[] = {"ro", "nosuid", "nodev", "bind"};

@@ -10,6 +10,7 @@
 #include "cdi/cdi.h"
 #include "cli/cli.h"
 #include "common/error.h"
+#include "runtime/cdi_hook.h"
 
 static const char cdi_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] cdi COMMAND [OPTIONS]\n"

@@ -17,7 +17,7 @@
 #include "common/cleanup.h"
 #include "runtime/hostconfig.h"
 #include "runtime/mps.h"
-#include "runtime/slice.h"
+#include "slice/slice.h"
 #include "vgpu/config.h"
 
 static const char exec_help[] =

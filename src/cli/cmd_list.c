@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "runtime/request.h"
 #include "common/path.h"
 #include "common/strutil.h"
+#include "select/caps.h"
 
 static const char list_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] list [OPTIONS]\n"

@@ -14,9 +14,9 @@
 
 #include "cli/cli.h"
 #include "common/cleanup.h"
+#include "common/privilege.h"
 #include "common/proc.h"
 #include "common/strutil.h"
-#include "container/caps.h"
 #include "observe/collect.h"
 #include "observe/gpus.h"
 #include "observe/top.h"

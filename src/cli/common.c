@@ -1,11 +1,14 @@
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
-#include "container/caps.h"
+#include "common/privilege.h"
 
 void cli_error(const char *stage, const char *fmt, ...)
 {
@@ -70,6 +73,58 @@ const struct gs_device_info *cli_query_devices(struct gs_context *ctx, bool basi
                 cli_error(init ? "initialization" : "detection", "%s", err.msg);
         }
         return info;
+}
+
+static int parse_id(const char *s, bool group, unsigned long *out)
+{
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (*s != '\0' && *end == '\0' && errno == 0 && v < 0xffffffffUL) {
+                *out = v;
+                return 0;
+        }
+        if (group) {
+                struct group *gr = getgrnam(s);
+                if (gr == NULL)
+                        return -1;
+                *out = gr->gr_gid;
+        } else {
+                struct passwd *pw = getpwnam(s);
+                if (pw == NULL)
+                        return -1;
+                *out = pw->pw_uid;
+        }
+        return 0;
+}
+
+int cli_parse_user(struct cli_globals *g, const char *arg)
+{
+        if (arg == NULL) {
+                g->uid = geteuid();
+                g->gid = getegid();
+                return 0;
+        }
+        char buf[256];
+        if (strlen(arg) >= sizeof(buf) || *arg == '\0')
+                return cli_usage_error(NULL, "invalid user: %s", arg);
+        strcpy(buf, arg);
+        char *colon = strchr(buf, ':');
+        if (colon != NULL)
+                *colon++ = '\0';
+        unsigned long uid, gid;
+        if (parse_id(buf, false, &uid) < 0)
+                return cli_usage_error(NULL, "unknown user: %s", buf);
+        g->uid = (uid_t)uid;
+        if (colon != NULL) {
+                if (parse_id(colon, true, &gid) < 0)
+                        return cli_usage_error(NULL, "unknown group: %s", colon);
+                g->gid = (gid_t)gid;
+        } else {
+                struct passwd *pw = getpwuid(g->uid);
+                g->gid = pw != NULL ? pw->pw_gid : (gid_t)uid;
+        }
+        return 0;
 }
 
 int cli_parse_seconds(const char *verb, const char *opt, const char *arg, unsigned *ms)

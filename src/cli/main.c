@@ -1,8 +1,6 @@
 /* gpuslice: global options, then one verb. */
 #include <errno.h>
 #include <getopt.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
-#include "container/caps.h"
+#include "common/privilege.h"
 #include "gs_commit.h"
 
 static const char global_help[] =
@@ -43,58 +41,6 @@ static const char global_help[] =
         "  -V, --version             print the version and the commit it was built from\n"
         "\n"
         "Errors print 'gpuslice: <stage> error: <message>' and exit 1; usage errors exit 2.\n";
-
-static int parse_id(const char *s, bool group, unsigned long *out)
-{
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(s, &end, 10);
-        if (*s != '\0' && *end == '\0' && errno == 0 && v < 0xffffffffUL) {
-                *out = v;
-                return 0;
-        }
-        if (group) {
-                struct group *gr = getgrnam(s);
-                if (gr == NULL)
-                        return -1;
-                *out = gr->gr_gid;
-        } else {
-                struct passwd *pw = getpwnam(s);
-                if (pw == NULL)
-                        return -1;
-                *out = pw->pw_uid;
-        }
-        return 0;
-}
-
-int cli_parse_user(struct cli_globals *g, const char *arg)
-{
-        if (arg == NULL) {
-                g->uid = geteuid();
-                g->gid = getegid();
-                return 0;
-        }
-        char buf[256];
-        if (strlen(arg) >= sizeof(buf) || *arg == '\0')
-                return cli_usage_error(NULL, "invalid user: %s", arg);
-        strcpy(buf, arg);
-        char *colon = strchr(buf, ':');
-        if (colon != NULL)
-                *colon++ = '\0';
-        unsigned long uid, gid;
-        if (parse_id(buf, false, &uid) < 0)
-                return cli_usage_error(NULL, "unknown user: %s", buf);
-        g->uid = (uid_t)uid;
-        if (colon != NULL) {
-                if (parse_id(colon, true, &gid) < 0)
-                        return cli_usage_error(NULL, "unknown group: %s", colon);
-                g->gid = (gid_t)gid;
-        } else {
-                struct passwd *pw = getpwuid(g->uid);
-                g->gid = pw != NULL ? pw->pw_gid : (gid_t)uid;
-        }
-        return 0;
-}
 
 /* Installed also as nvidia-container-runtime-hook: `nvidia-container-runtime-hook prestart` (docker
  * --gpus, podman hooks.d) is `gpuslice hook prestart`. NVIDIA's hook flags (-config, -debug) are

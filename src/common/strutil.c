@@ -88,3 +88,13 @@ int gs_hex_digit(char c)
                 return c - 'A' + 10;
         return -1;
 }
+
+const char *gs_env_get(char *const *env, size_t nenv, const char *key)
+{
+        size_t klen = strlen(key);
+        const char *v = NULL;
+        for (size_t i = 0; i < nenv; i++)
+                if (strncmp(env[i], key, klen) == 0 && env[i][klen] == '=')
+                        v = env[i] + klen + 1;
+        return v;
+}

@@ -16,6 +16,8 @@ bool gs_str_has_suffix(const char *s, const char *suffix);
 bool gs_strlcpy(char *dst, const char *src, size_t size);
 /* Parse an unsigned decimal in [0, max]; whole string must be digits. */
 int gs_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
+/* Value of KEY in a KEY=VALUE list (the last one wins, as execve's consumers read it), or NULL. */
+const char *gs_env_get(char *const *env, size_t nenv, const char *key);
 
 /* Append a copy of path (with caps) to a file list. */
 int gs_file_list_add(struct gs_file_list *l, const char *path, unsigned caps, struct gs_error *err);

@@ -1,5 +1,6 @@
 /*
- * gs_configure: the selected GPUs and the driver's files into a container, everything or nothing.
+ * gs_configure (configure.h: gs_configure_pipeline): the selected GPUs and the driver's files into a
+ * container, everything or nothing.
  *
  * Stages (nvidia-container-cli's names, each with its own effective capabilities):
  *   detection   devices (procfs or the NVML helper) and driver files under the driver root
@@ -29,19 +30,21 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "container/configure.h"
+
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/path.h"
+#include "common/privilege.h"
 #include "common/strutil.h"
-#include "container/caps.h"
 #include "container/cgroup.h"
 #include "container/container.h"
 #include "container/ldconfig.h"
 #include "container/mount.h"
 #include "driver/context.h"
-#include "runtime/request.h"
-#include "runtime/slice.h"
+#include "select/caps.h"
+#include "slice/slice.h"
 
 #ifndef PROC_SUPER_MAGIC
 #define PROC_SUPER_MAGIC 0x9fa0
@@ -52,6 +55,7 @@
 struct run {
         struct gs_context *ctx;
         const struct gs_configure_opts *o;
+        gs_slice_mps_fn mps;      /* the slice's MPS choice (NULL: none) */
         const struct gs_device_info *dev;
         struct gs_driver_info drv;
         struct gs_selection sel;
@@ -491,10 +495,11 @@ static int stage_slice_prepare(struct run *x, struct gs_error *err)
         pid_t owner = x->o->pid > 0 ? x->o->pid : getppid();
         /* slice.mps: a cap slice on one GPU may run through the GPU's MPS daemon (never an error). */
         struct gs_slice_opts so = x->o->slice;
-        char mps_dir[PATH_MAX], pidid[32];
+        char mps_dir[PATH_MAX] = "", pidid[32];
         snprintf(pidid, sizeof(pidid), "pid-%d", (int)owner);
-        gs_slice_mps_choose(x->ctx, x->dev, &so, uuids, so.container_id != NULL ? so.container_id : pidid, owner, mps_dir,
-                            sizeof(mps_dir), NULL, 0);
+        if (x->mps != NULL)
+                x->mps(x->ctx, x->dev, &so, uuids, so.container_id != NULL ? so.container_id : pidid, owner, mps_dir,
+                       sizeof(mps_dir), NULL, 0);
         so.mps_dir = mps_dir[0] != '\0' ? mps_dir : NULL;
         if (gs_slice_prepare(&so, owner, uuids, &x->slice, err) < 0)
                 return fail(err, "slice");
@@ -652,13 +657,15 @@ static void rollback(struct run *x)
         gs_log_info("rolled back %lu operation(s)", x->ops);
 }
 
-int gs_configure(struct gs_context *ctx, const struct gs_configure_opts *o, struct gs_error *err)
+int gs_configure_pipeline(struct gs_context *ctx, const struct gs_configure_opts *o, gs_slice_mps_fn mps,
+                          struct gs_error *err)
 {
         struct run *x = calloc(1, sizeof(*x));
         if (x == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
         x->ctx = ctx;
         x->o = o;
+        x->mps = mps;
         x->c.ns_fd = x->c.self_ns_fd = -1;
         x->slice.dirfd = -1;
         x->caps = gs_caps_expand(o->caps);

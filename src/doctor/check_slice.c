@@ -14,7 +14,7 @@
 
 #include "common/cleanup.h"
 #include "runtime/mps.h"
-#include "runtime/slice.h"
+#include "slice/slice.h"
 
 void doctor_check_config(struct doctor *d, struct gs_doctor_result *r)
 {

@@ -24,11 +24,11 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/privilege.h"
 #include "common/proc.h"
-#include "container/caps.h"
 #include "k8s/plugin_int.h"
 #include "podresources.pb-c.h"
-#include "runtime/slice.h"
+#include "slice/slice.h"
 
 #define ENVIRON_MAX (256u << 10)
 

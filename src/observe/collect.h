@@ -5,7 +5,7 @@
  * Where slices come from:
  *   - the regions directory (the hook's and configure's, default /run/gpuslice/slices): one
  *     directory per container, <id>/usage its region, <id>/owner its init process, <id>/labels
- *     its pod's names (see runtime/slice.h). A slice is shown while its owner lives (a pidfd, or
+ *     its pod's names (see slice/slice.h). A slice is shown while its owner lives (a pidfd, or
  *     the pid's start time where pidfds are missing); a directory whose owner is gone is left out
  *     at once and counted in `gone`, and gs_collector_sweep() removes such directories.
  *   - extra region files (`gpuslice exec --region PATH`), or glob(7) patterns of them
@@ -40,7 +40,7 @@
 
 #include "observe/waits.h"
 #include "region/region.h"
-#include "runtime/slice.h"
+#include "slice/slice.h"
 
 #define GS_OBS_ID_MAX 256
 
@@ -132,7 +132,7 @@ int gs_collector_scan(struct gs_collector *c, struct gs_observation *out, struct
 int gs_collector_scan_at(struct gs_collector *c, uint64_t mono_ns, struct gs_observation *out, struct gs_error *err);
 void gs_observation_release(struct gs_observation *o);
 
-/* Remove the slice directories whose container is gone (runtime/slice.h's sweep); returns how
+/* Remove the slice directories whose container is gone (slice/slice.h's sweep); returns how
  * many. Does nothing (0) when this process cannot judge liveness: outside the host's pid
  * namespace, owners' pids mean nothing here, and nothing is shown as gone or removed. */
 unsigned gs_collector_sweep(struct gs_collector *c);

@@ -7,7 +7,7 @@
 #include "common/log.h"
 #include "runtime/oci.h"
 #include "runtime/request.h"
-#include "runtime/slice.h"
+#include "slice/slice.h"
 
 int gs_hook_stage_parse(const char *name, enum gs_hook_stage *out)
 {

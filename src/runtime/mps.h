@@ -136,6 +136,14 @@ int gs_mps_slice_attach(struct gs_context *ctx, const struct gs_device_info *inf
  * one share of 1..99 %: that share, else 0. */
 unsigned gs_mps_slice_share(const struct gs_slice_opts *s, const char *devices);
 
+/* slice.mps for a slice with options `s` (mps, mps_root, compute) on the one GPU `uuid` of `info`:
+ * 1 and the GPU's MPS client directory in `dir` when it runs through the GPU's MPS daemon (it is
+ * registered as `id`, alive while `owner` lives: gs_mps_slice_attach), else 0 and `dir` "" (it
+ * takes turns; `why`, when not NULL, says why, "" when MPS was not asked for). gs_configure hands
+ * it to the configure pipeline (runtime/configure.c, container/configure.h). */
+int gs_slice_mps_choose(struct gs_context *ctx, const struct gs_device_info *info, const struct gs_slice_opts *s,
+                        const char *uuid, const char *id, pid_t owner, char *dir, size_t len, char *why, size_t wlen);
+
 /* The active thread percentage the GPU's servers should have: the largest share among the live
  * slices registered under <root>/<uuid>/slices (0: none). Files of dead owners are removed. */
 unsigned gs_mps_slices_ceiling(const struct gs_mps_gpu *m);

@@ -34,7 +34,6 @@
 #include "common/strutil.h"
 #include "region/region.h"
 #include "runtime/mps_int.h"
-#include "runtime/slice.h"
 #include "vgpu/config.h"
 
 #define STATE_FILE "state"

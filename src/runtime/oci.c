@@ -302,13 +302,3 @@ void gs_oci_config_release(struct gs_oci_config *cfg)
         cfg->env = cfg->annotations = NULL;
         cfg->nenv = cfg->nannotations = 0;
 }
-
-const char *gs_env_get(char *const *env, size_t nenv, const char *key)
-{
-        size_t klen = strlen(key);
-        const char *v = NULL;
-        for (size_t i = 0; i < nenv; i++)
-                if (strncmp(env[i], key, klen) == 0 && env[i][klen] == '=')
-                        v = env[i] + klen + 1;
-        return v;
-}

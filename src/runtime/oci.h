@@ -15,6 +15,8 @@
 
 #include <gpuslice/gpuslice.h>
 
+#include "common/strutil.h" /* gs_env_get: a value of process.env or of the annotations */
+
 #define GS_OCI_STATE_MAX (1u << 20)   /* stdin larger than this is refused */
 #define GS_OCI_CONFIG_MAX (16u << 20) /* config.json larger than this is refused */
 
@@ -48,8 +50,5 @@ int gs_oci_config_load(const char *bundle, struct gs_oci_config *cfg, struct gs_
 int gs_oci_config_parse(const char *json, size_t len, const char *bundle, struct gs_oci_config *cfg,
                         struct gs_error *err);
 void gs_oci_config_release(struct gs_oci_config *cfg);
-
-/* Value of KEY in a KEY=VALUE list (the last one wins, as execve's consumers read it), or NULL. */
-const char *gs_env_get(char *const *env, size_t nenv, const char *key);
 
 #endif

@@ -31,7 +31,7 @@
 #include "observe/server.h"
 #include "observe/top.h"
 #include "region/region.h"
-#include "runtime/slice.h"
+#include "slice/slice.h"
 #include "synth.h"
 
 #define MiB GS_SYNTH_MiB

@@ -13,7 +13,7 @@
 #include "runtime/hostconfig.h"
 #include "runtime/oci.h"
 #include "runtime/request.h"
-#include "runtime/slice.h"
+#include "slice/slice.h"
 
 #define S(x) x, strlen(x)
 

@@ -1,4 +1,4 @@
-#include "container/caps.h"
+#include "common/privilege.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -20,8 +20,8 @@
  * The directory goes when the container does: a poststop hook removes it, and every hook run
  * sweeps the directories whose owner is no longer alive.
  */
-#ifndef GS_RUNTIME_SLICE_H
-#define GS_RUNTIME_SLICE_H
+#ifndef GS_SLICE_SLICE_H
+#define GS_SLICE_SLICE_H
 
 #include <limits.h>
 #include <stdbool.h>
@@ -31,15 +31,6 @@
 #include <gpuslice/gpuslice.h>
 
 #define GS_SLICE_USAGE_PATH GS_SLICE_RUN_DIR "/usage"
-
-/* slice.mps for a slice with options `s` (mps, mps_root, compute) on the one GPU `uuid` of `info`:
- * 1 and the GPU's MPS client directory in `dir` when it runs through the GPU's MPS daemon (it is
- * registered as `id`, alive while `owner` lives: runtime/mps.h, gs_mps_slice_attach), else 0 and
- * `dir` "" (it takes turns; `why`, when not NULL, says why, "" when MPS was not asked for). */
-struct gs_context;
-struct gs_device_info;
-int gs_slice_mps_choose(struct gs_context *ctx, const struct gs_device_info *info, const struct gs_slice_opts *s,
-                        const char *uuid, const char *id, pid_t owner, char *dir, size_t len, char *why, size_t wlen);
 
 struct gs_slice_host {
         char dir[PATH_MAX];     /* <regions_dir>/<id> */

@@ -1,5 +1,5 @@
 /* A slice's host directory and the files the container gets from it (see slice.h). */
-#include "runtime/slice.h"
+#include "slice/slice.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +21,6 @@
 #include "common/strutil.h"
 #include "common/unixsock.h"
 #include "region/region.h"
-#include "runtime/oci.h"
 #include "vgpu/config.h"
 
 #if defined(__x86_64__)
@@ -33,6 +32,17 @@
 #else
 #define GS_MULTIARCH "unknown"
 #endif
+
+/* gpuslice.h */
+bool gs_slice_requested(const struct gs_slice_opts *s)
+{
+        if (s->memory != NULL || s->compute != NULL)
+                return true;
+        for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++)
+                if (s->memory_dev[i] != NULL || s->compute_dev[i] != NULL)
+                        return true;
+        return false;
+}
 
 static bool readable_file(const char *p)
 {

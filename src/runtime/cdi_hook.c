@@ -1,5 +1,6 @@
 /*
- * The createContainer hooks a generated CDI spec names (`gpuslice cdi-hook ...`).
+ * The createContainer hooks a generated CDI spec names (`gpuslice cdi-hook ...`): the container work
+ * of CDI (src/cdi describes the specs that name these hooks).
  *
  * The OCI runtime runs them in the container's mount namespace, before pivot_root (runc: in the
  * container's init, cwd = the rootfs, the host's / still visible), with the OCI state on stdin.
@@ -8,6 +9,8 @@
  * ldconfig runs in the sandbox of src/container/ldconfig.c. Nothing is read from the environment,
  * which a runtime may have taken from the image.
  */
+#include "runtime/cdi_hook.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,10 +18,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cdi/cdi.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "container/caps.h"
+#include "common/privilege.h"
 #include "container/ldconfig.h"
 #include "container/mount.h"
 #include "runtime/oci.h"

@@ -2,8 +2,8 @@
  * Least privilege by stage (libcap): a fixed permitted set, and an effective set raised only to
  * what the current stage needs. No-ops when not running as root.
  */
-#ifndef GS_CONTAINER_CAPS_H
-#define GS_CONTAINER_CAPS_H
+#ifndef GS_COMMON_PRIVILEGE_H
+#define GS_COMMON_PRIVILEGE_H
 
 #include <gpuslice/gpuslice.h>
 
