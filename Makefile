@@ -2,7 +2,7 @@
 #   make run    build, then `gpuslice info` on this host's GPUs (or on the simulated GPU if none)
 #   make test   build (warnings as errors) + ASan/UBSan build, run every test, fuzz briefly
 #   make mutation  break a few behaviours on purpose in a scratch copy; each must fail its test
-#   make bench  run the benchmarks (on the GPU host: see README.md, "Benchmarks")
+#   make bench  run the benchmarks (on the GPU host: see bench/RESULTS.md, "How to run them")
 #   make install [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc]   install (build dir build-install)
 #   make uninstall [DESTDIR=]   remove what the last `make install` put there (an edited config stays)
 #   make deb    the Debian packages (gpuslice, libgpuslice0, libgpuslice-dev) in build-deb/, then lintian

@@ -17,15 +17,19 @@ static const char global_help[] =
         "Give Linux containers NVIDIA GPUs (the nvidia-container-cli contract).\n"
         "\n"
         "Commands:\n"
-        "  info        report the driver and the GPUs it detected\n"
-        "  list        list the driver files and devices a container would get\n"
-        "  configure   put GPUs and the driver into a container (everything or nothing)\n"
-        "  exec        run a command with a GPU memory quota (the slicing interposer)\n"
-        "  mps         start, stop or query one MPS control daemon per GPU\n"
-        "  metrics     serve Prometheus metrics of every slice and GPU on this host\n"
-        "  top         a live terminal view of every slice on this host (--once [--json] for scripts)\n"
-        "  doctor      check this node (driver, nodes, cgroups, hooks, CDI spec, MPS) and say what to fix\n"
+        "  info           report the driver and the GPUs it detected\n"
+        "  list           list the driver files and devices a container would get\n"
+        "  configure      put GPUs and the driver into a container (everything or nothing)\n"
+        "  hook           the OCI runtime hook (also run as nvidia-container-runtime-hook)\n"
+        "  cdi            generate and list CDI specs (podman, containerd, CRI-O, docker)\n"
+        "  cdi-hook       the createContainer hooks of a generated CDI spec\n"
+        "  exec           run a command in a GPU slice (memory quota, compute share)\n"
+        "  mps            start, stop, query or supervise one MPS control daemon per GPU\n"
+        "  metrics        serve Prometheus metrics of every slice and GPU on this host\n"
+        "  top            a live view of every slice on this host (--once [--json] for scripts)\n"
+        "  doctor         check this node (driver, nodes, hooks, CDI spec, MPS), say what to fix\n"
         "  device-plugin  serve this node's GPUs and GPU slices to the kubelet (Kubernetes)\n"
+        "  help [COMMAND] this help, or COMMAND's man page (its --help without man)\n"
         "\n"
         "Global options:\n"
         "  -r, --root=DIR            driver root (default /): libraries, binaries, ld.so.cache,\n"
@@ -145,8 +149,14 @@ static int run_verb(const struct cli_globals *g, const char *verb, int argc, cha
                 if (strcmp(verb, verbs[i].name) == 0)
                         return verbs[i].run(g, argc, argv);
         if (strcmp(verb, "help") == 0) {
-                fputs(global_help, stdout);
-                return 0;
+                if (argc < 2 || strcmp(argv[1], "help") == 0) {
+                        fputs(global_help, stdout);
+                        return 0;
+                }
+                for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+                        if (strcmp(argv[1], verbs[i].name) == 0)
+                                return cmd_help(g, verbs[i].name, verbs[i].run);
+                return cli_usage_error(NULL, "unknown command '%s'", argv[1]);
         }
         return cli_usage_error(NULL, "unknown command '%s'", verb);
 }

@@ -1,5 +1,5 @@
 /*
- * The metric set of `gpuslice metrics` (README "gpuslice metrics" lists it): per slice and
+ * The metric set of `gpuslice metrics` (docs/metrics.md lists it): per slice and
  * device, per GPU (NVML), and about the exporter itself; our names in base units and 0-1 ratios,
  * and HAMi's vGPU monitor names beside them (its units: utilization in percent) so that HAMi's
  * dashboards keep working.

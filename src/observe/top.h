@@ -2,7 +2,7 @@
  * The view of `gpuslice top` (the terminal loop is src/cli/cmd_top.c): one row per slice and
  * device from a collector's observation, sorted by memory, compute or name, each row formatted
  * into a line of a given width (80 columns and narrower: long names are shortened, never the
- * numbers), and the JSON document of `top --once --json` (README "gpuslice top" documents it).
+ * numbers), and the JSON document of `top --once --json` (gpuslice-top(1) documents it).
  *
  * Everything shown comes from regions that containers write, so names and labels are made
  * printable before they reach a terminal: bytes outside printable ASCII become '?' (a UTF-8

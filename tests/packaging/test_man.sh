@@ -6,6 +6,7 @@
 #     which test_hostconfig ties to the parser);
 #   - every built page renders without a warning (MANWIDTH=80 man --warnings -l) and has a NAME line
 #     man-db can index (lexgrog);
+#   - gpuslice --help lists every command; `gpuslice help VERB` shows the page through man, else VERB --help;
 #   - the completion offers exactly main.c's commands, and each command's options from its --help.
 set -uo pipefail
 SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
@@ -49,6 +50,38 @@ for v in $verbs; do
         esac
 done
 options "$MAN/gpuslice.1.scd"
+
+# gpuslice --help lists every command; `gpuslice help VERB` shows the verb's page through man, and
+# its --help where man is not installed.
+ghelp=$("$GS" --help 2>&1)
+missing=""
+for v in $verbs help; do grep -qE "^  $v( |$)" <<<"$ghelp" || missing="$missing $v"; done
+[ -z "$missing" ] && ok "gpuslice --help lists every command of src/cli/main.c, and help" ||
+        not_ok "gpuslice --help lacks:$missing"
+mandir=$(mktemp -d)
+trap 'rm -rf "$mandir"' EXIT
+chmod 755 "$mandir"  # man may read the pages as its own user
+mkdir "$mandir/man1"
+for p in "$BUILD"/packaging/gpuslice*.1; do ln -s "$p" "$mandir/man1/"; done
+bad_man="" bad_fallback=""
+for v in $verbs; do
+        out=$(MANPATH=$mandir MANWIDTH=200 "$GS" help "$v" 2>&1)
+        grep -qE "^ *gpuslice-$v[ ,]" <<<"$out" || bad_man="$bad_man $v"
+        want=$("$GS" "$v" --help 2>&1)
+        got=$(PATH=/nonexistent "$GS" help "$v" 2>&1)
+        [ -n "$want" ] && [ "$got" = "$want" ] || bad_fallback="$bad_fallback $v"
+done
+[ -z "$bad_man" ] && ok "gpuslice help VERB shows man's gpuslice-VERB(1) for every command" ||
+        not_ok "gpuslice help VERB did not show the man page for:$bad_man"
+[ -z "$bad_fallback" ] && ok "without man, gpuslice help VERB prints 'gpuslice VERB --help'" ||
+        not_ok "without man, gpuslice help VERB differs from VERB --help for:$bad_fallback"
+out=$(MANPATH=$mandir/none PATH=/usr/bin:/bin "$GS" help list 2>&1)
+[ "$out" = "$("$GS" list --help 2>&1)" ] && ok "gpuslice help VERB without the page (man installed): its --help" ||
+        not_ok "gpuslice help list with man but no page: '$(head -2 <<<"$out")'"
+[ "$("$GS" help 2>&1)" = "$ghelp" ] && ok "gpuslice help (no command) prints gpuslice --help" ||
+        not_ok "gpuslice help differs from gpuslice --help"
+"$GS" help nosuch >/dev/null 2>&1; rc=$?
+[ "$rc" = 2 ] && ok "gpuslice help nosuch: a usage error (exit 2)" || not_ok "gpuslice help nosuch: exit $rc"
 
 # gpuslice.conf(5) against the shipped config: "[section]" and "#key = " lines.
 conf=$MAN/gpuslice.conf.5.scd
@@ -95,6 +128,8 @@ got=$(complete_words "$GS" doctor --c)
 got=$(complete_words "$GS" --root /tmp mps st)
 [ "$got" = "start stop status" ] && ok "completion: mps subcommands after a global option" ||
         not_ok "completion of 'mps st': '$got'"
+got=$(complete_words "$GS" help cdi)
+[ "$got" = "cdi cdi-hook" ] && ok "completion: help offers the commands" || not_ok "completion of 'help cdi': '$got'"
 got=$(complete_words "$GS" cdi generate --device-name-strategy t)
 [ "$got" = "type-index" ] && ok "completion: an option's values" || not_ok "completion of a strategy: '$got'"
 
