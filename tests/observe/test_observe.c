@@ -798,105 +798,109 @@ static void row_order(const struct gs_top_view *v, char *out, size_t len)
                          v->rows[i].name[0] == '/' ? 'x' : v->rows[i].name[0], v->rows[i].dev->index);
 }
 
-static void test_top_view(void **state)
+/* The view's rows: the orders of each sort key, then a row laid out at 80, 40 and any columns. */
+static void check_top_rows(struct top_fixture *f, struct gs_top_view *v)
 {
-        (void)state;
-        struct top_fixture f;
-        top_fixture(&f);
-        struct gs_top_view v;
-        struct gs_error err = {0};
-        assert_int_equal(gs_top_view_build(&v, &f.obs, NULL, &err), 0);
-        assert_int_equal(v.nrows, 4);
-        assert_string_equal(v.names[2], "team-a/trainer-0/main?]0;x");
         char order[64];
-        gs_top_sort(&v, GS_TOP_SORT_MEMORY);
-        row_order(&v, order, sizeof(order));
+        gs_top_sort(v, GS_TOP_SORT_MEMORY);
+        row_order(v, order, sizeof(order));
         assert_string_equal(order, "40 t0 x0 41");
-        gs_top_sort(&v, GS_TOP_SORT_COMPUTE); /* measured first, then a window not closed, then none */
-        row_order(&v, order, sizeof(order));
+        gs_top_sort(v, GS_TOP_SORT_COMPUTE); /* measured first, then a window not closed, then none */
+        row_order(v, order, sizeof(order));
         assert_string_equal(order, "40 x0 t0 41");
-        gs_top_sort(&v, GS_TOP_SORT_NAME);
-        row_order(&v, order, sizeof(order));
+        gs_top_sort(v, GS_TOP_SORT_NAME);
+        row_order(v, order, sizeof(order));
         assert_string_equal(order, "x0 40 41 t0");
 
         /* 80 columns: every line fits, the numbers are whole */
         struct gs_top_layout l;
         char line[512];
-        gs_top_sort(&v, GS_TOP_SORT_MEMORY);
-        gs_top_layout(&v, 80, false, &l);
+        gs_top_sort(v, GS_TOP_SORT_MEMORY);
+        gs_top_layout(v, 80, false, &l);
         gs_top_format_header(&l, GS_TOP_SORT_MEMORY, line, sizeof(line));
         assert_true(strlen(line) <= 80);
         assert_non_null(strstr(line, "MEMORY*"));
         assert_null(strstr(line, "COMPUTE*"));
         assert_non_null(strstr(line, " COMPUTE PRIO  WAIT PROCS"));
-        gs_top_format_row(&v, &l, &v.rows[0], line, sizeof(line));
+        gs_top_format_row(v, &l, &v->rows[0], line, sizeof(line));
         assert_true(strlen(line) <= 80);
         assert_true(strncmp(line, "4f3c2b1a0e9d ", 13) == 0);
         assert_non_null(strstr(line, "  3.0G / 4.0G "));
         assert_non_null(strstr(line, "75%]"));
         assert_non_null(strstr(line, "30% / 50%  high 2.5ms     1"));
-        assert_int_equal(gs_top_bar_fill(&l, &v.rows[0]), (unsigned)((l.bar_w - 2) * 0.75 + 0.5));
-        gs_top_format_row(&v, &l, &v.rows[1], line, sizeof(line));
+        assert_int_equal(gs_top_bar_fill(&l, &v->rows[0]), (unsigned)((l.bar_w - 2) * 0.75 + 0.5));
+        gs_top_format_row(v, &l, &v->rows[1], line, sizeof(line));
         assert_true(strlen(line) <= 80);
         assert_non_null(strstr(line, "1.0G / -  "));
         assert_non_null(strstr(line, "[no quota"));
         assert_non_null(strstr(line, "   - / -    -        -     1"));
         assert_null(strchr(line, '\x1b'));
-        gs_top_format_row(&v, &l, &v.rows[2], line, sizeof(line));
+        gs_top_format_row(v, &l, &v->rows[2], line, sizeof(line));
         assert_non_null(strstr(line, "  .. / 25%  low     ..     1"));
-        gs_top_format_title(&v, GS_TOP_SORT_MEMORY, "12:00:00", 80, line, sizeof(line));
+        gs_top_format_title(v, GS_TOP_SORT_MEMORY, "12:00:00", 80, line, sizeof(line));
         assert_string_equal(line, "gpuslice top  12:00:00  3 slices  sort: memory  1 skipped");
         /* 40 columns: cut, never wrapped */
-        gs_top_layout(&v, 40, false, &l);
-        gs_top_format_row(&v, &l, &v.rows[0], line, sizeof(line));
+        gs_top_layout(v, 40, false, &l);
+        gs_top_format_row(v, &l, &v->rows[0], line, sizeof(line));
         assert_int_equal(strlen(line), 40);
         /* not a terminal: as wide as the content (the whole id) */
-        gs_top_layout(&v, 0, false, &l);
-        gs_top_format_row(&v, &l, &v.rows[0], line, sizeof(line));
-        assert_true(strncmp(line, f.s[1].id, strlen(f.s[1].id)) == 0);
+        gs_top_layout(v, 0, false, &l);
+        gs_top_format_row(v, &l, &v->rows[0], line, sizeof(line));
+        assert_true(strncmp(line, f->s[1].id, strlen(f->s[1].id)) == 0);
+}
 
+/* Host pids: this process for the exec region, a slot /proc cannot resolve, the PIDS column. */
+static void check_top_pids(struct top_fixture *f, struct gs_top_view *v)
+{
+        struct gs_error err = {0};
+        struct gs_top_layout l;
+        char line[512];
         /* host pids: this process for the exec region; PIDS column */
-        assert_int_equal(gs_top_view_host_pids(&v, NULL, &err), 0);
-        assert_int_equal(v.host_pids[0][0], getpid());
+        assert_int_equal(gs_top_view_host_pids(v, NULL, &err), 0);
+        assert_int_equal(v->host_pids[0][0], getpid());
         /* the next refresh takes the last one's answer while the host pid has the slot's start
          * time: a slot /proc cannot resolve (pid 999999 here) shows that nothing was walked */
         {
                 struct top_fixture g;
                 top_fixture(&g);
                 g.procs[0].pid = 999999;
-                f.procs[0].pid = 999999;
+                f->procs[0].pid = 999999;
                 struct gs_top_view w;
                 assert_int_equal(gs_top_view_build(&w, &g.obs, NULL, &err), 0);
-                assert_int_equal(gs_top_view_host_pids(&w, &v, &err), 0);
+                assert_int_equal(gs_top_view_host_pids(&w, v, &err), 0);
                 assert_int_equal(w.host_pids[0][0], getpid());
                 assert_int_equal(w.host_pids[1][0], 0);
                 /* ... not when the process is another one (another start time) */
                 gs_top_view_release(&w);
                 g.procs[0].start_time++;
-                f.procs[0].start_time++;
+                f->procs[0].start_time++;
                 assert_int_equal(gs_top_view_build(&w, &g.obs, NULL, &err), 0);
-                assert_int_equal(gs_top_view_host_pids(&w, &v, &err), 0);
+                assert_int_equal(gs_top_view_host_pids(&w, v, &err), 0);
                 assert_int_equal(w.host_pids[0][0], 0);
                 gs_top_view_release(&w);
-                f.procs[0].pid = getpid();
-                f.procs[0].start_time--;
+                f->procs[0].pid = getpid();
+                f->procs[0].start_time--;
         }
-        gs_top_layout(&v, 80, true, &l);
-        gs_top_sort(&v, GS_TOP_SORT_NAME);
-        gs_top_format_row(&v, &l, &v.rows[0], line, sizeof(line));
+        gs_top_layout(v, 80, true, &l);
+        gs_top_sort(v, GS_TOP_SORT_NAME);
+        gs_top_format_row(v, &l, &v->rows[0], line, sizeof(line));
         char want[32];
         snprintf(want, sizeof(want), " %d", (int)getpid());
         assert_true(strlen(line) <= 80);
         assert_non_null(strstr(line, want));
+}
 
+/* The --json document: in the observation's order whatever the sort; nulls for the unknown. */
+static void check_top_json(struct top_fixture *f, struct gs_top_view *v)
+{
         /* JSON: in the observation's order (the collector's: by id) whatever the sort; nulls for
          * what is unknown or unlimited */
-        json_object *doc = gs_top_json(&v);
+        json_object *doc = gs_top_json(v);
         assert_non_null(doc);
         json_object *sl = json_object_object_get(doc, "slices"), *x;
         assert_int_equal(json_object_array_length(sl), 3);
         json_object *s0 = json_object_array_get_idx(sl, 1);
-        assert_string_equal(json_object_get_string(json_object_object_get(s0, "id")), f.s[1].id);
+        assert_string_equal(json_object_get_string(json_object_object_get(s0, "id")), f->s[1].id);
         assert_string_equal(json_object_get_string(json_object_object_get(s0, "kind")), "container");
         assert_int_equal(json_object_array_length(json_object_object_get(s0, "devices")), 2);
         json_object *d0 = json_object_array_get_idx(json_object_object_get(s0, "devices"), 0);
@@ -946,12 +950,27 @@ static void test_top_view(void **state)
         assert_int_equal(json_object_get_int(json_object_object_get(doc, "skipped")), 1);
         assert_string_equal(json_object_to_json_string(json_object_object_get(doc, "time")), "1795690840.123");
         /* invalid UTF-8 in a label: '?' in JSON, the document stays valid */
-        snprintf(f.s[2].labels.pod, sizeof(f.s[2].labels.pod), "caf\xc3\xa9-\xff");
-        json_object *doc2 = gs_top_json(&v);
+        snprintf(f->s[2].labels.pod, sizeof(f->s[2].labels.pod), "caf\xc3\xa9-\xff");
+        json_object *doc2 = gs_top_json(v);
         s1 = json_object_array_get_idx(json_object_object_get(doc2, "slices"), 2);
         assert_string_equal(json_object_get_string(json_object_object_get(s1, "pod")), "caf\xc3\xa9-?");
         json_object_put(doc2);
         json_object_put(doc);
+}
+
+static void test_top_view(void **state)
+{
+        (void)state;
+        struct top_fixture f;
+        top_fixture(&f);
+        struct gs_top_view v;
+        struct gs_error err = {0};
+        assert_int_equal(gs_top_view_build(&v, &f.obs, NULL, &err), 0);
+        assert_int_equal(v.nrows, 4);
+        assert_string_equal(v.names[2], "team-a/trainer-0/main?]0;x");
+        check_top_rows(&f, &v);
+        check_top_pids(&f, &v);
+        check_top_json(&f, &v);
         gs_top_view_release(&v);
 }
 

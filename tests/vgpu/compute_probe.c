@@ -109,6 +109,34 @@ static int in_vgpu(void *fn)
         return dladdr(fn, &info) != 0 && info.dli_fname != NULL && strstr(info.dli_fname, "gpuslice-vgpu") != NULL;
 }
 
+/* A graph of ten kernels captured on s, instantiated (*per: the launches one graph launch stands for). */
+static CUgraphExec ten_kernel_graph(CUfunction f, CUstream s, unsigned *per)
+{
+        CUgraph g;
+        CUgraphExec exec;
+        CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        for (int i = 0; i < 10; i++)
+                CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+        CK(cuStreamEndCapture(s, &g));
+        CK(cuGraphInstantiateWithFlags(&exec, g, 0));
+        *per = 10;
+        return exec;
+}
+
+/* The entry point MODE launches through (the report says whether the interposer answered it). */
+static void *mode_entry(const char *mode, gs_cuLaunchKernel_fn launch)
+{
+        if (strcmp(mode, "ptsz") == 0)
+                return (void *)cuLaunchKernel_ptsz;
+        if (strcmp(mode, "ex") == 0 || strcmp(mode, "excoop") == 0)
+                return (void *)cuLaunchKernelEx;
+        if (strcmp(mode, "coop") == 0)
+                return (void *)cuLaunchCooperativeKernel;
+        if (strcmp(mode, "graph") == 0)
+                return (void *)cuGraphLaunch;
+        return (void *)launch;
+}
+
 int main(int argc, char **argv)
 {
         if (argc != 4) {
@@ -138,17 +166,8 @@ int main(int argc, char **argv)
         CUdriverProcAddressQueryResult st;
         if (strcmp(mode, "procaddr") == 0)
                 CK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&launch, 13000, 0, &st));
-        CUgraphExec exec = NULL;
         unsigned per = 1;
-        if (strcmp(mode, "graph") == 0) {
-                CUgraph g;
-                CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-                for (int i = 0; i < 10; i++)
-                        CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-                CK(cuStreamEndCapture(s, &g));
-                CK(cuGraphInstantiateWithFlags(&exec, g, 0));
-                per = 10;
-        }
+        CUgraphExec exec = strcmp(mode, "graph") == 0 ? ten_kernel_graph(f, s, &per) : NULL;
         CUlaunchAttribute coop = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
         CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
                               .blockDimZ = 1, .hStream = s};
@@ -156,15 +175,7 @@ int main(int argc, char **argv)
                 cfg.attrs = &coop;
                 cfg.numAttrs = 1;
         }
-        void *fn = (void *)launch;
-        if (strcmp(mode, "ptsz") == 0)
-                fn = (void *)cuLaunchKernel_ptsz;
-        else if (strcmp(mode, "ex") == 0 || strcmp(mode, "excoop") == 0)
-                fn = (void *)cuLaunchKernelEx;
-        else if (strcmp(mode, "coop") == 0)
-                fn = (void *)cuLaunchCooperativeKernel;
-        else if (strcmp(mode, "graph") == 0)
-                fn = (void *)cuGraphLaunch;
+        void *fn = mode_entry(mode, launch);
         bool quiet = strcmp(mode, "quiet") == 0, batch = strcmp(mode, "batch") == 0;
         bool request = strcmp(mode, "request") == 0;
         double period = getenv("PROBE_PERIOD_US") != NULL ? atof(getenv("PROBE_PERIOD_US")) : 20000;
