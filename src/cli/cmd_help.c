@@ -1,5 +1,6 @@
 /* gpuslice help [COMMAND]: the command's man page (man gpuslice-COMMAND) when man is installed and has
  * the page, else the command's --help. */
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -27,9 +28,10 @@ static bool man_has_page(const char *page)
         if (rc != 0)
                 return false;
         int status;
-        while (waitpid(pid, &status, 0) < 0)
+        pid_t w;
+        while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
                 ;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        return w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 int cmd_help(const struct cli_globals *g, const char *verb, int (*run)(const struct cli_globals *, int, char **))
