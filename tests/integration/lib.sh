@@ -11,6 +11,7 @@ TMP=$(mktemp -d /tmp/gs-it.XXXXXX)
 chmod 755 "$TMP" # the NVML helper runs as nobody
 trap 'rm -rf "$TMP"' EXIT
 . "$SRC/tests/lib/check.sh" # ok, not_ok, skip, check, run_ok, started, finish
+. "$SRC/tests/lib/probe.sh" # probe_field, probe_lo: reading compute_probe's report
 
 # mkroot NAME CONFIG [mkroot options...]: build a fake driver root at $TMP/NAME, echo its path.
 mkroot() {

@@ -60,6 +60,34 @@ static double now_us(void)
         return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* Microseconds this process has spent runnable but waiting for a CPU (the scheduler's run_delay,
+ * /proc/self/schedstat's second field); -1 where the kernel does not keep it. Time the process could
+ * not run is not the GPU's or the limiter's: the tests report it beside a latency or a fraction. */
+static double cpu_wait_us(void)
+{
+        FILE *f = fopen("/proc/self/schedstat", "re");
+        unsigned long long run = 0, wait = 0;
+        int n = f != NULL ? fscanf(f, "%llu %llu", &run, &wait) : 0;
+        if (f != NULL)
+                fclose(f);
+        return n == 2 ? (double)wait / 1e3 : -1;
+}
+
+/* The machine's steal time so far, in microseconds summed over its CPUs (/proc/stat's cpu line,
+ * eighth field, in clock ticks): time the hypervisor ran something else on our virtual CPUs. */
+static double steal_us(void)
+{
+        FILE *f = fopen("/proc/stat", "re");
+        unsigned long long v[8] = {0};
+        int n = f != NULL ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                                   &v[5], &v[6], &v[7])
+                          : 0;
+        if (f != NULL)
+                fclose(f);
+        long hz = sysconf(_SC_CLK_TCK);
+        return n == 8 && hz > 0 ? (double)v[7] * 1e6 / (double)hz : -1;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
         double x = *(const double *)a, y = *(const double *)b;
@@ -81,17 +109,20 @@ static int die(const char *what, CUresult rc);
 /* The latency client: every `period` us a request of `kernels` kernels, each waited for, until
  * `end`; each request's latency into lat[]. Returns the kernels launched. */
 static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigned blocks, CUstream s, double end,
-                              double period, int kernels, double *lat, size_t cap, size_t *nreq)
+                              double period, int kernels, double *lat, double *own, size_t cap, size_t *nreq)
 {
         unsigned long n = 0;
         while (now_us() < end && *nreq < cap) {
-                double r0 = now_us();
+                double w0 = cpu_wait_us(), r0 = now_us();
                 for (int k = 0; k < kernels; k++) {
                         CK(launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
                         CK(cuStreamSynchronize(s));
                         n++;
                 }
-                lat[(*nreq)++] = now_us() - r0;
+                lat[*nreq] = now_us() - r0;
+                /* the same request less the time this process waited for a CPU during it */
+                own[*nreq] = w0 >= 0 ? lat[*nreq] - (cpu_wait_us() - w0) : lat[*nreq];
+                (*nreq)++;
                 sleep_until_us(r0 + period);
         }
         return n;
@@ -182,7 +213,8 @@ int main(int argc, char **argv)
         int req_kernels = getenv("PROBE_REQ_KERNELS") != NULL ? atoi(getenv("PROBE_REQ_KERNELS")) : 4;
         size_t nreq = 0, req_cap = (size_t)(seconds * 1e6 / (period > 1 ? period : 1)) + 2;
         double *lat = request ? calloc(req_cap, sizeof(double)) : NULL;
-        if (request && lat == NULL)
+        double *own = request ? calloc(req_cap, sizeof(double)) : NULL;
+        if (request && (lat == NULL || own == NULL))
                 die("calloc", CUDA_ERROR_OUT_OF_MEMORY);
         CUevent done[2];
         bool pending[2] = {false, false};
@@ -195,6 +227,7 @@ int main(int argc, char **argv)
                         CK(cuEventCreate(&done[k], CU_EVENT_DISABLE_TIMING));
 
         unsigned long n = 0;
+        double wait0 = cpu_wait_us(), steal0 = steal_us();
         double t0 = now_us(), end = t0 + seconds * 1e6, ask = t0 + seconds * 2e6 / 3;
         bool want_util = getenv("PROBE_NVML") != NULL;
         int util = -1;
@@ -206,7 +239,7 @@ int main(int argc, char **argv)
                 fputs("BEGIN-QUIET\n", stderr);
         }
         if (request)
-                n = requests(launch, f, blocks, s, end, period, req_kernels, lat, req_cap, &nreq);
+                n = requests(launch, f, blocks, s, end, period, req_kernels, lat, own, req_cap, &nreq);
         while (!request && now_us() < end) {
                 CUresult rc;
                 if (strcmp(mode, "ptsz") == 0)
@@ -245,10 +278,18 @@ int main(int argc, char **argv)
         double wall = now_us() - t0, work = (double)n * per * kus;
         if (request && nreq > 0) {
                 qsort(lat, nreq, sizeof(double), cmp_double);
-                printf("requests=%zu p50_us=%.0f p99_us=%.0f max_us=%.0f ", nreq, lat[nreq / 2],
-                       lat[(size_t)((double)(nreq - 1) * 0.99)], lat[nreq - 1]);
+                qsort(own, nreq, sizeof(double), cmp_double);
+                printf("requests=%zu p50_us=%.0f p99_us=%.0f max_us=%.0f p99_run_us=%.0f ", nreq, lat[nreq / 2],
+                       lat[(size_t)((double)(nreq - 1) * 0.99)], lat[nreq - 1], own[(size_t)((double)(nreq - 1) * 0.99)]);
         }
         free(lat);
+        free(own);
+        /* cpu_wait: the share of the run this process waited for a CPU; steal: the share of the
+         * machine's CPU time its hypervisor took (both -1 where the kernel does not say) */
+        double wait1 = cpu_wait_us(), steal1 = steal_us();
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        printf("cpu_wait=%.4f steal=%.4f ", wait0 >= 0 && wait1 >= 0 ? (wait1 - wait0) / wall : -1,
+               steal0 >= 0 && steal1 >= 0 && ncpu > 0 ? (steal1 - steal0) / (wall * (double)ncpu) : -1);
         printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d sms=%d util=%d\n", n, work, wall,
                work / wall, in_vgpu(fn), sms, util);
         return 0;
