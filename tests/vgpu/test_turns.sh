@@ -77,11 +77,16 @@ ran && within 0 6500 "$p50" && ok "bounded launch-ahead: with 5 ms batch kernels
 
 # Priorities. A client that wants the GPU all the time (a request every 2 ms) beside a batch
 # slice: as a normal slice above its share it waits for the batch's turns; as a high slice it
-# never waits for a low slice's turn, only for the kernel running.
+# never waits for a low slice's turn, only for the kernel running. The batch is capped, not
+# guaranteed: a share-mode slice owed its guarantee goes first whatever the classes (its own rule,
+# the share 30 high/low case below), and beside a client that takes the GPU 500 times a second it
+# is owed whenever the hand-overs idle the GPU, as they do on a loaded two-core machine (a share 70
+# batch got 0.45-0.57 of the GPU there, was owed most of the time, and held the high client back
+# for up to 0.5 s): the case would test that rule, not this one.
 export PROBE_PERIOD_US=2000
-pair "GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=share" "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" 2000
+pair "GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=cap" "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" 2000
 normal=$(field p99_run_us "$TMP/client")
-pair "GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=low" \
+pair "GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=cap GPUSLICE_PRIORITY=low" \
         "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high" 2000
 high=$(field p99_run_us "$TMP/client") hraw=$(field p99_us "$TMP/client") bfrac=$(field fraction "$TMP/batch")
 blo=$(probe_lo 0.40 "$TMP/batch")
