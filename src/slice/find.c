@@ -13,6 +13,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/strutil.h"
+#include "region/region.h"
 
 static int by_id(const void *a, const void *b)
 {
@@ -156,5 +157,61 @@ int gs_slice_resolve(const char *regions_dir, const char *what, char *id, size_t
         if (found > 1)
                 return gs_error_set(err, GS_EINVAL, "'%s' is the start of %zu slices' ids: give more of it", what, found);
         gs_strlcpy(id, v[which].id, len);
+        return 0;
+}
+
+/* The last GS_SLICE_CHANGES_SHOWN lines of <id>/changes. */
+static void read_changes(int regfd, const char *id, struct gs_slice_info *out)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/changes", id);
+        gs_autoclose int fd = openat(regfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        gs_autofclose FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+        if (f == NULL)
+                return;
+        fd = -1; /* the FILE owns it */
+        char line[512];
+        while (fgets(line, sizeof(line), f) != NULL) {
+                line[strcspn(line, "\n")] = '\0';
+                if (out->nchanges == GS_SLICE_CHANGES_SHOWN) {
+                        memmove(out->changes[0], out->changes[1], sizeof(out->changes[0]) * (GS_SLICE_CHANGES_SHOWN - 1));
+                        out->nchanges--;
+                }
+                gs_strlcpy(out->changes[out->nchanges++], line, sizeof(out->changes[0]));
+        }
+}
+
+int gs_slice_show(const char *regions_dir, const char *id, struct gs_slice_info *out, struct gs_error *err)
+{
+        memset(out, 0, sizeof(*out));
+        if (regions_dir == NULL)
+                regions_dir = GS_SLICE_REGIONS_DIR;
+        if (!gs_slice_id_valid(id))
+                return gs_error_set(err, GS_EINVAL, "invalid slice id '%s'", id);
+        gs_autoclose int regfd = open(regions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (regfd < 0)
+                return gs_error_sys(err, "open %s", regions_dir);
+        if (gs_slice_owner_alive(regfd, id, &out->e.owner) != 1)
+                return gs_error_set(err, GS_ENOTFOUND, "no live slice %s under %s", id, regions_dir);
+        gs_strlcpy(out->e.id, id, sizeof(out->e.id));
+        gs_slice_read_labels(regfd, id, &out->e.labels);
+        out->e.has_live = gs_slice_read_live(regfd, id, &out->e.limits);
+        read_changes(regfd, id, out);
+        char path[PATH_MAX];
+        struct gs_region *r = NULL;
+        char rerr[256];
+        snprintf(path, sizeof(path), "%s/%s/usage", regions_dir, id);
+        if (gs_region_open_snapshot(path, &r, rerr, sizeof(rerr)) < 0)
+                return 0; /* no region yet: nothing has used the GPU */
+        out->ndevices = gs_region_ndevices(r);
+        for (unsigned i = 0; i < out->ndevices && i < GS_SLICE_MAX_DEVICES; i++) {
+                struct gs_slice_device *d = &out->dev[i];
+                gs_strlcpy(d->uuid, gs_region_file(r)->hdr.uuid[i], sizeof(d->uuid));
+                gs_region_usage(r, i, &d->used);
+                d->quota = out->e.has_live == 1 ? gs_slice_limits_memory(&out->e.limits, i) : gs_region_limit(r, i);
+                d->compute = out->e.has_live == 1 ? gs_slice_limits_compute(&out->e.limits, i) : 0;
+                d->over = d->quota != 0 && d->used > d->quota;
+        }
+        gs_region_close(r);
         return 0;
 }

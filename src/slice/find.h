@@ -30,4 +30,23 @@ int gs_slice_list(const char *regions_dir, struct gs_slice_entry **out, size_t *
  * message naming the candidates when it names none or several. */
 int gs_slice_resolve(const char *regions_dir, const char *what, char *id, size_t len, struct gs_error *err);
 
+/* One slice in full (`gpuslice slice show`): its entry, each device of its usage region (none
+ * before a process used the GPU) with the quota and share in force, and its last changes. */
+struct gs_slice_device {
+        char uuid[96];
+        uint64_t used;                 /* bytes in use (every process of the slice) */
+        uint64_t quota;                /* the host's limit, bytes; 0 = unlimited */
+        unsigned compute;              /* percent; 0 = unlimited */
+        bool over;                     /* used > quota: new allocations fail until it is under */
+};
+#define GS_SLICE_CHANGES_SHOWN 10
+struct gs_slice_info {
+        struct gs_slice_entry e;
+        unsigned ndevices;
+        struct gs_slice_device dev[GS_SLICE_MAX_DEVICES];
+        unsigned nchanges;             /* the last ones, oldest first */
+        char changes[GS_SLICE_CHANGES_SHOWN][512];
+};
+int gs_slice_show(const char *regions_dir, const char *id, struct gs_slice_info *out, struct gs_error *err);
+
 #endif
