@@ -15,6 +15,7 @@ unset LD_LIBRARY_PATH LD_PRELOAD
 GS=$BUILD/gpuslice
 LIB=$BUILD/libgpuslice-vgpu.so
 PROBE=$BUILD/tests/vgpu/resize-probe
+CPROBE=$BUILD/tests/vgpu/compute-probe
 FAKE=$BUILD/tests/fakegpu
 TMP=$(mktemp -d /tmp/gs-resize.XXXXXX)
 pids=()
@@ -174,6 +175,29 @@ slice show /tmp >/dev/null 2>"$TMP/e5"; rc=$?
 holds "a directory outside the regions directory is refused (exit $rc)" "[ $rc = 1 ] && grep -q 'is not a slice directory' '$TMP/e5'"
 "$GS" slice --help | grep -q "set      change a slice" && "$GS" slice set --help | grep -q -- "--memory=SIZE" &&
         ok "slice --help, slice set --help" || not_ok "slice help"
+
+# --- compute: a change reaches the limiter at its next window (and the GPU's arbiter) -------------
+mkdir "$TMP/arbiter"
+env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" GPUSLICE_ARBITER_DIR="$TMP/arbiter" GPUSLICE_LOG_LEVEL=2 \
+        "$GS" exec --regions-dir "$SL" --compute 30 -- "$CPROBE" kernel 8 500 >"$TMP/c.out" 2>"$TMP/c.err" &
+C=$!; pids+=($C)
+# climit: the compute limit of slice exec-$C as top reads it from the region (what the processes obey)
+climit() { "$GS" top --json --no-nvml --regions-dir "$SL" --interval 0.1 2>/dev/null |
+        jq -r --arg id "exec-$C" '.slices[] | select(.id == $id) | .devices[0].compute_limit'; }
+for _ in $(seq 60); do [ "$(climit)" = 0.3 ] && break; sleep 0.1; done
+holds "a compute slice runs, its processes at 30 %" '[ "$(climit)" = 0.3 ]'
+slice set "exec-$C" --compute 60 --priority high >/dev/null
+t0=$(date +%s%N) seen=
+while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 3000 ]; do
+        [ "$(climit)" = 0.6 ] && { seen=$(( ($(date +%s%N) - t0) / 1000000 )); break; }
+done
+holds "set --compute 60: the limiter applied 60 % after ${seen:-never} ms (at most 1000, top's own 0.1 s included)" \
+        '[ -n "$seen" ] && [ "$seen" -le 1000 ]'
+holds "... and said so: compute limit 30.00 % -> 60.00 %" "grep -q 'device 0: compute limit 30.00 % -> 60.00 %' '$TMP/c.err'"
+rec=$(ls "$TMP"/arbiter/gpuslice-gpu-*/x-* 2>/dev/null | head -1)
+holds "... and its record in the GPU's arbiter: weight 6000, priority high (0)" \
+        '[ -n "$rec" ] && [ "$(od -An -t u4 -j 40 -N 4 "$rec" | tr -d " ")" = 6000 ] && [ "$(od -An -t u4 -j 56 -N 4 "$rec" | tr -d " ")" = 0 ]'
+kill $C 2>/dev/null; wait $C 2>/dev/null
 
 # --- the end: the directory goes with the exec ------------------------------------------------------
 echo quit >&4
