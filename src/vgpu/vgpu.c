@@ -344,8 +344,8 @@ static int region_ready(bool reg)
                                        "slice's): %s", path, err);
                 for (int i = 0; i < S.nvisible; i++)
                         gs_region_publish_limit(S.region, (unsigned)i, gs_vgpu_quota(i));
-                gs_vgpu_live_start();
         }
+        gs_vgpu_live_start(); /* (once per process: a forked child, whose region is inherited, too) */
         if (reg && S.slot < 0) {
                 int slot;
                 if (gs_region_register(S.region, (int)getpid(), &slot) < 0) {
