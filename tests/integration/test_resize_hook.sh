@@ -47,6 +47,7 @@ exec 3>/tmp/in
 ask() { n=$(($(wc -l </tmp/out) + 1)); echo "$1" >&3; i=0
         while [ $(wc -l </tmp/out) -lt $n ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
         sed -n "${n}p" /tmp/out; }
+i=0; while ! grep -q '^ready' /tmp/out && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 echo "START $(ask info)"
 echo READY
 i=0
