@@ -258,6 +258,7 @@ enum gs_compat_mode { GS_COMPAT_LDCONFIG = 0, GS_COMPAT_MOUNT, GS_COMPAT_DISABLE
 #define GS_SLICE_RUN_DIR "/run/gpuslice"
 #define GS_SLICE_REGIONS_DIR "/run/gpuslice/slices"
 #define GS_SLICE_ARBITER_DIR "/run/gpuslice/arbiter"
+#define GS_SLICE_LIVE_DIR "/run/gpuslice/live" /* the live limits (read-only directory) */
 
 struct gs_slice_opts {
         const char *memory;                              /* size for every visible device, or NULL */

@@ -91,6 +91,7 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi_hook(const struct cli_globals *g, int argc, char **argv);
 int cmd_mps(const struct cli_globals *g, int argc, char **argv);
+int cmd_slice(const struct cli_globals *g, int argc, char **argv);
 int cmd_metrics(const struct cli_globals *g, int argc, char **argv);
 int cmd_top(const struct cli_globals *g, int argc, char **argv);
 int cmd_doctor(const struct cli_globals *g, int argc, char **argv);

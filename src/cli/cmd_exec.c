@@ -24,7 +24,7 @@ static const char exec_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] exec [--device LIST] [--memory SIZE] [--memory-<i> SIZE]\n"
         "                [--compute PERCENT] [--compute-<i> PERCENT] [--compute-mode cap|share|off]\n"
         "                [--priority high|normal|low]\n"
-        "                [--mps-pipe-dir DIR] [--region PATH] -- COMMAND [ARGS...]\n"
+        "                [--mps-pipe-dir DIR] [--region PATH | --regions-dir DIR] -- COMMAND [ARGS...]\n"
         "\n"
         "Run COMMAND with a GPU slice: libgpuslice-vgpu.so is preloaded into it and every process it\n"
         "starts, which then see at most SIZE of GPU memory per device and together never use more,\n"
@@ -48,13 +48,16 @@ static const char exec_help[] =
         "      --config=FILE     the host config (default /etc/gpuslice/config.toml)\n"
         "  -d, --device=LIST     devices the command may see (as for `list`); default all\n"
         "      --region=PATH     usage region file to share (default: a new one, removed at exit)\n"
+        "      --regions-dir=DIR a slice directory exec-<pid> for the command in DIR (e.g.\n"
+        "                        /run/gpuslice/slices, as root): `gpuslice slice` changes its\n"
+        "                        limits while it runs, `metrics` and `top` show it; removed at exit\n"
         "  -h, --help\n"
         "\n"
         "At least one of --memory, --memory-<i>, --compute, --compute-<i> is required.\n"
         "The exit status is COMMAND's (128+N if it died of signal N).\n";
 
 struct exec_opts {
-        const char *memory, *compute, *compute_mode, *priority, *mps_dir, *region, *config;
+        const char *memory, *compute, *compute_mode, *priority, *mps_dir, *region, *config, *regions_dir;
         const char *memory_dev[GS_VGPU_MAX_DEVICES];
         const char *compute_dev[GS_VGPU_MAX_DEVICES];
         char *devices;
@@ -190,7 +193,7 @@ static int check_indexed(const char *name, const char *const *vals, int (*check)
 /* Options into o (argv is rewritten into av); 0, -1 after --help, or an exit code. */
 static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
 {
-        enum { O_MEMORY = 0x100, O_REGION, O_COMPUTE, O_COMPUTE_MODE, O_PRIORITY, O_MPS_DIR, O_CONFIG };
+        enum { O_MEMORY = 0x100, O_REGION, O_COMPUTE, O_COMPUTE_MODE, O_PRIORITY, O_MPS_DIR, O_CONFIG, O_REGIONS_DIR };
         static const struct option opts[] = {
                 {"memory", required_argument, NULL, O_MEMORY},
                 {"compute", required_argument, NULL, O_COMPUTE},
@@ -199,6 +202,7 @@ static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
                 {"mps-pipe-dir", required_argument, NULL, O_MPS_DIR},
                 {"config", required_argument, NULL, O_CONFIG},
                 {"region", required_argument, NULL, O_REGION},
+                {"regions-dir", required_argument, NULL, O_REGIONS_DIR},
                 {"device", required_argument, NULL, 'd'},
                 {"help", no_argument, NULL, 'h'},
                 {0},
@@ -251,6 +255,11 @@ static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
                                 return cli_usage_error("exec", "--region must be an absolute path: %s", optarg);
                         o->region = optarg;
                         break;
+                case O_REGIONS_DIR:
+                        if (optarg[0] != '/')
+                                return cli_usage_error("exec", "--regions-dir must be an absolute path: %s", optarg);
+                        o->regions_dir = optarg;
+                        break;
                 case 'd':
                         if (cli_join(&o->devices, optarg) < 0) {
                                 cli_error("input", "out of memory");
@@ -268,6 +277,9 @@ static int parse_options(int argc, char **argv, char **av, struct exec_opts *o)
         }
         if (optind >= argc)
                 return cli_usage_error("exec", "missing COMMAND (use: gpuslice exec --memory 4Gi -- COMMAND)");
+        if (o->region != NULL && o->regions_dir != NULL)
+                return cli_usage_error("exec", "--region and --regions-dir exclude each other (the slice directory "
+                                               "holds the region)");
         if (o->memory == NULL && o->compute == NULL && !any)
                 return cli_usage_error("exec", "--memory SIZE or --compute PERCENT is required (or --memory-<i>, "
                                                "--compute-<i>; 'unlimited' for no memory quota)");
@@ -341,7 +353,23 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
                 return CLI_EXIT_FAILURE;
         char made_region[PATH_MAX] = "";
         const char *region = o.region;
-        if (region == NULL) {
+        struct gs_slice_host h = {.dirfd = -1};
+        if (o.regions_dir != NULL) {
+                char id[32], live[PATH_MAX + 16];
+                struct gs_slice_opts so = {.memory = o.memory, .compute = o.compute, .compute_mode = o.compute_mode,
+                                           .priority = o.priority, .regions_dir = o.regions_dir};
+                memcpy(so.memory_dev, o.memory_dev, sizeof(so.memory_dev));
+                memcpy(so.compute_dev, o.compute_dev, sizeof(so.compute_dev));
+                snprintf(id, sizeof(id), "exec-%d", (int)getpid());
+                if (gs_slice_prepare_exec(&so, id, &h, &err) < 0) {
+                        cli_error("slice", "%s", err.msg);
+                        return CLI_EXIT_FAILURE;
+                }
+                snprintf(made_region, sizeof(made_region), "%s/usage", h.dir);
+                snprintf(live, sizeof(live), "%s/live/limits", h.dir);
+                setenv("GPUSLICE_LIVE_LIMITS", live, 1);
+                region = made_region;
+        } else if (region == NULL) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
                 snprintf(made_region, sizeof(made_region), "/dev/shm/gpuslice-exec-%d-%ld", (int)getpid(),
@@ -350,7 +378,9 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
         }
         export_slice(lib, region, &o);
         int rv = run_child(o.argv);
-        if (made_region[0] != '\0')
+        if (h.created)
+                gs_slice_abort(&h); /* the directory, its region with it */
+        else if (made_region[0] != '\0')
                 unlink(made_region);
         return rv < 0 ? CLI_EXIT_FAILURE : rv;
 }

@@ -25,6 +25,7 @@ static const char global_help[] =
         "  cdi-hook       the createContainer hooks of a generated CDI spec\n"
         "  exec           run a command in a GPU slice (memory quota, compute share)\n"
         "  mps            start, stop, query or supervise one MPS control daemon per GPU\n"
+        "  slice          list the running slices, show one, change its limits live\n"
         "  metrics        serve Prometheus metrics of every slice and GPU on this host\n"
         "  top            a live view of every slice on this host (--once [--json] for scripts)\n"
         "  doctor         check this node (driver, nodes, hooks, CDI spec, MPS), say what to fix\n"
@@ -136,6 +137,7 @@ static const struct {
         {"cdi", cmd_cdi},
         {"cdi-hook", cmd_cdi_hook},
         {"mps", cmd_mps},
+        {"slice", cmd_slice},
         {"metrics", cmd_metrics},
         {"top", cmd_top},
         {"doctor", cmd_doctor},

@@ -516,8 +516,9 @@ static int slice_bind(struct run *x, const char *host, const char *dst, enum gs_
         return gs_mount_bind(&x->r, host, dst, kind, flags, err);
 }
 
-/* slice (in the container): the interposer, the slice file, the usage region, the preload list
- * that makes every process load the interposer, and the GPUs' arbiter directories. */
+/* slice (in the container): the interposer, the slice file, the usage region, the live limits'
+ * directory (read-only: the host replaces the file in it), the preload list that makes every
+ * process load the interposer, and the GPUs' arbiter directories. */
 static int mount_slice(struct run *x, struct gs_error *err)
 {
         if (!x->slice_ready || x->slice.already)
@@ -539,6 +540,7 @@ static int mount_slice(struct run *x, struct gs_error *err)
                 {NULL, GS_SLICE_LIB_PATH, GS_NODE_FILE, GS_MNT_RO_LIB},
                 {"slice.conf", GS_SLICE_FILE_PATH, GS_NODE_FILE, GS_MNT_PROC},
                 {"usage", GS_SLICE_USAGE_PATH, GS_NODE_FILE, GS_MNT_IPC},
+                {"live", GS_SLICE_LIVE_DIR, GS_NODE_DIR, GS_MNT_PROC},
                 {"ld.so.preload", "/etc/ld.so.preload", GS_NODE_FILE, GS_MNT_PROC},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(files); i++) {

@@ -10,7 +10,7 @@
 #include "common/error.h"
 
 enum value {
-        V_USED, V_ALLOCATED, V_OVERHEAD, V_LIMIT, V_COMPUTE_LIMIT, V_COMPUTE_USED, V_BUSY, V_PROCS,
+        V_USED, V_ALLOCATED, V_OVERHEAD, V_LIMIT, V_OVER_QUOTA, V_COMPUTE_LIMIT, V_COMPUTE_USED, V_BUSY, V_PROCS,
         V_LAST_KERNEL, V_UTIL_PERCENT, V_KERNEL_ELAPSED, V_ZERO,
 };
 
@@ -29,6 +29,9 @@ static const struct slice_metric ours[] = {
                                                      "(contexts, modules, page rounding)"}, V_OVERHEAD},
         {{"gpuslice_slice_memory_limit_bytes", G, "The slice's memory quota on the device (absent when unlimited)"},
          V_LIMIT},
+        {{"gpuslice_slice_memory_over_quota", G, "1 while the slice uses more of the device's memory than its quota "
+                                                 "(a live shrink below usage: new allocations fail until it is under), "
+                                                 "else 0 (absent when unlimited)"}, V_OVER_QUOTA},
         {{"gpuslice_slice_compute_limit_ratio", G, "The slice's compute share of the device, 0-1 (absent when unlimited "
                                                    "or before the slice's first kernel launch)"}, V_COMPUTE_LIMIT},
         {{"gpuslice_slice_compute_used_ratio", G, "GPU time the slice used on the device over the last window, as a "
@@ -71,6 +74,7 @@ static bool value_of(enum value v, const struct gs_obs_slice *s, const struct gs
         case V_ALLOCATED: *out = (double)d->memory_allocated; return true;
         case V_OVERHEAD: *out = (double)d->memory_overhead; return true;
         case V_LIMIT: *out = (double)d->memory_limit; return d->memory_limit != 0;
+        case V_OVER_QUOTA: *out = d->memory_used > d->memory_limit; return d->memory_limit != 0;
         case V_COMPUTE_LIMIT: *out = d->compute_limit; return d->compute_limit > 0;
         case V_COMPUTE_USED: *out = d->compute_used; return d->compute_used_valid;
         case V_UTIL_PERCENT: *out = d->compute_used * 100.0; return d->compute_used_valid;

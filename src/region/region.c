@@ -730,9 +730,16 @@ int gs_region_try_charge(struct gs_region *r, int slot, unsigned dev, uint64_t b
 {
         if (check_slot_dev(r, slot, dev) < 0)
                 return -1;
+        return gs_region_try_charge_limit(r, slot, dev, bytes, r->f->hdr.limit[dev], usage);
+}
+
+int gs_region_try_charge_limit(struct gs_region *r, int slot, unsigned dev, uint64_t bytes, uint64_t limit,
+                               uint64_t *usage)
+{
+        if (check_slot_dev(r, slot, dev) < 0)
+                return -1;
         struct gs_region_file *f = r->f;
         struct gs_region_slot *s = &f->slots[slot];
-        uint64_t limit = f->hdr.limit[dev];
         if (limit == 0 || bytes == 0) { /* nothing to enforce; unlimited still counts (observer) */
                 if (atomic_load_explicit(&s->pid, memory_order_relaxed) == 0) {
                         errno = ESTALE;
@@ -955,6 +962,18 @@ uint64_t gs_region_limit(const struct gs_region *r, unsigned dev)
         if (r == NULL || dev >= ndev_of(r))
                 return 0;
         return r->f->hdr.limit[dev];
+}
+
+void gs_region_publish_limit(struct gs_region *r, unsigned dev, uint64_t bytes)
+{
+        if (r == NULL || r->snapshot || dev >= ndev_of(r))
+                return;
+        atomic_store_explicit(&r->f->hdr.limit[dev], bytes, memory_order_relaxed);
+}
+
+uint32_t gs_region_limits_gen(const struct gs_region *r)
+{
+        return r == NULL ? 0 : atomic_load_explicit(&r->f->hdr.limits_gen, memory_order_relaxed);
 }
 
 unsigned gs_region_ndevices(const struct gs_region *r)

@@ -33,8 +33,15 @@
  *      160      8  refill_ns     compute limiter: CLOCK_MONOTONIC of the last token refill (every
  *                                process of the slice claims the time since with an exchange)
  *      168      4  compute_mode  0 cap, 1 share, 2 off (as the processes' configuration says)
- *      172     20  (reserved, 0)
- *      192    128  limit[16]     bytes per device, 0 = unlimited; written once by the creator
+ *      172      4  limits_gen    bumped by the host (`gpuslice slice set`) after it rewrote the
+ *                                slice's live limits file: a hint to re-read that file now (the
+ *                                processes also look at the file every 250 ms). Never a limit:
+ *                                any process of the slice can write it
+ *      176     16  (reserved, 0)
+ *      192    128  limit[16]     bytes per device, 0 = unlimited: written by the creator, then by
+ *                                any process that applied a live change (for the observer). The
+ *                                interposer never takes its quota from here (the container can
+ *                                write it): it obeys its own slice's host-written limits
  *      320   1536  uuid[16][96]  NUL-terminated device UUIDs ("GPU-..." / "MIG-..."), may be ""
  *     1856     64  compute_limit[16]  compute share per device in basis points (1..9999), 0 =
  *                                unlimited; stored by every process of the slice (same values)
@@ -181,8 +188,9 @@ struct gs_region_header {
         _Atomic uint64_t refused;
         _Atomic uint64_t refill_ns;
         _Atomic uint32_t compute_mode;
-        uint32_t reserved2[5];
-        uint64_t limit[GS_REGION_MAX_DEVICES];
+        _Atomic uint32_t limits_gen;
+        uint32_t reserved2[4];
+        _Atomic uint64_t limit[GS_REGION_MAX_DEVICES];
         char uuid[GS_REGION_MAX_DEVICES][GS_REGION_UUID_LEN];
         _Atomic uint32_t compute_limit[GS_REGION_MAX_DEVICES];
         _Atomic int64_t tokens[GS_REGION_MAX_DEVICES];
@@ -258,6 +266,7 @@ static_assert(offsetof(struct gs_region_header, limit) == 192, "hdr.limit");
 static_assert(offsetof(struct gs_region_header, uuid) == 320, "hdr.uuid");
 static_assert(offsetof(struct gs_region_header, refill_ns) == 160, "hdr.refill_ns");
 static_assert(offsetof(struct gs_region_header, compute_mode) == 168, "hdr.compute_mode");
+static_assert(offsetof(struct gs_region_header, limits_gen) == 172, "hdr.limits_gen");
 static_assert(offsetof(struct gs_region_header, compute_limit) == 1856, "hdr.compute_limit");
 static_assert(offsetof(struct gs_region_header, tokens) == 1920, "hdr.tokens");
 static_assert(sizeof(struct gs_region_header) == GS_REGION_HEADER_SIZE, "header size");
@@ -332,6 +341,17 @@ int gs_region_unregister(struct gs_region *r, int slot);
  */
 int gs_region_try_charge(struct gs_region *r, int slot, unsigned dev, uint64_t bytes,
                          uint64_t *usage);
+
+/* gs_region_try_charge against `limit` (bytes, 0 = unlimited) instead of the file's limit[dev]:
+ * the interposer passes the quota its host-written configuration gives it, since any process of
+ * the slice can write the file. */
+int gs_region_try_charge_limit(struct gs_region *r, int slot, unsigned dev, uint64_t bytes, uint64_t limit,
+                               uint64_t *usage);
+
+/* Live limits (lock-free): publish the limit a process now obeys on dev (for the observer); the
+ * generation the host bumps after a change (relaxed load: the launch path may read it). */
+void gs_region_publish_limit(struct gs_region *r, unsigned dev, uint64_t bytes);
+uint32_t gs_region_limits_gen(const struct gs_region *r);
 
 /* Subtract, clamped at 0 (never underflows). Lock-free. -1/EINVAL, EROFS. */
 int gs_region_uncharge(struct gs_region *r, int slot, unsigned dev, uint64_t bytes);

@@ -21,6 +21,7 @@
 #include "common/strutil.h"
 #include "common/unixsock.h"
 #include "region/region.h"
+#include "slice/live.h"
 #include "vgpu/config.h"
 
 #if defined(__x86_64__)
@@ -294,6 +295,7 @@ static int write_slice_conf(int dirfd, const struct gs_slice_opts *s, const char
                 ADD("GPUSLICE_ARBITER_DIR=%s\nGPUSLICE_ARBITER_NAME=%s\n", GS_SLICE_ARBITER_DIR, h->id);
         if (h->mps_pipe[0] != '\0')
                 ADD("GPUSLICE_MPS_PIPE_DIRECTORY=%s\n", h->mps_pipe);
+        ADD("GPUSLICE_LIVE_LIMITS=%s\n", GS_SLICE_LIVE_PATH);
 #undef ADD
         if (n >= sizeof(buf))
                 return gs_error_set(err, GS_EINVAL, "slice configuration too long");
@@ -353,9 +355,51 @@ int gs_slice_prepare(const struct gs_slice_opts *s, pid_t owner_pid, const char 
         }
         char owner[64];
         int on = snprintf(owner, sizeof(owner), "%d %llu\n", (int)owner_pid, st);
+        struct gs_slice_limits live;
         if (write_at(h->dirfd, "owner", owner, (size_t)on, 0644, err) < 0 ||
             (compute_limited(s) && (find_mps_pipe(s, devices, h), make_arbiter_files(h, devices, err) < 0)) ||
-            write_slice_conf(h->dirfd, s, devices, h, err) < 0 || write_at(h->dirfd, "usage", "", 0, 0666, err) < 0)
+            write_slice_conf(h->dirfd, s, devices, h, err) < 0 || gs_slice_limits_from_opts(s, &live, err) < 0 ||
+            gs_slice_write_live(h->dirfd, &live, err) < 0 || write_at(h->dirfd, "usage", "", 0, 0666, err) < 0)
+                goto fail;
+        return 0;
+fail:
+        gs_slice_abort(h);
+        return -1;
+}
+
+int gs_slice_prepare_exec(const struct gs_slice_opts *s, const char *id, struct gs_slice_host *h, struct gs_error *err)
+{
+        memset(h, 0, sizeof(*h));
+        h->dirfd = -1;
+        const char *regions = s->regions_dir != NULL ? s->regions_dir : GS_SLICE_REGIONS_DIR;
+        if (!gs_slice_id_valid(id))
+                return gs_error_set(err, GS_EINVAL, "invalid slice id '%s'", id);
+        if (snprintf(h->dir, sizeof(h->dir), "%s/%s", regions, id) >= (int)sizeof(h->dir))
+                return gs_error_set(err, GS_EINVAL, "regions directory path too long");
+        snprintf(h->id, sizeof(h->id), "%s", id);
+        pid_t me = getpid();
+        unsigned long long st = start_time(me);
+        gs_autoclose int regfd = open_regions(regions, true, err);
+        if (regfd < 0)
+                return -1;
+        if (mkdirat(regfd, id, 0755) < 0) {
+                if (errno != EEXIST || gs_slice_owner_alive(regfd, id, NULL) == 1)
+                        return gs_error_sys(err, "mkdir %s", h->dir);
+                remove_tree(regfd, id, 0); /* a dead exec's */
+                if (mkdirat(regfd, id, 0755) < 0)
+                        return gs_error_sys(err, "mkdir %s", h->dir);
+        }
+        h->created = true;
+        h->dirfd = openat(regfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        char owner[64];
+        int on = snprintf(owner, sizeof(owner), "%d %llu\n", (int)me, st);
+        struct gs_slice_limits live;
+        if (h->dirfd < 0 || fchmod(h->dirfd, 0755) < 0) {
+                gs_error_sys(err, "open %s", h->dir);
+                goto fail;
+        }
+        if (gs_slice_limits_from_opts(s, &live, err) < 0 || gs_slice_write_live(h->dirfd, &live, err) < 0 ||
+            write_at(h->dirfd, "usage", "", 0, 0666, err) < 0 || write_at(h->dirfd, "owner", owner, (size_t)on, 0644, err) < 0)
                 goto fail;
         return 0;
 fail:

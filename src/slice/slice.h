@@ -9,6 +9,9 @@
  *                  mounted read-only over the container's /etc/ld.so.preload
  *   usage          the usage region (0666, sized by the first process), mounted read-write at
  *                  GS_SLICE_USAGE_PATH
+ *   live/limits    the live limits (slice/live.h), replaced whole by `gpuslice slice set`; live/
+ *                  is mounted read-only at GS_SLICE_LIVE_DIR
+ *   changes        who changed the limits, when, old -> new (one line each; host-only)
  * and, for a compute-limited slice, in each of its GPUs' arbiter directories
  * <regions_dir>/../arbiter/gpuslice-gpu-<UUID>/ (sticky, world-writable: host slices of any user add
  * their own file there) a file named after the container (0666, 64 bytes): the directory is
@@ -59,6 +62,13 @@ bool gs_slice_id_valid(const char *id);
  * replaced. */
 int gs_slice_prepare(const struct gs_slice_opts *s, pid_t owner_pid, const char *devices,
                      struct gs_slice_host *h, struct gs_error *err);
+
+/* `gpuslice exec`'s slice (host processes): the directory <regions_dir>/<id> with owner (this
+ * process), live/limits (from s: gs_slice_write_live) and an empty usage file (the region the
+ * command's processes share: GPUSLICE_REGION), so that `gpuslice slice` finds and changes it and
+ * the observer shows it; no slice file, preload line or arbiter files (the environment carries
+ * the rest). A dead exec's directory of that name is replaced. Remove it with gs_slice_abort. */
+int gs_slice_prepare_exec(const struct gs_slice_opts *s, const char *id, struct gs_slice_host *h, struct gs_error *err);
 
 /* The ld.so.preload for the container: `image` (its current file, may be NULL/empty) with the
  * interposer's line appended unless present. Written into the host directory (0444). */

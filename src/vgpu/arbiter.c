@@ -615,3 +615,14 @@ void gs_arb_poll(struct gs_arb *a, uint64_t now, bool fresh)
         }
         atomic_flag_clear(&a->busy);
 }
+
+void gs_arb_update(struct gs_arb *a, uint32_t weight, uint32_t prio, bool guaranteed)
+{
+        if (a->me == NULL || weight == 0 || weight > 10000 || prio > GS_ARB_PRIO_LOW)
+                return;
+        a->weight = weight;
+        a->prio = prio;
+        a->guaranteed = guaranteed;
+        atomic_store(&a->me->weight, weight);
+        atomic_store(&a->me->prio, prio);
+}

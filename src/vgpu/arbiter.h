@@ -127,6 +127,10 @@ struct gs_arb {
 int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char *name, uint32_t weight, uint32_t prio,
                 bool guaranteed);
 
+/* A live change of the slice's share (basis points), priority and mode (live.c, through the
+ * limiter's ticker): ours and our record's. Nothing with no record or a value out of range. */
+void gs_arb_update(struct gs_arb *a, uint32_t weight, uint32_t prio, bool guaranteed);
+
 /* The launch path: may this slice launch now? Two loads; while other slices want the GPU, also
  * the coarse clock (vDSO, no system call): a lease that ran out is not ours any more, even before
  * our ticker (late on a loaded machine) releases it, since another slice may already have taken

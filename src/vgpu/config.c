@@ -164,7 +164,7 @@ static const char *slice_get(struct slice_file *sf, const char *name)
         for (char *line = sf->buf; line != NULL && *line != '\0';) {
                 char *next = strchr(line, '\n');
                 if (strncmp(line, name, n) == 0 && line[n] == '=') {
-                        static char value[1100]; /* GPUSLICE_DEVICES: 16 UUIDs */
+                        static _Thread_local char value[1100]; /* GPUSLICE_DEVICES: 16 UUIDs */
                         size_t len = next != NULL ? (size_t)(next - line) - n - 1 : strlen(line + n + 1);
                         if (len >= sizeof(value))
                                 len = sizeof(value) - 1;
@@ -383,10 +383,59 @@ static void load_from(struct gs_vgpu_config *cfg, const struct source *src)
         else if (v != NULL)
                 strcpy(cfg->arbiter_name, v);
         load_path(cfg, src, "GPUSLICE_MPS_PIPE_DIRECTORY", NULL, cfg->mps_dir, sizeof(cfg->mps_dir));
+        load_path(cfg, src, "GPUSLICE_LIVE_LIMITS", NULL, cfg->live, sizeof(cfg->live));
         v = lookup(src, "GPUSLICE_DEVICES", NULL, &name);
         if (v != NULL && load_devices(cfg, v) < 0)
                 fail(cfg, "invalid %s '%s' (at most %d GPU- or MIG- UUIDs, comma-separated)", name, v,
                       GS_VGPU_MAX_DEVICES);
+}
+
+int gs_vgpu_live_read(const char *path, struct gs_vgpu_live *out, char *why, size_t whylen)
+{
+        struct slice_file sf;
+        struct gs_vgpu_config c;
+        if (!slice_load(&sf, path)) {
+                snprintf(why, whylen, "%s: %s", path, errno != 0 ? strerror(errno) : "empty");
+                return -1;
+        }
+        size_t n = strlen(sf.buf);
+        const char *g = slice_get(&sf, "GPUSLICE_GENERATION");
+        char *end = NULL;
+        unsigned long long gen = g != NULL ? strtoull(g, &end, 10) : 0;
+        if (n == 0 || sf.buf[n - 1] != '\n' || g == NULL || *g == '\0' || *end != '\0' || gen == 0) {
+                snprintf(why, whylen, "%s: not a whole live limits file", path);
+                return -1;
+        }
+        struct source src = {NULL, &sf};
+        load_from(&c, &src);
+        if (c.error) {
+                snprintf(why, whylen, "%s: %s", path, c.message);
+                return -1;
+        }
+        out->generation = gen;
+        memcpy(out->limit, c.limit, sizeof(out->limit));
+        memcpy(out->compute, c.compute, sizeof(out->compute));
+        out->compute_mode = c.compute_mode;
+        out->priority = c.priority;
+        return 0;
+}
+
+void gs_vgpu_live_apply(struct gs_vgpu_config *cfg, const struct gs_vgpu_live *l)
+{
+        memcpy(cfg->limit, l->limit, sizeof(cfg->limit));
+        memcpy(cfg->compute, l->compute, sizeof(cfg->compute));
+        cfg->compute_mode = l->compute_mode;
+        cfg->priority = l->priority;
+        cfg->live_gen = l->generation;
+}
+
+/* The live limits, when the configuration names a file: they are the slice's current ones. */
+static void load_live(struct gs_vgpu_config *cfg)
+{
+        struct gs_vgpu_live l;
+        char why[256];
+        if (cfg->live[0] != '\0' && !cfg->error && gs_vgpu_live_read(cfg->live, &l, why, sizeof(why)) == 0)
+                gs_vgpu_live_apply(cfg, &l);
 }
 
 void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*env)(const char *name))
@@ -405,10 +454,12 @@ void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*env)(const ch
                         slice_load(&sf, path);
                 struct source both = {env, &sf};
                 load_from(cfg, &both);
+                load_live(cfg);
                 return;
         }
         struct source file = {NULL, &sf}, own = {env, NULL};
         load_from(cfg, &file);
+        load_live(cfg);
         struct gs_vgpu_config mine;
         load_from(&mine, &own);
         cfg->enforced = true;

@@ -34,6 +34,14 @@
  *                                                             client directory of `gpuslice mps`; the
  *                                                             process connects with the share as its
  *                                                             active thread percentage (mps_client.c)
+ *   GPUSLICE_LIVE_LIMITS                                      the slice's live limits file (the
+ *                                                             hook: /run/gpuslice/live/limits, a
+ *                                                             directory mounted read-only; exec:
+ *                                                             its slice directory's): the host
+ *                                                             replaces it whole (`gpuslice slice
+ *                                                             set`) and every process applies it
+ *                                                             within a second (vgpu/live.c); its
+ *                                                             limits win over the other sources'
  *   GPUSLICE_LOG_LEVEL / LIBCUDA_LOG_LEVEL                    0 errors .. 4 debug (default 1)
  *   GPUSLICE_SLICE_FILE                                       read-only slice file (default
  *                                                             /etc/gpuslice/slice.conf), KEY=VALUE
@@ -80,6 +88,8 @@ struct gs_vgpu_config {
         char arbiter_dir[256];               /* GPUSLICE_ARBITER_DIR: the GPUs' arbiter directories */
         char arbiter_name[256];              /* GPUSLICE_ARBITER_NAME ("" = from the region) */
         char mps_dir[256];                   /* GPUSLICE_MPS_PIPE_DIRECTORY ("" = no MPS) */
+        char live[512];                      /* GPUSLICE_LIVE_LIMITS ("" = limits fixed at start) */
+        uint64_t live_gen;                   /* the live file's generation applied (0 = none) */
         char devices[1024];                  /* GPUSLICE_DEVICES as given ("" = all) */
         char uuid[GS_VGPU_MAX_DEVICES][96];  /* ... its UUIDs, in order (GPU-/MIG- prefix, hex lower case) */
         int nuuids;                          /* how many (0 with devices set: invalid, none shown) */
@@ -114,6 +124,24 @@ bool gs_vgpu_compute_limited(const struct gs_vgpu_config *cfg);
  * an empty value names none. Writes the named devices' full UUIDs (repeats kept: the driver judges
  * them) into out, "" when none; the number written, -1 when out is too small. */
 int gs_vgpu_cuda_visible(const struct gs_vgpu_config *cfg, const char *user, char *out, size_t size);
+
+/* The slice's live limits file (GPUSLICE_LIVE_LIMITS; only the host writes it, always whole:
+ * a temporary file renamed over it): KEY=VALUE lines, GPUSLICE_GENERATION=N (N > 0) and the limit
+ * keys of the slice file (GPUSLICE_MEMORY_LIMIT[_i], GPUSLICE_COMPUTE_LIMIT[_i],
+ * GPUSLICE_COMPUTE_MODE, GPUSLICE_PRIORITY); a limit left out is unlimited, mode and priority
+ * left out are the defaults. */
+struct gs_vgpu_live {
+        uint64_t generation;
+        uint64_t limit[GS_VGPU_MAX_DEVICES];    /* bytes, 0 = unlimited */
+        unsigned compute[GS_VGPU_MAX_DEVICES];  /* percent 1..99, 0 = unlimited */
+        int compute_mode;                       /* GS_COMPUTE_* */
+        int priority;                           /* GS_PRIO_* */
+};
+/* Read it: 0, or -1 when it is missing, unreadable, not whole (no generation line, or no final
+ * newline) or invalid (the caller keeps the limits it has; `why` says which). */
+int gs_vgpu_live_read(const char *path, struct gs_vgpu_live *out, char *why, size_t whylen);
+/* Apply live limits over cfg (limits, compute shares, mode, priority, live_gen). */
+void gs_vgpu_live_apply(struct gs_vgpu_config *cfg, const struct gs_vgpu_live *l);
 
 /* Read the environment (and the slice file) into cfg. getenv_fn lets tests inject values. */
 void gs_vgpu_config_load(struct gs_vgpu_config *cfg, const char *(*getenv_fn)(const char *name));

@@ -358,7 +358,8 @@ static bool spent(struct lim_dev *d)
  * queued runs beside ours and is charged to both (about one of its kernels per burst). */
 static bool refilled(struct lim_dev *d)
 {
-        return atomic_load_explicit(d->tokens, memory_order_relaxed) >= (gs_arb_shared(&d->arb) ? d->burst : d->burst / 4) ||
+        int64_t burst = __atomic_load_n(&d->burst, __ATOMIC_RELAXED); /* (a live change: the ticker's) */
+        return atomic_load_explicit(d->tokens, memory_order_relaxed) >= (gs_arb_shared(&d->arb) ? burst : burst / 4) ||
                atomic_load_explicit(&d->borrow, memory_order_relaxed);
 }
 
@@ -882,6 +883,38 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         return !idle || wanting || delta != 0;
 }
 
+/* A live change of the slice's compute limits (live.c), at the window after it came: the share
+ * (100 % or none: the whole GPU, the gate stays but never closes for long), the mode and the
+ * priority, here, in the region (observer) and in the GPU's arbiter. A device that started without
+ * a compute limit has no gate to change (its launches are not interposed): restart for one. */
+static unsigned live_seen;
+static void apply_live(void)
+{
+        struct gs_vgpu_live l;
+        gs_vgpu_live_get(&l);
+        int mode = l.compute_mode == GS_COMPUTE_OFF ? S.cfg.compute_mode : l.compute_mode;
+        __atomic_store_n(&S.cfg.compute_mode, mode, __ATOMIC_RELAXED);
+        __atomic_store_n(&S.cfg.priority, l.priority, __ATOMIC_RELAXED);
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
+                struct lim_dev *d = &L.dev[i];
+                if (d->bp == 0)
+                        continue;
+                unsigned bp = l.compute[i] != 0 && l.compute_mode != GS_COMPUTE_OFF ? l.compute[i] * 100u : 10000u;
+                if (bp != d->bp)
+                        gs_vgpu_log(2, "device %d: compute limit %u.%02u %% -> %u.%02u %%", i, d->bp / 100, d->bp % 100,
+                                    bp / 100, bp % 100);
+                __atomic_store_n(&d->bp, bp, __ATOMIC_RELAXED);
+                __atomic_store_n(&d->burst, (int64_t)(GS_LIMITER_WINDOW_NS * bp / 10000u), __ATOMIC_RELAXED);
+                if (atomic_load(&d->ready) != 2)
+                        continue; /* set up later, with this share */
+                if (S.region != NULL && S.slot >= 0 && (unsigned)i < gs_region_ndevices(S.region)) {
+                        gs_region_set_compute(S.region, (unsigned)i, bp, (uint32_t)mode);
+                        gs_region_set_priority(S.region, (uint32_t)l.priority);
+                }
+                gs_arb_update(&d->arb, bp, (uint32_t)l.priority, mode == GS_COMPUTE_SHARE);
+        }
+}
+
 static void *ticker(void *arg)
 {
         (void)arg;
@@ -890,6 +923,11 @@ static void *ticker(void *arg)
         if (S.cu.cuThreadExchangeStreamCaptureMode != NULL)
                 S.cu.cuThreadExchangeStreamCaptureMode(&mode);
         while (!atomic_load(&L.stopping)) {
+                unsigned v = gs_vgpu_live_version();
+                if (v != live_seen) {
+                        live_seen = v;
+                        apply_live();
+                }
                 uint64_t now = gs_mono_ns();
                 bool active = false;
                 for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)

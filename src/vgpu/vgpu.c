@@ -330,16 +330,22 @@ static int region_ready(bool reg)
                 }
                 uint64_t limits[GS_VGPU_MAX_DEVICES];
                 for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
-                        limits[i] = S.cfg.limit[i];
+                        limits[i] = gs_vgpu_quota(i);
                 char err[256];
                 if (gs_region_open(path, (unsigned)S.nvisible, limits, (const char(*)[GS_REGION_UUID_LEN])S.uuid_of,
                                    &S.region, err, sizeof(err)) < 0) {
                         gs_vgpu_log(0, "usage region %s: %s", path, err);
                         return -1;
                 }
+                /* The quota is this process's own (its host-written configuration), never the
+                 * file's: any process of the slice can write the region. Publish ours there. */
                 if (!gs_region_limits_match(S.region, (unsigned)S.nvisible, limits, NULL, err, sizeof(err)))
-                        gs_vgpu_log(1, "usage region %s was created with other limits, which apply: %s", path, err);
+                        gs_vgpu_log(2, "usage region %s was created with other limits (this process keeps its "
+                                       "slice's): %s", path, err);
+                for (int i = 0; i < S.nvisible; i++)
+                        gs_region_publish_limit(S.region, (unsigned)i, gs_vgpu_quota(i));
         }
+        gs_vgpu_live_start(); /* (once per process: a forked child, whose region is inherited, too) */
         if (reg && S.slot < 0) {
                 int slot;
                 if (gs_region_register(S.region, (int)getpid(), &slot) < 0) {
@@ -369,9 +375,10 @@ uint64_t gs_vgpu_limit(int vis)
         if (vis < 0 || vis >= GS_VGPU_MAX_DEVICES)
                 return 0;
         pthread_mutex_lock(&S.lock);
-        uint64_t l = region_ready(false) == 0 ? gs_region_limit(S.region, (unsigned)vis) : S.cfg.limit[vis];
+        region_ready(false);
         pthread_mutex_unlock(&S.lock);
-        return l;
+        gs_vgpu_live_poll();
+        return gs_vgpu_quota(vis);
 }
 
 uint64_t gs_vgpu_usage(int vis)
@@ -453,7 +460,7 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
                 bool first = ok == 0 && !S.measured[vis];
                 pthread_mutex_unlock(&S.lock);
                 if (ok < 0)
-                        return S.cfg.limit[vis] == 0 ? 0 : -1; /* no region: refuse rather than run unlimited */
+                        return gs_vgpu_quota(vis) == 0 ? 0 : -1; /* no region: refuse rather than run unlimited */
                 if (first) {
                         /* Context memory counts from the first allocation. The slice's first
                          * process measures it (NVML, once); later ones start from the largest
@@ -480,19 +487,20 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
                 }
                 gs_vgpu_spent(GS_PHASE_FIRST, t0);
         }
+        gs_vgpu_live_poll();
         uint64_t usage = 0;
-        int rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
+        int rc = gs_region_try_charge_limit(S.region, S.slot, (unsigned)vis, bytes, gs_vgpu_quota(vis), &usage);
         if (rc == 1 && __atomic_load_n(&context_estimated[vis], __ATOMIC_ACQUIRE)) {
                 /* Refused while our context is still the slice's estimate (the largest any of
                  * its processes measured, allocation overheads included, dead ones' too until
                  * they are reaped): measure ours now, then look again. */
                 gs_vgpu_reconcile(vis);
                 if (!__atomic_load_n(&context_estimated[vis], __ATOMIC_ACQUIRE))
-                        rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
+                        rc = gs_region_try_charge_limit(S.region, S.slot, (unsigned)vis, bytes, gs_vgpu_quota(vis), &usage);
         }
         if (rc == 1) {
                 gs_vgpu_log(2, "device %d: %llu bytes refused: %llu of %llu in use", vis, (unsigned long long)bytes,
-                            (unsigned long long)usage, (unsigned long long)gs_region_limit(S.region, (unsigned)vis));
+                            (unsigned long long)usage, (unsigned long long)gs_vgpu_quota(vis));
                 return -1;
         }
         if (rc < 0 && errno == ESTALE) {
@@ -502,7 +510,7 @@ int gs_vgpu_charge(int vis, uint64_t bytes)
                 int ok = region_ready(true);
                 pthread_mutex_unlock(&S.lock);
                 if (ok == 0)
-                        rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);
+                        rc = gs_region_try_charge_limit(S.region, S.slot, (unsigned)vis, bytes, gs_vgpu_quota(vis), &usage);
         }
         if (rc == 0 && bytes != 0) {
                 __atomic_add_fetch(&S.mine[vis], bytes, __ATOMIC_RELAXED);
@@ -769,6 +777,7 @@ static void after_fork_child(void)
         memset(S.mine, 0, sizeof(S.mine));
         table_lock = 0;
         gs_limiter_after_fork();
+        gs_vgpu_live_after_fork();
         if (table != NULL) {
                 munmap(table, table_cap * sizeof(*table));
                 table = NULL;
@@ -790,6 +799,7 @@ static void configure(void)
                                                   "without limits)");
         if (S.cfg.error && S.cfg.ignore_errors)
                 memset(S.cfg.limit, 0, sizeof(S.cfg.limit));
+        gs_vgpu_live_init();
         gs_limiter_configure();
         if (S.cfg.env_message[0] != '\0')
                 gs_vgpu_log(1, "ignored: %s (this container's slice file applies)", S.cfg.env_message);

@@ -69,6 +69,17 @@ int gs_vgpu_visible_of(CUdevice real) GS_HIDDEN;
 int gs_vgpu_current_device(void) GS_HIDDEN;
 /* Open the usage region and claim this process's slot (S.region, S.slot); 0 when done. */
 int gs_vgpu_slot_ready(void) GS_HIDDEN;
+/* Live limits (live.c): the memory quota this process obeys now (0 = unlimited); its state at
+ * start (the constructor); the allocation paths' look at the host's generation (a relaxed load,
+ * a re-read when it moved); the watcher thread (started with the region); a counter of applied
+ * changes and the current set (the limiter applies compute changes at its next window). */
+void gs_vgpu_live_init(void) GS_HIDDEN;
+uint64_t gs_vgpu_quota(int vis) GS_HIDDEN;
+void gs_vgpu_live_poll(void) GS_HIDDEN;
+void gs_vgpu_live_start(void) GS_HIDDEN;
+unsigned gs_vgpu_live_version(void) GS_HIDDEN;
+void gs_vgpu_live_get(struct gs_vgpu_live *out) GS_HIDDEN;
+void gs_vgpu_live_after_fork(void) GS_HIDDEN;
 /* Limit and usage of a visible device (usage includes every process of the slice). */
 uint64_t gs_vgpu_limit(int vis) GS_HIDDEN;
 uint64_t gs_vgpu_usage(int vis) GS_HIDDEN;

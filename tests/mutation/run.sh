@@ -61,6 +61,18 @@ mutation cgminor unit_cgroup src/container/cgroup.c \
         'BPF_REG_5, 0, 2, (int32_t)rules[i].minor);' \
         'BPF_REG_4, 0, 2, (int32_t)rules[i].major);' \
         "the cgroup v2 device program ignores the minor: allowing GPU 0 allows every GPU"
+mutation regionlimit vgpu_resize src/vgpu/vgpu.c \
+        'int rc = gs_region_try_charge_limit(S.region, S.slot, (unsigned)vis, bytes, gs_vgpu_quota(vis), &usage);' \
+        'int rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);' \
+        "the interposer takes its quota from the usage region, which any process of the slice can write"
+mutation livewatch vgpu_resize src/vgpu/live.c \
+        "if (S.cfg.live[0] == '\\0' || atomic_exchange(&V.running, true))" \
+        'if (1)' \
+        "a process applies a live change only when it allocates (no watcher: an idle one keeps the old limits)"
+mutation liverw integration_resize_hook src/container/configure.c \
+        '{"live", GS_SLICE_LIVE_DIR, GS_NODE_DIR, GS_MNT_PROC},' \
+        '{"live", GS_SLICE_LIVE_DIR, GS_NODE_DIR, GS_MNT_IPC},' \
+        "the live limits directory is mounted writable: the container rewrites its own limits"
 # Too slow for every CI run (vgpu_compute takes ~100 s, twice): MUTATION_ONLY=limiter runs it.
 mutation limiter vgpu_compute src/vgpu/limiter.c \
         'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1))' \
