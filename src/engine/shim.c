@@ -489,6 +489,8 @@ static int modify(const struct gs_shim_opts *o, json_object *oci, const struct g
                         goto out;
                 }
                 add_hook(o, oci, "prestart", "prestart");
+                if (slice)
+                        add_hook(o, oci, "poststop", "poststop"); /* its slice directory, at once */
                 snprintf(res->what, sizeof(res->what), "legacy: added the prestart hook %s", hook_path(o));
                 rc = 1;
                 goto out;
