@@ -365,10 +365,15 @@ static void add_hook(const struct gs_shim_opts *o, json_object *oci, const char 
                 json_object_array_add(args, json_object_new_string(cfg));
         }
         json_object_array_add(args, json_object_new_string(arg));
+        /* a `gpuslice hook ... <arg>` already there (ours, or a CDI slice device's): not twice */
         for (size_t i = 0; i < json_object_array_length(arr); i++) {
-                json_object *h = json_object_array_get_idx(arr, i), *p, *a;
-                if (json_object_object_get_ex(h, "path", &p) && strcmp(json_object_get_string(p), hook_path(o)) == 0 &&
-                    json_object_object_get_ex(h, "args", &a) && json_object_equal(a, args)) {
+                json_object *h = json_object_array_get_idx(arr, i), *a;
+                size_t n = json_object_object_get_ex(h, "args", &a) && json_object_is_type(a, json_type_array)
+                                   ? json_object_array_length(a)
+                                   : 0;
+                const char *a1 = n >= 3 ? json_object_get_string(json_object_array_get_idx(a, 1)) : NULL;
+                const char *al = n >= 3 ? json_object_get_string(json_object_array_get_idx(a, n - 1)) : NULL;
+                if (a1 != NULL && al != NULL && strcmp(a1, "hook") == 0 && strcmp(al, arg) == 0) {
                         json_object_put(args);
                         return;
                 }

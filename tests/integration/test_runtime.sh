@@ -108,6 +108,21 @@ expect_gpu0_cdi ann "auto (cdi)"
 expect_slice ann "auto (cdi) slice" 1Gi 1024
 check "auto (cdi): the slice hooks are createRuntime and poststop" [ "$(hooks_of ann)" = '["createRuntime:createRuntime","poststop:poststop"]' ]
 
+# 5b. cdi: a CDI slice device (its spec brings the slice hooks; the shim adds none of its own).
+#     The spec's hooks run a wrapper that hands `hook` this test's config.
+printf '#!/bin/sh\nif [ "$1" = hook ]; then shift; exec "%s" hook --config "%s" "$@"; fi\nexec "%s" "$@"\n' "$GS" "$CONF" "$GS" >"$TMP/bin/gs-wrap"
+chmod +x "$TMP/bin/gs-wrap"
+run cdigen2 -- "$GS" --root "$DRV" cdi generate --slice 1g=1Gi --hook-path "$TMP/bin/gs-wrap" --output "$TMP/cdi-specs/slices.yaml"
+sed -i 's|^kind: nvidia.com/gpu$|kind: slices.example.com/gpu|' "$TMP/cdi-specs/slices.yaml"
+expect_rc cdigen2 0 "cdi generate --slice 1g=1Gi (kind slices.example.com/gpu)"
+make_bundle cdis '.process.env += $env' --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=slices.example.com/gpu=0-1g EXPECT_TOTAL_MIB=1024)"
+shim_bundle cdis cdi
+expect_done cdis "cdi, the CDI slice device slices.example.com/gpu=0-1g"
+expect_gpu0_cdi cdis "cdi slice device"
+expect_slice cdis "cdi slice device" 1Gi 1024
+check "cdi slice device: one createRuntime and one poststop slice hook (the spec's), none added" \
+        [ "$(jq -c '[.hooks.createRuntime[], .hooks.poststop[] | .path]' "$TMP/cdis/config.json")" = "[\"$TMP/bin/gs-wrap\",\"$TMP/bin/gs-wrap\"]" ]
+
 # 6. jit-cdi: a spec made now for NVIDIA_VISIBLE_DEVICES=0, with the slice
 make_bundle jit '.process.env += $env' --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_MEMORY_LIMIT=1Gi EXPECT_TOTAL_MIB=1024)"
 shim_bundle jit jit-cdi
