@@ -9,7 +9,8 @@
 # for a container running /bin/true. Prints per pair the medians and the median of the paired
 # differences (shim - baseline) with a distribution-free 95% CI. Targets: <= 2 ms (no GPU),
 # <= 3 ms (a GPU). Needs root and runc. Without a GPU, pass a fake driver root
-# (tests/fakegpu/mkroot.sh --build BUILD tests/fakegpu/configs/2gpu.conf DIR).
+# (tests/fakegpu/mkroot.sh --build BUILD tests/fakegpu/configs/2gpu.conf DIR). BUSYBOX=path and
+# RUNC=path as tests/gpu/run.sh passes them on the GPU host (python3 needed, not jq).
 set -uo pipefail
 BUILD=${1:-build} N=${2:-20} DRV=${3:-/}
 cd "$(dirname "$0")/.." || exit 1
@@ -27,11 +28,19 @@ printf '[driver]\nroot = "%s"\npath = "%s"\n[slice]\nregions-dir = "%s"\n[runtim
         "$DRV" "$PATH" "$W/regions" "$RUNC" >"$W/config.toml"
 spec() { # DIR ENV-JSON HOOKS-JSON
         mkdir -p "$1"
-        (cd "$1" && "$RUNC" spec)
-        jq --arg r "$W/rootfs" --argjson env "$2" --argjson hooks "$3" '.root = {path: $r, readonly: true}
-                | .process.terminal = false | .process.args = ["/bin/true"] | .process.env += $env
-                | .hooks = $hooks | .linux.cgroupsPath = "/gs-bench-shim/" + (input_filename | split("/")[-2])' \
-                "$1/config.json" >"$1/c.new" && mv "$1/c.new" "$1/config.json"
+        (cd "$1" && "$RUNC" spec) || return 1
+        python3 - "$1" "$W/rootfs" "$2" "$3" <<'PY'
+import json, os, sys
+d, rootfs, env, hooks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+c = json.load(open(d + "/config.json"))
+c["root"] = {"path": rootfs, "readonly": True}
+c["process"]["terminal"] = False
+c["process"]["args"] = ["/bin/true"]
+c["process"]["env"] += env
+c["hooks"] = hooks
+c["linux"]["cgroupsPath"] = "/gs-bench-shim/" + os.path.basename(d)
+json.dump(c, open(d + "/config.json", "w"))
+PY
         cp "$1/config.json" "$1/config.orig"
 }
 GPU='["NVIDIA_VISIBLE_DEVICES=0","NVIDIA_DRIVER_CAPABILITIES=compute,utility"]'
