@@ -130,6 +130,12 @@ expect_done jit "jit-cdi, NVIDIA_VISIBLE_DEVICES=0 and a 1 GiB slice"
 expect_gpu0_cdi jit "jit-cdi"
 expect_slice jit "jit-cdi slice" 1Gi 1024
 
+# jit-cdi by UUID: the spec made now names GPUs by UUID
+make_bundle jitu '.process.env += ["NVIDIA_VISIBLE_DEVICES='"$GPU0_UUID"'"]'
+shim_bundle jitu jit-cdi
+expect_done jitu "jit-cdi, NVIDIA_VISIBLE_DEVICES=<GPU 0's UUID>"
+expect_gpu0_cdi jitu "jit-cdi by UUID"
+
 # 7. the volume-mount strategy: /var/run/nvidia-container-devices/0 (legacy) and .../cdi/nvidia.com/gpu/0 (auto)
 make_bundle vol '.process.env += ["NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"]
         | .mounts += [{destination: "/var/run/nvidia-container-devices/0", type: "bind", source: "/dev/null", options: ["rbind", "ro"]}]'
