@@ -48,7 +48,11 @@ static int shim_main(int argc, char **argv)
         if (gs_hostconfig_load(&hc, cfg != NULL && cfg[0] != '\0' ? cfg : NULL, &err) < 0) {
                 snprintf(msg, sizeof(msg), "config: %s", err.msg);
                 gs_shim_log_error(&a, msg);
-                return CLI_EXIT_FAILURE;
+                /* a create fails (it may ask for GPUs); state, kill, delete ... still reach the
+                 * runtime, with the default list, so no container is left that cannot be deleted */
+                if (a.creates)
+                        return CLI_EXIT_FAILURE;
+                gs_hostconfig_defaults(&hc);
         }
         if (hc.rt.log_file[0] != '\0')
                 gs_log_open(hc.rt.log_file);

@@ -207,6 +207,17 @@ run self -- env PATH="$TMP/bin:$PATH" GPUSLICE_CONFIG="$TMP/shim-self.toml" "$SH
 expect_rc self 1 "only itself and a missing runtime on the list: an error, no loop"
 expect_err self "no low-level runtime found" "... saying so"
 
+# an invalid host config: a create fails, naming it; a delete still reaches runc (default list)
+printf '[runtime]\nmode = "sometimes"\n' >"$TMP/shim-bad.toml"
+make_bundle badcfg
+run badcfg -- env GPUSLICE_CONFIG="$TMP/shim-bad.toml" "$SHIM" --root "$STATE" create --bundle "$TMP/badcfg" "gs-$$-badcfg"
+expect_rc badcfg 1 "an invalid host config fails a create"
+expect_err badcfg "'runtime.mode' must be legacy, cdi, jit-cdi or auto" "... naming the key"
+run baddel.runc -- "$RUNC" --root "$STATE" delete "gs-$$-none"
+run baddel -- env GPUSLICE_CONFIG="$TMP/shim-bad.toml" "$SHIM" --root "$STATE" delete "gs-$$-none"
+check "... while a delete still reaches runc (its exit code $(rc_of baddel.runc))" [ "$(rc_of baddel)" = "$(rc_of baddel.runc)" ]
+check "... and runc's own message comes through" grep -q "container does not exist" "$TMP/baddel.err"
+
 # 12. crun as the low-level runtime (in a mount namespace with the hybrid controllers on v1, as
 #     test_crun.sh runs it), a GPU container in legacy mode
 V1_CTRLS=
