@@ -8,7 +8,7 @@
  *       GSP firmware file (ro,nosuid,nodev) and IPC socket / MPS directory (nosuid,nodev,noexec);
  *       createContainer hooks `gpuslice cdi-hook create-symlinks` (libcuda.so -> libcuda.so.1 ...)
  *       and `gpuslice cdi-hook update-ldcache` (every library directory), with an explicit env.
- *   devices: one per GPU (not for a GPU in MIG mode: its MIG devices stand for it), one per MIG
+ *   devices: one per GPU (in MIG mode too, as nvidia-ctk: the whole GPU's node), one per MIG
  *       device (parent node + the nvidia-caps nodes of its GI and CI access files), "all" (the
  *       union), and per --slice a "<gpu>-<slice>" (and "all-<slice>") device: that GPU's nodes,
  *       GPUSLICE_MEMORY_LIMIT / GPUSLICE_COMPUTE_LIMIT, and `gpuslice hook createRuntime` /
@@ -704,21 +704,21 @@ json_object *gs_cdi_spec_build(struct gs_context *ctx, const struct gs_device_in
         json_object_object_add(spec, "cdiVersion", json_object_new_string(version_names[V030]));
         json_object_object_add(spec, "kind", json_object_new_string(kind));
 
-        /* GPUs (not in MIG mode) and MIG devices, each followed by nothing else; "all" collects. */
+        /* GPUs and MIG devices, each followed by nothing else; "all" collects. */
         for (unsigned i = 0; i < dev->ngpus; i++) {
                 const struct gs_gpu *g = &dev->gpus[i];
-                if (!g->mig_enabled) {
-                        if (gpu_edits(&b, g, &gpus[i], err) < 0 || add_nodes_of(&b, &all, &gpus[i], err) < 0)
-                                goto fail;
-                        struct edits tmp = {0};
-                        gs_cdi_device_name(o->strategy, g, NULL, name, sizeof(name));
-                        if (add_nodes_of(&b, &tmp, &gpus[i], err) < 0 || add_device(devices, name, &tmp, err) < 0) {
-                                edits_release(&tmp);
-                                goto fail;
-                        }
+                /* every GPU, in MIG mode too (as nvidia-ctk lists them: =1 beside =1:0, =1:1) */
+                if (gpu_edits(&b, g, &gpus[i], err) < 0 || add_nodes_of(&b, &all, &gpus[i], err) < 0)
+                        goto fail;
+                struct edits tmp = {0};
+                gs_cdi_device_name(o->strategy, g, NULL, name, sizeof(name));
+                if (add_nodes_of(&b, &tmp, &gpus[i], err) < 0 || add_device(devices, name, &tmp, err) < 0) {
                         edits_release(&tmp);
-                        continue;
+                        goto fail;
                 }
+                edits_release(&tmp);
+                if (!g->mig_enabled)
+                        continue;
                 for (unsigned j = 0; j < g->nmigs; j++) {
                         struct edits m = {0};
                         gs_cdi_device_name(o->strategy, g, &g->migs[j], name, sizeof(name));

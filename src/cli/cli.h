@@ -88,6 +88,8 @@ int cmd_list(const struct cli_globals *g, int argc, char **argv);
 int cmd_configure(const struct cli_globals *g, int argc, char **argv);
 int cmd_exec(const struct cli_globals *g, int argc, char **argv);
 int cmd_hook(const struct cli_globals *g, int argc, char **argv);
+int cmd_runtime(const struct cli_globals *g, int argc, char **argv);
+int cmd_runtime_configure(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi_hook(const struct cli_globals *g, int argc, char **argv);
 int cmd_mps(const struct cli_globals *g, int argc, char **argv);

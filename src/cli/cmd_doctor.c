@@ -15,7 +15,7 @@ static const char doctor_help[] =
         "Check that this node can give containers GPUs and slices, and say in plain words what is\n"
         "missing or wrong, with a fix for each: the host config, the driver (kernel module and NVML\n"
         "agree), device nodes, the cgroup version, the runtime hooks (hooks.d, the\n"
-        "nvidia-container-runtime-hook name docker --gpus runs), the CDI spec (present and current),\n"
+        "nvidia-container-runtime-hook name docker --gpus runs), the engines' runtime shim, the CDI spec (present and current),\n"
         "the interposer, the regions directory and the MPS daemons. Nothing is changed.\n"
         "The driver root is --root, else driver.root of the host config (as the hook takes it).\n"
         "\n"
@@ -25,6 +25,10 @@ static const char doctor_help[] =
         "      --cdi-spec=FILE    a CDI spec to check (repeatable; default those of\n"
         "                         /var/run/cdi/nvidia.yaml, /etc/cdi/nvidia.yaml (.json) that exist)\n"
         "      --cgroup-root=DIR  the cgroup mount (default " GS_DOCTOR_CGROUP_ROOT ")\n"
+        "      --engine-config=ENGINE=FILE  docker, containerd or crio's config to check for the\n"
+        "                         runtime shim (repeatable; default those of /etc/docker/daemon.json,\n"
+        "                         /etc/containerd/config.toml, /etc/crio/crio.conf.d/99-gpuslice.toml\n"
+        "                         that exist)\n"
         "      --json             one JSON object: {\"root\", \"config\", \"checks\": [{\"name\", \"status\",\n"
         "                         \"message\", \"fix\"}], \"summary\"}\n"
         "  -h, --help\n"
@@ -33,7 +37,7 @@ static const char doctor_help[] =
         "work), skip (could not be checked: an earlier check failed). Exit status 1 when any\n"
         "check failed, else 0.\n";
 
-enum { O_HOOKS = 0x100, O_CDI, O_CGROUP, O_JSON };
+enum { O_HOOKS = 0x100, O_CDI, O_CGROUP, O_JSON, O_ENGINE };
 
 static int add_path(const char **list, const char *arg, const char *opt)
 {
@@ -53,6 +57,7 @@ static int parse(int argc, char **argv, struct gs_doctor_opts *o, bool *json)
                 {"cdi-spec", required_argument, NULL, O_CDI},
                 {"cgroup-root", required_argument, NULL, O_CGROUP},
                 {"json", no_argument, NULL, O_JSON},
+                {"engine-config", required_argument, NULL, O_ENGINE},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
@@ -70,6 +75,18 @@ static int parse(int argc, char **argv, struct gs_doctor_opts *o, bool *json)
                         break;
                 case O_CGROUP: o->cgroup_root = optarg; break;
                 case O_JSON: *json = true; break;
+                case O_ENGINE: {
+                        static const char *const names[] = {"docker=", "containerd=", "crio="};
+                        int e = -1;
+                        for (int i = 0; i < 3; i++)
+                                if (strncmp(optarg, names[i], strlen(names[i])) == 0 && optarg[strlen(names[i])] != '\0')
+                                        e = i;
+                        if (e < 0)
+                                return cli_usage_error("doctor", "--engine-config wants docker=FILE, containerd=FILE or "
+                                                       "crio=FILE, not '%s'", optarg);
+                        o->engine_configs[e] = optarg + strlen(names[e]);
+                        break;
+                }
                 case 'h': fputs(doctor_help, stdout); return 0;
                 case ':': return cli_usage_error("doctor", "option '%s' needs a value", argv[optind - 1]);
                 default: return cli_usage_error("doctor", "unknown option '%s'", argv[optind - 1]);

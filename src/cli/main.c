@@ -21,6 +21,8 @@ static const char global_help[] =
         "  list           list the driver files and devices a container would get\n"
         "  configure      put GPUs and the driver into a container (everything or nothing)\n"
         "  hook           the OCI runtime hook (also run as nvidia-container-runtime-hook)\n"
+        "  runtime        the OCI runtime shim (also run as nvidia-container-runtime); runtime\n"
+        "                 configure registers it with docker, containerd or CRI-O\n"
         "  cdi            generate and list CDI specs (podman, containerd, CRI-O, docker)\n"
         "  cdi-hook       the createContainer hooks of a generated CDI spec\n"
         "  exec           run a command in a GPU slice (memory quota, compute share)\n"
@@ -50,10 +52,10 @@ static const char global_help[] =
 /* Installed also as nvidia-container-runtime-hook: `nvidia-container-runtime-hook prestart` (docker
  * --gpus, podman hooks.d) is `gpuslice hook prestart`. NVIDIA's hook flags (-config, -debug) are
  * accepted by the hook verb. */
-static bool invoked_as_nvidia_hook(const char *argv0)
+static bool invoked_as(const char *argv0, const char *name)
 {
         const char *b = strrchr(argv0, '/');
-        return strcmp(b != NULL ? b + 1 : argv0, "nvidia-container-runtime-hook") == 0;
+        return strcmp(b != NULL ? b + 1 : argv0, name) == 0;
 }
 
 /* The global options before the verb: -1 to go on (optind at the verb), else the exit status. */
@@ -134,6 +136,7 @@ static const struct {
         {"configure", cmd_configure},
         {"exec", cmd_exec},
         {"hook", cmd_hook},
+        {"runtime", cmd_runtime},
         {"cdi", cmd_cdi},
         {"cdi-hook", cmd_cdi_hook},
         {"mps", cmd_mps},
@@ -166,7 +169,13 @@ static int run_verb(const struct cli_globals *g, const char *verb, int argc, cha
 int main(int argc, char **argv)
 {
         struct cli_globals g = {.uid = (uid_t)-1, .gid = (gid_t)-1};
-        if (argc > 0 && invoked_as_nvidia_hook(argv[0])) {
+        /* Installed also as nvidia-container-runtime: the runtime shim, which hands its privileges
+         * whole to the low-level runtime it execs (no capability stages). */
+        if (argc > 0 && invoked_as(argv[0], "nvidia-container-runtime")) {
+                g.from_nvidia_name = true;
+                return cmd_runtime(&g, argc, argv);
+        }
+        if (argc > 0 && invoked_as(argv[0], "nvidia-container-runtime-hook")) {
                 struct gs_error cerr = {0};
                 if (gs_caps_init(&cerr) < 0 || gs_caps_enter(GS_STAGE_INIT, &cerr) < 0) {
                         cli_error("permission", "%s", cerr.msg);
@@ -186,6 +195,9 @@ int main(int argc, char **argv)
                 g.debug = secure_getenv("GPUSLICE_DEBUG_FILE");
         if (g.debug != NULL && gs_log_open(g.debug) < 0)
                 cli_warn("cannot open debug log %s: %s", g.debug, strerror(errno));
+
+        if (strcmp(argv[optind], "runtime") == 0) /* as nvidia-container-runtime above */
+                return cmd_runtime(&g, argc - optind, argv + optind);
 
         /* Least privilege from here on: a fixed permitted set, effective raised per stage. */
         struct gs_error cerr = {0};

@@ -118,6 +118,7 @@ static const struct {
         {"cgroups", doctor_check_cgroup},
         {"oci-hook", doctor_check_oci_hook},
         {"docker-hook", doctor_check_docker_hook},
+        {"engines", doctor_check_engines},
         {"cdi-spec", doctor_check_cdi},
         {"interposer", doctor_check_interposer},
         {"regions-dir", doctor_check_regions},

@@ -8,6 +8,7 @@
  *   check_cgroup.c  cgroup version and the devices controller
  *   check_runtime.c OCI hooks.d files (podman, CRI-O) and the nvidia-container-runtime-hook name
  *                   (docker --gpus)
+ *   check_engines.c the runtime shim registered in docker's, containerd's, CRI-O's configs
  *   check_cdi.c     CDI specs present and current (the files and nodes they name are the driver's)
  *   check_slice.c   host config, the interposer, the regions directory, MPS daemons
  *
@@ -54,6 +55,8 @@ struct gs_doctor_opts {
         const char *hooks_dirs[GS_DOCTOR_MAX_PATHS]; /* NULL-terminated; all NULL: GS_DOCTOR_HOOKS_DIRS */
         const char *cdi_specs[GS_DOCTOR_MAX_PATHS];  /* given: each must exist; none: the defaults that do */
         const char *cgroup_root;       /* NULL: GS_DOCTOR_CGROUP_ROOT */
+        const char *engine_configs[3]; /* docker, containerd, crio: given, only those are checked;
+                                          none: the default files that exist */
 };
 
 struct gs_doctor_report {

@@ -46,6 +46,8 @@ void doctor_check_cgroup(struct doctor *d, struct gs_doctor_result *r);
 /* check_runtime.c */
 void doctor_check_oci_hook(struct doctor *d, struct gs_doctor_result *r);
 void doctor_check_docker_hook(struct doctor *d, struct gs_doctor_result *r);
+/* check_engines.c */
+void doctor_check_engines(struct doctor *d, struct gs_doctor_result *r);
 /* check_cdi.c */
 void doctor_check_cdi(struct doctor *d, struct gs_doctor_result *r);
 

@@ -28,8 +28,8 @@
 /* ---------------------------------------------------------------------------------------------
  * The known keys.
  */
-enum section { SEC_DRIVER, SEC_HOOK, SEC_SLICE, SEC_DP, NSECS };
-static const char *const section_names[NSECS] = {"driver", "hook", "slice", "device-plugin"};
+enum section { SEC_DRIVER, SEC_HOOK, SEC_SLICE, SEC_DP, SEC_RUNTIME, NSECS };
+static const char *const section_names[NSECS] = {"driver", "hook", "slice", "device-plugin", "runtime"};
 
 enum value_type { T_STRING, T_BOOL, T_UINT, T_CAPS, T_COMPAT, T_LIST };
 
@@ -91,6 +91,11 @@ static const struct key keys[] = {
         UINT(SEC_DP, "label-interval", dp.label_interval_s, 0, 3600),
         BOOL(SEC_DP, "health-checks", dp.health_checks),
         STR(SEC_DP, "sysfs", dp.sysfs, V_ABSOLUTE),
+        STR(SEC_RUNTIME, "mode", rt.mode, 0), /* T_STRING, checked: legacy, cdi, jit-cdi or auto */
+        {SEC_RUNTIME, "runtimes", T_LIST, offsetof(struct gs_hostconfig, rt.runtimes), 0, 0, 0, 0},
+        {SEC_RUNTIME, "cdi-spec-dirs", T_LIST, offsetof(struct gs_hostconfig, rt.cdi_spec_dirs), 0, 0, 0, 0},
+        STR(SEC_RUNTIME, "hook-path", rt.hook_path, V_ABSOLUTE_OR_EMPTY),
+        STR(SEC_RUNTIME, "log-file", rt.log_file, V_ABSOLUTE_OR_EMPTY),
 };
 #define NKEYS GS_ARRAY_SIZE(keys)
 
@@ -133,6 +138,14 @@ void gs_hostconfig_defaults(struct gs_hostconfig *hc)
         dp->label_interval_s = 30;
         dp->health_checks = true;
         snprintf(dp->sysfs, sizeof(dp->sysfs), "/sys");
+        struct gs_hostconfig_rt *rt = &hc->rt;
+        snprintf(rt->mode, sizeof(rt->mode), "auto");
+        rt->runtimes.n = 2;
+        snprintf(rt->runtimes.v[0], sizeof(rt->runtimes.v[0]), "runc");
+        snprintf(rt->runtimes.v[1], sizeof(rt->runtimes.v[1]), "crun");
+        rt->cdi_spec_dirs.n = 2;
+        snprintf(rt->cdi_spec_dirs.v[0], sizeof(rt->cdi_spec_dirs.v[0]), "/etc/cdi");
+        snprintf(rt->cdi_spec_dirs.v[1], sizeof(rt->cdi_spec_dirs.v[1]), "/var/run/cdi");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -508,6 +521,9 @@ static int parse_value(struct parser *ps, const struct key *k, struct gs_hostcon
                 return perr(ps, "'%s' must be an absolute path, or '@' and an absolute host path", ps->key);
         if (k->off == offsetof(struct gs_hostconfig, mps) && (buf[0] == '\0' || gs_mps_mode_parse(buf) < 0))
                 return perr(ps, "'%s' must be off, auto or on, not '%.64s'", ps->key, buf);
+        if (k->off == offsetof(struct gs_hostconfig, rt.mode) && strcmp(buf, "legacy") != 0 && strcmp(buf, "cdi") != 0 &&
+            strcmp(buf, "jit-cdi") != 0 && strcmp(buf, "auto") != 0)
+                return perr(ps, "'%s' must be legacy, cdi, jit-cdi or auto, not '%.64s'", ps->key, buf);
         memcpy(field, buf, strlen(buf) + 1);
         return 0;
 }

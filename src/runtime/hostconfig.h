@@ -56,6 +56,13 @@
  *   label-interval           integer  30             seconds between pod-resources lookups (0 = none)
  *   health-checks            bool     true           watch NVML's XID events and lost GPUs
  *   sysfs                    string   "/sys"         PCI topology and NUMA nodes
+ * and for `gpuslice runtime` (nvidia-container-runtime, src/engine/shim.c), in [runtime]:
+ *   mode                     string   "auto"         legacy | cdi | jit-cdi | auto
+ *   runtimes                 array    ["runc", "crun"]  low-level runtimes (names on PATH or absolute
+ *                                                    paths): the first found runs
+ *   cdi-spec-dirs            array    ["/etc/cdi", "/var/run/cdi"]  where mode cdi finds specs
+ *   hook-path                string   ""             the gpuslice the added hooks run ("" = this one)
+ *   log-file                 string   ""             the shim's own log ("" = none)
  */
 #ifndef GS_RUNTIME_HOSTCONFIG_H
 #define GS_RUNTIME_HOSTCONFIG_H
@@ -98,6 +105,15 @@ struct gs_hostconfig_dp {
         char sysfs[GS_HOSTCONFIG_MAX_STR];
 };
 
+/* [runtime]: `gpuslice runtime` (nvidia-container-runtime), the OCI runtime shim */
+struct gs_hostconfig_rt {
+        char mode[16];                        /* legacy | cdi | jit-cdi | auto */
+        struct gs_hostconfig_list runtimes;   /* low-level runtimes, the first found runs */
+        struct gs_hostconfig_list cdi_spec_dirs;
+        char hook_path[GS_HOSTCONFIG_MAX_STR]; /* the gpuslice the added hooks run ("" = this one) */
+        char log_file[GS_HOSTCONFIG_MAX_STR];  /* the shim's own log ("" = none) */
+};
+
 struct gs_hostconfig {
         char root[GS_HOSTCONFIG_MAX_STR];
         char ldcache[GS_HOSTCONFIG_MAX_STR];
@@ -117,6 +133,7 @@ struct gs_hostconfig {
         char mps_root[GS_HOSTCONFIG_MAX_STR];
         char mps[32];                           /* slice.mps: off, auto or on */
         struct gs_hostconfig_dp dp;
+        struct gs_hostconfig_rt rt;
 };
 
 /* The defaults above. */

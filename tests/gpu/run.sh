@@ -9,7 +9,8 @@
 # turns, one through MPS, under runc and the hook), metrics (issue 10: gpuslice metrics against two
 # slices, tests/gpu/metrics_check.sh), latency (issue 20: bench/latency.sh, seconds per run in
 # GS_LATENCY_SECONDS, default 6), mps (issue 20: tests/gpu/mps_slice_check.sh), k8s (issue 12: the device plugin's Allocate answer for a
-# 4 GiB share, as a container), resize (issue 25: a running PyTorch slice resized live,
+# 4 GiB share, as a container), shim (issue 24: runc through the runtime shim, legacy and cdi modes,
+# a 4 GiB slice; bench/runtime_shim.sh), resize (issue 25: a running PyTorch slice resized live,
 # tests/gpu/resize_check.sh), bench (bench/run.sh); the benchmark of a part
 # runs with it. A part asked for that cannot run (a carried binary, runc, the kubelet probe
 # missing) is a FAIL that names what is missing; a part not asked for is a counted SKIP; a part
@@ -34,7 +35,7 @@ if [ -d "$BUILD/runtime-libs" ]; then
         done
 fi
 pass=0 fail=0 skipped=0
-PARTS="list configure quota hook ctcompute k8s compute latency mps metrics resize bench"
+PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize bench"
 only() { [ -z "${GS_GPU_ONLY:-}" ] || [[ ",$GS_GPU_ONLY," == *",$1,"* ]]; }
 check() {
         local name=$1; shift
@@ -347,7 +348,7 @@ fi
 # outputs in $OUTDIR/hook-*.txt.
 RUNC=${GS_RUNC:-$(readlink -f "$CARRY")/runc/runc}
 want_ct=0 can_ct=1
-for p in hook ctcompute k8s; do
+for p in hook shim ctcompute k8s; do
         part "$p" || continue
         want_ct=1
         have "$p" "$RUNC" "$CARRY/cuda_fill" "$CARRY/busybox" "$BUILD/libgpuslice-vgpu.so" || can_ct=0
@@ -455,7 +456,7 @@ PY
         runct() {
                 local o=$OUTDIR/hook-$1.txt rp
                 hook_ids+=("$2")
-                timeout 60 "$RUNC" --root "$HSTATE" run --bundle "$HW/$1" "$2" </dev/null >"$o" 2>&1 &
+                timeout 60 env ${RUNNER_ENV:-} "${RUNNER:-$RUNC}" --root "$HSTATE" run --bundle "$HW/$1" "$2" </dev/null >"$o" 2>&1 &
                 rp=$!
                 for _ in $(seq 150); do grep -q '^filled\|^DONE' "$o" && break; kill -0 "$rp" 2>/dev/null || break; sleep 0.1; done
                 local fp; fp=$(pgrep -x cuda_fill | head -1)
@@ -554,6 +555,54 @@ PY
         fi
         part_done hook "$mark"
         fi # only hook
+
+        # (e) issue 24 (GS_GPU_ONLY=shim): runc through the runtime shim (nvidia-container-runtime),
+        # a 4 GiB slice of GPU 0: in legacy mode (the shim adds the hook) from the env alone, and in
+        # cdi mode from the CDI slice device nvidia.com/gpu=0-4g of a spec in a directory the shim
+        # reads, its edits applied by the shim in-process. The quota checks of (a) and (b).
+        if only shim; then
+        mark=$((pass + fail))
+        mkdir -p "$HW/bin" "$HW/cdi-dir"
+        ln -sf "$GSA" "$HW/bin/nvidia-container-runtime"
+        # the hooks the shim adds and the spec's hooks run GSW: gpuslice, with this host's
+        # LD_LIBRARY_PATH where it needs one (see HOOK_ENV)
+        GSW=$GSA
+        if [ -n "${HOOK_LDLP:-}" ]; then
+                GSW=$HW/bin/gpuslice-ldlp
+                printf '#!/bin/sh\nexport %s\nexec "%s" "$@"\n' "$HOOK_LDLP" "$GSA" >"$GSW"; chmod +x "$GSW"
+        fi
+        shim_cfg() { # MODE: HW/shim-MODE.toml, the hook config plus [runtime]
+                { cat "$HW/config.toml"; printf '[runtime]\nmode = "%s"\nruntimes = ["%s"]\ncdi-spec-dirs = ["%s"]\nhook-path = "%s"\n' \
+                        "$1" "$(readlink -f "$RUNC")" "$HW/cdi-dir" "$GSW"; } >"$HW/shim-$1.toml"
+        }
+        shim_cfg legacy; shim_cfg cdi
+        RUNNER=$HW/bin/nvidia-container-runtime
+        id=gs-gpu-shimleg-$$
+        if mkbundle shimleg /usr/bin/nvidia-smi 3 "$NV, \"GPUSLICE_MEMORY_LIMIT=4Gi\""; then
+                RUNNER_ENV="GPUSLICE_CONFIG=$HW/shim-legacy.toml ${HOOK_LDLP:-}" runct shimleg "$id" "$HW/regions/$id"
+                cp "$HW/shimleg/config.json" "$OUTDIR/shim-legacy-config.json"
+        fi
+        quota_checks shimleg "runtime shim, legacy mode"
+        check "runtime shim, legacy: it added the prestart hook" \
+                grep -q '"args":\["gpuslice","hook","--config","[^"]*shim-legacy.toml","prestart"\]' "$OUTDIR/shim-legacy-config.json"
+        "$GSA" cdi generate --format json --slice 4g=4Gi --hook-path "$GSW" --output "$HW/cdi-dir/nvidia.json" 2>"$OUTDIR/shim-cdi.err"
+        check "runtime shim, cdi: cdi generate --slice 4g=4Gi into the shim's spec directory" test -s "$HW/cdi-dir/nvidia.json"
+        smi=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); m=[x["containerPath"] for x in s.get("containerEdits",{}).get("mounts",[]) if x["containerPath"].endswith("/nvidia-smi")]; print(m[0] if m else "/usr/bin/nvidia-smi")' "$HW/cdi-dir/nvidia.json")
+        id=gs-gpu-shimcdi-$$
+        if mkbundle shimcdi "$smi" 3 '"NVIDIA_VISIBLE_DEVICES=nvidia.com/gpu=0-4g"'; then
+                RUNNER_ENV="GPUSLICE_CONFIG=$HW/shim-cdi.toml ${HOOK_LDLP:-}" runct shimcdi "$id" "$SLICES/$id"
+                cp "$HW/shimcdi/config.json" "$OUTDIR/shim-cdi-config.json"
+        fi
+        quota_checks shimcdi "runtime shim, cdi mode (nvidia.com/gpu=0-4g)"
+        RUNNER= RUNNER_ENV=
+        if [ "${GS_GPU_BENCH:-1}" != 1 ]; then
+                skip "shim benchmark: GS_GPU_BENCH=$GS_GPU_BENCH"
+        elif have shim bench/runtime_shim.sh; then
+                BUSYBOX=$CARRY/busybox RUNC=$(readlink -f "$RUNC") bash bench/runtime_shim.sh "$BUILD" 20 / | tee "$OUTDIR/bench_runtime_shim.txt"
+                check "shim benchmark: every run succeeded" test "${PIPESTATUS[0]}" = 0
+        fi
+        part_done shim "$mark"
+        fi # only shim
 
         # (d) issue 12 (GS_GPU_ONLY=k8s): gpuslice device-plugin on this GPU, registered by
         # kubelet-probe (the kubelet's side in C: this host's python has no grpcio); its Allocate

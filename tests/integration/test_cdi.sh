@@ -108,7 +108,8 @@ qualify() { local k=$1; shift; for n in "$@"; do echo "$k=$n"; done; }
 R1=$(mkroot r1 1gpu.conf)
 R2=$(mkroot r2 2gpu.conf)
 R8=$(mkroot r8 8gpu-mig.conf)
-uuids() { "$GS" --root "$1" info --json | jq -r '.gpus[] | if .mig_enabled then .mig_devices[].uuid else .uuid end'; }
+# every GPU, a GPU in MIG mode too, then its MIG devices (as nvidia-ctk lists them)
+uuids() { "$GS" --root "$1" info --json | jq -r '.gpus[] | .uuid, if .mig_enabled then .mig_devices[].uuid else empty end'; }
 
 declare -A NAMES
 NAMES[r1.index]="0 all"
@@ -117,10 +118,10 @@ NAMES[r1.uuid]="$(uuids "$R1" | tr '\n' ' ')all"
 NAMES[r2.index]="0 1 all"
 NAMES[r2.type-index]="gpu0 gpu1 all"
 NAMES[r2.uuid]="GPU-2f8c1d4e-7a90-3b5c-e6d1-0a9b8c7d6e5f GPU-9e3a5b7c-1d2f-4a6b-8c0d-2e4f6a8b0c1d all"
-NAMES[r8.index]="0 1 2:0 2:1 2:2 3 4 5 6 7 all"
-NAMES[r8.type-index]="gpu0 gpu1 mig2:0 mig2:1 mig2:2 gpu3 gpu4 gpu5 gpu6 gpu7 all"
+NAMES[r8.index]="0 1 2 2:0 2:1 2:2 3 4 5 6 7 all"
+NAMES[r8.type-index]="gpu0 gpu1 gpu2 mig2:0 mig2:1 mig2:2 gpu3 gpu4 gpu5 gpu6 gpu7 all"
 NAMES[r8.uuid]="$(uuids "$R8" | tr '\n' ' ')all"
-[ "$(echo "${NAMES[r8.uuid]}" | wc -w)" = 11 ] || not_ok "r8: info --json gave $(echo "${NAMES[r8.uuid]}" | wc -w) uuids"
+[ "$(echo "${NAMES[r8.uuid]}" | wc -w)" = 12 ] || not_ok "r8: info --json gave $(echo "${NAMES[r8.uuid]}" | wc -w) uuids"
 
 for r in r1 r2 r8; do
         ROOT=$TMP/$r
@@ -190,9 +191,10 @@ jqt "createContainer hooks: create-symlinks (libcuda.so -> libcuda.so.1), then u
          and .containerEdits.hooks[1].args[3:] == ["--folder","/usr/lib/x86_64-linux-gnu"]'
 S=$TMP/r8.index.spec.json
 jqt "MIG device 2:1: the parent node and the caps nodes of GI 2 and CI 1" \
-        '.devices[3].name == "2:1" and (.devices[3].containerEdits.deviceNodes | map(.path)) ==
+        '.devices[4].name == "2:1" and (.devices[4].containerEdits.deviceNodes | map(.path)) ==
          ["/dev/nvidia2","/dev/nvidia-caps/nvidia-cap291","/dev/nvidia-caps/nvidia-cap293"]'
-jqt "no whole-GPU device for the GPU in MIG mode" '[.devices[].name | select(. == "2")] == []'
+jqt "the GPU in MIG mode has its whole-GPU device too (nvidia-ctk's =2 beside =2:0), its node only" \
+        '[.devices[] | select(.name == "2") | .containerEdits.deviceNodes | map(.path)] == [["/dev/nvidia2"]]'
 jqt "all: 8 GPU nodes and 5 caps nodes" '(.devices[-1].containerEdits.deviceNodes | length) == 13'
 
 # Slices.

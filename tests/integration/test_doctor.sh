@@ -35,11 +35,17 @@ jq --arg p "$HOOKBIN" '.hook.path = $p' "$SRC/packaging/oci-gpuslice-hook.json" 
 mount -t cgroup2 none "$CG" || { echo "cannot mount cgroup2"; exit 1; }
 "$GS" --root "$ROOT" cdi generate --output "$SPEC" 2>/dev/null || { echo "cdi generate failed"; exit 1; }
 
+# containerd's default config with the runtime shim registered (a link to gpuslice)
+ln -s "$GS" /usr/local/sbin/nvidia-container-runtime
+containerd config default >"$TMP/ctd-ok.toml" 2>/dev/null && cp "$TMP/ctd-ok.toml" "$TMP/ctd-plain.toml" &&
+        "$GS" runtime configure --runtime containerd --config "$TMP/ctd-ok.toml" --path /usr/local/sbin/nvidia-container-runtime \
+        >/dev/null || { echo "containerd config default / runtime configure failed"; exit 1; }
 # doctor NAME [extra options]: the JSON report in $TMP/NAME.out
 doctor() {
         local name=$1; shift
         run "$name" -- "$GS" --root "${DROOT:-$ROOT}" doctor --config "$CFG" --hooks-dir "${DHOOKS:-$HOOKS}" \
-                --cdi-spec "${DSPEC:-$SPEC}" --cgroup-root "${DCG:-$CG}" --json "$@"
+                --cdi-spec "${DSPEC:-$SPEC}" --cgroup-root "${DCG:-$CG}" --engine-config "containerd=${DENGINE:-$TMP/ctd-ok.toml}" \
+                --json "$@"
 }
 field() { jq -r --arg n "$3" ".checks[] | select(.name == \$n) | .$2" "$TMP/$1.out" 2>/dev/null; }
 # expect NAME CHECK STATUS MESSAGE-PART [FIX-PART]: one check's status, message and fix
@@ -63,10 +69,10 @@ expect() {
 # ---- healthy -----------------------------------------------------------------------------------
 doctor healthy
 expect_rc healthy 0 "healthy node: doctor exits 0"
-if jq -e '(.checks | length) == 10 and all(.checks[]; .status == "ok" and .fix == null) and
-          .summary == {"ok": 10, "warn": 0, "fail": 0, "skip": 0} and (.root | type) == "string" and
+if jq -e '(.checks | length) == 11 and all(.checks[]; .status == "ok" and .fix == null) and
+          .summary == {"ok": 11, "warn": 0, "fail": 0, "skip": 0} and (.root | type) == "string" and
           (.config | type) == "string"' "$TMP/healthy.out" >/dev/null; then
-        ok "healthy node: all 10 checks ok, no fix, summary counts them"
+        ok "healthy node: all 11 checks ok, no fix, summary counts them"
 else
         not_ok "healthy node: $(jq -c '[.checks[] | select(.status != "ok")]' "$TMP/healthy.out" 2>&1 | head -c 2000)"
 fi
@@ -75,13 +81,14 @@ expect healthy device-nodes ok "every GPU's node are character devices"
 expect healthy cgroups ok "cgroup v2"
 expect healthy oci-hook ok "runs $HOOKBIN at prestart with an explicit env"
 expect healthy docker-hook ok "docker run --gpus runs $HOOKBIN (gpuslice"
+expect healthy engines ok "containerd ($TMP/ctd-ok.toml) runs /usr/local/sbin/nvidia-container-runtime"
 expect healthy cdi-spec ok "$SPEC: 3 devices (nvidia.com/gpu=0, ...), current"
 expect healthy interposer ok "libgpuslice-vgpu.so"
 expect healthy regions-dir ok "$REG: 0 live slices"
 expect healthy mps ok "slice.mps = off: compute slices take turns on their GPU (the time limiter; gpuslice.conf(5) for MPS's trade-off); MPS daemons under $TMP/mps: none"
-run text -- "$GS" --root "$ROOT" doctor --config "$CFG" --hooks-dir "$HOOKS" --cdi-spec "$SPEC" --cgroup-root "$CG"
+run text -- "$GS" --root "$ROOT" doctor --config "$CFG" --hooks-dir "$HOOKS" --cdi-spec "$SPEC" --cgroup-root "$CG" --engine-config "containerd=$TMP/ctd-ok.toml"
 expect_rc text 0 "text report exits 0"
-grep -qx "0 failed, 0 warnings, 10 ok" "$TMP/text.out" && ok "text report ends with the summary" ||
+grep -qx "0 failed, 0 warnings, 11 ok" "$TMP/text.out" && ok "text report ends with the summary" ||
         not_ok "text report summary: $(tail -1 "$TMP/text.out")"
 grep -q "^ok    driver        NVIDIA driver 580.159.04" "$TMP/text.out" && ok "text report: one line per check" ||
         not_ok "text report layout: $(sed -n 3p "$TMP/text.out")"
@@ -197,6 +204,26 @@ ln -sf /nonexistent/gpuslice "$HOOKBIN"
 doctor dockergone
 expect dockergone docker-hook fail "$HOOKBIN cannot be run (a dangling link?)" "sudo ln -sf"
 ln -sf "$GS" "$HOOKBIN"
+
+# ---- the engines' runtime shim -------------------------------------------------------------------
+DENGINE=$TMP/ctd-plain.toml doctor ctdplain
+expect ctdplain engines warn "containerd ($TMP/ctd-plain.toml) has no nvidia runtime" \
+        "sudo gpuslice runtime configure --runtime containerd --config $TMP/ctd-plain.toml"
+sed "s|/usr/local/sbin/nvidia-container-runtime|$TMP/gone/nvidia-container-runtime|" "$TMP/ctd-ok.toml" >"$TMP/ctd-gone.toml"
+DENGINE=$TMP/ctd-gone.toml doctor ctdgone
+expect ctdgone engines fail "runs $TMP/gone/nvidia-container-runtime as its nvidia runtime, which is missing" \
+        "runtime configure --runtime containerd --config $TMP/ctd-gone.toml --path"
+expect_rc ctdgone 1 "a missing shim fails doctor"
+run dockerfix -- "$GS" runtime configure --runtime docker --config "$TMP/daemon.json" --path /usr/local/sbin/nvidia-container-runtime
+run ctdfixed -- "$GS" --root "$ROOT" doctor --config "$CFG" --hooks-dir "$HOOKS" --cdi-spec "$SPEC" --cgroup-root "$CG" \
+        --engine-config "docker=$TMP/daemon.json" --engine-config "containerd=$TMP/ctd-plain.toml" --json
+expect ctdfixed engines warn "containerd ($TMP/ctd-plain.toml) has no nvidia runtime" "--runtime containerd"
+got=$(field ctdfixed message engines)
+[[ $got != *docker* ]] && ok "a docker daemon.json with the shim registered is not reported" || not_ok "engines: $got"
+# the fix doctor prints, run: doctor is then content
+"$GS" runtime configure --runtime containerd --config "$TMP/ctd-plain.toml" --path /usr/local/sbin/nvidia-container-runtime >/dev/null
+DENGINE=$TMP/ctd-plain.toml doctor ctdafter
+expect ctdafter engines ok "containerd ($TMP/ctd-plain.toml) runs /usr/local/sbin/nvidia-container-runtime"
 
 # ---- CDI spec ----------------------------------------------------------------------------------
 "$GS" --root "$ROOT" cdi generate --hook-path /nonexistent/gpuslice --output "$TMP/cdi/badhook.yaml" 2>/dev/null

@@ -76,7 +76,7 @@ podman_cmd() {
                 if [ -n "$1" ]; then mount --bind "$1" /etc/gpuslice || exit 125; fi
                 shift; exec "$@"' sh "$etc" \
                 "$PODMAN" --root "$P/root" --runroot "$P/runroot" --tmpdir "$P/tmp" --network-config-dir "$P/net" \
-                --storage-driver vfs --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" \
+                --storage-driver vfs --cgroup-manager=cgroupfs --events-backend=file --runtime "${PODMAN_RUNTIME:-$RUNC}" \
                 --hooks-dir "$hooks" "$@"
 }
 # conmon and podman's cleanup process may outlive `podman run` a little: wait for them (they
@@ -162,6 +162,21 @@ podman_case req -e NVIDIA_VISIBLE_DEVICES=0 -e 'NVIDIA_REQUIRE_CUDA=cuda>=99'
 cat "$TMP/req.out" >>"$TMP/req.err"
 expect_err req "unsatisfied condition: cuda>=99" "podman's error carries gpuslice's message"
 grep -q "^DONE\|^HAS " "$TMP/req.err" && not_ok "the container's process ran" || ok "the container's process never ran"
+
+# 6. podman --runtime with the runtime shim (nvidia-container-runtime, legacy mode, runc below it)
+#    and no hooks.d file: the shim adds the hook; GPU 0 and a 1 GiB slice inside.
+mkdir -p "$P/no-hooks.d"
+{ cat "$CONF"; printf '[runtime]\nmode = "legacy"\nruntimes = ["%s"]\n' "$RUNC"; } >"$TMP/shim.toml"
+printf '#!/bin/bash\nGPUSLICE_CONFIG=%s exec -a nvidia-container-runtime "%s" "$@"\n' "$TMP/shim.toml" "$GS" >"$TMP/bin/shim"
+chmod +x "$TMP/bin/shim"
+PODMAN_RUNTIME=$TMP/bin/shim podman_case shim --hooks "$P/no-hooks.d" -e NVIDIA_VISIBLE_DEVICES=0 -e GPUSLICE_MEMORY_LIMIT=1Gi \
+        -e EXPECT_TOTAL_MIB=1024
+expect_done shim "podman --runtime nvidia-container-runtime (the shim), NVIDIA_VISIBLE_DEVICES=0, a 1 GiB slice, no hooks.d"
+expect_gpu0 shim "podman through the shim"
+expect_slice shim "podman through the shim" 1Gi 1024
+PODMAN_RUNTIME=$TMP/bin/shim podman_case shimplain --hooks "$P/no-hooks.d"
+expect_done shimplain "podman --runtime the shim, no GPU asked"
+expect_nothing shimplain "podman through the shim, no GPU asked"
 
 # Nothing left behind: no container, no cgroup (but the parent, removed by the trap).
 run ps -- podman_cmd ps -aq

@@ -26,12 +26,12 @@ expected() {
         {
                 echo etc/gpuslice/config.toml
                 for u in "$SRC"/packaging/systemd/*; do u=${u##*/}; echo "${unitdir#/}/${u%.in}"; done
-                printf '%s\n' usr/bin/gpuslice usr/bin/nvidia-container-runtime-hook usr/include/gpuslice/gpuslice.h \
+                printf '%s\n' usr/bin/gpuslice usr/bin/nvidia-container-runtime usr/bin/nvidia-container-runtime-hook usr/include/gpuslice/gpuslice.h \
                         "usr/lib/$ma/gpuslice/libgpuslice-vgpu.so" "usr/lib/$ma/libgpuslice.so" \
                         "usr/lib/$ma/libgpuslice.so.0" "usr/lib/$ma/libgpuslice.so.$version" \
                         "usr/lib/$ma/pkgconfig/gpuslice.pc" usr/share/bash-completion/completions/gpuslice \
                         usr/share/containers/oci/hooks.d/oci-gpuslice-hook.json \
-                        usr/share/man/man1/nvidia-container-runtime-hook.1
+                        usr/share/man/man1/nvidia-container-runtime.1 usr/share/man/man1/nvidia-container-runtime-hook.1
                 for p in "$SRC"/packaging/man/*.scd; do p=${p##*/}; p=${p%.scd}; echo "usr/share/man/man${p##*.}/$p"; done
         } | sort
 }

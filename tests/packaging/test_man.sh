@@ -46,6 +46,7 @@ for v in $verbs; do
         case $v in
         cdi) options "$page" cdi generate; options "$page" cdi list ;;
         mps) for s in start stop status supervise; do options "$page" mps "$s"; done ;;
+        runtime) options "$page" runtime; options "$page" runtime configure ;;
         *) options "$page" "$v" ;;
         esac
 done

@@ -104,6 +104,16 @@ static void assert_defaults(const struct gs_hostconfig *c)
         assert_int_equal(d->label_interval_s, 30);
         assert_true(d->health_checks);
         assert_string_equal(d->sysfs, "/sys");
+        const struct gs_hostconfig_rt *r = &c->rt;
+        assert_string_equal(r->mode, "auto");
+        assert_int_equal(r->runtimes.n, 2);
+        assert_string_equal(r->runtimes.v[0], "runc");
+        assert_string_equal(r->runtimes.v[1], "crun");
+        assert_int_equal(r->cdi_spec_dirs.n, 2);
+        assert_string_equal(r->cdi_spec_dirs.v[0], "/etc/cdi");
+        assert_string_equal(r->cdi_spec_dirs.v[1], "/var/run/cdi");
+        assert_string_equal(r->hook_path, "");
+        assert_string_equal(r->log_file, "");
 }
 
 /* Every key set to something other than its default. */
@@ -144,7 +154,13 @@ static const char every_key[] =
         "pod-resources-socket = \"\"\n"
         "label-interval = 0\n"
         "health-checks = false\n"
-        "sysfs = \"/host/sys\"\n";
+        "sysfs = \"/host/sys\"\n"
+        "[runtime]\n"
+        "mode = \"jit-cdi\"\n"
+        "runtimes = [\"/usr/local/bin/crun\"]\n"
+        "cdi-spec-dirs = [\"/run/cdi\"]\n"
+        "hook-path = \"/opt/gpuslice/bin/gpuslice\"\n"
+        "log-file = \"/var/log/gpuslice-runtime.log\"\n";
 
 static void assert_every_key(const struct gs_hostconfig *c)
 {
@@ -185,6 +201,13 @@ static void assert_every_key(const struct gs_hostconfig *c)
         assert_int_equal(d->label_interval_s, 0);
         assert_false(d->health_checks);
         assert_string_equal(d->sysfs, "/host/sys");
+        assert_string_equal(c->rt.mode, "jit-cdi");
+        assert_int_equal(c->rt.runtimes.n, 1);
+        assert_string_equal(c->rt.runtimes.v[0], "/usr/local/bin/crun");
+        assert_int_equal(c->rt.cdi_spec_dirs.n, 1);
+        assert_string_equal(c->rt.cdi_spec_dirs.v[0], "/run/cdi");
+        assert_string_equal(c->rt.hook_path, "/opt/gpuslice/bin/gpuslice");
+        assert_string_equal(c->rt.log_file, "/var/log/gpuslice-runtime.log");
 }
 
 /* [device-plugin].slices: a one-line array of strings, bounded in count and length. */
@@ -517,6 +540,8 @@ static void test_paths(void **state)
         expect_error("[slice]\nmps = \"sometimes\"\n", NAME ":2: 'slice.mps' must be off, auto or on, not 'sometimes'");
         expect_error("[slice]\nmps = \"\"\n", NAME ":2: 'slice.mps' must be off, auto or on, not ''");
         expect_error("[slice]\nmps = \"ON\"\n", NAME ":2: 'slice.mps' must be off, auto or on, not 'ON'");
+        expect_error("[runtime]\nmode = \"nvidia\"\n", NAME ":2: 'runtime.mode' must be legacy, cdi, jit-cdi or auto, not 'nvidia'");
+        expect_error("[runtime]\nhook-path = \"gpuslice\"\n", NAME ":2: 'runtime.hook-path' must be empty or an absolute path");
         expect_error("[slice]\nmps = true\n", NAME ":2: 'slice.mps' must be a string");
         expect_error("[slice]\nlibrary = \"libgpuslice-vgpu.so\"\n",
                      NAME ":2: 'slice.library' must be empty or an absolute path");
@@ -813,7 +838,7 @@ static void test_example_config(void **state)
                 n += k;
         }
         fclose(f);
-        assert_int_equal(nkeys, 34);
+        assert_int_equal(nkeys, 39);
         gs_hostconfig_defaults(&hc);
         expect_ok(every_key);
         if (parse_n(text, n) != 0)
