@@ -23,7 +23,7 @@ chmod 755 "$W"
 trap 'for id in $("$RUNC" --root "$W/state" list -q 2>/dev/null); do "$RUNC" --root "$W/state" delete -f "$id"; done; rm -rf "$W"' EXIT
 tests/integration/mkrootfs.sh "$W/rootfs" >/dev/null || { echo "mkrootfs failed"; exit 1; }
 mkdir -p "$W/bin" "$W/regions"
-ln -s "$GS" "$W/bin/nvidia-container-runtime"
+ln -s "$GS-runtime" "$W/bin/nvidia-container-runtime"
 printf '[driver]\nroot = "%s"\npath = "%s"\n[slice]\nregions-dir = "%s"\n[runtime]\nmode = "legacy"\nruntimes = ["%s"]\n' \
         "$DRV" "$PATH" "$W/regions" "$RUNC" >"$W/config.toml"
 spec() { # DIR ENV-JSON HOOKS-JSON

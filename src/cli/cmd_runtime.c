@@ -65,9 +65,19 @@ static int shim_main(int argc, char **argv)
                 return CLI_EXIT_FAILURE;
         }
         if (a.creates) {
+                /* The hooks it adds are gpuslice's: this executable when it is gpuslice (`gpuslice
+                 * runtime`), else the gpuslice beside it (gpuslice-runtime, nvidia-container-runtime
+                 * and the links to them, installed in one directory). */
+                char hookbin[PATH_MAX];
+                const char *slash = strrchr(self, '/');
+                int hn = slash != NULL && strcmp(slash + 1, "gpuslice") != 0
+                                ? snprintf(hookbin, sizeof(hookbin), "%.*s/gpuslice", (int)(slash - self), self)
+                                : -1;
+                if (hn < 0 || (size_t)hn >= sizeof(hookbin))
+                        snprintf(hookbin, sizeof(hookbin), "%s", self);
                 struct gs_shim_opts o = {
                         .hc = &hc,
-                        .self = self,
+                        .self = hookbin,
                         .ctx = {.root = hc.root, .ldcache = hc.ldcache, .uid = (uid_t)-1, .gid = (gid_t)-1,
                                 .nvml_timeout_ms = hc.nvml_timeout_s * 1000},
                 };

@@ -87,7 +87,7 @@ struct gs_shim_result {
 };
 struct gs_shim_opts {
         const struct gs_hostconfig *hc;
-        const char *self;         /* absolute path of this gpuslice (the hooks' path by default) */
+        const char *self;         /* absolute path of the gpuslice executable (the hooks' path by default) */
         struct gs_config ctx;     /* jit-cdi: the driver root etc. */
 };
 /* Load the bundle's config.json; when the container asks for GPUs, change it per the mode and

@@ -560,10 +560,10 @@ PY
         # a 4 GiB slice of GPU 0: in legacy mode (the shim adds the hook) from the env alone, and in
         # cdi mode from the CDI slice device nvidia.com/gpu=0-4g of a spec in a directory the shim
         # reads, its edits applied by the shim in-process. The quota checks of (a) and (b).
-        if only shim; then
+        if only shim && have shim "$BUILD/gpuslice-runtime"; then
         mark=$((pass + fail))
         mkdir -p "$HW/bin" "$HW/cdi-dir"
-        ln -sf "$GSA" "$HW/bin/nvidia-container-runtime"
+        ln -sf "$GSA-runtime" "$HW/bin/nvidia-container-runtime"
         # the hooks the shim adds and the spec's hooks run GSW: gpuslice, with this host's
         # LD_LIBRARY_PATH where it needs one (see HOOK_ENV)
         GSW=$GSA

@@ -19,7 +19,7 @@ CONF=$TMP/hook.toml
 hook_config "$CONF" "$DRV" "$SLICES"
 printf '\n[runtime]\nmode = "legacy"\nruntimes = ["%s"]\n' "$RUNC" >>"$CONF"
 mkdir -p "$TMP/bin" "$TMP/ctd"
-ln -s "$GS" "$TMP/bin/nvidia-container-runtime"
+ln -s "$BUILD/gpuslice-runtime" "$TMP/bin/nvidia-container-runtime"
 SHIM=$TMP/bin/nvidia-container-runtime
 SOCK=$TMP/ctd/containerd.sock
 NS=gpuslice-test

@@ -167,7 +167,7 @@ grep -q "^DONE\|^HAS " "$TMP/req.err" && not_ok "the container's process ran" ||
 #    and no hooks.d file: the shim adds the hook; GPU 0 and a 1 GiB slice inside.
 mkdir -p "$P/no-hooks.d"
 { cat "$CONF"; printf '[runtime]\nmode = "legacy"\nruntimes = ["%s"]\n' "$RUNC"; } >"$TMP/shim.toml"
-printf '#!/bin/bash\nGPUSLICE_CONFIG=%s exec -a nvidia-container-runtime "%s" "$@"\n' "$TMP/shim.toml" "$GS" >"$TMP/bin/shim"
+printf '#!/bin/bash\nGPUSLICE_CONFIG=%s exec -a nvidia-container-runtime "%s" "$@"\n' "$TMP/shim.toml" "$BUILD/gpuslice-runtime" >"$TMP/bin/shim"
 chmod +x "$TMP/bin/shim"
 PODMAN_RUNTIME=$TMP/bin/shim podman_case shim --hooks "$P/no-hooks.d" -e NVIDIA_VISIBLE_DEVICES=0 -e GPUSLICE_MEMORY_LIMIT=1Gi \
         -e EXPECT_TOTAL_MIB=1024

@@ -19,7 +19,7 @@ SLICES=$TMP/slices
 CONF=$TMP/hook.toml
 hook_config "$CONF" "$DRV" "$SLICES"
 mkdir -p "$TMP/bin" "$TMP/cdi-specs"
-ln -s "$GS" "$TMP/bin/nvidia-container-runtime"
+ln -s "$BUILD/gpuslice-runtime" "$TMP/bin/nvidia-container-runtime"
 SHIM=$TMP/bin/nvidia-container-runtime
 ids=()
 cleanup() {

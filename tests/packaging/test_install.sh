@@ -26,7 +26,7 @@ expected() {
         {
                 echo etc/gpuslice/config.toml
                 for u in "$SRC"/packaging/systemd/*; do u=${u##*/}; echo "${unitdir#/}/${u%.in}"; done
-                printf '%s\n' usr/bin/gpuslice usr/bin/nvidia-container-runtime usr/bin/nvidia-container-runtime-hook usr/include/gpuslice/gpuslice.h \
+                printf '%s\n' usr/bin/gpuslice usr/bin/gpuslice-runtime usr/bin/nvidia-container-runtime usr/bin/nvidia-container-runtime-hook usr/include/gpuslice/gpuslice.h \
                         "usr/lib/$ma/gpuslice/libgpuslice-vgpu.so" "usr/lib/$ma/libgpuslice.so" \
                         "usr/lib/$ma/libgpuslice.so.0" "usr/lib/$ma/libgpuslice.so.$version" \
                         "usr/lib/$ma/pkgconfig/gpuslice.pc" usr/share/bash-completion/completions/gpuslice \
