@@ -359,17 +359,18 @@ GS_EXPORT CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
 /* Charge, allocate, track; undo the charge if the driver refuses. */
 #define ALLOC_CHARGED(kind, vis, bytes, key_expr, call)                                            \
         do {                                                                                       \
-                if ((bytes) != 0 && gs_vgpu_charge((vis), (bytes)) < 0)                            \
-                        return CUDA_ERROR_OUT_OF_MEMORY;                                           \
-                CUresult rc_ = (call);                                                             \
-                if (rc_ != CUDA_SUCCESS) {                                                         \
-                        if ((bytes) != 0)                                                          \
+                CUresult rc_ = CUDA_ERROR_OUT_OF_MEMORY;                                           \
+                gs_vgpu_alloc_begin();                                                             \
+                if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {                         \
+                        rc_ = (call);                                                              \
+                        if (rc_ != CUDA_SUCCESS && (bytes) != 0)                                   \
                                 gs_vgpu_uncharge((vis), (bytes));                                  \
-                        return rc_;                                                                \
+                        else if (rc_ == CUDA_SUCCESS && (bytes) != 0 &&                            \
+                                 gs_vgpu_track((kind), (uint64_t)(key_expr), (vis), (bytes)) < 0)  \
+                                gs_vgpu_log(1, "allocation table full: %llu bytes stay charged",  \
+                                            (unsigned long long)(bytes));                          \
                 }                                                                                  \
-                if ((bytes) != 0 && gs_vgpu_track((kind), (uint64_t)(key_expr), (vis), (bytes)) < 0) \
-                        gs_vgpu_log(1, "allocation table full: %llu bytes stay charged",          \
-                                    (unsigned long long)(bytes));                                  \
+                gs_vgpu_alloc_end();                                                               \
                 return rc_;                                                                        \
         } while (0)
 
@@ -413,28 +414,28 @@ static bool charge_made(uint64_t dptr, uint64_t bytes)
 GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
                                       unsigned int ElementSizeBytes)
 {
+        gs_vgpu_alloc_begin(); /* the driver's first: until the charge, its count is ahead of ours */
         CUresult rc = REAL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-        if (rc != CUDA_SUCCESS || dptr == NULL || pPitch == NULL)
-                return rc;
-        if (!charge_made(*dptr, (uint64_t)*pPitch * Height)) {
+        if (rc == CUDA_SUCCESS && dptr != NULL && pPitch != NULL && !charge_made(*dptr, (uint64_t)*pPitch * Height)) {
                 REAL(cuMemFree_v2, *dptr);
                 *dptr = 0;
-                return CUDA_ERROR_OUT_OF_MEMORY;
+                rc = CUDA_ERROR_OUT_OF_MEMORY;
         }
+        gs_vgpu_alloc_end();
         return rc;
 }
 
 GS_EXPORT CUresult cuMemAllocPitch(gs_CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
                                    unsigned int Height, unsigned int ElementSizeBytes)
 {
+        gs_vgpu_alloc_begin(); /* the driver's first: until the charge, its count is ahead of ours */
         CUresult rc = REAL(cuMemAllocPitch, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-        if (rc != CUDA_SUCCESS || dptr == NULL || pPitch == NULL)
-                return rc;
-        if (!charge_made(*dptr, (uint64_t)*pPitch * Height)) {
+        if (rc == CUDA_SUCCESS && dptr != NULL && pPitch != NULL && !charge_made(*dptr, (uint64_t)*pPitch * Height)) {
                 REAL(cuMemFree, *dptr);
                 *dptr = 0;
-                return CUDA_ERROR_OUT_OF_MEMORY;
+                rc = CUDA_ERROR_OUT_OF_MEMORY;
         }
+        gs_vgpu_alloc_end();
         return rc;
 }
 
@@ -443,6 +444,7 @@ GS_EXPORT CUresult cuMemAllocPitch(gs_CUdeviceptr_v1 *dptr, unsigned int *pPitch
         do {                                                                                       \
                 int vis_;                                                                          \
                 uint64_t bytes_;                                                                   \
+                gs_vgpu_alloc_begin();                                                             \
                 int known_ = gs_vgpu_untrack((kind), (uint64_t)(key), &vis_, &bytes_);             \
                 CUresult rc_ = (call);                                                             \
                 if (known_) {                                                                      \
@@ -451,6 +453,7 @@ GS_EXPORT CUresult cuMemAllocPitch(gs_CUdeviceptr_v1 *dptr, unsigned int *pPitch
                         else                                                                       \
                                 gs_vgpu_track((kind), (uint64_t)(key), vis_, bytes_);              \
                 }                                                                                  \
+                gs_vgpu_alloc_end();                                                               \
                 return rc_;                                                                        \
         } while (0)
 
