@@ -141,12 +141,15 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlD
 /* A device's index is its place among the slice's devices (as nvmlDeviceGetHandleByIndex counts). */
 GS_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
-        nvmlReturn_t rc = NREAL(nvmlDeviceGetIndex, device, index);
-        if (rc != NVML_SUCCESS || !hiding() || index == NULL)
+        if (!hiding() || index == NULL)
+                return NREAL(nvmlDeviceGetIndex, device, index);
+        unsigned real = 0;
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetIndex, device, &real);
+        if (rc != NVML_SUCCESS)
                 return rc;
         int vis = visible_of_handle(device);
         if (vis < 0)
-                return NVML_ERROR_INVALID_ARGUMENT;
+                return NVML_ERROR_INVALID_ARGUMENT; /* (the physical index is never written) */
         *index = (unsigned)vis;
         return rc;
 }
