@@ -21,6 +21,10 @@ cd "$(dirname "$0")/../.."
 GS=$PWD/$BUILD/gpuslice CARRY=$PWD/$BUILD/gpu-carry
 PROBE=$PWD/$BUILD/tests/vgpu/vgpu-probe DPROBE=$PWD/$BUILD/tests/vgpu/device-probe
 [ -d "$BUILD/runtime-libs" ] && export LD_LIBRARY_PATH=$PWD/$BUILD/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The probes are linked against the simulated driver (RUNPATH build/tests/fakegpu): the real
+# libcuda.so.1's directory goes first, so that they load the real one
+realcuda=$(ldconfig -p | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')
+[ -n "$realcuda" ] && export LD_LIBRARY_PATH=$(dirname "$(readlink -f "$realcuda")"):$LD_LIBRARY_PATH
 pass=0 fail=0 skipped=0
 check() { local d=$1; shift; if "$@"; then pass=$((pass + 1)); echo "PASS $d"; else fail=$((fail + 1)); echo "FAIL $d"; fi; }
 skip() { skipped=$((skipped + 1)); echo "SKIP $1"; }
