@@ -253,6 +253,13 @@ typedef enum CUdevice_attribute_enum {
     GS_CU_DEVICE_ATTRIBUTE_FORCE_INT_ = 0x7FFFFFFF    /* ours: keeps the enum int-sized */
 } CUdevice_attribute;
 
+typedef enum CUdevice_P2PAttribute_enum {
+    CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK = 0x01,
+    CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED = 0x02,
+    CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 0x03,
+    CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED = 0x04
+} CUdevice_P2PAttribute;
+
 /* ---------------------------------------------------------------------------------------- */
 /* Contexts                                                                                  */
 /* ---------------------------------------------------------------------------------------- */
@@ -569,6 +576,9 @@ typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
     X(cuDeviceGetAttribute, CUresult, (int *pi, CUdevice_attribute attrib, CUdevice dev))         \
     X(cuDeviceGetPCIBusId, CUresult, (char *pciBusId, int len, CUdevice dev))                     \
     X(cuDeviceGetByPCIBusId, CUresult, (CUdevice *dev, const char *pciBusId))                     \
+    X(cuDeviceCanAccessPeer, CUresult, (int *canAccessPeer, CUdevice dev, CUdevice peerDev))      \
+    X(cuDeviceGetP2PAttribute, CUresult,                                                          \
+      (int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice))         \
     /* primary contexts */                                                                        \
     X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext *pctx, CUdevice dev))                        \
     X(cuDevicePrimaryCtxRelease, CUresult, (CUdevice dev))                                        \

@@ -13,6 +13,25 @@
         X(cuDeviceGet)                                                                            \
         X(cuDeviceTotalMem)                                                                       \
         X(cuDeviceTotalMem_v2)                                                                    \
+        X(cuDeviceGetName)                                                                       \
+        X(cuDeviceGetUuid)                                                                       \
+        X(cuDeviceGetUuid_v2)                                                                    \
+        X(cuDeviceGetAttribute)                                                                  \
+        X(cuDeviceGetPCIBusId)                                                                   \
+        X(cuDeviceGetByPCIBusId)                                                                 \
+        X(cuDeviceCanAccessPeer)                                                                 \
+        X(cuDeviceGetP2PAttribute)                                                               \
+        X(cuDevicePrimaryCtxRelease)                                                             \
+        X(cuDevicePrimaryCtxRelease_v2)                                                          \
+        X(cuDevicePrimaryCtxReset)                                                               \
+        X(cuDevicePrimaryCtxReset_v2)                                                            \
+        X(cuDevicePrimaryCtxGetState)                                                            \
+        X(cuDeviceGetDefaultMemPool)                                                             \
+        X(cuDeviceGetDevResource)                                                                \
+        X(cuGreenCtxCreate)                                                                      \
+        X(cuMemGetAllocationGranularity)                                                         \
+        X(cuMemSetAccess)                                                                        \
+        X(cuMemPoolCreate)                                                                       \
         X(cuMemGetInfo)                                                                           \
         X(cuMemGetInfo_v2)                                                                        \
         X(cuMemAlloc)                                                                             \
@@ -64,6 +83,10 @@
         N(nvmlDeviceGetCount_v2)                                                                  \
         N(nvmlDeviceGetHandleByIndex)                                                             \
         N(nvmlDeviceGetHandleByIndex_v2)                                                          \
+        N(nvmlDeviceGetHandleByUUID)                                                             \
+        N(nvmlDeviceGetHandleByPciBusId_v2)                                                      \
+        N(nvmlDeviceGetHandleByPciBusId)                                                         \
+        N(nvmlDeviceGetIndex)                                                                    \
         N(nvmlDeviceGetUtilizationRates)
 
 #endif

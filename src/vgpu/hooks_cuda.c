@@ -89,6 +89,32 @@ static bool translating(void)
         return __atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0 && !S.nvml_mapped && !S.driver_hides;
 }
 
+/* A CUdevice the program passes (a number it may have made up) names a GPU outside the slice:
+ * under a slice, once the driver is initialised, only the driver's ordinals of the slice's devices
+ * are valid (where the driver hides, every ordinal it has; where it shows more, the slice's only).
+ * Before cuInit the driver answers itself. Atomic loads only: no lock, no syscall. */
+static bool foreign(CUdevice dev)
+{
+        if (!hiding())
+                return false;
+        gs_vgpu_map_devices();
+        if (__atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) < 0 || S.nvml_mapped)
+                return false;
+        return dev < 0 || dev >= GS_VGPU_MAX_DEVICES || S.vis_of_cuda[dev] < 0;
+}
+
+static bool foreign_location(const CUmemLocation *loc)
+{
+        return loc != NULL && loc->type == CU_MEM_LOCATION_TYPE_DEVICE && foreign(loc->id);
+}
+
+/* Refuse a device outside the slice as the driver refuses one it does not have. */
+#define GUARD(dev)                                                                                 \
+        do {                                                                                       \
+                if (foreign(dev))                                                                  \
+                        return CUDA_ERROR_INVALID_DEVICE;                                          \
+        } while (0)
+
 static CUdevice translated(int ordinal)
 {
         for (int i = 0, k = 0; i < S.nvisible; i++)
@@ -129,6 +155,7 @@ static size_t total_view(CUdevice dev, size_t real_total)
 
 GS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
+        GUARD(dev);
         CUresult rc = REAL(cuDeviceTotalMem_v2, bytes, dev);
         if (rc == CUDA_SUCCESS && bytes != NULL)
                 *bytes = total_view(dev, *bytes);
@@ -138,6 +165,7 @@ GS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 GS_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 {
         size_t b = 0;
+        GUARD(dev);
         if (bytes == NULL)
                 return CUDA_ERROR_INVALID_VALUE;
         CUresult rc = REAL(cuDeviceTotalMem_v2, &b, dev);
@@ -175,6 +203,136 @@ static CUresult mem_info(size_t *free_out, size_t *total_out)
 
 GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total) { return mem_info(free, total); }
 
+/* ---- every other entry point that takes a device: the slice's devices only ----------------- */
+
+GS_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDeviceGetName, name, len, dev);
+}
+
+GS_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDeviceGetUuid, uuid, dev);
+}
+
+GS_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDeviceGetUuid_v2, uuid, dev);
+}
+
+GS_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDeviceGetAttribute, pi, attrib, dev);
+}
+
+GS_EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDeviceGetPCIBusId, pciBusId, len, dev);
+}
+
+/* The other way: a bus id of a GPU outside the slice is a device the process does not have. */
+GS_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
+{
+        CUdevice d = -1;
+        CUresult rc = REAL(cuDeviceGetByPCIBusId, dev != NULL ? &d : NULL, pciBusId);
+        if (rc != CUDA_SUCCESS || dev == NULL)
+                return rc;
+        GUARD(d);
+        *dev = d;
+        return rc;
+}
+
+GS_EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+        GUARD(dev);
+        GUARD(peerDev);
+        return REAL(cuDeviceCanAccessPeer, canAccessPeer, dev, peerDev);
+}
+
+GS_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice,
+                                           CUdevice dstDevice)
+{
+        GUARD(srcDevice);
+        GUARD(dstDevice);
+        return REAL(cuDeviceGetP2PAttribute, value, attrib, srcDevice, dstDevice);
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDevicePrimaryCtxRelease, dev);
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDevicePrimaryCtxRelease_v2, dev);
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDevicePrimaryCtxReset, dev);
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDevicePrimaryCtxReset_v2, dev);
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+        GUARD(dev);
+        return REAL(cuDevicePrimaryCtxGetState, dev, flags, active);
+}
+
+GS_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+        GUARD(dev);
+        return REAL(cuDeviceGetDefaultMemPool, pool_out, dev);
+}
+
+GS_EXPORT CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type)
+{
+        GUARD(device);
+        return REAL(cuDeviceGetDevResource, device, resource, type);
+}
+
+GS_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags)
+{
+        GUARD(dev);
+        return REAL(cuGreenCtxCreate, phCtx, desc, dev, flags);
+}
+
+GS_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                                 CUmemAllocationGranularity_flags option)
+{
+        if (prop != NULL && foreign_location(&prop->location))
+                return CUDA_ERROR_INVALID_DEVICE;
+        return REAL(cuMemGetAllocationGranularity, granularity, prop, option);
+}
+
+GS_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+        for (size_t i = 0; desc != NULL && i < count; i++)
+                if (foreign_location(&desc[i].location))
+                        return CUDA_ERROR_INVALID_DEVICE;
+        return REAL(cuMemSetAccess, ptr, size, desc, count);
+}
+
+GS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+        if (poolProps != NULL && foreign_location(&poolProps->location))
+                return CUDA_ERROR_INVALID_DEVICE;
+        return REAL(cuMemPoolCreate, pool, poolProps);
+}
+
 /* The CUDA 2.x ABI's 32-bit sizes. The driver's answer first: the real one refuses it in a 64-bit
  * process (CUDA_ERROR_INVALID_CONTEXT, driver 580), and a program must see that refusal under the
  * interposer too. Where a driver answers, the slice's view replaces its values, each saturated at
@@ -201,17 +359,18 @@ GS_EXPORT CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
 /* Charge, allocate, track; undo the charge if the driver refuses. */
 #define ALLOC_CHARGED(kind, vis, bytes, key_expr, call)                                            \
         do {                                                                                       \
-                if ((bytes) != 0 && gs_vgpu_charge((vis), (bytes)) < 0)                            \
-                        return CUDA_ERROR_OUT_OF_MEMORY;                                           \
-                CUresult rc_ = (call);                                                             \
-                if (rc_ != CUDA_SUCCESS) {                                                         \
-                        if ((bytes) != 0)                                                          \
+                CUresult rc_ = CUDA_ERROR_OUT_OF_MEMORY;                                           \
+                gs_vgpu_alloc_begin();                                                             \
+                if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {                         \
+                        rc_ = (call);                                                              \
+                        if (rc_ != CUDA_SUCCESS && (bytes) != 0)                                   \
                                 gs_vgpu_uncharge((vis), (bytes));                                  \
-                        return rc_;                                                                \
+                        else if (rc_ == CUDA_SUCCESS && (bytes) != 0 &&                            \
+                                 gs_vgpu_track((kind), (uint64_t)(key_expr), (vis), (bytes)) < 0)  \
+                                gs_vgpu_log(1, "allocation table full: %llu bytes stay charged",  \
+                                            (unsigned long long)(bytes));                          \
                 }                                                                                  \
-                if ((bytes) != 0 && gs_vgpu_track((kind), (uint64_t)(key_expr), (vis), (bytes)) < 0) \
-                        gs_vgpu_log(1, "allocation table full: %llu bytes stay charged",          \
-                                    (unsigned long long)(bytes));                                  \
+                gs_vgpu_alloc_end();                                                               \
                 return rc_;                                                                        \
         } while (0)
 
@@ -255,28 +414,28 @@ static bool charge_made(uint64_t dptr, uint64_t bytes)
 GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
                                       unsigned int ElementSizeBytes)
 {
+        gs_vgpu_alloc_begin(); /* the driver's first: until the charge, its count is ahead of ours */
         CUresult rc = REAL(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-        if (rc != CUDA_SUCCESS || dptr == NULL || pPitch == NULL)
-                return rc;
-        if (!charge_made(*dptr, (uint64_t)*pPitch * Height)) {
+        if (rc == CUDA_SUCCESS && dptr != NULL && pPitch != NULL && !charge_made(*dptr, (uint64_t)*pPitch * Height)) {
                 REAL(cuMemFree_v2, *dptr);
                 *dptr = 0;
-                return CUDA_ERROR_OUT_OF_MEMORY;
+                rc = CUDA_ERROR_OUT_OF_MEMORY;
         }
+        gs_vgpu_alloc_end();
         return rc;
 }
 
 GS_EXPORT CUresult cuMemAllocPitch(gs_CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
                                    unsigned int Height, unsigned int ElementSizeBytes)
 {
+        gs_vgpu_alloc_begin(); /* the driver's first: until the charge, its count is ahead of ours */
         CUresult rc = REAL(cuMemAllocPitch, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-        if (rc != CUDA_SUCCESS || dptr == NULL || pPitch == NULL)
-                return rc;
-        if (!charge_made(*dptr, (uint64_t)*pPitch * Height)) {
+        if (rc == CUDA_SUCCESS && dptr != NULL && pPitch != NULL && !charge_made(*dptr, (uint64_t)*pPitch * Height)) {
                 REAL(cuMemFree, *dptr);
                 *dptr = 0;
-                return CUDA_ERROR_OUT_OF_MEMORY;
+                rc = CUDA_ERROR_OUT_OF_MEMORY;
         }
+        gs_vgpu_alloc_end();
         return rc;
 }
 
@@ -285,6 +444,7 @@ GS_EXPORT CUresult cuMemAllocPitch(gs_CUdeviceptr_v1 *dptr, unsigned int *pPitch
         do {                                                                                       \
                 int vis_;                                                                          \
                 uint64_t bytes_;                                                                   \
+                gs_vgpu_alloc_begin();                                                             \
                 int known_ = gs_vgpu_untrack((kind), (uint64_t)(key), &vis_, &bytes_);             \
                 CUresult rc_ = (call);                                                             \
                 if (known_) {                                                                      \
@@ -293,6 +453,7 @@ GS_EXPORT CUresult cuMemAllocPitch(gs_CUdeviceptr_v1 *dptr, unsigned int *pPitch
                         else                                                                       \
                                 gs_vgpu_track((kind), (uint64_t)(key), vis_, bytes_);              \
                 }                                                                                  \
+                gs_vgpu_alloc_end();                                                               \
                 return rc_;                                                                        \
         } while (0)
 
@@ -305,6 +466,8 @@ GS_EXPORT CUresult cuMemFree(gs_CUdeviceptr_v1 dptr) { FREE_TRACKED(GS_ALLOC_PTR
 GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                                unsigned long long flags)
 {
+        if (prop != NULL && foreign_location(&prop->location))
+                return CUDA_ERROR_INVALID_DEVICE;
         if (handle == NULL || prop == NULL || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
                 return REAL(cuMemCreate, handle, size, prop, flags);
         int vis = gs_vgpu_visible_of(prop->location.id);
@@ -470,6 +633,7 @@ static bool context_fits(CUdevice dev, bool primary)
 
 GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
+        GUARD(dev);
         if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, true))
                 return CUDA_ERROR_OUT_OF_MEMORY;
         return REAL(cuDevicePrimaryCtxRetain, pctx, dev);
@@ -477,6 +641,7 @@ GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 GS_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
+        GUARD(dev);
         if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, false))
                 return CUDA_ERROR_OUT_OF_MEMORY;
         return REAL(cuCtxCreate_v2, pctx, flags, dev);
@@ -484,6 +649,7 @@ GS_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice 
 
 GS_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
+        GUARD(dev);
         if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, false))
                 return CUDA_ERROR_OUT_OF_MEMORY;
         return REAL(cuCtxCreate, pctx, flags, dev);
@@ -492,6 +658,7 @@ GS_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev
 GS_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
                                   unsigned int flags, CUdevice dev)
 {
+        GUARD(dev);
         if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, false))
                 return CUDA_ERROR_OUT_OF_MEMORY;
         return REAL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev);
@@ -500,6 +667,7 @@ GS_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsAr
 GS_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
                                   CUdevice dev)
 {
+        GUARD(dev);
         if (gs_vgpu_load_cuda() == 0 && pctx != NULL && !context_fits(dev, false))
                 return CUDA_ERROR_OUT_OF_MEMORY;
         return REAL(cuCtxCreate_v4, pctx, ctxCreateParams, flags, dev);

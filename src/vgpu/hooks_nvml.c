@@ -99,6 +99,61 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice
         return nvmlDeviceGetHandleByIndex_v2(index, device);
 }
 
+/* The other lookups: a GPU outside the slice is not found, as NVML answers for a UUID or bus id
+ * it does not have; the handle is written only for the slice's devices. */
+static nvmlReturn_t slice_handle(nvmlReturn_t rc, const nvmlDevice_t *found, nvmlDevice_t *device)
+{
+        if (rc != NVML_SUCCESS)
+                return rc;
+        if (hiding() && visible_of_handle(*found) < 0)
+                return NVML_ERROR_NOT_FOUND;
+        *device = *found;
+        return rc;
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
+{
+        nvmlDevice_t h = NULL;
+        if (device == NULL)
+                return NREAL(nvmlDeviceGetHandleByUUID, uuid, device);
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetHandleByUUID, uuid, &h);
+        return slice_handle(rc, &h, device);
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device)
+{
+        nvmlDevice_t h = NULL;
+        if (device == NULL)
+                return NREAL(nvmlDeviceGetHandleByPciBusId_v2, pciBusId, device);
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetHandleByPciBusId_v2, pciBusId, &h);
+        return slice_handle(rc, &h, device);
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device)
+{
+        nvmlDevice_t h = NULL;
+        if (device == NULL)
+                return NREAL(nvmlDeviceGetHandleByPciBusId, pciBusId, device);
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetHandleByPciBusId, pciBusId, &h);
+        return slice_handle(rc, &h, device);
+}
+
+/* A device's index is its place among the slice's devices (as nvmlDeviceGetHandleByIndex counts). */
+GS_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+{
+        if (!hiding() || index == NULL)
+                return NREAL(nvmlDeviceGetIndex, device, index);
+        unsigned real = 0;
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetIndex, device, &real);
+        if (rc != NVML_SUCCESS)
+                return rc;
+        int vis = visible_of_handle(device);
+        if (vis < 0)
+                return NVML_ERROR_INVALID_ARGUMENT; /* (the physical index is never written) */
+        *index = (unsigned)vis;
+        return rc;
+}
+
 /* total = quota, used = the slice's usage (clamped), free = total - used. */
 static void view(nvmlDevice_t device, unsigned long long *total, unsigned long long *used, unsigned long long *free,
                  unsigned long long *reserved)

@@ -444,6 +444,31 @@ static void context_cache_write(int vis, uint64_t bytes)
 }
 
 static uint64_t alloc_generation; /* bumped by every charge/uncharge: the reconciler looks then */
+/* Allocations and frees between their charge and the driver's call (or the driver's free and the
+ * uncharge): while one is, our count and the driver's differ by it, and a measurement then would
+ * make it context (one allocation's size too little or too much, kept until the next look). The
+ * thread's own (a refusal measures from inside its charge, before anything moved) does not count. */
+static unsigned alloc_inflight;
+static _Thread_local unsigned tl_inflight;
+
+void gs_vgpu_alloc_begin(void)
+{
+        tl_inflight++;
+        __atomic_add_fetch(&alloc_inflight, 1, __ATOMIC_SEQ_CST);
+}
+
+void gs_vgpu_alloc_end(void)
+{
+        __atomic_add_fetch(&alloc_generation, 1, __ATOMIC_SEQ_CST);
+        __atomic_sub_fetch(&alloc_inflight, 1, __ATOMIC_SEQ_CST);
+        tl_inflight--;
+}
+
+/* No other thread is between an allocation's two halves. */
+static bool others_settled(void)
+{
+        return __atomic_load_n(&alloc_inflight, __ATOMIC_SEQ_CST) == tl_inflight;
+}
 /* Our context on a device is the slice's estimate, not yet measured by the reconciler. */
 static bool context_estimated[GS_VGPU_MAX_DEVICES];
 
@@ -667,10 +692,17 @@ int gs_vgpu_untrack(enum gs_alloc_kind kind, uint64_t key, int *vis, uint64_t *b
 /* Reconciliation with the driver (NVML per-process used memory).                              */
 /* ------------------------------------------------------------------------------------------ */
 
+/* One measurement; false when an allocation of another thread was half-made (try again). */
+static bool reconcile_once(int vis);
+
 void gs_vgpu_reconcile(int vis)
 {
-        if (vis < 0 || vis >= GS_VGPU_MAX_DEVICES)
-                return;
+        if (vis >= 0 && vis < GS_VGPU_MAX_DEVICES)
+                reconcile_once(vis);
+}
+
+static bool reconcile_once(int vis)
+{
         S.measured[vis] = true;
         /* The driver reports each process by its pid in the *caller's* pid namespace (it
          * translates with the kernel's pid_vnr() and leaves out processes the caller cannot see),
@@ -678,29 +710,31 @@ void gs_vgpu_reconcile(int vis)
         int pid = (int)getpid();
         if (gs_vgpu_load_nvml() < 0 || S.nv.nvmlInit_v2 == NULL ||
             S.nv.nvmlDeviceGetHandleByUUID == NULL || S.nv.nvmlDeviceGetComputeRunningProcesses_v3 == NULL)
-                return;
+                return true;
         static bool nvml_up;
         if (!nvml_up) {
                 if (S.nv.nvmlInit_v2() != NVML_SUCCESS)
-                        return;
+                        return true;
                 nvml_up = true;
         }
         nvmlDevice_t h;
         if (S.nv.nvmlDeviceGetHandleByUUID(S.uuid_of[vis], &h) != NVML_SUCCESS)
-                return;
+                return true;
         /* The driver's count and ours must be of the same moment: an allocation freed between the
          * query and the read of our count would count as context (and the slice's largest context
          * is what every later process is charged). If allocations moved meanwhile, the next round
          * looks again (the generation moved, so it comes within a second). */
-        uint64_t gen = __atomic_load_n(&alloc_generation, __ATOMIC_ACQUIRE);
+        if (!others_settled())
+                return false;
+        uint64_t gen = __atomic_load_n(&alloc_generation, __ATOMIC_SEQ_CST);
         uint64_t mine = __atomic_load_n(&S.mine[vis], __ATOMIC_RELAXED);
         nvmlProcessInfo_t infos[64];
         unsigned count = 64;
         if (S.nv.nvmlDeviceGetComputeRunningProcesses_v3(h, &count, infos) != NVML_SUCCESS)
-                return;
-        if (__atomic_load_n(&alloc_generation, __ATOMIC_ACQUIRE) != gen ||
+                return true;
+        if (!others_settled() || __atomic_load_n(&alloc_generation, __ATOMIC_SEQ_CST) != gen ||
             __atomic_load_n(&S.mine[vis], __ATOMIC_RELAXED) != mine)
-                return;
+                return false;
         for (unsigned i = 0; i < count && i < 64; i++) {
                 if ((int)infos[i].pid != pid)
                         continue;
@@ -718,8 +752,9 @@ void gs_vgpu_reconcile(int vis)
                 }
                 gs_vgpu_log(3, "device %d: driver counts %llu bytes for us, %llu tracked, %llu extra", vis,
                             (unsigned long long)used, (unsigned long long)mine, (unsigned long long)extra);
-                return;
+                return true;
         }
+        return true;
 }
 
 static bool reconciler_running;
@@ -740,9 +775,12 @@ static void *reconciler(void *arg)
                         continue;
                 seen = gen;
                 idle = 0;
+                /* a device whose allocations are moving: look again for up to 0.1 s, between them */
                 for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
-                        if (S.measured[i])
-                                gs_vgpu_reconcile(i);
+                        for (int tries = 0; S.measured[i] && !reconcile_once(i) && tries < 200; tries++) {
+                                struct timespec pause = {0, 500000};
+                                nanosleep(&pause, NULL);
+                        }
                 if (S.region != NULL)
                         gs_region_reap(S.region);
         }

@@ -88,6 +88,10 @@ uint64_t gs_vgpu_busy(int vis) GS_HIDDEN;
 /* Reserve `bytes` on visible device vis for this process: 0 ok, -1 over the quota. */
 int gs_vgpu_charge(int vis, uint64_t bytes) GS_HIDDEN;
 void gs_vgpu_uncharge(int vis, uint64_t bytes) GS_HIDDEN;
+/* Around every allocation and free, from before its charge (or untrack) to after its record:
+ * the reconciler measures only while no other thread is inside one. Allocation paths only. */
+void gs_vgpu_alloc_begin(void) GS_HIDDEN;
+void gs_vgpu_alloc_end(void) GS_HIDDEN;
 /* Allocation table (process-local). */
 int gs_vgpu_track(enum gs_alloc_kind kind, uint64_t key, int vis, uint64_t bytes) GS_HIDDEN;
 /* Remove and return the entry; 0 if unknown (then the caller passes the call through untouched). */

@@ -278,3 +278,43 @@ EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
     }
     return CUDA_ERROR_INVALID_DEVICE;
 }
+
+/* Peers: two different whole GPUs can reach each other (as NVLink-connected A100s/H100s); a
+ * device is not its own peer (0, as the real driver answers); an ordinal the process does not
+ * have is CUDA_ERROR_INVALID_DEVICE. */
+EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+    ENTER();
+    if (canAccessPeer == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_dev(dev) || !valid_dev(peerDev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *canAccessPeer = dev != peerDev && g_dev[dev].mig < 0 && g_dev[peerDev].mig < 0;
+    return CUDA_SUCCESS;
+}
+
+/* The same pair's attributes; the same device twice is CUDA_ERROR_INVALID_DEVICE (real driver). */
+EXPORT CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice,
+                                        CUdevice dstDevice)
+{
+    int peer = 0;
+
+    ENTER();
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_dev(srcDevice) || !valid_dev(dstDevice) || srcDevice == dstDevice)
+        return CUDA_ERROR_INVALID_DEVICE;
+    peer = g_dev[srcDevice].mig < 0 && g_dev[dstDevice].mig < 0;   /* (not through the exported name) */
+    switch (attrib) {
+    case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK:
+        *value = 0;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED:
+        *value = peer;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}

@@ -408,3 +408,8 @@ EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExpo
     *ppExportTable = NULL;
     return CUDA_ERROR_NOT_SUPPORTED;   /* private tables: the fake has none */
 }
+
+/* The driver's cuInit under a name no interposer wraps: tests/vgpu/device_probe.c uses it to
+ * initialise the driver as a program that reached it past the interposer would (the driver then
+ * shows every GPU, whatever the slice). Not part of the real driver's ABI. */
+EXPORT CUresult fakegpu_cuInit_unhooked(unsigned int Flags) __attribute__((alias("cuInit")));

@@ -2,7 +2,8 @@
 # Real-GPU checks, the one entry point on the GPU host:  bash tests/gpu/run.sh [BUILD_DIR]
 # (prepare what it carries first: tests/gpu/prepare.sh BUILD_DIR). GS_GPU_BENCH=0 skips the
 # benchmarks (bench/run.sh, bench/configure.sh, bench/vgpu.sh, bench/hook.sh).
-# GS_GPU_ONLY=LIST (comma-separated) runs only those parts (unset: every part): list (issue 2:
+# GS_GPU_ONLY=LIST (comma-separated) runs only those parts (unset: every part): multigpu (issue 25:
+# two GPUs, tests/gpu/multigpu_check.sh and a container of GPU 1 through the hook), list (issue 2:
 # info, list, NVML probe), configure (issue 3), quota (issue 4: the interposer), hook (issue 8: the OCI hook and
 # CDI under runc), compute (issue 9: the compute limiter, bench/compute_limit.sh; seconds per run
 # in GS_COMPUTE_SECONDS, default 3), ctcompute (issue 9 in containers: two compute slices taking
@@ -35,7 +36,7 @@ if [ -d "$BUILD/runtime-libs" ]; then
         done
 fi
 pass=0 fail=0 skipped=0
-PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize bench"
+PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize multigpu bench"
 only() { [ -z "${GS_GPU_ONLY:-}" ] || [[ ",$GS_GPU_ONLY," == *",$1,"* ]]; }
 check() {
         local name=$1; shift
@@ -348,7 +349,7 @@ fi
 # outputs in $OUTDIR/hook-*.txt.
 RUNC=${GS_RUNC:-$(readlink -f "$CARRY")/runc/runc}
 want_ct=0 can_ct=1
-for p in hook shim ctcompute k8s; do
+for p in hook shim ctcompute k8s multigpu; do
         part "$p" || continue
         want_ct=1
         have "$p" "$RUNC" "$CARRY/cuda_fill" "$CARRY/busybox" "$BUILD/libgpuslice-vgpu.so" || can_ct=0
@@ -402,6 +403,7 @@ if [ "$want_ct" = 1 ] && [ "$can_ct" = 1 ]; then
         cat >"$HW/base/check.sh" <<'EOF'
 smi=$1 hold=$2
 echo "smi_total=$("$smi" --query-gpu=memory.total --format=csv,noheader,nounits 2>&1 | head -1)"
+echo "smi_uuids=$("$smi" --query-gpu=uuid --format=csv,noheader 2>&1 | tr '\n' ' ')"
 if [ -e /etc/ld.so.preload ]; then echo "preload=$(tr '\n' ' ' </etc/ld.so.preload)"; else echo "preload=(none)"; fi
 if [ -e /etc/gpuslice/slice.conf ]; then echo "slice_conf=$(tr '\n' ' ' </etc/gpuslice/slice.conf)"; else echo "slice_conf=(none)"; fi
 if [ -s /links.txt ]; then
@@ -603,6 +605,21 @@ PY
         fi
         part_done shim "$mark"
         fi # only shim
+        # (f) issue 25 (GS_GPU_ONLY=multigpu), on a host of two GPUs or more: the hook with
+        # NVIDIA_VISIBLE_DEVICES=1 and a 4 GiB slice: the quota checks, and only GPU 1 inside
+        if only multigpu && [ "$(nvidia-smi -L | grep -c '^GPU ')" -ge 2 ]; then
+                mark=$((pass + fail))
+                id=gs-gpu-mg-$$
+                NV1='"NVIDIA_VISIBLE_DEVICES=1", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"'
+                mkbundle mg /usr/bin/nvidia-smi 3 "$NV1, \"GPUSLICE_MEMORY_LIMIT=4Gi\"" "$HOOKS" && runct mg "$id" "$HW/regions/$id"
+                quota_checks mg "two GPUs, a container of GPU 1 (NVIDIA_VISIBLE_DEVICES=1) with a slice"
+                u1=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | sed -n 2p)
+                check "two GPUs: nvidia-smi in that container lists GPU 1 alone ($(kv smi_uuids "$OUTDIR/hook-mg.txt"))" \
+                        test "$(kv smi_uuids "$OUTDIR/hook-mg.txt")" = "$u1 "
+                part_done multigpu "$mark"
+        elif only multigpu; then
+                skip "multigpu: the container of GPU 1: this host has fewer than two GPUs"
+        fi
 
         # (d) issue 12 (GS_GPU_ONLY=k8s): gpuslice device-plugin on this GPU, registered by
         # kubelet-probe (the kubelet's side in C: this host's python has no grpcio); its Allocate
@@ -736,6 +753,14 @@ if part mps; then
         else
                 check "mps: nvidia-cuda-mps-control and $GS are there" false
         fi
+fi
+
+# --- issue 25: two GPUs (the container of GPU 1 runs with the other runc checks above) ----------
+if only multigpu; then
+        OUT=$OUTDIR bash tests/gpu/multigpu_check.sh "$BUILD" | tee "$OUTDIR/multigpu_check.txt"
+        rc=${PIPESTATUS[0]}
+        if [ "$rc" = 77 ]; then skip "multigpu: fewer than two GPUs on this host"
+        else check "multigpu: a slice of GPU 1 only, per-device quotas and compute, NCCL, top/metrics, CDI on two GPUs" test "$rc" = 0; fi
 fi
 
 # --- issue 10: gpuslice metrics against two slices --------------------------------------------

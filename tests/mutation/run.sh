@@ -34,9 +34,13 @@ declare -A TESTS FILE OLD NEW DESC
 mutation() { MUTATIONS+=("$1"); TESTS[$1]=$2 FILE[$1]=$3 OLD[$1]=$4 NEW[$1]=$5 DESC[$1]=$6; }
 
 mutation quota vgpu src/vgpu/hooks_cuda.c \
-        'if ((bytes) != 0 && gs_vgpu_charge((vis), (bytes)) < 0)' \
-        'if ((bytes) != 0 && gs_vgpu_charge((vis), (bytes)) < 0 && 0)' \
+        'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {' \
+        'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0 || 1) {' \
         "the memory quota never refuses an allocation (cuMemAlloc*'s charge is ignored)"
+mutation devices vgpu_devices src/vgpu/hooks_cuda.c \
+        'return dev < 0 || dev >= GS_VGPU_MAX_DEVICES || S.vis_of_cuda[dev] < 0;' \
+        'return false;' \
+        "a device number outside the slice reaches its GPU (no entry point refuses it)"
 mutation gpunodes integration_configure src/container/configure.c \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor);' \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor); continue;' \

@@ -7,6 +7,8 @@
  *   vgpu_probe procaddr                 cuGetProcAddress / dlsym redirection to the wrappers
  *   vgpu_probe hold MIB SECONDS         allocate MIB in 1 MiB pieces, print "held", sleep
  *   vgpu_probe churn SECONDS            allocate/free random sizes until time is up
+ *   vgpu_probe exact BYTES              "exact FREE RC RC1": cuMemGetInfo's free, then BYTES and 1 byte more
+ *   vgpu_probe cycle MIB SECONDS        allocate/free MIB pieces (8 at most held) until time is up
  *   vgpu_probe untracked                free a pointer the driver never gave out
  *   vgpu_probe procs                    NVML's compute processes on device 0: "proc PID MIB" lines
  *   vgpu_probe devices                  cuInit, the device count and each device's UUID (cuDeviceGet)
@@ -341,6 +343,52 @@ static int churn(unsigned seconds)
         return 0;
 }
 
+/* Allocate and free MIB-sized pieces (whole driver pages: the driver's count is exactly ours plus
+ * the context) for SECONDS, up to 8 at a time, in bursts of about 50 ms with 5 ms pauses: the
+ * reconciler's measurements meanwhile must never see one allocation half-made (charged but not
+ * yet the driver's, or freed but still charged). */
+static int cycle(unsigned mib, unsigned seconds)
+{
+        CUdeviceptr p[8] = {0};
+        time_t end = time(NULL) + seconds;
+        for (unsigned k = 0; time(NULL) < end; k++) {
+                unsigned i = k % 8;
+                if (p[i] != 0) {
+                        cuMemFree_v2(p[i]);
+                        p[i] = 0;
+                } else if (cuMemAlloc_v2(&p[i], mib * MIB) != CUDA_SUCCESS) {
+                        p[i] = 0;
+                }
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (now.tv_nsec % 50000000 < 100000) { /* bursts of ~50 ms, a 5 ms breath between them */
+                        struct timespec ts = {0, 5000000};
+                        nanosleep(&ts, NULL);
+                }
+        }
+        for (int i = 0; i < 8; i++)
+                if (p[i] != 0)
+                        cuMemFree_v2(p[i]);
+        return 0;
+}
+
+/* The quota to the byte: BYTES in one allocation, then one byte more (refused when BYTES was all
+ * that is left). "exact FREE RC RC1": free as cuMemGetInfo says first, then the two results. */
+static int exact(unsigned long long bytes)
+{
+        size_t f = 0, t = 0;
+        cuMemGetInfo_v2(&f, &t);
+        CUdeviceptr p = 0, q = 0;
+        CUresult rc = bytes != 0 ? cuMemAlloc_v2(&p, (size_t)bytes) : CUDA_SUCCESS;
+        CUresult rc1 = cuMemAlloc_v2(&q, 1);
+        printf("exact %zu %d %d\n", f, (int)rc, (int)rc1);
+        if (p != 0)
+                cuMemFree_v2(p);
+        if (q != 0)
+                cuMemFree_v2(q);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         if (argc < 2)
@@ -401,6 +449,10 @@ int main(int argc, char **argv)
                 procaddr();
         else if (strcmp(argv[1], "hold") == 0)
                 hold(argc > 2 ? (unsigned)atoi(argv[2]) : 64, argc > 3 ? (unsigned)atoi(argv[3]) : 5);
+        else if (strcmp(argv[1], "exact") == 0)
+                exact(argc > 2 ? strtoull(argv[2], NULL, 10) : 0);
+        else if (strcmp(argv[1], "cycle") == 0)
+                cycle(argc > 2 ? (unsigned)atoi(argv[2]) : 16, argc > 3 ? (unsigned)atoi(argv[3]) : 3);
         else if (strcmp(argv[1], "churn") == 0)
                 churn(argc > 2 ? (unsigned)atoi(argv[2]) : 2);
         else

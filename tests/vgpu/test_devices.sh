@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Device hiding that holds: under a slice of GPU 1 of a two-GPU (simulated) host, every entry point
+# of our CUDA ABI table (src/abi/cuda.h) that takes or returns a device (a CUdevice, or a memory
+# location that names one) is called with made-up ordinals. The list is generated from the table,
+# so a new entry point cannot be missed: it must be hooked (src/vgpu/hooks.h) and have a case in
+# device_probe.c, or this test fails. Two ways the driver can be: initialised through our cuInit
+# (it shows only the slice's GPU: ordinal 0 is GPU 1) and initialised past it (it shows both: the
+# slice's GPU is ordinal 1, and 0 must be refused). Then NVML's lookups by UUID and bus id.
+set -uo pipefail
+SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
+unset LD_LIBRARY_PATH LD_PRELOAD CUDA_VISIBLE_DEVICES
+LIB=$BUILD/libgpuslice-vgpu.so
+PROBE=$BUILD/tests/vgpu/device-probe
+FAKE=$BUILD/tests/fakegpu
+TMP=$(mktemp -d /tmp/gs-devices.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/2gpu.conf FAKEGPU_STATE=$TMP/fakegpu.state
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
+. "$SRC/tests/lib/check.sh"
+U0=GPU-2f8c1d4e-7a90-3b5c-e6d1-0a9b8c7d6e5f B0=0000:3b:00.0
+U1=GPU-9e3a5b7c-1d2f-4a6b-8c0d-2e4f6a8b0c1d B1=0000:86:00.0
+INVALID_DEVICE=101
+
+# The entry points with a device among their parameters, from the ABI table.
+abi_with_device() {
+        sed -n '/^#define GS_CUDA_FUNCTIONS(X)/,/^$/p' "$SRC/src/abi/cuda.h" | tr -d '\\\n' |
+                grep -oE 'X\([A-Za-z0-9_]+, *[A-Za-z_]+, *\([^)]*\)\)' |
+                grep -E '\bCUdevice\b|CUmemAllocationProp|CUmemAccessDesc|CUmemPoolProps' |
+                sed -E 's/^X\(([A-Za-z0-9_]+),.*/\1/'
+}
+mapfile -t NAMES < <(abi_with_device)
+hooked=$(sed -n '/GS_VGPU_CUDA_HOOKS(X)/,/^$/p' "$SRC/src/vgpu/hooks.h" | grep -oE 'X\([A-Za-z0-9_]+\)' | sed 's/X(//;s/)//')
+# Returns the current context's device: a context exists only on a device a hook let through.
+EXEMPT=" cuCtxGetDevice cuCtxGetDevice_v2 "
+[ ${#NAMES[@]} -ge 25 ] && ok "the ABI table lists ${#NAMES[@]} entry points that take or return a device" ||
+        not_ok "the ABI table gave only ${#NAMES[@]} entry points with a device: ${NAMES[*]}"
+unhooked=()
+for n in "${NAMES[@]}"; do
+        grep -qx "$n" <<<"$hooked" || [[ $EXEMPT == *" $n "* ]] || unhooked+=("$n")
+done
+[ ${#unhooked[@]} = 0 ] && ok "every one of them is hooked (or returns only what a hook let through)" ||
+        not_ok "entry points that take a device but are not hooked: ${unhooked[*]}"
+
+# probe NAME ENV... -- ARGS: the probe in a slice of GPU 1
+probe() {
+        local name=$1; shift
+        local envs=()
+        while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$U1 GPUSLICE_MEMORY_LIMIT=1Gi \
+                GPUSLICE_REGION="$TMP/r-$name" "${envs[@]}" "$PROBE" "$@" "${NAMES[@]}" >"$TMP/$name" 2>&1
+        echo "rc $?" >>"$TMP/$name"
+}
+# refused NAME: every entry point answered CUDA_ERROR_INVALID_DEVICE, or (a device it returned) U1
+refused() {
+        local f=$TMP/$1 bad=()
+        grep -q "^nocase " "$f" && { not_ok "$2: no case in device_probe.c for $(grep '^nocase' "$f" | cut -d' ' -f2 | tr '\n' ' ')"; return; }
+        grep -qx "init 0" "$f" || { not_ok "$2: the driver did not start"; sed 's/^/    # /' "$f"; return; }
+        for n in "${NAMES[@]}"; do
+                local line; line=$(grep -m1 "^$n " "$f")
+                local rc; rc=$(cut -d' ' -f3 <<<"$line")
+                local uuid; uuid=$(cut -d' ' -f4 <<<"$line")
+                { [ "$rc" = $INVALID_DEVICE ] || { [ "$rc" = 0 ] && [ "${uuid,,}" = "${U1,,}" ]; }; } || bad+=("$line")
+        done
+        [ ${#bad[@]} = 0 ] && ok "$2: all ${#NAMES[@]} refused (CUDA_ERROR_INVALID_DEVICE) or answered GPU 1" ||
+                { not_ok "$2: reached past the slice:"; printf '    # %s\n' "${bad[@]}"; }
+}
+# allowed NAME: no entry point refused the slice's own device as foreign
+allowed() {
+        local f=$TMP/$1 bad=()
+        grep -qx "init 0" "$f" || { not_ok "$2: the driver did not start"; sed 's/^/    # /' "$f"; return; }
+        for n in "${NAMES[@]}"; do
+                local line; line=$(grep -m1 "^$n " "$f")
+                local rc; rc=$(cut -d' ' -f3 <<<"$line")
+                # a device is not its own P2P peer: the driver refuses that pair itself; cuDeviceGet
+                # takes the slice's index (0), not the driver's ordinal (checked below)
+                [ "$rc" = $INVALID_DEVICE ] && [ "$n" != cuDeviceGetP2PAttribute ] && [ "$n" != cuDeviceGet ] && bad+=("$line")
+                [ "$n" = cuDeviceGet ] && [ "$1" != in0 ] && continue
+                [[ $n == cuDeviceGet || $n == cuCtxGetDevice* || $n == cuDeviceGetByPCIBusId ]] &&
+                        [ "$(cut -d' ' -f4 <<<"$line" | tr A-Z a-z)" != "${U1,,}" ] && bad+=("$line")
+        done
+        [ ${#bad[@]} = 0 ] && ok "$2: the slice's own GPU is accepted by all ${#NAMES[@]}" ||
+                { not_ok "$2: the slice's own GPU refused:"; printf '    # %s\n' "${bad[@]}"; }
+}
+
+# 1. The driver initialised through our cuInit: it has GPU 1 only, as ordinal 0.
+probe in0 -- 0 "$B1"; allowed in0 "through cuInit, ordinal 0"
+for o in 1 2 -1 99; do probe out$o -- $o "$B0"; refused out$o "through cuInit, made-up ordinal $o (bus id of GPU 0)"; done
+# 2. The driver initialised past the interposer: it shows both GPUs; the slice's is ordinal 1.
+probe rin1 GOOD=1 -- raw 1 "$B1"; allowed rin1 "past cuInit (the driver shows both), ordinal 1 = GPU 1"
+grep -qix "cuDeviceGet 0 0 $U1" <(env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$U1 GPUSLICE_REGION="$TMP/r-get" \
+        "$PROBE" raw 0 "$B1" cuDeviceGet) && ok "past cuInit: cuDeviceGet(0) is GPU 1 (the slice's index translated)" ||
+        not_ok "past cuInit: cuDeviceGet(0) is not GPU 1"
+grep -q "^cuDeviceGetUuid_v2 0 0" <(env LD_LIBRARY_PATH="$FAKE" "$PROBE" raw 0 "$B0" cuDeviceGetUuid_v2) &&
+        ok "control: without the interposer that driver answers ordinal 0 (GPU 0)" ||
+        not_ok "control: the driver initialised past cuInit does not show GPU 0"
+for o in 0 2 -1; do
+        probe rout$o GOOD=1 -- raw $o "$B0"; refused rout$o "past cuInit, ordinal $o (GPU 0's number and bus id)"
+done
+
+# 3. NVML: a GPU outside the slice is not found by UUID or bus id; the slice's is, with index 0.
+cat >"$TMP/nv.c" <<'C'
+#include <stdio.h>
+#include "abi/nvml.h"
+int main(int argc, char **argv)
+{
+        nvmlDevice_t h;
+        unsigned idx = 99;
+        nvmlInit_v2();
+        for (int i = 1; i < argc; i++) {
+                nvmlReturn_t u = nvmlDeviceGetHandleByUUID(argv[i], &h);
+                nvmlReturn_t p = i + 1 < argc ? nvmlDeviceGetHandleByPciBusId_v2(argv[i + 1], &h) : 0;
+                if (u == 0) nvmlDeviceGetIndex(h, &idx);
+                printf("%s uuid=%d bus=%d index=%u\n", argv[i], u, p, u == 0 ? idx : 99);
+                i++;
+        }
+        return 0;
+}
+C
+if cc -I"$SRC/src" -o "$TMP/nv" "$TMP/nv.c" -L"$FAKE" -l:libnvidia-ml.so.1 2>"$TMP/nv.log"; then
+        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$U1 "$TMP/nv" $U0 "00000000:3B:00.0" $U1 "00000000:86:00.0" >"$TMP/nvout" 2>&1
+        env LD_LIBRARY_PATH="$FAKE" "$TMP/nv" $U0 "00000000:3B:00.0" >"$TMP/nvctl" 2>&1
+        grep -qx "$U0 uuid=0 bus=0 index=0" "$TMP/nvctl" && grep -qx "$U0 uuid=6 bus=6 index=99" "$TMP/nvout" &&
+                ok "NVML: GPU 0 by UUID and by bus id is NVML_ERROR_NOT_FOUND in the slice (found without it)" ||
+                { not_ok "NVML lookups of a GPU outside the slice"; sed 's/^/    # /' "$TMP/nvout" "$TMP/nvctl"; }
+        grep -qx "$U1 uuid=0 bus=0 index=0" "$TMP/nvout" && ok "NVML: the slice's GPU is found, as index 0" ||
+                { not_ok "NVML lookups of the slice's GPU"; sed 's/^/    # /' "$TMP/nvout"; }
+else
+        not_ok "NVML lookups: cc cannot build the probe ($(head -1 "$TMP/nv.log"))"
+fi
+finish
