@@ -10,12 +10,15 @@
 # differences (shim - baseline) with a distribution-free 95% CI. Targets: <= 2 ms (no GPU),
 # <= 3 ms (a GPU). Needs root and runc. Without a GPU, pass a fake driver root
 # (tests/fakegpu/mkroot.sh --build BUILD tests/fakegpu/configs/2gpu.conf DIR). BUSYBOX=path and
-# RUNC=path as tests/gpu/run.sh passes them on the GPU host (python3 needed, not jq).
+# RUNC=path as tests/gpu/run.sh passes them on the GPU host (python3 needed, not jq); HOOK_BIN=path
+# the gpuslice both hooks run (default BUILD/gpuslice; the GPU host passes a wrapper that sets the
+# LD_LIBRARY_PATH a hook's minimal environment lacks there).
 set -uo pipefail
 BUILD=${1:-build} N=${2:-20} DRV=${3:-/}
 cd "$(dirname "$0")/.." || exit 1
 case $BUILD in /*) GS=$BUILD/gpuslice ;; *) GS=$PWD/$BUILD/gpuslice ;; esac
 [ -x "$GS" ] || { echo "bench/runtime_shim.sh: no $GS (build first)"; exit 1; }
+HOOK_BIN=${HOOK_BIN:-$GS}
 RUNC=${RUNC:-$(command -v runc || echo /usr/sbin/runc)}
 [ -x "$RUNC" ] || { echo "bench/runtime_shim.sh: no runc"; exit 1; }
 W=$(mktemp -d /tmp/gs-bench-shim.XXXXXX)
@@ -24,8 +27,8 @@ trap 'for id in $("$RUNC" --root "$W/state" list -q 2>/dev/null); do "$RUNC" --r
 tests/integration/mkrootfs.sh "$W/rootfs" >/dev/null || { echo "mkrootfs failed"; exit 1; }
 mkdir -p "$W/bin" "$W/regions"
 ln -s "$GS-runtime" "$W/bin/nvidia-container-runtime"
-printf '[driver]\nroot = "%s"\npath = "%s"\n[slice]\nregions-dir = "%s"\n[runtime]\nmode = "legacy"\nruntimes = ["%s"]\n' \
-        "$DRV" "$PATH" "$W/regions" "$RUNC" >"$W/config.toml"
+printf '[driver]\nroot = "%s"\npath = "%s"\n[slice]\nregions-dir = "%s"\n[runtime]\nmode = "legacy"\nruntimes = ["%s"]\nhook-path = "%s"\n' \
+        "$DRV" "$PATH" "$W/regions" "$RUNC" "$HOOK_BIN" >"$W/config.toml"
 spec() { # DIR ENV-JSON HOOKS-JSON
         mkdir -p "$1"
         (cd "$1" && "$RUNC" spec) || return 1
@@ -44,7 +47,7 @@ PY
         cp "$1/config.json" "$1/config.orig"
 }
 GPU='["NVIDIA_VISIBLE_DEVICES=0","NVIDIA_DRIVER_CAPABILITIES=compute,utility"]'
-HOOK="{\"prestart\": [{\"path\": \"$GS\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$W/config.toml\", \"prestart\"], \"env\": [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]}]}"
+HOOK="{\"prestart\": [{\"path\": \"$HOOK_BIN\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$W/config.toml\", \"prestart\"], \"env\": [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]}]}"
 spec "$W/plain" '[]' '{}'
 spec "$W/hooked" "$GPU" "$HOOK"
 spec "$W/gpu" "$GPU" '{}'

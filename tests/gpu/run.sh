@@ -600,7 +600,7 @@ PY
         if [ "${GS_GPU_BENCH:-1}" != 1 ]; then
                 skip "shim benchmark: GS_GPU_BENCH=$GS_GPU_BENCH"
         elif have shim bench/runtime_shim.sh; then
-                BUSYBOX=$CARRY/busybox RUNC=$(readlink -f "$RUNC") bash bench/runtime_shim.sh "$BUILD" 20 / | tee "$OUTDIR/bench_runtime_shim.txt"
+                HOOK_BIN=$GSW BUSYBOX=$CARRY/busybox RUNC=$(readlink -f "$RUNC") bash bench/runtime_shim.sh "$BUILD" 20 / | tee "$OUTDIR/bench_runtime_shim.txt"
                 check "shim benchmark: every run succeeded" test "${PIPESTATUS[0]}" = 0
         fi
         part_done shim "$mark"
