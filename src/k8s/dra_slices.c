@@ -153,7 +153,11 @@ static json_object *device(const struct gs_device_info *dev, const struct gs_k8s
         attr_ver(a, "driverVersion", dev->driver_version);
         attr_ver(a, "cudaDriverVersion", dev->cuda_version);
         attr(a, "index", "int", json_object_new_int64(g->index));
-        snprintf(bus, sizeof(bus), "%s", g->bus_id);
+        /* NVML's 8-digit PCI domain as the kernel (and Kubernetes' pcieRoot) write it: 4 digits */
+        const char *b = g->bus_id;
+        if (strlen(b) == 16 && b[8] == ':' && strncmp(b, "0000", 4) == 0)
+                b += 4;
+        snprintf(bus, sizeof(bus), "%s", b);
         for (char *p = bus; *p; p++)
                 if (*p >= 'A' && *p <= 'F')
                         *p = (char)(*p - 'A' + 'a');
