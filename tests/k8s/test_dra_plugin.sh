@@ -268,6 +268,24 @@ kill -0 "$DRA_PID" 2>/dev/null && ok "the plugin is alive after garbage and malf
 stop_dra
 [ "$DRA_RC" = 0 ] && ok "the plugin stops cleanly again" || not_ok "exit $DRA_RC"
 
+# the API server checked: another CA (a server in the middle) and a wrong token get nothing
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
+        -addext "subjectAltName=IP:127.0.0.1" -keyout "$TMP/other-key.pem" -out "$TMP/other-ca.pem" 2>/dev/null
+sed 's|certificate-authority: api-cert.pem|certificate-authority: other-ca.pem|' "$TMP/kubeconfig" >"$TMP/kubeconfig-ca"
+sed "s|token: $TOKEN|token: wrong|" "$TMP/kubeconfig" >"$TMP/kubeconfig-token"
+for k in ca token; do
+        start_dra "$TMP/dra-$k.log" -c "$TMP/dra.toml" --driver-name "$DRIVER" --kubeconfig "$TMP/kubeconfig-$k" --node "$NODE" \
+                --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" --registry-dir "$REG"
+        wait_for 10 grep -q "cannot publish the ResourceSlice" "$TMP/dra-$k.log"
+        stop_dra
+done
+grep -q "cannot publish the ResourceSlice: .*SSL peer certificate" "$TMP/dra-ca.log" && [ ! -e "$SLICE" ] &&
+        ok "a server whose certificate is not the cluster CA's: refused (TLS verified), nothing published" ||
+        not_ok "another CA: $(grep -m1 "publish" "$TMP/dra-ca.log")"
+grep -q "cannot publish the ResourceSlice: POST .*HTTP 401\|cannot publish the ResourceSlice: GET .*HTTP 401" "$TMP/dra-token.log" &&
+        ok "a wrong token: the API server's 401 reported, nothing published" ||
+        not_ok "wrong token: $(grep -m1 "publish" "$TMP/dra-token.log")"
+
 # the MIG machine: its slice and a MIG claim (a second plugin, another driver name)
 MDRV=$(mkroot mig 8gpu-mig.conf)
 printf '[driver]\nroot = "%s"\n' "$MDRV" >"$TMP/mig.toml"
