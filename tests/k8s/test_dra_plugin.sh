@@ -313,4 +313,32 @@ jq -e '[.devices[0].containerEdits.deviceNodes[].path] | index("/dev/nvidia2") !
         "$CDI_DIR/$MDRIVER-claim-$U5.json" >/dev/null && ok "... its spec: the parent GPU's node and the MIG caps nodes" ||
         not_ok "MIG spec: $(jq -c '.devices[0].containerEdits.deviceNodes' "$CDI_DIR/$MDRIVER-claim-$U5.json" 2>&1 | head -c 500)"
 stop_dra
+
+# deploy/k8s/dra: what the cluster gets parses, and says what the plugin reads
+if "$PY" - "$SRC/deploy/k8s/dra" "$GS" >"$TMP/deploy.out" 2>&1 <<'PYEOF'
+import glob, os, subprocess, sys, yaml
+d, gs = sys.argv[1], sys.argv[2]
+docs = [x for f in sorted(glob.glob(d + "/*.yaml")) for x in yaml.safe_load_all(open(f)) if x]
+kinds = sorted({x["kind"] for x in docs})
+assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "DeviceClass", "Pod",
+                 "ResourceClaimTemplate", "ServiceAccount"], kinds
+role = [x for x in docs if x["kind"] == "ClusterRole"][0]
+assert {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]} == {
+    ("resourceclaims", ("get",)), ("resourceslices", ("get", "create", "update", "delete"))}, role["rules"]
+ds = [x for x in docs if x["kind"] == "DaemonSet"][0]["spec"]["template"]["spec"]
+c = ds["containers"][0]
+helptext = subprocess.run([gs, "dra-plugin", "--help"], capture_output=True, text=True).stdout
+for a in c["args"][1:]:
+    assert not a.startswith("--") or a in helptext, "option %s not in --help" % a
+assert c["env"][0]["name"] == "NODE_NAME"
+mounts = {m["mountPath"] for m in c["volumeMounts"]}
+assert {"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/run/cdi"} <= mounts, mounts
+t = {x["metadata"]["name"]: x for x in docs if x["kind"] == "ResourceClaimTemplate"}
+req = t["slice-4g-30"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+assert req["capacity"]["requests"] == {"memory": "4Gi", "compute": "30"}, req
+assert {x["metadata"]["name"] for x in docs if x["kind"] == "DeviceClass"} == {"gpu.gpuslice.io", "mig.gpuslice.io"}
+print("ok")
+PYEOF
+then ok "deploy/k8s/dra: DeviceClasses, RBAC (get claims; get/create/update/delete slices only), the DaemonSet's options in --help, the 4Gi/30 % template"
+else not_ok "deploy/k8s/dra: $(tail -3 "$TMP/deploy.out")"; fi
 finish
