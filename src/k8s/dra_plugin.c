@@ -143,6 +143,7 @@ static long long old_slice(struct gs_dra *p, const char *path, char *rv, size_t 
 static int publish(struct gs_dra *p, struct gs_error *err)
 {
         char name[512], path[1024], rv[128];
+        long long t0 = gs_now_ms();
         gs_dra_slice_name(p->driver, p->node, name, sizeof(name));
         snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s", name);
         long long old = old_slice(p, path, rv, sizeof(rv), err);
@@ -153,6 +154,7 @@ static int publish(struct gs_dra *p, struct gs_error *err)
         if (s == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
         const char *body = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN);
+        size_t body_len = strlen(body);
         long status = 0;
         int rc = rv[0] != '\0' ? gs_kubeapi_call(&p->api, "PUT", path, body, &status, NULL, err)
                                : gs_kubeapi_call(&p->api, "POST", "/apis/resource.k8s.io/v1/resourceslices", body, &status,
@@ -168,7 +170,8 @@ static int publish(struct gs_dra *p, struct gs_error *err)
                 return gs_error_set(err, GS_EINVAL, "%s %s: HTTP %ld", rv[0] ? "PUT" : "POST", name, status);
         p->generation = gen;
         p->published = true;
-        gs_dra_note(p, "published ResourceSlice %s: %zu device(s), pool generation %lld", name, ndevs, gen);
+        gs_dra_note(p, "published ResourceSlice %s: %zu device(s), pool generation %lld (%lld ms, %zu bytes)", name, ndevs,
+                    gen, gs_now_ms() - t0, body_len);
         return 0;
 }
 

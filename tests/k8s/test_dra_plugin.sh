@@ -123,6 +123,10 @@ dra prepare "$SOCK" v1 "ml/slice-4g-30/$U1"
 if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-slice.json")" ] && [ "$(gets ml slice-4g-30)" = "$n0" ]; then
         ok "prepared again: the same answer, the API server not asked again (idempotent)"
 else not_ok "prepare again: $(head -c 300 "$TMP/k.json"), GETs $n0 -> $(gets ml slice-4g-30)"; fi
+"$BUILD/tests/dra-probe" "$SOCK" prepare "ml/slice-4g-30/$U1" >"$TMP/probe.json" 2>&1 &&
+        jq -e --arg u "$U1" --arg n "$KIND=$U1-gpu-0" '.[$u] == {cdi: [$n], error: ""}' "$TMP/probe.json" >/dev/null &&
+        ok "dra-probe (the GPU host's and the bench's kubelet side, in C) gets the same answer" ||
+        not_ok "dra-probe: $(head -c 300 "$TMP/probe.json")"
 dra prepare "$SOCK" v1beta1 "ml/whole-1/$U2"
 cp "$TMP/k.json" "$TMP/p-whole.json"
 kexpect "NodePrepareResources through v1beta1: a whole gpu-1" \
