@@ -6,6 +6,8 @@
 #      calls), timed by dra-probe (C, one connection per call); the baseline in the same run: the
 #      median of 20 prepares answered from the checkpoint (the same gRPC round trip, no API call,
 #      no spec) -> what preparing itself costs;
+#      the plugin's own log line breaks each prepare down (API read, spec built, spec written,
+#      checkpoint written): their medians;
 #   2. ResourceSlice publication for 8 GPUs x 7 MIG devices (56 devices) in one request: the
 #      plugin's own timing line (GET + POST to the API server, the object's size).
 #   bench/dra_prepare.sh [BUILD [DRIVER_ROOT]]     (as root; prints results, exits 1 on a failure)
@@ -58,6 +60,7 @@ for i in $(seq 20); do
         "$PROBE" "$W/s/dra.sock" prepare b/slice/0b000000-0000-4000-8000-000000000001 >/dev/null
         echo $(( ($(date +%s%N) - t0) / 1000 ))
 done | sort -n | awk '{a[NR]=$1} END {printf "baseline, prepared already (checkpoint, the same round trip; dra-probe started each time): median %.2f ms over %d\n", (NR%2?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2)/1000, NR}'
+grep -o "(API .*)" "$W/s.log" | head -20 | awk '{api[NR]=$2; b[NR]=$6; w[NR]=$8; c[NR]=$10} function med(a,  n,i,j,t){n=NR; for(i=1;i<=n;i++) for(j=i+1;j<=n;j++) if (a[j]+0<a[i]+0){t=a[i];a[i]=a[j];a[j]=t}; return (n%2?a[(n+1)/2]:(a[n/2]+a[n/2+1])/2)} END {printf "  in the plugin, medians (ms): API read %.1f, spec built %.1f, spec written %.1f, checkpoint written %.1f\n", med(api), med(b), med(w), med(c)}'
 leftover=$(find "$W/cdi" -name 's.bench.gpuslice.io-claim-*' | wc -l)
 echo "specs left: $leftover (the one prepared for the baseline)"
 

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cdi/cdi.h"
@@ -52,6 +54,13 @@ static int check_ref(const char *ns, const char *name, const char *uid, struct g
         return 0;
 }
 
+static double now_ms(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static void spec_path(const struct gs_dra_prep *p, const char *uid, char *buf, size_t len)
 {
         snprintf(buf, len, "%s/%s-claim-%s.json", p->cdi_dir, p->driver, uid);
@@ -75,7 +84,7 @@ static int save(struct gs_dra_prep *p, struct gs_error *err)
                 memcpy(line, text, n);
                 memcpy(line + n, "\n", 2);
         }
-        int rv = line != NULL ? gs_cdi_write_file(p->checkpoint, line, err) : gs_error_set(err, GS_ENOMEM, "out of memory");
+        int rv = line != NULL ? gs_cdi_write_file_flags(p->checkpoint, line, GS_CDI_WRITE_DURABLE, err) : gs_error_set(err, GS_ENOMEM, "out of memory");
         json_object_put(doc);
         return rv < 0 ? gs_error_wrap(err, "checkpoint") : 0;
 }
@@ -269,26 +278,46 @@ fail:
         return NULL;
 }
 
+/* The answer of a claim prepared before (or before a restart), or NULL. Its spec is written
+ * without an fsync (transient; /var/run/cdi is a tmpfs on a node): one a crash of the machine
+ * lost or left empty makes the claim prepared anew. */
+static json_object *prepared_before(struct gs_dra_prep *p, const char *uid)
+{
+        json_object *have = NULL, *devs = NULL;
+        char path[PATH_MAX];
+        struct stat st;
+        if (!json_object_object_get_ex(p->claims, uid, &have) || !json_object_object_get_ex(have, "devices", &devs))
+                return NULL;
+        spec_path(p, uid, path, sizeof(path));
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+                return devs;
+        gs_log_warn("claim %s: its CDI spec %s is gone or empty: preparing it again", uid, path);
+        json_object_object_del(p->claims, uid);
+        return NULL;
+}
+
 json_object *gs_dra_prepare_claim(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct gs_error *err)
 {
-        json_object *have = NULL;
-        if (json_object_object_get_ex(p->claims, c->uid, &have)) {
-                json_object *devs = NULL;
-                json_object_object_get_ex(have, "devices", &devs);
-                return devs;
-        }
+        json_object *have = prepared_before(p, c->uid);
+        if (have != NULL)
+                return have;
         struct plan pl[GS_DRA_MAX_RESULTS];
         char kind[512], path[PATH_MAX];
         if (check_ref(c->ns, c->name, c->uid, err) < 0 || check(p, c, pl, err) < 0)
                 return NULL;
+        double t0 = now_ms();
         json_object *spec = build_spec(p, c, pl, kind, sizeof(kind), err);
         if (spec == NULL)
                 return NULL;
         spec_path(p, c->uid, path, sizeof(path));
         gs_autofree char *text = gs_cdi_spec_format(spec, GS_CDI_JSON, err);
         json_object_put(spec);
-        if (text == NULL || gs_cdi_write_file(path, text, err) < 0)
+        double t1 = now_ms();
+        p->took.build = t1 - t0;
+        if (text == NULL || gs_cdi_write_file_flags(path, text, GS_CDI_WRITE_NOSYNC, err) < 0)
                 return gs_error_wrap(err, "CDI spec %s", path), NULL;
+        double t2 = now_ms();
+        p->took.spec = t2 - t1;
         json_object *entry = json_object_new_object(), *devs = json_object_new_array();
         json_object_object_add(entry, "namespace", json_object_new_string(c->ns));
         json_object_object_add(entry, "name", json_object_new_string(c->name));
@@ -314,22 +343,27 @@ json_object *gs_dra_prepare_claim(struct gs_dra_prep *p, const struct gs_dra_cla
                 unlink(path);
                 return NULL;
         }
+        p->took.checkpoint = now_ms() - t2;
         return devs;
 }
 
 json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *name, const char *uid,
                             struct gs_error *err)
 {
-        json_object *have = NULL, *devs = NULL;
+        memset(&p->took, 0, sizeof(p->took));
         if (check_ref(ns, name, uid, err) < 0)
                 return NULL;
-        if (json_object_object_get_ex(p->claims, uid, &have) && json_object_object_get_ex(have, "devices", &devs))
-                return devs; /* prepared before (or before a restart): the same answer */
+        json_object *devs = prepared_before(p, uid);
+        if (devs != NULL)
+                return devs; /* the same answer */
         struct gs_dra_claim *c = malloc(sizeof(*c));
         if (c == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory"), NULL;
         json_object *out = NULL;
-        if (fetch(p, ns, name, c, err) == 0) {
+        double t0 = now_ms();
+        int got = fetch(p, ns, name, c, err);
+        p->took.api = now_ms() - t0;
+        if (got == 0) {
                 if (strcmp(c->uid, uid) != 0 || strcmp(c->ns, ns) != 0 || strcmp(c->name, name) != 0)
                         gs_error_set(err, GS_EINVAL, "the claim %s/%s has uid %s, not %s (deleted and made anew?)", ns,
                                      name, c->uid, uid);

@@ -14,8 +14,11 @@
  *              hooks that bring the interposer). At most one slice per claim (the slice env is
  *              the container's). The answer: the CDI names, per device, with its request and pool.
  *   checkpoint <plugin-dir>/checkpoint.json: every prepared claim's answer and spec path, written
- *              atomically after the spec; a prepare of a claim already there answers from it
- *              (idempotent, no API call), also after a restart of the plugin
+ *              atomically after the spec and durably (fsync of the file, rename, fsync of the
+ *              directory) before the answer; a prepare of a claim already there answers from it
+ *              (idempotent, no API call), also after a restart of the plugin, if its spec is
+ *              there: the spec is transient and written without an fsync (/var/run/cdi is a tmpfs
+ *              on a node), so one a crash lost or emptied makes the claim prepared anew
  *   unprepare  removes the claim's spec and its checkpoint entry; an unknown claim is no error
  *
  * A refused claim leaves nothing: no spec, no checkpoint entry.
@@ -47,6 +50,10 @@ struct gs_dra_prep {
         struct gs_driver_info drv;
         bool have_drv;
         json_object *claims;    /* the checkpoint's claims: {uid: {namespace, name, spec, devices}} */
+        /* the last prepare's steps, in ms (0: not done; for the log line and the bench) */
+        struct {
+                double api, build, spec, checkpoint;
+        } took;
 };
 
 /* Discover the driver's files and read the checkpoint (<plugin_dir>/checkpoint.json; a missing

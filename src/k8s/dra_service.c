@@ -150,9 +150,14 @@ static void prepare(struct gs_dra *p, struct gs_h2c_conn *c, int32_t stream, con
                 e->key = gs_k8s_arena_strdup(&a, cl->uid);
                 e->value = prepared(&a, devs, err.msg);
                 out.claims[out.n_claims++] = e;
-                if (devs != NULL)
-                        gs_dra_note(p, "NodePrepareResources %s/%s (%s): %zu device(s)", cl->namespace_, cl->name, cl->uid,
-                                    json_object_array_length(devs));
+                if (devs != NULL && p->prep.took.api > 0)
+                        gs_dra_note(p, "NodePrepareResources %s/%s (%s): %zu device(s) (API %.1f ms, spec built %.1f, "
+                                    "written %.1f, checkpoint %.1f)", cl->namespace_, cl->name, cl->uid,
+                                    json_object_array_length(devs), p->prep.took.api, p->prep.took.build,
+                                    p->prep.took.spec, p->prep.took.checkpoint);
+                else if (devs != NULL)
+                        gs_dra_note(p, "NodePrepareResources %s/%s (%s): %zu device(s), prepared before", cl->namespace_,
+                                    cl->name, cl->uid, json_object_array_length(devs));
                 else
                         gs_dra_note(p, "NodePrepareResources %.63s/%.63s (%.63s) refused: %s", cl->namespace_, cl->name,
                                     cl->uid, err.msg);

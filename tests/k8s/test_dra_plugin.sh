@@ -216,6 +216,13 @@ if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-slice.json")" ]; then
 else not_ok "after restart: $(head -c 300 "$TMP/k.json")"; fi
 grep -q "checkpoint: 2 claim(s) prepared before" "$TMP/dra2.log" && ok "... the checkpoint held both prepared claims" ||
         not_ok "checkpoint: $(grep checkpoint "$TMP/dra2.log")"
+SPEC2=$CDI_DIR/$DRIVER-claim-$U2.json n2=$(gets ml whole-1)
+: >"$SPEC2" # what a crash of the machine may leave of a spec written without fsync
+dra prepare "$SOCK" v1 "ml/whole-1/$U2"
+if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-whole.json")" ] && [ "$(gets ml whole-1)" = $((n2 + 1)) ] &&
+   jq -e '.devices | length == 1' "$SPEC2" >/dev/null 2>&1; then
+        ok "a checkpointed claim whose spec a crash emptied: read again from the API server, its spec written anew"
+else not_ok "emptied spec: $(head -c 300 "$TMP/k.json"), GETs $n2 -> $(gets ml whole-1), spec $(head -c 100 "$SPEC2")"; fi
 dra unprepare "$SOCK" v1 "ml/slice-4g-30/$U1"
 kexpect "NodeUnprepareResources: no error" ".ok and (.claims[\"$U1\"].error // \"\") == \"\""
 [ ! -e "$SPEC1" ] && ! jq -e --arg u "$U1" '.claims | has($u)' "$PLUG/checkpoint.json" >/dev/null &&
