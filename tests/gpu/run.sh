@@ -9,7 +9,8 @@
 # turns, one through MPS, under runc and the hook), metrics (issue 10: gpuslice metrics against two
 # slices, tests/gpu/metrics_check.sh), latency (issue 20: bench/latency.sh, seconds per run in
 # GS_LATENCY_SECONDS, default 6), mps (issue 20: tests/gpu/mps_slice_check.sh), k8s (issue 12: the device plugin's Allocate answer for a
-# 4 GiB share, as a container), bench (bench/run.sh); the benchmark of a part
+# 4 GiB share, as a container), dra (issue 23: gpuslice dra-plugin, a 4 Gi / 30 % claim prepared and
+# run under runc, tests/gpu/dra_check.sh), bench (bench/run.sh); the benchmark of a part
 # runs with it. A part asked for that cannot run (a carried binary, runc, the kubelet probe
 # missing) is a FAIL that names what is missing; a part not asked for is a counted SKIP; a part
 # that ran no check is a FAIL, and so is a run that ran none.
@@ -33,7 +34,7 @@ if [ -d "$BUILD/runtime-libs" ]; then
         done
 fi
 pass=0 fail=0 skipped=0
-PARTS="list configure quota hook ctcompute k8s compute latency mps metrics bench"
+PARTS="list configure quota hook ctcompute k8s compute latency mps metrics dra bench"
 only() { [ -z "${GS_GPU_ONLY:-}" ] || [[ ",$GS_GPU_ONLY," == *",$1,"* ]]; }
 check() {
         local name=$1; shift
@@ -692,6 +693,14 @@ fi
 if part metrics && have metrics "$CARRY/compute_shapes" "$CARRY/cuda_fill"; then
         bash tests/gpu/metrics_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/metrics_check.txt"
         check "metrics: memory matches nvidia-smi within 1 %, compute matches the measured share within 2 points" \
+                test "${PIPESTATUS[0]}" = 0
+fi
+
+# --- issue 23: gpuslice dra-plugin: a 4 Gi / 30 % claim prepared, its CDI spec run by runc -------
+if part dra && have dra "$BUILD/tests/dra-probe" "$RUNC" "$CARRY/busybox" "$CARRY/cuda_fill" "$CARRY/compute_shapes" \
+        "$BUILD/libgpuslice-vgpu.so"; then
+        GS_RUNC=$RUNC bash tests/gpu/dra_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/dra_check.txt"
+        check "dra: the claim's container sees 4096 MiB, OOM at the quota, compute 30 +- 2 % of native" \
                 test "${PIPESTATUS[0]}" = 0
 fi
 

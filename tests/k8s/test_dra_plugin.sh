@@ -325,6 +325,15 @@ jq -e '[.devices[0].containerEdits.deviceNodes[].path] | index("/dev/nvidia2") !
         not_ok "MIG spec: $(jq -c '.devices[0].containerEdits.deviceNodes' "$CDI_DIR/$MDRIVER-claim-$U5.json" 2>&1 | head -c 500)"
 stop_dra
 
+# the GPU host's check (tests/gpu/dra_check.sh) on the simulated GPU: everything before its
+# containers (the API server on the standard library alone, prepare, the spec applied to bundles)
+GS_RUNC=$RUNC DRA_ROOT=$DRV bash "$SRC/tests/gpu/dra_check.sh" "$BUILD" "$TMP/dra-check" >"$TMP/dra-check.txt" 2>&1
+rc=$?
+if [ "$rc" = 0 ] && [ "$(grep -c '^PASS ' "$TMP/dra-check.txt")" -ge 9 ] && ! grep -q '^FAIL ' "$TMP/dra-check.txt" &&
+   tail -1 "$TMP/dra-check.txt" | grep -qE '^[0-9]+ passed, 0 failed, 1 skipped$'; then
+        ok "tests/gpu/dra_check.sh on the simulated GPU: $(tail -1 "$TMP/dra-check.txt") (the containers: the GPU host's)"
+else not_ok "tests/gpu/dra_check.sh (rc $rc): $(grep -E '^(FAIL|SKIP)' "$TMP/dra-check.txt" | head -5) $(tail -3 "$TMP/dra-check.txt")"; fi
+
 # deploy/k8s/dra: what the cluster gets parses, and says what the plugin reads
 if "$PY" - "$SRC/deploy/k8s/dra" "$GS" >"$TMP/deploy.out" 2>&1 <<'PYEOF'
 import glob, os, subprocess, sys, yaml
