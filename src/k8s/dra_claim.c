@@ -99,12 +99,13 @@ static int results(json_object *arr, const char *driver, struct gs_dra_claim *c,
                 if (str_of(o, "request", what, true, r->request, sizeof(r->request), err) < 0 ||
                     str_of(o, "pool", what, true, r->pool, sizeof(r->pool), err) < 0 ||
                     str_of(o, "device", what, true, r->device, sizeof(r->device), err) < 0 ||
-                    str_of(o, "shareID", what, false, r->share_id, sizeof(r->share_id), err) < 0 ||
-                    capacity(get(o, "consumedCapacity"), r, what, err) < 0)
+                    str_of(o, "shareID", what, false, r->share_id, sizeof(r->share_id), err) < 0)
                         return -1;
                 if (!dns_label(r->device))
                         return gs_error_set(err, GS_EINVAL, "%s: device '%.63s' is not a DNS label", what, r->device);
-                c->n++;
+                c->n++; /* its key is read: a later error can be reported on its status */
+                if (capacity(get(o, "consumedCapacity"), r, what, err) < 0)
+                        return -1;
         }
         return 0;
 }
@@ -202,6 +203,25 @@ static int configs(json_object *arr, const char *driver, struct gs_dra_claim *c,
         return 0;
 }
 
+/* Does status.devices hold an entry of ours whose Ready condition is False (an error we reported)? */
+static bool error_reported(json_object *devs, const char *driver)
+{
+        for (size_t i = 0; json_object_is_type(devs, json_type_array) && i < json_object_array_length(devs); i++) {
+                json_object *d = json_object_array_get_idx(devs, i), *conds = get(d, "conditions");
+                const char *drv = json_object_get_string(get(d, "driver"));
+                if (!json_object_is_type(get(d, "driver"), json_type_string) || strcmp(drv, driver) != 0 ||
+                    !json_object_is_type(conds, json_type_array))
+                        continue;
+                for (size_t k = 0; k < json_object_array_length(conds); k++) {
+                        json_object *c = json_object_array_get_idx(conds, k), *t = get(c, "type"), *st = get(c, "status");
+                        if (json_object_is_type(t, json_type_string) && json_object_is_type(st, json_type_string) &&
+                            strcmp(json_object_get_string(t), "Ready") == 0 && strcmp(json_object_get_string(st), "False") == 0)
+                                return true;
+                }
+        }
+        return false;
+}
+
 int gs_dra_claim_parse(const char *json, size_t len, const char *driver, struct gs_dra_claim *out,
                        struct gs_error *err)
 {
@@ -230,6 +250,7 @@ int gs_dra_claim_parse(const char *json, size_t len, const char *driver, struct 
             str_of(meta, "namespace", "metadata", true, out->ns, sizeof(out->ns), err) < 0 ||
             str_of(meta, "name", "metadata", true, out->name, sizeof(out->name), err) < 0)
                 goto out;
+        out->error_reported = error_reported(get(get(doc, "status"), "devices"), driver);
         if (devs == NULL || get(devs, "results") == NULL) {
                 gs_error_set(err, GS_EINVAL, "the claim %s/%s is not allocated", out->ns, out->name);
                 goto out;

@@ -44,10 +44,13 @@ struct gs_dra_claim {
         char name[254];
         size_t n;
         struct gs_dra_result r[GS_DRA_MAX_RESULTS];
+        bool error_reported; /* status.devices: an entry of ours says Ready False */
 };
 
 /* Parse `len` bytes of JSON for `driver`. A claim not allocated, or with no device of `driver`,
- * is an error (GS_EINVAL), as is anything malformed. */
+ * is an error (GS_EINVAL), as is anything malformed. On an error, out->uid/ns/name (when read)
+ * and out->r[0..n) hold what was read: well-formed request, pool, device and shareID (enough to
+ * report the error on those devices' status), nothing else to be trusted. */
 int gs_dra_claim_parse(const char *json, size_t len, const char *driver, struct gs_dra_claim *out,
                        struct gs_error *err);
 

@@ -16,6 +16,7 @@
 #include "common/strutil.h"
 #include "k8s/cdispec.h"
 #include "k8s/dra_slices.h"
+#include "k8s/dra_status.h"
 #include "k8s/quantity.h"
 #include "select/caps.h"
 
@@ -347,28 +348,49 @@ json_object *gs_dra_prepare_claim(struct gs_dra_prep *p, const struct gs_dra_cla
         return devs;
 }
 
+/* The outcome on the claim's status.devices (best effort: a failure is in p->status_note). */
+static void report(struct gs_dra_prep *p, const struct gs_dra_claim *c, bool ready, const char *reason,
+                   const char *message)
+{
+        struct gs_error e = {0};
+        if (gs_dra_status_write(p->api, p->driver, c, ready, reason, message, &e) == 0)
+                snprintf(p->status_note, sizeof(p->status_note), "the claim's status says %s (%s)",
+                         ready ? "Ready" : "not Ready", reason);
+        else
+                snprintf(p->status_note, sizeof(p->status_note), "the claim's status not written: %.200s", e.msg);
+        gs_log_info("claim %s/%s: %s", c->ns, c->name, p->status_note);
+}
+
 json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *name, const char *uid,
                             struct gs_error *err)
 {
+        p->status_note[0] = '\0';
         memset(&p->took, 0, sizeof(p->took));
         if (check_ref(ns, name, uid, err) < 0)
                 return NULL;
         json_object *devs = prepared_before(p, uid);
         if (devs != NULL)
                 return devs; /* the same answer */
-        struct gs_dra_claim *c = malloc(sizeof(*c));
+        struct gs_dra_claim *c = calloc(1, sizeof(*c));
         if (c == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory"), NULL;
         json_object *out = NULL;
         double t0 = now_ms();
         int got = fetch(p, ns, name, c, err);
         p->took.api = now_ms() - t0;
-        if (got == 0) {
-                if (strcmp(c->uid, uid) != 0 || strcmp(c->ns, ns) != 0 || strcmp(c->name, name) != 0)
-                        gs_error_set(err, GS_EINVAL, "the claim %s/%s has uid %s, not %s (deleted and made anew?)", ns,
-                                     name, c->uid, uid);
-                else
-                        out = gs_dra_prepare_claim(p, c, err);
+        /* the claim the kubelet means (the same uid: never one made anew under its name) */
+        bool same = strcmp(c->uid, uid) == 0 && strcmp(c->ns, ns) == 0 && strcmp(c->name, name) == 0;
+        if (got == 0 && !same) {
+                gs_error_set(err, GS_EINVAL, "the claim %s/%s has uid %s, not %s (deleted and made anew?)", ns, name,
+                             c->uid, uid);
+        } else if (got == 0) {
+                out = gs_dra_prepare_claim(p, c, err);
+                if (out == NULL)
+                        report(p, c, false, "PrepareFailed", err->msg);
+                else if (c->error_reported)
+                        report(p, c, true, "Prepared", "prepared");
+        } else if (same && c->n > 0) {
+                report(p, c, false, "InvalidClaim", err->msg); /* read, and wrong: its devices say why */
         }
         free(c);
         return out;

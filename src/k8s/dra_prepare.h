@@ -21,7 +21,10 @@
  *              on a node), so one a crash lost or emptied makes the claim prepared anew
  *   unprepare  removes the claim's spec and its checkpoint entry; an unknown claim is no error
  *
- * A refused claim leaves nothing: no spec, no checkpoint entry.
+ * A refused claim leaves nothing: no spec, no checkpoint entry. Its error also goes on the claim's
+ * status (dra_status.h: Ready False, reason InvalidClaim or PrepareFailed, the error as message)
+ * when the claim was read and names devices of ours; a claim prepared after such an error gets
+ * Ready True (reason Prepared). Best effort: the answer does not wait on it or depend on it.
  */
 #ifndef GS_K8S_DRA_PREPARE_H
 #define GS_K8S_DRA_PREPARE_H
@@ -50,6 +53,7 @@ struct gs_dra_prep {
         struct gs_driver_info drv;
         bool have_drv;
         json_object *claims;    /* the checkpoint's claims: {uid: {namespace, name, spec, devices}} */
+        char status_note[256];  /* the last prepare's word on the claim's status, or "" */
         /* the last prepare's steps, in ms (0: not done; for the log line and the bench) */
         struct {
                 double api, build, spec, checkpoint;

@@ -152,15 +152,16 @@ static void prepare(struct gs_dra *p, struct gs_h2c_conn *c, int32_t stream, con
                 out.claims[out.n_claims++] = e;
                 if (devs != NULL && p->prep.took.api > 0)
                         gs_dra_note(p, "NodePrepareResources %s/%s (%s): %zu device(s) (API %.1f ms, spec built %.1f, "
-                                    "written %.1f, checkpoint %.1f)", cl->namespace_, cl->name, cl->uid,
+                                    "written %.1f, checkpoint %.1f)%s%s", cl->namespace_, cl->name, cl->uid,
                                     json_object_array_length(devs), p->prep.took.api, p->prep.took.build,
-                                    p->prep.took.spec, p->prep.took.checkpoint);
+                                    p->prep.took.spec, p->prep.took.checkpoint, p->prep.status_note[0] ? "; " : "",
+                                    p->prep.status_note);
                 else if (devs != NULL)
                         gs_dra_note(p, "NodePrepareResources %s/%s (%s): %zu device(s), prepared before", cl->namespace_,
                                     cl->name, cl->uid, json_object_array_length(devs));
                 else
-                        gs_dra_note(p, "NodePrepareResources %.63s/%.63s (%.63s) refused: %s", cl->namespace_, cl->name,
-                                    cl->uid, err.msg);
+                        gs_dra_note(p, "NodePrepareResources %.63s/%.63s (%.63s) refused: %s%s%s", cl->namespace_,
+                                    cl->name, cl->uid, err.msg, p->prep.status_note[0] ? "; " : "", p->prep.status_note);
         }
         if (out.claims == NULL || gs_k8s_arena_failed(&a))
                 gs_h2c_fail(c, stream, GS_GRPC_RESOURCE_EXHAUSTED, "out of memory");

@@ -268,9 +268,10 @@ static void sleep_ms(long long ms)
 }
 
 /* One try: 0 with *status, or -1 (a transport error, err set). */
-static int try_once(struct gs_kubeapi *api, const char *method, const char *url, const char *json, long *status,
-                    struct sink *out, struct gs_error *err)
+static int try_once(struct gs_kubeapi *api, const char *method, const char *url, const char *ctype, const char *json,
+                    long *status, struct sink *out, struct gs_error *err)
 {
+        char ct[128];
         CURL *h = api->curl;
         char auth[4200];
         const char *token = api->token;
@@ -286,8 +287,9 @@ static int try_once(struct gs_kubeapi *api, const char *method, const char *url,
                 return gs_error_set(err, GS_EINVAL, "the token is too long");
         struct curl_slist *hdr = curl_slist_append(NULL, auth);
         hdr = curl_slist_append(hdr, "Accept: application/json");
+        snprintf(ct, sizeof(ct), "Content-Type: %s", ctype);
         if (json != NULL)
-                hdr = curl_slist_append(hdr, "Content-Type: application/json");
+                hdr = curl_slist_append(hdr, ct);
         curl_easy_reset(h);
         curl_easy_setopt(h, CURLOPT_URL, url);
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
@@ -325,6 +327,12 @@ static int try_once(struct gs_kubeapi *api, const char *method, const char *url,
 int gs_kubeapi_call(struct gs_kubeapi *api, const char *method, const char *path, const char *json, long *status,
                     char **body, struct gs_error *err)
 {
+        return gs_kubeapi_call_as(api, method, path, "application/json", json, status, body, err);
+}
+
+int gs_kubeapi_call_as(struct gs_kubeapi *api, const char *method, const char *path, const char *content_type,
+                       const char *json, long *status, char **body, struct gs_error *err)
+{
         char url[2048];
         if ((size_t)snprintf(url, sizeof(url), "%s%s", api->server, path) >= sizeof(url))
                 return gs_error_set(err, GS_EINVAL, "URL too long: %s", path);
@@ -332,7 +340,7 @@ int gs_kubeapi_call(struct gs_kubeapi *api, const char *method, const char *path
         for (unsigned k = 0;; k++) {
                 struct sink s = {0};
                 *status = 0;
-                int rc = try_once(api, method, url, json, status, &s, err);
+                int rc = try_once(api, method, url, content_type, json, status, &s, err);
                 bool again = rc < 0 ? err->code == GS_ETIMEOUT : (*status == 429 || *status >= 500);
                 if (!again || k + 1 >= api->attempts) {
                         if (rc == 0 && body != NULL) {

@@ -43,5 +43,9 @@ void gs_kubeapi_close(struct gs_kubeapi *api);
  * malloc'd, in *body unless body is NULL); -1 with err: no answer after every attempt. */
 int gs_kubeapi_call(struct gs_kubeapi *api, const char *method, const char *path, const char *json, long *status,
                     char **body, struct gs_error *err);
+/* The same with the body's Content-Type (gs_kubeapi_call's: application/json), e.g.
+ * application/apply-patch+yaml for a server-side apply (a JSON body is YAML). */
+int gs_kubeapi_call_as(struct gs_kubeapi *api, const char *method, const char *path, const char *content_type,
+                       const char *json, long *status, char **body, struct gs_error *err);
 
 #endif

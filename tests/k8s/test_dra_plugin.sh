@@ -177,27 +177,65 @@ claim_json ml other-node b0000000-0000-4000-8000-000000000005 "$DRIVER" "$(res g
 claim_json ml replaced b0000000-0000-4000-8000-00000000aaaa "$DRIVER" "$(res gpu-0)"
 claim_json ml bad-quantity b0000000-0000-4000-8000-000000000007 "$DRIVER" "$(res gpu-0 "" '{"memory": "4 Gi"}')"
 claim_json ml not-ours b0000000-0000-4000-8000-000000000008 other.example.com "$(res gpu-0 | sed "s/$DRIVER/other.example.com/")"
-bad() { # NAME UID WANT-TEXT DESC
+# ready NAME: our entries of the stored claim's status.devices, "DEVICE READY REASON MESSAGE" a line
+ready() {
+        jq -r --arg d "$DRIVER" '.status.devices // [] | .[] | select(.driver == $d) | .device + " " +
+                (.conditions[] | select(.type == "Ready") | .status + " " + .reason + " " + .message)' \
+                "$API_STATE/claims/ml/$1.json" 2>/dev/null
+}
+bad() { # NAME UID WANT-TEXT DESC [REASON: the claim's status must say Ready False, REASON, the error]
         local before; before=$(speccount)
         dra prepare "$SOCK" v1 "ml/$1/$2"
         if [ "$(kq ".ok and (.claims[\"$2\"].devices // []) == [] and (.claims[\"$2\"].error | contains(\"$3\"))")" = true ] &&
            [ "$(speccount)" = "$before" ] && ! jq -e --arg u "$2" '.claims | has($u)' "$PLUG/checkpoint.json" >/dev/null; then
                 ok "$4: refused ($(kq ".claims[\"$2\"].error" | head -c 150)); no spec, no checkpoint entry"
-        else not_ok "$4: $(head -c 400 "$TMP/k.json") (specs $before -> $(speccount))"; fi
+        else not_ok "$4: $(head -c 400 "$TMP/k.json") (specs $before -> $(speccount))"; return; fi
+        [ -e "$API_STATE/claims/ml/$1.json" ] || return 0
+        local st; st=$(ready "$1")
+        if [ -n "${5:-}" ]; then
+                if [ "$(echo "$st" | wc -l)" = 1 ] && [[ "$st" == *" False $5 "*"$3"* ]]; then
+                        ok "... the claim's status: its device not Ready, $5, the same error"
+                else not_ok "... the claim's status: '$st' ($(jq -c .status.devices "$API_STATE/claims/ml/$1.json"))"; fi
+        elif [ -z "$st" ]; then ok "... the claim's status left alone (not a claim of ours to speak for)"
+        else not_ok "... the claim's status was written: $st"; fi
 }
-bad too-big b0000000-0000-4000-8000-000000000001 "consumes 85899345920 bytes of gpu-0, which has" "more memory than gpu-0 has"
-bad unknown-dev b0000000-0000-4000-8000-000000000002 "unknown device 'gpu-7'" "an unknown device"
-bad bad-opaque b0000000-0000-4000-8000-000000000003 "unknown field 'prio'" "an opaque config with a field we do not know"
-bad too-much-compute b0000000-0000-4000-8000-000000000004 "not a percentage" "150 % compute"
-bad other-node b0000000-0000-4000-8000-000000000005 "is not on this node" "a device of another node's pool"
+bad too-big b0000000-0000-4000-8000-000000000001 "consumes 85899345920 bytes of gpu-0, which has" "more memory than gpu-0 has" PrepareFailed
+bad unknown-dev b0000000-0000-4000-8000-000000000002 "unknown device 'gpu-7'" "an unknown device" PrepareFailed
+bad bad-opaque b0000000-0000-4000-8000-000000000003 "unknown field 'prio'" "an opaque config with a field we do not know" InvalidClaim
+bad too-much-compute b0000000-0000-4000-8000-000000000004 "not a percentage" "150 % compute" InvalidClaim
+bad other-node b0000000-0000-4000-8000-000000000005 "is not on this node" "a device of another node's pool" PrepareFailed
 bad replaced b0000000-0000-4000-8000-000000000006 "not b0000000-0000-4000-8000-000000000006" "a claim whose uid is not the kubelet's (made anew)"
-bad bad-quantity b0000000-0000-4000-8000-000000000007 "invalid quantity" "a malformed quantity"
+bad bad-quantity b0000000-0000-4000-8000-000000000007 "invalid quantity" "a malformed quantity" InvalidClaim
 bad not-ours b0000000-0000-4000-8000-000000000008 "has no device of $DRIVER" "a claim of another driver"
 bad missing b0000000-0000-4000-8000-000000000009 "does not exist" "a claim the API server does not have"
 bad "..%2fx" b0000000-0000-4000-8000-00000000000a "invalid claim name" "a claim name that would change the API path"
 dra prepare "$SOCK" v1 "ml/too-big/b0000000-0000-4000-8000-000000000001" "ml/slice-4g-30/$U1"
 kexpect "two claims in one call, one bad: the good one prepared, the bad one's error" \
         ".ok and (.claims[\"$U1\"].devices | length) == 1 and (.claims[\"b0000000-0000-4000-8000-000000000001\"].error | length) > 0"
+grep -q "^PATCH /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/too-big/status?fieldManager=$DRIVER&force=true 200" \
+        "$API_STATE/requests.log" && ! grep -q "^PATCH status" "$API_STATE/invalid.log" 2>/dev/null &&
+        ok "the status written by a server-side apply (fieldManager $DRIVER), every one valid (AllocatedDeviceStatus, metav1.Condition)" ||
+        not_ok "status writes: $(grep PATCH "$API_STATE/requests.log" | tail -2) $(grep PATCH "$API_STATE/invalid.log" 2>/dev/null | head -2)"
+# the refused claim made right (its status kept, as the API server keeps it): prepared, Ready again
+UB=b0000000-0000-4000-8000-000000000001
+jq '.status.allocation.devices.results[0].consumedCapacity.memory = "4Gi"' "$API_STATE/claims/ml/too-big.json" >"$TMP/tb.json" &&
+        mv "$TMP/tb.json" "$API_STATE/claims/ml/too-big.json"
+dra prepare "$SOCK" v1 "ml/too-big/$UB"
+kexpect "the refused claim made right: prepared" ".ok and (.claims[\"$UB\"].devices | length) == 1"
+st=$(ready too-big)
+[ "$(echo "$st" | wc -l)" = 1 ] && [[ "$st" == "gpu-0 True Prepared "* ]] && ok "... its status: Ready True, Prepared (the old error replaced)" ||
+        not_ok "... its status after: '$st'"
+dra unprepare "$SOCK" v1 "ml/too-big/$UB"
+# the status cannot be written (RBAC missing, say): the answer is the same, the plugin lives on
+touch "$API_STATE/forbid-status"
+claim_json ml forbidden b0000000-0000-4000-8000-00000000000b "$DRIVER" "$(res gpu-9)"
+dra prepare "$SOCK" v1 "ml/forbidden/b0000000-0000-4000-8000-00000000000b"
+rm "$API_STATE/forbid-status"
+kexpect "the status write forbidden (403): the claim's error in the answer all the same" \
+        ".ok and (.claims[\"b0000000-0000-4000-8000-00000000000b\"].error | contains(\"unknown device 'gpu-9'\"))"
+wait_for 5 grep -q "forbidden.*refused: .*the claim's status not written: .*HTTP 403" "$TMP/dra.log" &&
+        kill -0 "$DRA_PID" 2>/dev/null && ok "... logged (status not written: HTTP 403), the plugin alive" ||
+        not_ok "forbidden status: $(grep forbidden "$TMP/dra.log" | tail -1)"
 
 # ---------------------------------------------------------------------------------------------
 # 4. Restarts, unprepare, the API server down and slow
@@ -343,8 +381,11 @@ kinds = sorted({x["kind"] for x in docs})
 assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "DeviceClass", "Pod",
                  "ResourceClaimTemplate", "ServiceAccount"], kinds
 role = [x for x in docs if x["kind"] == "ClusterRole"][0]
-assert {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]} == {
-    ("resourceclaims", ("get",)), ("resourceslices", ("get", "create", "update", "delete"))}, role["rules"]
+assert {(r["resources"][0], tuple(r["verbs"]), tuple(r.get("resourceNames", ()))) for r in role["rules"]} == {
+    ("resourceclaims", ("get",), ()), ("resourceclaims/status", ("patch",), ()),
+    ("resourceclaims/driver", ("associated-node:patch",), ("gpu.gpuslice.io",)),
+    ("resourceslices", ("get", "create", "update", "delete"), ())}, role["rules"]
+assert all(len(r["resources"]) == 1 for r in role["rules"]), role["rules"]
 ds = [x for x in docs if x["kind"] == "DaemonSet"][0]["spec"]["template"]["spec"]
 c = ds["containers"][0]
 helptext = subprocess.run([gs, "dra-plugin", "--help"], capture_output=True, text=True).stdout
@@ -359,6 +400,6 @@ assert req["capacity"]["requests"] == {"memory": "4Gi", "compute": "30"}, req
 assert {x["metadata"]["name"] for x in docs if x["kind"] == "DeviceClass"} == {"gpu.gpuslice.io", "mig.gpuslice.io"}
 print("ok")
 PYEOF
-then ok "deploy/k8s/dra: DeviceClasses, RBAC (get claims; get/create/update/delete slices only), the DaemonSet's options in --help, the 4Gi/30 % template"
+then ok "deploy/k8s/dra: DeviceClasses, RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices only), the DaemonSet's options in --help, the 4Gi/30 % template"
 else not_ok "deploy/k8s/dra: $(tail -3 "$TMP/deploy.out")"; fi
 finish
