@@ -18,9 +18,9 @@ PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
 DESTDIR    ?=
 
-BUILD_DEPS := gcc meson ninja-build pkg-config libcap-dev libseccomp-dev libjson-c-dev libyaml-dev libmicrohttpd-dev scdoc libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libncurses-dev
+BUILD_DEPS := gcc meson ninja-build pkg-config libcap-dev libseccomp-dev libjson-c-dev libyaml-dev libmicrohttpd-dev scdoc libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libncurses-dev libcurl4-openssl-dev
 DEB_DEPS   := $(BUILD_DEPS) debhelper dpkg-dev lintian
-TEST_DEPS  := $(BUILD_DEPS) libcmocka-dev clang jq strace busybox-static runc crun containerd util-linux procps podman golang-github-container-orchestrated-devices-container-device-interface-dev python3-jsonschema python3-yaml python3-grpcio python3-grpc-tools prometheus curl $(DEB_DEPS) debootstrap man-db tmux
+TEST_DEPS  := $(BUILD_DEPS) libcmocka-dev clang jq strace busybox-static runc crun containerd util-linux procps podman golang-github-container-orchestrated-devices-container-device-interface-dev python3-jsonschema python3-yaml python3-grpcio python3-grpc-tools prometheus curl openssl $(DEB_DEPS) debootstrap man-db tmux
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -105,6 +105,12 @@ char *gs_cdi_spec_format(json_object *spec, enum gs_cdi_format f, struct gs_erro
 /* Write `text` to `path` atomically: a temporary file in the same directory, mode 0644, fsync,
  * rename. */
 int gs_cdi_write_file(const char *path, const char *text, struct gs_error *err);
+/* The same with flags: GS_CDI_WRITE_NOSYNC, no fsync (a transient file that a crash of the
+ * machine may lose: its reader checks it is there); GS_CDI_WRITE_DURABLE, also fsync the
+ * directory after the rename (the new name survives a crash once this returns). */
+#define GS_CDI_WRITE_NOSYNC 1u
+#define GS_CDI_WRITE_DURABLE 2u
+int gs_cdi_write_file_flags(const char *path, const char *text, unsigned flags, struct gs_error *err);
 
 /* ------------------------------------------------------------------------------------------ */
 /* YAML (yaml.c) */

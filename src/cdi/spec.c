@@ -1017,6 +1017,11 @@ char *gs_cdi_spec_format(json_object *spec, enum gs_cdi_format f, struct gs_erro
 
 int gs_cdi_write_file(const char *path, const char *text, struct gs_error *err)
 {
+        return gs_cdi_write_file_flags(path, text, 0, err);
+}
+
+int gs_cdi_write_file_flags(const char *path, const char *text, unsigned flags, struct gs_error *err)
+{
         if (path == NULL || path[0] == '\0')
                 return gs_error_set(err, GS_EINVAL, "no output file");
         char dir[PATH_MAX], tmp[PATH_MAX + 32];
@@ -1049,13 +1054,18 @@ int gs_cdi_write_file(const char *path, const char *text, struct gs_error *err)
                 gs_error_sys(err, "cannot write %s: chmod", tmp);
                 goto fail;
         }
-        if (fsync(fd) < 0) {
+        if (!(flags & GS_CDI_WRITE_NOSYNC) && fsync(fd) < 0) {
                 gs_error_sys(err, "cannot write %s: fsync", tmp);
                 goto fail;
         }
         if (rename(tmp, path) < 0) {
                 gs_error_sys(err, "cannot write %s: rename", path);
                 goto fail;
+        }
+        if (flags & GS_CDI_WRITE_DURABLE) {
+                gs_autoclose int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0 || fsync(dfd) < 0)
+                        return gs_error_sys(err, "cannot write %s: fsync of %s", path, d);
         }
         return 0;
 fail:

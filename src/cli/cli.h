@@ -98,6 +98,7 @@ int cmd_metrics(const struct cli_globals *g, int argc, char **argv);
 int cmd_top(const struct cli_globals *g, int argc, char **argv);
 int cmd_doctor(const struct cli_globals *g, int argc, char **argv);
 int cmd_device_plugin(const struct cli_globals *g, int argc, char **argv);
+int cmd_dra_plugin(const struct cli_globals *g, int argc, char **argv);
 /* `gpuslice help VERB`: man gpuslice-VERB when man has the page, else `run` with --help. */
 int cmd_help(const struct cli_globals *g, const char *verb, int (*run)(const struct cli_globals *g, int argc, char **argv));
 

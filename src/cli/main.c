@@ -32,6 +32,7 @@ static const char global_help[] =
         "  top            a live view of every slice on this host (--once [--json] for scripts)\n"
         "  doctor         check this node (driver, nodes, hooks, CDI spec, MPS), say what to fix\n"
         "  device-plugin  serve this node's GPUs and GPU slices to the kubelet (Kubernetes)\n"
+        "  dra-plugin     a Kubernetes DRA driver: GPUs, MIG devices and slices per ResourceClaim\n"
         "  help [COMMAND] this help, or COMMAND's man page (its --help without man)\n"
         "\n"
         "Global options:\n"
@@ -145,6 +146,7 @@ static const struct {
         {"top", cmd_top},
         {"doctor", cmd_doctor},
         {"device-plugin", cmd_device_plugin},
+        {"dra-plugin", cmd_dra_plugin},
 };
 
 static int run_verb(const struct cli_globals *g, const char *verb, int argc, char **argv)

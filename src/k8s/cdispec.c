@@ -13,12 +13,11 @@
 #include "common/error.h"
 #include "common/strutil.h"
 
-/* Every "hostPath" under `root` moved under `host_root`. */
-static int rebase(json_object *o, const char *root, const char *host_root, struct gs_error *err)
+int gs_k8s_cdi_rebase(json_object *o, const char *root, const char *host_root, struct gs_error *err)
 {
         if (json_object_is_type(o, json_type_array)) {
                 for (size_t i = 0; i < json_object_array_length(o); i++)
-                        if (rebase(json_object_array_get_idx(o, i), root, host_root, err) < 0)
+                        if (gs_k8s_cdi_rebase(json_object_array_get_idx(o, i), root, host_root, err) < 0)
                                 return -1;
                 return 0;
         }
@@ -26,7 +25,7 @@ static int rebase(json_object *o, const char *root, const char *host_root, struc
                 return 0;
         json_object_object_foreach(o, key, val) {
                 if (strcmp(key, "hostPath") != 0 || !json_object_is_type(val, json_type_string)) {
-                        if (rebase(val, root, host_root, err) < 0)
+                        if (gs_k8s_cdi_rebase(val, root, host_root, err) < 0)
                                 return -1;
                         continue;
                 }
@@ -85,7 +84,7 @@ int gs_k8s_cdi_write(struct gs_context *ctx, const struct gs_k8s_plan *p, const 
         int rv = -1;
         gs_autofree char *text = NULL;
         if (host_root != NULL && host_root[0] != '\0' && strcmp(host_root, gs_context_root(ctx)) != 0 &&
-            rebase(spec, gs_context_root(ctx), host_root, err) < 0)
+            gs_k8s_cdi_rebase(spec, gs_context_root(ctx), host_root, err) < 0)
                 goto out;
         text = gs_cdi_spec_format(spec, gs_cdi_format_for_path(path), err);
         if (text == NULL || gs_cdi_write_file(path, text, err) < 0) {

@@ -11,6 +11,8 @@
 #ifndef GS_K8S_CDISPEC_H
 #define GS_K8S_CDISPEC_H
 
+#include <json-c/json.h>
+
 #include <gpuslice/gpuslice.h>
 
 #include "k8s/resources.h"
@@ -18,5 +20,9 @@
 /* hook_path: the gpuslice the hooks run on the host ("" or NULL: this executable). */
 int gs_k8s_cdi_write(struct gs_context *ctx, const struct gs_k8s_plan *p, const char *path, const char *hook_path,
                      const char *host_root, struct gs_error *err);
+
+/* Every "hostPath" under `root` in the tree `o` moved under `host_root` (the DRA plugin's
+ * per-claim specs too). */
+int gs_k8s_cdi_rebase(json_object *o, const char *root, const char *host_root, struct gs_error *err);
 
 #endif

@@ -4,7 +4,8 @@
 # - BUILD/runtime-libs: the Debian shared libraries our binaries need and Ubuntu may lack;
 # - BUILD/gpu-carry: a static busybox, Debian's runc (gpu-carry/runc/: runc.gz, the shared
 #   libraries it needs, and a `runc` wrapper that unpacks it once into /tmp and runs it with
-#   those libraries; ~3.5 MB), and the CUDA test programs built by three toolkits:
+#   those libraries; ~3.5 MB), a certificate for the DRA check's API server (gpu-carry/dra),
+#   and the CUDA test programs built by three toolkits:
 #   CUDA 13.0 (/usr/local/cuda), and CUDA 11.8 and 12.4 from Debian's non-free archive
 #   (bookworm, trixie). Those two are downloaded as .deb files into a private cache
 #   ($GS_CUDA_CACHE, default /var/cache/gpuslice-cuda) with a private apt state, and unpacked
@@ -54,6 +55,11 @@ fi
 LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec "$bin" "$@"
 EOF
 chmod 755 "$CARRY/runc/runc"
+
+# The DRA check's fake API server certificate (tests/gpu/dra_check.sh; the GPU host may lack openssl)
+mkdir -p "$CARRY/dra"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 -subj /CN=localhost \
+        -addext "subjectAltName=IP:127.0.0.1" -keyout "$CARRY/dra/key.pem" -out "$CARRY/dra/cert.pem" 2>/dev/null
 
 NVCC13=${NVCC:-/usr/local/cuda/bin/nvcc}
 ARCH=-arch=sm_90

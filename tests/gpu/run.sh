@@ -12,7 +12,8 @@
 # GS_LATENCY_SECONDS, default 6), mps (issue 20: tests/gpu/mps_slice_check.sh), k8s (issue 12: the device plugin's Allocate answer for a
 # 4 GiB share, as a container), shim (issue 24: runc through the runtime shim, legacy and cdi modes,
 # a 4 GiB slice; bench/runtime_shim.sh), resize (issue 25: a running PyTorch slice resized live,
-# tests/gpu/resize_check.sh), bench (bench/run.sh); the benchmark of a part
+# tests/gpu/resize_check.sh), dra (issue 23: gpuslice dra-plugin, a 4 Gi / 30 % claim prepared and
+# run under runc, tests/gpu/dra_check.sh), bench (bench/run.sh); the benchmark of a part
 # runs with it. A part asked for that cannot run (a carried binary, runc, the kubelet probe
 # missing) is a FAIL that names what is missing; a part not asked for is a counted SKIP; a part
 # that ran no check is a FAIL, and so is a run that ran none.
@@ -36,7 +37,7 @@ if [ -d "$BUILD/runtime-libs" ]; then
         done
 fi
 pass=0 fail=0 skipped=0
-PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize multigpu bench"
+PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize multigpu dra bench"
 only() { [ -z "${GS_GPU_ONLY:-}" ] || [[ ",$GS_GPU_ONLY," == *",$1,"* ]]; }
 check() {
         local name=$1; shift
@@ -774,6 +775,14 @@ fi
 if part resize && have resize "$GS" "$BUILD/libgpuslice-vgpu.so"; then
         bash tests/gpu/resize_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/resize_check.txt"
         check "resize: 4 GiB -> 8 GiB seen by torch.cuda.mem_get_info within 1 s; shrink below usage refuses new allocations" \
+                test "${PIPESTATUS[0]}" = 0
+fi
+
+# --- issue 23: gpuslice dra-plugin: a 4 Gi / 30 % claim prepared, its CDI spec run by runc -------
+if part dra && have dra "$BUILD/tests/dra-probe" "$RUNC" "$CARRY/busybox" "$CARRY/cuda_fill" "$CARRY/compute_shapes" \
+        "$BUILD/libgpuslice-vgpu.so"; then
+        GS_RUNC=$RUNC bash tests/gpu/dra_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/dra_check.txt"
+        check "dra: the claim's container sees 4096 MiB, OOM at the quota, compute 30 +- 2 % of native" \
                 test "${PIPESTATUS[0]}" = 0
 fi
 

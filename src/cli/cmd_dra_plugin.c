@@ -1,0 +1,133 @@
+/* gpuslice dra-plugin: option parsing and printing; the plugin is src/k8s (dra_plugin.h). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "k8s/dra_plugin.h"
+#include "runtime/hostconfig.h"
+
+static const char help[] =
+        "Usage: gpuslice [GLOBAL OPTIONS] dra-plugin [OPTIONS]\n"
+        "\n"
+        "A Kubernetes DRA driver's kubelet plugin (resource.k8s.io/v1; the kubelet's DRA service v1 and\n"
+        "v1beta1): publishes this node's GPUs and MIG devices as a ResourceSlice (a GPU's memory and\n"
+        "compute as consumable capacity), registers with the kubelet's plugin watcher, and prepares each\n"
+        "claim with a CDI spec of its own: a whole GPU, a MIG device, or a slice of a GPU (the memory\n"
+        "and compute the claim consumes). Runs until SIGTERM or SIGINT (the ResourceSlice is deleted);\n"
+        "progress lines go to standard error.\n"
+        "\n"
+        "  -c, --config=FILE         host config to read (default " GS_HOSTCONFIG_DEFAULT_PATH ", if any):\n"
+        "                            [driver], and device-plugin.hook-path, host-root, sysfs, health-checks\n"
+        "      --driver-name=NAME    the DRA driver name (default " GS_DRA_DEFAULT_DRIVER ")\n"
+        "      --kubeconfig=FILE     the API server from a kubeconfig (default: in-cluster config)\n"
+        "      --node=NAME           this node's name (default $NODE_NAME)\n"
+        "      --cdi-dir=DIR         where claims' CDI specs go (default " GS_DRA_DEFAULT_CDI_DIR ")\n"
+        "      --plugin-dir=DIR      the DRA socket and the checkpoint (default\n"
+        "                            " GS_DRA_DEFAULT_PLUGINS "/<driver>)\n"
+        "      --registry-dir=DIR    the kubelet's plugin registry (default " GS_DRA_DEFAULT_REGISTRY ")\n"
+        "      --health-period=SECS  how often NVML is asked whether a GPU fell off the bus (default 5)\n"
+        "  -h, --help\n";
+
+struct dra_cli {
+        const char *config;
+        struct gs_dra_opts o;
+};
+
+static int parse(struct dra_cli *d, int argc, char **argv)
+{
+        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH };
+        static const struct option opts[] = {
+                {"config", required_argument, NULL, 'c'},
+                {"driver-name", required_argument, NULL, O_DRIVER},
+                {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+                {"node", required_argument, NULL, O_NODE},
+                {"cdi-dir", required_argument, NULL, O_CDI},
+                {"plugin-dir", required_argument, NULL, O_PLUGIN},
+                {"registry-dir", required_argument, NULL, O_REGISTRY},
+                {"health-period", required_argument, NULL, O_HEALTH},
+                {"help", no_argument, NULL, 'h'},
+                {0},
+        };
+        int c;
+        while ((c = getopt_long(argc, argv, "+:c:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c': d->config = optarg; break;
+                case O_DRIVER: d->o.driver = optarg; break;
+                case O_KUBECONFIG: d->o.kubeconfig = optarg; break;
+                case O_NODE: d->o.node = optarg; break;
+                case O_CDI: d->o.cdi_dir = optarg; break;
+                case O_PLUGIN: d->o.plugin_dir = optarg; break;
+                case O_REGISTRY: d->o.registry_dir = optarg; break;
+                case O_HEALTH: {
+                        int rc = cli_parse_seconds("dra-plugin", "--health-period", optarg, &d->o.health_period_ms);
+                        if (rc != 0)
+                                return rc;
+                        break;
+                }
+                case 'h':
+                        fputs(help, stdout);
+                        return 0;
+                case ':':
+                        return cli_usage_error("dra-plugin", "option '%s' needs a value", argv[optind - 1]);
+                default:
+                        return cli_usage_error("dra-plugin", "unknown option '%s'", argv[optind - 1]);
+                }
+        }
+        if (optind < argc)
+                return cli_usage_error("dra-plugin", "unexpected argument '%s'", argv[optind]);
+        return -1;
+}
+
+static void print_line(void *ud, const char *line)
+{
+        (void)ud;
+        char ts[32];
+        time_t t = time(NULL);
+        struct tm tm;
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        fprintf(stderr, "%s gpuslice dra-plugin: %s\n", ts, line);
+        fflush(stderr);
+}
+
+int cmd_dra_plugin(const struct cli_globals *g, int argc, char **argv)
+{
+        struct dra_cli d = {0};
+        int rv = parse(&d, argc, argv);
+        if (rv >= 0)
+                return rv;
+        struct gs_hostconfig *hc = malloc(sizeof(*hc));
+        struct gs_error err = {0};
+        if (hc == NULL || gs_hostconfig_load(hc, d.config, &err) < 0) {
+                cli_error("config", "%s", hc == NULL ? "out of memory" : err.msg);
+                free(hc);
+                return CLI_EXIT_FAILURE;
+        }
+        struct cli_globals eff = *g;
+        if (!g->user_set && hc->user[0] != '\0' && (rv = cli_parse_user(&eff, hc->user)) != 0) {
+                free(hc);
+                return rv;
+        }
+        eff.root = g->root_set ? g->root : hc->root;
+        eff.ldcache = g->ldcache_set ? g->ldcache : hc->ldcache;
+        eff.nvml_timeout_ms = g->timeout_set ? g->nvml_timeout_ms : hc->nvml_timeout_s * 1000;
+        eff.load_kmods = g->load_kmods || hc->load_kmods;
+        struct gs_context *ctx = cli_open_context(&eff);
+        if (ctx == NULL) {
+                free(hc);
+                return CLI_EXIT_FAILURE;
+        }
+        d.o.hc = hc;
+        d.o.ctx = ctx;
+        d.o.note = print_line;
+        rv = 0;
+        if (gs_dra_plugin_run(&d.o, &err) < 0) {
+                cli_error(err.stage != NULL ? err.stage : "dra-plugin", "%s", err.msg);
+                rv = CLI_EXIT_FAILURE;
+        }
+        gs_context_free(ctx);
+        free(hc);
+        return rv;
+}

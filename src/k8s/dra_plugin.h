@@ -1,0 +1,46 @@
+/*
+ * `gpuslice dra-plugin`: a Kubernetes DRA driver's kubelet plugin (resource.k8s.io/v1; the
+ * kubelet's DRA gRPC service v1 and v1beta1) for GPUs, MIG devices and memory + compute slices of
+ * a GPU (consumable capacity). One thread, one poll loop, as the device plugin (plugin.h):
+ *
+ *   registration  Registration (pluginregistration v1) on <registry-dir>/<driver>-reg.sock: GetInfo
+ *                 answers type DRAPlugin, the driver name, the DRA socket and the services
+ *                 "v1.DRAPlugin", "v1beta1.DRAPlugin"; NotifyRegistrationStatus is logged. A kubelet
+ *                 that restarts finds the socket again; a socket removed is made anew (checked on
+ *                 inotify-free ticks every second)
+ *   DRA service   <plugin-dir>/dra.sock: NodePrepareResources / NodeUnprepareResources under both
+ *                 /v1.DRAPlugin/ and /v1beta1.DRAPlugin/ (dra_prepare.c), an error per claim
+ *   ResourceSlice published at start (dra_slices.c; created, or updated from the one there), again
+ *                 when a device's health changes (health.c), tried again every 5 s while the API
+ *                 server does not take it; deleted when the plugin stops (SIGTERM, SIGINT)
+ */
+#ifndef GS_K8S_DRA_PLUGIN_H
+#define GS_K8S_DRA_PLUGIN_H
+
+#include <gpuslice/gpuslice.h>
+
+#include "runtime/hostconfig.h"
+
+#define GS_DRA_DEFAULT_DRIVER "gpu.gpuslice.io"
+#define GS_DRA_DEFAULT_CDI_DIR "/var/run/cdi"
+#define GS_DRA_DEFAULT_REGISTRY "/var/lib/kubelet/plugins_registry"
+#define GS_DRA_DEFAULT_PLUGINS "/var/lib/kubelet/plugins"
+
+struct gs_dra_opts {
+        const struct gs_hostconfig *hc; /* [driver], device-plugin.hook-path / host-root / sysfs / health-checks */
+        struct gs_context *ctx;
+        const char *driver;          /* NULL: GS_DRA_DEFAULT_DRIVER */
+        const char *kubeconfig;      /* NULL: in-cluster */
+        const char *node;            /* NULL: $NODE_NAME */
+        const char *cdi_dir;         /* NULL: GS_DRA_DEFAULT_CDI_DIR */
+        const char *plugin_dir;      /* NULL: GS_DRA_DEFAULT_PLUGINS/<driver> */
+        const char *registry_dir;    /* NULL: GS_DRA_DEFAULT_REGISTRY */
+        unsigned health_period_ms;   /* 0: 5000 */
+        void (*note)(void *ud, const char *line);
+        void *ud;
+};
+
+/* Run until SIGTERM or SIGINT: 0. -1 with err when it cannot start. */
+int gs_dra_plugin_run(const struct gs_dra_opts *o, struct gs_error *err);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * The DRA plugin's NodePrepareResources / NodeUnprepareResources for one claim, and what survives
+ * a restart.
+ *
+ *   prepare    the claim (namespace/name from the kubelet) read from the API server, its uid
+ *              checked against the kubelet's; every device of ours in its allocation checked
+ *              against this node (pool = the node, a known device, consumed capacity within the
+ *              device's); then one CDI spec for the claim, transient, <cdi-dir>/<driver>-claim-
+ *              <uid>.json, kind k8s.<driver>/claim, a device "<uid>-<device>" per allocated device:
+ *              src/cdi's spec (the same discovery and rules as `cdi generate`), whose GPU or MIG
+ *              device is given whole, or, for a device the claim consumes part of, as the slice
+ *              device (GPUSLICE_MEMORY_LIMIT = consumed memory, GPUSLICE_COMPUTE_LIMIT = consumed
+ *              compute, GPUSLICE_PRIORITY / GPUSLICE_COMPUTE_MODE from the opaque config, and the
+ *              hooks that bring the interposer). At most one slice per claim (the slice env is
+ *              the container's). The answer: the CDI names, per device, with its request and pool.
+ *   checkpoint <plugin-dir>/checkpoint.json: every prepared claim's answer and spec path, written
+ *              atomically after the spec and durably (fsync of the file, rename, fsync of the
+ *              directory) before the answer; a prepare of a claim already there answers from it
+ *              (idempotent, no API call), also after a restart of the plugin, if its spec is
+ *              there: the spec is transient and written without an fsync (/var/run/cdi is a tmpfs
+ *              on a node), so one a crash lost or emptied makes the claim prepared anew
+ *   unprepare  removes the claim's spec and its checkpoint entry; an unknown claim is no error
+ *
+ * A refused claim leaves nothing: no spec, no checkpoint entry. Its error also goes on the claim's
+ * status (dra_status.h: Ready False, reason InvalidClaim or PrepareFailed, the error as message)
+ * when the claim was read and names devices of ours; a claim prepared after such an error gets
+ * Ready True (reason Prepared). Best effort: the answer does not wait on it or depend on it.
+ */
+#ifndef GS_K8S_DRA_PREPARE_H
+#define GS_K8S_DRA_PREPARE_H
+
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdbool.h>
+
+#include <gpuslice/gpuslice.h>
+
+#include "k8s/dra_claim.h"
+#include "k8s/health.h"
+#include "k8s/kubeapi.h"
+
+struct gs_dra_prep {
+        struct gs_context *ctx;
+        const struct gs_device_info *dev;
+        struct gs_kubeapi *api;
+        const struct gs_k8s_health *health; /* NULL: all healthy */
+        const char *driver;
+        const char *node;
+        const char *cdi_dir;
+        const char *hook_path;  /* absolute; the gpuslice the CDI hooks run */
+        const char *host_root;  /* the driver root as the host's runtime sees it ("" : the same) */
+        char checkpoint[PATH_MAX];
+        struct gs_driver_info drv;
+        bool have_drv;
+        json_object *claims;    /* the checkpoint's claims: {uid: {namespace, name, spec, devices}} */
+        char status_note[256];  /* the last prepare's word on the claim's status, or "" */
+        /* the last prepare's steps, in ms (0: not done; for the log line and the bench) */
+        struct {
+                double api, build, spec, checkpoint;
+        } took;
+};
+
+/* Discover the driver's files and read the checkpoint (<plugin_dir>/checkpoint.json; a missing
+ * one is empty, an unreadable one is set aside as checkpoint.json.bad). */
+int gs_dra_prep_open(struct gs_dra_prep *p, const char *plugin_dir, struct gs_error *err);
+void gs_dra_prep_close(struct gs_dra_prep *p);
+
+/* The claim's devices: a JSON array [{"requests": [...], "pool", "device", "cdi": [...]}], owned
+ * by p (valid until the next call). NULL with err: the claim is refused, nothing prepared. */
+json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *name, const char *uid,
+                            struct gs_error *err);
+/* Prepare from a claim already read (the API step skipped; tests, bench). */
+json_object *gs_dra_prepare_claim(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct gs_error *err);
+int gs_dra_unprepare(struct gs_dra_prep *p, const char *uid, struct gs_error *err);
+size_t gs_dra_prepared_count(const struct gs_dra_prep *p);
+
+#endif

@@ -1,0 +1,306 @@
+#!/usr/bin/python3
+"""A fake Kubernetes API server for the DRA plugin tests (Python stdlib + python3-jsonschema).
+
+    fake_apiserver.py --cert PEM --key PEM --token TOKEN --state DIR --schema FILE --port-file FILE
+
+HTTPS only (the test's self-signed certificate), every request must carry "Authorization: Bearer
+TOKEN" (else 401). Enough of resource.k8s.io/v1:
+
+    GET    /apis/resource.k8s.io/v1/namespaces/NS/resourceclaims/NAME   DIR/claims/NS/NAME.json, or 404
+    PATCH  /apis/resource.k8s.io/v1/namespaces/NS/resourceclaims/NAME/status?fieldManager=M[&force=true]
+           a server-side apply (application/apply-patch+yaml) of status.devices: each entry an
+           AllocatedDeviceStatus of an allocated device (driver, pool, device, shareID as in
+           status.allocation.devices.results), conditions checked as metav1.Condition (at most 8,
+           unique types, status True/False/Unknown, reason's pattern, message, lastTransitionTime
+           RFC 3339); entries merged by that key, the manager's earlier entries it no longer
+           applies removed; metadata.uid, when given, must be the claim's (409); written back to
+           DIR/claims/NS/NAME.json. DIR/forbid-status exists -> 403.
+    GET    /apis/resource.k8s.io/v1/resourceslices[/NAME]               the list, or one (404)
+    POST   /apis/resource.k8s.io/v1/resourceslices                      create (409 if there)
+    PUT    /apis/resource.k8s.io/v1/resourceslices/NAME                 update (409 on a stale resourceVersion)
+    DELETE /apis/resource.k8s.io/v1/resourceslices/NAME
+
+What the plugin writes is checked against FILE ("none": not checked; a JSON schema of the v1 ResourceSlice, no field
+outside it) and the API's own rules the schema cannot say (unique device names, at most 32
+attributes + capacities per device); a refused write is 422 and a line in DIR/invalid.log.
+Every slice stored is DIR/slices/NAME.json; every request a line "METHOD PATH STATUS" in
+DIR/requests.log. Faults, read at every request: DIR/down exists -> 503; DIR/delay holds seconds
+to wait before answering. Keep-alive (HTTP/1.1) with TCP_NODELAY, as a real API server: without
+it, each answer's body waited on the client's delayed ACK of its headers (~40 ms a request).
+"""
+import argparse
+import json
+import os
+import re
+import ssl
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+PREFIX = "/apis/resource.k8s.io/v1"
+CLAIM_RE = re.compile(r"^" + PREFIX + r"/namespaces/([a-z0-9-]+)/resourceclaims/([a-z0-9.-]+)$")
+CLAIM_STATUS_RE = re.compile(r"^" + PREFIX + r"/namespaces/([a-z0-9-]+)/resourceclaims/([a-z0-9.-]+)/status\?(.*)$")
+REASON_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+DEVICE_STATUS_FIELDS = {"driver", "pool", "device", "shareID", "conditions", "data", "networkData"}
+CONDITION_FIELDS = {"type", "status", "observedGeneration", "lastTransitionTime", "reason", "message"}
+
+
+def device_key(d):
+    return (d.get("driver"), d.get("pool"), d.get("device"), d.get("shareID") or "")
+
+
+def check_device_status(claim, d):
+    """An AllocatedDeviceStatus against resource.k8s.io/v1's rules; raises ValueError."""
+    if not isinstance(d, dict) or set(d) - DEVICE_STATUS_FIELDS:
+        raise ValueError("status.devices: unknown fields %s" % sorted(set(d) - DEVICE_STATUS_FIELDS))
+    for k in ("driver", "pool", "device"):
+        if not isinstance(d.get(k), str) or not d[k]:
+            raise ValueError("status.devices: %s is required" % k)
+    results = claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])
+    if device_key(d) not in {device_key(r) for r in results}:
+        raise ValueError("status.devices: %s/%s/%s is not an allocated device" % device_key(d)[:3])
+    conds = d.get("conditions", [])
+    if not isinstance(conds, list) or len(conds) > 8:
+        raise ValueError("status.devices: at most 8 conditions")
+    types = set()
+    for c in conds:
+        if not isinstance(c, dict) or set(c) - CONDITION_FIELDS:
+            raise ValueError("condition: unknown fields")
+        for k in ("type", "status", "lastTransitionTime", "reason", "message"):
+            if not isinstance(c.get(k), str):
+                raise ValueError("condition: %s is required" % k)
+        if c["type"] in types or not re.match(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$", c["type"]):
+            raise ValueError("condition: type %r invalid or repeated" % c["type"])
+        types.add(c["type"])
+        if c["status"] not in ("True", "False", "Unknown"):
+            raise ValueError("condition: status %r" % c["status"])
+        if not REASON_RE.match(c["reason"]) or len(c["reason"]) > 1024:
+            raise ValueError("condition: reason %r" % c["reason"])
+        if len(c["message"]) > 32768:
+            raise ValueError("condition: message longer than 32768")
+        if not TIME_RE.match(c["lastTransitionTime"]):
+            raise ValueError("condition: lastTransitionTime %r is not RFC 3339" % c["lastTransitionTime"])
+SLICE_RE = re.compile(r"^" + PREFIX + r"/resourceslices/([a-z0-9.-]+)$")
+
+
+class State:
+    def __init__(self, args):
+        self.args = args
+        self.lock = threading.Lock()
+        self.slices = {}
+        self.rv = 100
+        self.schema = None
+        self.owners = {}  # (ns, name, fieldManager) -> the status.devices keys it applied
+        if args.schema != "none":  # the GPU host and the bench: no python3-jsonschema there
+            import jsonschema
+            self.jsonschema = jsonschema
+            with open(args.schema) as f:
+                self.schema = json.load(f)
+        os.makedirs(os.path.join(args.state, "slices"), exist_ok=True)
+        os.makedirs(os.path.join(args.state, "claims"), exist_ok=True)
+
+    def log(self, name, line):
+        with open(os.path.join(self.args.state, name), "a") as f:
+            f.write(line + "\n")
+
+    def validate(self, obj):
+        if self.schema is not None:
+            self.jsonschema.validate(obj, self.schema)
+        names = [d["name"] for d in obj["spec"].get("devices", [])]
+        if len(names) != len(set(names)):
+            raise ValueError("device names are not unique")
+        for d in obj["spec"].get("devices", []):
+            if len(d.get("attributes", {})) + len(d.get("capacity", {})) > 32:
+                raise ValueError("device %s: more than 32 attributes and capacities" % d["name"])
+            if "requestPolicy" in json.dumps(d.get("capacity", {})) and not d.get("allowMultipleAllocations"):
+                raise ValueError("device %s: a request policy without allowMultipleAllocations" % d["name"])
+
+    def store(self, name, obj):
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        obj["metadata"].setdefault("uid", str(uuid.uuid4()))
+        self.slices[name] = obj
+        with open(os.path.join(self.args.state, "slices", name + ".json.tmp"), "w") as f:
+            json.dump(obj, f)
+        os.rename(os.path.join(self.args.state, "slices", name + ".json.tmp"),
+                  os.path.join(self.args.state, "slices", name + ".json"))
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, fmt, *a):
+        pass
+
+    def answer(self, status, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        st.log("requests.log", "%s %s %d" % (self.command, self.path, status))
+
+    def status(self, code, reason, msg):
+        self.answer(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
+                           "message": msg, "code": code})
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(n)) if n else None
+
+    def handle_any(self):
+        delay = os.path.join(st.args.state, "delay")
+        if os.path.exists(delay):
+            try:
+                time.sleep(float(open(delay).read().strip() or 0))
+            except ValueError:
+                pass
+        if self.headers.get("Authorization") != "Bearer " + st.args.token:
+            try:
+                self.body()
+            except ValueError:
+                pass
+            return self.status(401, "Unauthorized", "no or wrong bearer token")
+        if os.path.exists(os.path.join(st.args.state, "down")):
+            return self.status(503, "ServiceUnavailable", "down (the test says so)")
+        try:
+            data = self.body() if self.command in ("POST", "PUT", "PATCH") else None
+        except ValueError as e:
+            return self.status(400, "BadRequest", "not JSON: %s" % e)
+        m = CLAIM_STATUS_RE.match(self.path)
+        if m and self.command == "PATCH":
+            with st.lock:
+                return self.apply_status(m.group(1), m.group(2), m.group(3), data)
+        m = CLAIM_RE.match(self.path)
+        if m and self.command == "GET":
+            p = os.path.join(st.args.state, "claims", m.group(1), m.group(2) + ".json")
+            if not os.path.exists(p):
+                return self.status(404, "NotFound", "resourceclaims %s not found" % m.group(2))
+            with open(p) as f:
+                return self.answer(200, json.load(f))
+        with st.lock:
+            return self.slices(data)
+
+    def apply_status(self, ns, name, query, data):
+        q = dict(kv.partition("=")[::2] for kv in query.split("&"))
+        if self.headers.get("Content-Type") != "application/apply-patch+yaml":
+            return self.status(415, "UnsupportedMediaType", "not a server-side apply (application/apply-patch+yaml)")
+        if not q.get("fieldManager"):
+            return self.status(400, "BadRequest", "a server-side apply needs a fieldManager")
+        if os.path.exists(os.path.join(st.args.state, "forbid-status")):
+            return self.status(403, "Forbidden", "resourceclaims/status: forbidden (the test says so)")
+        p = os.path.join(st.args.state, "claims", ns, name + ".json")
+        if not os.path.exists(p):
+            return self.status(404, "NotFound", "resourceclaims %s not found" % name)
+        with open(p) as f:
+            claim = json.load(f)
+        try:
+            if not isinstance(data, dict) or data.get("apiVersion") != "resource.k8s.io/v1" or data.get("kind") != "ResourceClaim":
+                raise ValueError("apiVersion/kind")
+            if set(data) - {"apiVersion", "kind", "metadata", "status"} or set(data.get("status", {})) - {"devices"}:
+                raise ValueError("only status.devices may be applied here")
+            meta = data.get("metadata", {})
+            if meta.get("name") != name or meta.get("namespace", ns) != ns:
+                raise ValueError("metadata.name/namespace do not match the path")
+            devs = data["status"]["devices"]
+            if not isinstance(devs, list) or len({device_key(d) for d in devs}) != len(devs):
+                raise ValueError("status.devices: not a list of unique devices")
+            for d in devs:
+                check_device_status(claim, d)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            st.log("invalid.log", "PATCH status %s" % e)
+            return self.status(422, "Invalid", str(e))
+        if "uid" in meta and meta["uid"] != claim["metadata"]["uid"]:
+            return self.status(409, "Conflict", "the uid %s is not the claim's" % meta["uid"])
+        mine = {device_key(d) for d in devs}
+        gone = st.owners.get((ns, name, q["fieldManager"]), set()) - mine
+        cur = [d for d in claim.setdefault("status", {}).get("devices", []) if device_key(d) not in mine | gone]
+        claim["status"]["devices"] = cur + devs
+        st.owners[(ns, name, q["fieldManager"])] = mine
+        st.rv += 1
+        claim["metadata"]["resourceVersion"] = str(st.rv)
+        with open(p + ".tmp", "w") as f:
+            json.dump(claim, f)
+        os.rename(p + ".tmp", p)
+        return self.answer(200, claim)
+
+    def slices(self, data):
+        if self.path == PREFIX + "/resourceslices" and self.command == "GET":
+            return self.answer(200, {"kind": "ResourceSliceList", "apiVersion": "resource.k8s.io/v1",
+                                     "items": list(st.slices.values())})
+        if self.path == PREFIX + "/resourceslices" and self.command == "POST":
+            try:
+                st.validate(data)
+            except Exception as e:  # noqa: BLE001 - jsonschema.ValidationError, a malformed object
+                st.log("invalid.log", "POST %s" % str(e).splitlines()[0])
+                return self.status(422, "Invalid", str(e).splitlines()[0])
+            name = data["metadata"]["name"]
+            if name in st.slices:
+                return self.status(409, "AlreadyExists", "resourceslices %s already exists" % name)
+            if "resourceVersion" in data["metadata"]:
+                return self.status(422, "Invalid", "resourceVersion must not be set on create")
+            st.store(name, data)
+            return self.answer(201, data)
+        m = SLICE_RE.match(self.path)
+        if not m:
+            return self.status(404, "NotFound", "no such path")
+        name = m.group(1)
+        if self.command == "GET":
+            if name not in st.slices:
+                return self.status(404, "NotFound", "resourceslices %s not found" % name)
+            return self.answer(200, st.slices[name])
+        if self.command == "DELETE":
+            if st.slices.pop(name, None) is None:
+                return self.status(404, "NotFound", "resourceslices %s not found" % name)
+            os.unlink(os.path.join(st.args.state, "slices", name + ".json"))
+            return self.answer(200, {"kind": "Status", "status": "Success"})
+        if self.command == "PUT":
+            try:
+                st.validate(data)
+            except Exception as e:  # noqa: BLE001 - jsonschema.ValidationError, a malformed object
+                st.log("invalid.log", "PUT %s" % str(e).splitlines()[0])
+                return self.status(422, "Invalid", str(e).splitlines()[0])
+            if name not in st.slices:
+                return self.status(404, "NotFound", "resourceslices %s not found" % name)
+            if data["metadata"].get("resourceVersion") != st.slices[name]["metadata"]["resourceVersion"]:
+                return self.status(409, "Conflict", "the object has been modified")
+            if data["metadata"]["name"] != name:
+                return self.status(400, "BadRequest", "name does not match the path")
+            data["metadata"]["uid"] = st.slices[name]["metadata"]["uid"]
+            st.store(name, data)
+            return self.answer(200, data)
+        return self.status(405, "MethodNotAllowed", self.command)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+
+def main():
+    global st
+    ap = argparse.ArgumentParser()
+    for a in ("--cert", "--key", "--token", "--state", "--schema", "--port-file"):
+        ap.add_argument(a, required=True)
+    args = ap.parse_args()
+    st = State(args)
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.cert, args.key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    with open(args.port_file + ".tmp", "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.rename(args.port_file + ".tmp", args.port_file)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
