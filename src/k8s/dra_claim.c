@@ -222,6 +222,26 @@ static bool error_reported(json_object *devs, const char *driver)
         return false;
 }
 
+/* The one pod in status.reservedFor (a DNS subdomain), for the slice's labels; "" otherwise. */
+static void reserved_pod(json_object *list, char *out, size_t len)
+{
+        size_t pods = 0;
+        out[0] = '\0';
+        for (size_t i = 0; json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++) {
+                json_object *r = json_object_array_get_idx(list, i), *res = get(r, "resource"), *name = get(r, "name");
+                if (!json_object_is_type(res, json_type_string) || strcmp(json_object_get_string(res), "pods") != 0)
+                        continue;
+                const char *n = json_object_is_type(name, json_type_string) ? json_object_get_string(name) : "";
+                bool ok = n[0] != '\0' && strlen(n) < len && strlen(n) <= 253;
+                for (const char *c = n; ok && *c; c++)
+                        ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.';
+                if (++pods == 1 && ok)
+                        memcpy(out, n, strlen(n) + 1);
+        }
+        if (pods != 1)
+                out[0] = '\0';
+}
+
 int gs_dra_claim_parse(const char *json, size_t len, const char *driver, struct gs_dra_claim *out,
                        struct gs_error *err)
 {
@@ -251,6 +271,7 @@ int gs_dra_claim_parse(const char *json, size_t len, const char *driver, struct 
             str_of(meta, "name", "metadata", true, out->name, sizeof(out->name), err) < 0)
                 goto out;
         out->error_reported = error_reported(get(get(doc, "status"), "devices"), driver);
+        reserved_pod(get(get(doc, "status"), "reservedFor"), out->pod, sizeof(out->pod));
         if (devs == NULL || get(devs, "results") == NULL) {
                 gs_error_set(err, GS_EINVAL, "the claim %s/%s is not allocated", out->ns, out->name);
                 goto out;

@@ -45,6 +45,7 @@ struct gs_dra_claim {
         size_t n;
         struct gs_dra_result r[GS_DRA_MAX_RESULTS];
         bool error_reported; /* status.devices: an entry of ours says Ready False */
+        char pod[254];       /* status.reservedFor: the one pod it is reserved for, or "" (none, several) */
 };
 
 /* Parse `len` bytes of JSON for `driver`. A claim not allocated, or with no device of `driver`,

@@ -257,11 +257,22 @@ static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim 
                 snprintf(name, sizeof(name), "%s-%s", c->uid, c->r[i].device);
                 json_object_object_add(copy, "name", json_object_new_string(name));
                 json_object *edits = NULL, *env = NULL;
-                if (pl[i].slice && c->r[i].compute_mode[0] != '\0' &&
-                    json_object_object_get_ex(copy, "containerEdits", &edits) && json_object_object_get_ex(edits, "env", &env)) {
-                        char kv[64];
-                        snprintf(kv, sizeof(kv), "GPUSLICE_COMPUTE_MODE=%s", c->r[i].compute_mode);
+                if (pl[i].slice && json_object_object_get_ex(copy, "containerEdits", &edits) &&
+                    json_object_object_get_ex(edits, "env", &env)) {
+                        char kv[300];
+                        if (c->r[i].compute_mode[0] != '\0') {
+                                snprintf(kv, sizeof(kv), "GPUSLICE_COMPUTE_MODE=%s", c->r[i].compute_mode);
+                                json_object_array_add(env, json_object_new_string(kv));
+                        }
+                        /* the labels of the slice for metrics and top (the hook writes them) */
+                        snprintf(kv, sizeof(kv), "GPUSLICE_K8S_CLAIM=%s", c->name);
                         json_object_array_add(env, json_object_new_string(kv));
+                        snprintf(kv, sizeof(kv), "GPUSLICE_K8S_NAMESPACE=%s", c->ns);
+                        json_object_array_add(env, json_object_new_string(kv));
+                        if (c->pod[0] != '\0') {
+                                snprintf(kv, sizeof(kv), "GPUSLICE_K8S_POD=%s", c->pod);
+                                json_object_array_add(env, json_object_new_string(kv));
+                        }
                 }
                 json_object_array_add(mine, copy);
         }

@@ -142,7 +142,7 @@ static bool label_slice(struct gs_k8s_plugin *p, int regfd, const char *id, cons
                         snprintf(a[2], sizeof(a[2]), "io.kubernetes.container.name=%s", ctr->name);
                         char *ann[3] = {a[0], a[1], a[2]};
                         struct gs_error err = {0};
-                        if (gs_slice_write_labels(p->o->hc->regions_dir, id, ann, 3, &err) < 0) {
+                        if (gs_slice_write_labels(p->o->hc->regions_dir, id, ann, 3, NULL, 0, &err) < 0) {
                                 gs_log_warn("labels for %s: %s", id, err.msg);
                                 return false;
                         }

@@ -92,7 +92,7 @@ static bool value_of(enum value v, const struct gs_obs_slice *s, const struct gs
 /* The labels of one slice device: ours (7) and HAMi's (6). */
 struct dev_labels {
         char vdev[16], gpu[16];
-        struct gs_prom_label ours[7], hami[6];
+        struct gs_prom_label ours[8], hami[6];
 };
 
 static void make_labels(struct dev_labels *l, const struct gs_obs_slice *s, const struct gs_obs_device *d,
@@ -105,7 +105,8 @@ static void make_labels(struct dev_labels *l, const struct gs_obs_slice *s, cons
                 l->gpu[0] = '\0';
         const struct gs_prom_label o[] = {
                 {"container_id", s->id}, {"namespace", s->labels.ns}, {"pod", s->labels.pod},
-                {"container", s->labels.container}, {"vdevice", l->vdev}, {"gpu", l->gpu}, {"UUID", d->uuid},
+                {"container", s->labels.container}, {"claim", s->labels.claim}, {"vdevice", l->vdev}, {"gpu", l->gpu},
+                {"UUID", d->uuid},
         };
         const struct gs_prom_label h[] = {
                 {"namespace", s->labels.ns}, {"pod", s->labels.pod}, {"container", s->labels.container},
@@ -177,7 +178,7 @@ static void render_slice_info(const struct gs_observation *obs, struct gs_prom *
                 const struct gs_obs_slice *s = &obs->slices[i];
                 const struct gs_prom_label l[] = {
                         {"container_id", s->id}, {"namespace", s->labels.ns}, {"pod", s->labels.pod},
-                        {"container", s->labels.container}, {"region", s->region},
+                        {"container", s->labels.container}, {"claim", s->labels.claim}, {"region", s->region},
                         {"compute_mode", s->compute_mode < 3 ? modes[s->compute_mode] : ""},
                         {"priority", s->priority < 3 ? prios[s->priority] : ""},
                 };

@@ -185,6 +185,10 @@ static void display_name(const struct gs_obs_slice *s, char *out, size_t len)
                          l->pod[0] && l->container[0] ? "/" : "", l->container);
         else
                 gs_strlcpy(raw, s->id, sizeof(raw));
+        if (l->claim[0] != '\0') { /* a DRA claim's slice: "... (claim NAME)" */
+                size_t n = strlen(raw);
+                snprintf(raw + n, sizeof(raw) - n, " (claim %s)", l->claim);
+        }
         gs_top_printable(raw, out, len);
 }
 
@@ -795,7 +799,7 @@ static json_object *slice_json(const struct gs_top_view *v, size_t si, const str
              add_str(o, "region", s->region) &&
              (s->owner_pid > 0 ? add(o, "owner_pid", json_object_new_int((int)s->owner_pid)) : add_null(o, "owner_pid")) &&
              add_str(o, "namespace", s->labels.ns) && add_str(o, "pod", s->labels.pod) &&
-             add_str(o, "container", s->labels.container) &&
+             add_str(o, "container", s->labels.container) && add_str(o, "claim", s->labels.claim) &&
              (s->compute_mode < 3 ? add(o, "compute_mode", json_object_new_string(modes[s->compute_mode]))
                                   : add_null(o, "compute_mode")) &&
              (gs_top_priority_name(s->priority) != NULL

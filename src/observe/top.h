@@ -20,8 +20,9 @@
 #include "observe/collect.h"
 #include "observe/gpus.h"
 
-/* A display name: "namespace/pod/container" (labels) or the id, made printable. */
-#define GS_TOP_NAME_MAX (3 * GS_SLICE_LABEL_MAX + GS_OBS_ID_MAX)
+/* A display name: "namespace/pod/container" (labels) or the id, then " (claim NAME)" for a DRA
+ * claim's slice, made printable. */
+#define GS_TOP_NAME_MAX (4 * GS_SLICE_LABEL_MAX + GS_OBS_ID_MAX + 16) /* ns/pod/container (claim NAME) */
 
 enum gs_top_sort {
         GS_TOP_SORT_MEMORY,   /* memory used, largest first */

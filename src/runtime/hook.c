@@ -34,12 +34,13 @@ static int hook_error(struct gs_error *err)
         return -1;
 }
 
-/* The pod's names (CRI annotations) beside the slice, for the observer's labels. A failure
+/* The pod's names (CRI annotations; a DRA claim's env) beside the slice, for the observer's labels. A failure
  * costs only the labels, never the container. */
 static void write_labels(const struct gs_slice_opts *s, const char *id, const struct gs_oci_config *cfg)
 {
         struct gs_error lerr = {0};
-        if (gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, &lerr) < 0)
+        if (gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, cfg->env, cfg->nenv,
+                                  &lerr) < 0)
                 gs_log_warn("container %s: no labels for the observer: %s", id, lerr.msg);
 }
 

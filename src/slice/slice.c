@@ -521,18 +521,20 @@ unsigned gs_slice_sweep(const char *regions_dir)
 /* The observer's view of a slice directory: its owner record and its labels.                  */
 
 /* The pod's names as the CRI runtimes put them into config.json's annotations: CRI-O's keys,
- * then containerd's. */
+ * then containerd's; then the env of a DRA claim's CDI device (src/k8s/dra_prepare.c). */
 static const struct {
         const char *label;
         const char *keys[2];
+        const char *env;
 } label_keys[] = {
-        {"namespace", {"io.kubernetes.pod.namespace", "io.kubernetes.cri.sandbox-namespace"}},
-        {"pod", {"io.kubernetes.pod.name", "io.kubernetes.cri.sandbox-name"}},
-        {"container", {"io.kubernetes.container.name", "io.kubernetes.cri.container-name"}},
+        {"namespace", {"io.kubernetes.pod.namespace", "io.kubernetes.cri.sandbox-namespace"}, "GPUSLICE_K8S_NAMESPACE"},
+        {"pod", {"io.kubernetes.pod.name", "io.kubernetes.cri.sandbox-name"}, "GPUSLICE_K8S_POD"},
+        {"container", {"io.kubernetes.container.name", "io.kubernetes.cri.container-name"}, NULL},
+        {"claim", {NULL, NULL}, "GPUSLICE_K8S_CLAIM"},
 };
 
 int gs_slice_write_labels(const char *regions_dir, const char *id, char *const *annotations, size_t n,
-                          struct gs_error *err)
+                          char *const *env, size_t nenv, struct gs_error *err)
 {
         if (regions_dir == NULL)
                 regions_dir = GS_SLICE_REGIONS_DIR;
@@ -543,8 +545,11 @@ int gs_slice_write_labels(const char *regions_dir, const char *id, char *const *
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
         int found = 0;
         for (size_t i = 0; i < GS_ARRAY_SIZE(label_keys); i++)
-                for (size_t k = 0; k < 2; k++) {
-                        const char *v = gs_env_get(annotations, n, label_keys[i].keys[k]);
+                for (size_t k = 0; k < 3; k++) {
+                        const char *key = k < 2 ? label_keys[i].keys[k] : label_keys[i].env;
+                        const char *v = key == NULL ? NULL
+                                        : k < 2 ? (annotations != NULL ? gs_env_get(annotations, n, key) : NULL)
+                                                : (env != NULL ? gs_env_get(env, nenv, key) : NULL);
                         if (v != NULL && *v != '\0' && strlen(v) < GS_SLICE_LABEL_MAX) {
                                 json_object_object_add(o, label_keys[i].label, json_object_new_string(v));
                                 found++;
@@ -598,7 +603,7 @@ static ssize_t read_small(int regfd, const char *id, const char *name, char *buf
 int gs_slice_read_labels(int regfd, const char *id, struct gs_slice_labels *out)
 {
         memset(out, 0, sizeof(*out));
-        char buf[8192]; /* three names of < 254 bytes, each escaped at worst 6 times over */
+        char buf[8192]; /* four names of < 254 bytes, each escaped at worst 6 times over */
         ssize_t len = read_small(regfd, id, "labels", buf, sizeof(buf));
         if (len < 0)
                 return errno == ENOENT ? 0 : -1;
@@ -606,7 +611,7 @@ int gs_slice_read_labels(int regfd, const char *id, struct gs_slice_labels *out)
         json_object *o = tok != NULL ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
         int rc = -1;
         if (o != NULL && json_tokener_get_error(tok) == json_tokener_success && json_object_is_type(o, json_type_object)) {
-                char *dst[] = {out->ns, out->pod, out->container};
+                char *dst[] = {out->ns, out->pod, out->container, out->claim};
                 for (size_t i = 0; i < GS_ARRAY_SIZE(label_keys); i++) {
                         json_object *v;
                         if (json_object_object_get_ex(o, label_keys[i].label, &v) && json_object_is_type(v, json_type_string))

@@ -90,22 +90,28 @@ int gs_slice_owner_alive(int regfd, const char *id, pid_t *pid_out);
 unsigned gs_slice_sweep(const char *regions_dir);
 
 /* ---- for the observer (gpuslice metrics / top) ----
- *   labels         JSON object {"namespace": ..., "pod": ..., "container": ...} (each optional),
- *                  from the CRI annotations of the container's config.json: CRI-O's
- *                  io.kubernetes.pod.namespace, io.kubernetes.pod.name, io.kubernetes.container.name,
- *                  else containerd's io.kubernetes.cri.sandbox-namespace, -sandbox-name, -container-name.
- *                  Absent when none is set. */
+ *   labels         JSON object {"namespace": ..., "pod": ..., "container": ..., "claim": ...}
+ *                  (each optional), from the CRI annotations of the container's config.json:
+ *                  CRI-O's io.kubernetes.pod.namespace, io.kubernetes.pod.name,
+ *                  io.kubernetes.container.name, else containerd's
+ *                  io.kubernetes.cri.sandbox-namespace, -sandbox-name, -container-name; else, for
+ *                  the namespace and the pod, and for the claim, the env a DRA claim's CDI device
+ *                  gives (GPUSLICE_K8S_NAMESPACE, GPUSLICE_K8S_POD, GPUSLICE_K8S_CLAIM: the
+ *                  ResourceClaim and the pod it is reserved for). Absent when none is set. Names
+ *                  for display, never trusted for anything else (a pod can set env). */
 #define GS_SLICE_LABEL_MAX 254 /* Kubernetes names are at most 253 characters */
 struct gs_slice_labels {
         char ns[GS_SLICE_LABEL_MAX];
         char pod[GS_SLICE_LABEL_MAX];
         char container[GS_SLICE_LABEL_MAX];
+        char claim[GS_SLICE_LABEL_MAX];
 };
 
-/* Write <regions_dir>/<id>/labels from the "key=value" annotations (replacing it atomically);
- * nothing when no annotation names the pod. The directory must exist (gs_slice_prepare). */
+/* Write <regions_dir>/<id>/labels from the "key=value" annotations and env (either may be NULL;
+ * replacing it atomically); nothing when neither names a label. The directory must exist
+ * (gs_slice_prepare). */
 int gs_slice_write_labels(const char *regions_dir, const char *id, char *const *annotations, size_t n,
-                          struct gs_error *err);
+                          char *const *env, size_t nenv, struct gs_error *err);
 /* Read <id>/labels under the regions directory fd: 1 read (missing keys are ""), 0 no labels
  * file, -1 unreadable or not a JSON object (out is all "" then). */
 int gs_slice_read_labels(int regfd, const char *id, struct gs_slice_labels *out);

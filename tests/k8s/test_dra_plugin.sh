@@ -103,6 +103,9 @@ claim_json ml slice-4g-30 "$U1" "$DRIVER" "[{\"request\": \"gpu\", \"driver\": \
           {\"source\": \"FromClaim\", \"requests\": [\"gpu\"], \"opaque\": {\"driver\": \"$DRIVER\", \"parameters\":
           {\"apiVersion\": \"gpu.gpuslice.io/v1alpha1\", \"kind\": \"SliceConfig\", \"priority\": \"high\"}}}]"
 claim_json ml whole-1 "$U2" "$DRIVER" "[{\"request\": \"gpu\", \"driver\": \"$DRIVER\", \"pool\": \"$NODE\", \"device\": \"gpu-1\"}]"
+# reserved for one pod (as the scheduler leaves it): the slice's labels name it
+jq '.status.reservedFor = [{"resource": "pods", "name": "trainer-0", "uid": "7a000000-0000-4000-8000-000000000001"}]' \
+        "$API_STATE/claims/ml/slice-4g-30.json" >"$TMP/c.json" && mv "$TMP/c.json" "$API_STATE/claims/ml/slice-4g-30.json"
 dra prepare "$SOCK" v1 "ml/slice-4g-30/$U1"
 cp "$TMP/k.json" "$TMP/p-slice.json"
 kexpect "NodePrepareResources (v1) of a 4 Gi / 30 % claim on gpu-0: one device, its CDI name" \
@@ -162,6 +165,29 @@ else
         expect_fact c-whole "HAS /dev/nvidia2" "whole gpu-1: its node /dev/nvidia2"
         expect_fact c-whole "NO /dev/nvidia0" "whole gpu-1: not GPU 0's"
         expect_no_slice c-whole "whole gpu-1"
+        # a running container of the slice claim: metrics and top name its claim and pod (the pod
+        # and namespace from the claim's env, the container from the runtime's annotation)
+        pod run -d --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$U1-gpu-0" --annotation io.kubernetes.container.name=main \
+                --rootfs "$(fresh live)" /usr/bin/vgpu-probe hold 64 60 >"$TMP/live.out" 2>"$TMP/live.err"
+        cid=$(tr -d '\n' <"$TMP/live.out")
+        L=/run/gpuslice/slices/$cid/labels
+        wait_for 10 test -s "$L"
+        wait_for 10 test -s "/run/gpuslice/slices/$cid/usage" # its CUDA process holds 64 MiB: a region to show
+        if [ -n "$cid" ] && [ "$(jq -c . "$L" 2>/dev/null)" = '{"namespace":"ml","pod":"trainer-0","container":"main","claim":"slice-4g-30"}' ]; then
+                ok "a running container of the slice claim: its slice labelled ml/trainer-0/main, claim slice-4g-30"
+        else not_ok "claim labels: ${cid:-no container}: $(cat "$L" 2>&1) $(tail -3 "$TMP/live.err")"; fi
+        "$GS" metrics --once --no-nvml --no-hami --window 0.2 >"$TMP/metrics.txt" 2>"$TMP/metrics.err"
+        if grep "^gpuslice_slice_info{" "$TMP/metrics.txt" | grep "container_id=\"$cid\"" |
+                grep -q 'namespace="ml",pod="trainer-0",container="main",claim="slice-4g-30"' &&
+           grep "^gpuslice_slice_memory_limit_bytes{" "$TMP/metrics.txt" | grep "container_id=\"$cid\"" | grep -q 'claim="slice-4g-30"'; then
+                ok "gpuslice metrics: its series carry claim=\"slice-4g-30\" and pod=\"trainer-0\""
+        else not_ok "metrics: $(grep "$cid" "$TMP/metrics.txt" | head -2) $(head -3 "$TMP/metrics.err")"; fi
+        "$GS" top --json --no-nvml --interval 0.2 >"$TMP/top.json" 2>"$TMP/top.err"
+        if jq -e --arg c "$cid" '[.slices[] | select(.id == $c)][0] | .claim == "slice-4g-30" and .pod == "trainer-0"
+                and .name == "ml/trainer-0/main (claim slice-4g-30)"' "$TMP/top.json" >/dev/null; then
+                ok "gpuslice top: its row named ml/trainer-0/main (claim slice-4g-30), claim and pod in --json"
+        else not_ok "top: $(jq -c --arg c "$cid" '[.slices[]? | select(.id == $c)]' "$TMP/top.json" 2>&1 | head -c 400) $(head -3 "$TMP/top.err")"; fi
+        pod rm -f "$cid" >/dev/null 2>&1
 fi
 
 # ---------------------------------------------------------------------------------------------

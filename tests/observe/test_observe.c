@@ -490,7 +490,7 @@ static void test_collector(void **state)
         char *ann[] = {"io.kubernetes.pod.namespace=team-a", "io.kubernetes.pod.name=trainer-0",
                        "io.kubernetes.container.name=main", "other=x"};
         struct gs_error err = {0};
-        assert_int_equal(gs_slice_write_labels(regions, "alive", ann, 4, &err), 0);
+        assert_int_equal(gs_slice_write_labels(regions, "alive", ann, 4, NULL, 0, &err), 0);
         gs_synth_region(&file, 1, 2, 9);
         write_region(extra, &file, sizeof(file), 0);
         size_t len, size;
@@ -1173,27 +1173,37 @@ static void test_labels_file(void **state)
         struct gs_error err = {0};
         /* none of the keys: no file */
         char *none[] = {"io.kubernetes.cri.container-type=container"};
-        assert_int_equal(gs_slice_write_labels(regions, "ctr", none, 1, &err), 0);
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", none, 1, NULL, 0, &err), 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 0);
         /* containerd's keys, with a quote and a newline in a value */
         char *cd[] = {"io.kubernetes.cri.sandbox-namespace=ns\"1", "io.kubernetes.cri.sandbox-name=pod\nx",
                       "io.kubernetes.cri.container-name=ctr"};
-        assert_int_equal(gs_slice_write_labels(regions, "ctr", cd, 3, &err), 0);
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", cd, 3, NULL, 0, &err), 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 1);
         assert_string_equal(l.ns, "ns\"1");
         assert_string_equal(l.pod, "pod\nx");
         assert_string_equal(l.container, "ctr");
         /* CRI-O's keys win over containerd's; the file is replaced */
         char *both[] = {"io.kubernetes.cri.sandbox-name=cd", "io.kubernetes.pod.name=crio"};
-        assert_int_equal(gs_slice_write_labels(regions, "ctr", both, 2, &err), 0);
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", both, 2, NULL, 0, &err), 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 1);
         assert_string_equal(l.pod, "crio");
         assert_string_equal(l.ns, "");
+        /* a DRA claim's env: the claim, and the namespace and pod where no annotation names them */
+        char *env[] = {"GPUSLICE_K8S_NAMESPACE=ml", "GPUSLICE_K8S_POD=env-pod", "GPUSLICE_K8S_CLAIM=slice-4g-30"};
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", both, 2, env, 3, &err), 0);
+        assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 1);
+        assert_string_equal(l.pod, "crio"); /* the runtime's annotation wins over the env */
+        assert_string_equal(l.ns, "ml");
+        assert_string_equal(l.claim, "slice-4g-30");
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", NULL, 0, env, 3, &err), 0);
+        assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 1);
+        assert_string_equal(l.pod, "env-pod");
         /* not JSON */
         snprintf(p, sizeof(p), "%s/ctr/labels", regions);
         write_region(p, "{not json", 9, 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), -1);
-        assert_int_equal(gs_slice_write_labels(regions, "../x", both, 2, &err), -1);
+        assert_int_equal(gs_slice_write_labels(regions, "../x", both, 2, NULL, 0, &err), -1);
         close(regfd);
 }
 
