@@ -232,4 +232,14 @@ d=$0; for c in $V1_CTRLS; do mkdir -p "$d/$c" && mount -t cgroup -o "$c" cgroup 
 exec "$@"' "$TMP/v1" "$SHIM" --root "$TMP/crun-state" run --bundle "$TMP/crun" "gs-$$-crun"
 expect_done crun "crun through the shim, legacy, NVIDIA_VISIBLE_DEVICES=0"
 expect_gpu0 crun "crun"
+# What starts in front of every container loads little: the shim's executable needs no TLS,
+# HTTP/2, terminal or HTTP-client library, and gpuslice itself (every container's hook) no
+# libcurl (the DRA plugin loads it when it runs). Each once cost milliseconds per container.
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }
+shim_libs=$(needed "$BUILD/gpuslice-runtime") gs_libs=$(needed "$BUILD/gpuslice")
+[[ $shim_libs == *libc.so* ]] && ! [[ $shim_libs =~ gnutls|curl|nghttp2|ncurses|microhttpd|protobuf ]] &&
+        ok "gpuslice-runtime links only what the shim needs: $shim_libs" || not_ok "gpuslice-runtime links: ${shim_libs:-nothing read}"
+[[ $gs_libs == *libc.so* ]] && ! [[ $gs_libs == *curl* ]] &&
+        ok "gpuslice (the hook) does not link libcurl" || not_ok "gpuslice links: ${gs_libs:-nothing read}"
+
 finish
