@@ -212,7 +212,7 @@ elif [ "$bins_ok" = 1 ]; then
         "$CARRY/compute_shapes" short 3 >"$OUT/dra-native2.txt" 2>&1
         cat "$OUT/dra-compute.txt"
         n1=$(rate "$OUT/dra-native1.txt") n2=$(rate "$OUT/dra-native2.txt") r=$(rate "$OUT/dra-compute.txt")
-        pct=$(awk -v a="${r:-0}" -v n1="${n1:-0}" -v n2="${n2:-0}" 'BEGIN { n = (n1 + n2) / 2; printf "%.1f", n > 0 ? 100 * a / n : -1 }')
+        pct=$(awk -v a="${r:-0}" -v n1="${n1:-0}" -v n2="${n2:-0}" 'BEGIN { n = (n1 + n2) / 2; printf "%.1f", (n > 0 ? 100 * a / n : -1) }')
         echo "  compute: the claim's container $r, native $n1 / $n2: $pct % of native"
         check "claim container: compute_shapes short ran (rc $rc)" test "$rc" = 0 -a -n "$r"
         check "claim container: its compute is 30 +- 2 % of native ($pct %)" awk -v p="$pct" 'BEGIN { exit !(p >= 28 && p <= 32) }'

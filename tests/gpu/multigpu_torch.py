@@ -46,7 +46,10 @@ def rank_main(rank, init, mib):
     dist.all_reduce(x)
     torch.cuda.synchronize()
     free, total = torch.cuda.mem_get_info(rank)
-    print(f"rank {rank} sum={x[0].item()} total={total} used={total - free}", flush=True)
+    # one write of the whole line: the two ranks share the pipe, and print()'s text and newline
+    # could interleave with the other rank's (seen on the GPU host: "used=...rank 0 sum=...")
+    sys.stdout.flush()
+    os.write(1, f"rank {rank} sum={x[0].item()} total={total} used={total - free}\n".encode())
     dist.barrier()
     dist.destroy_process_group()
 
