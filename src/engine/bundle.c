@@ -83,8 +83,12 @@ int gs_bundle_write(struct gs_bundle *b, const char *text, size_t len, struct gs
         }
         if (fd < 0)
                 return gs_error_sys(err, "cannot create a temporary file in the bundle");
+        /* No fsync: the rename alone keeps a reader from ever seeing half a file, and the runtime
+         * reads it at once; a bundle does not outlive a crash of the machine in any use (engines
+         * keep bundles under /run and make them again), and an fsync cost the shim milliseconds
+         * per container on a disk-backed bundle directory. */
         if (write_all(fd, text, len) < 0 || fchmod(fd, b->mode) < 0 ||
-            (geteuid() == 0 && fchown(fd, b->uid, b->gid) < 0) || fsync(fd) < 0) {
+            (geteuid() == 0 && fchown(fd, b->uid, b->gid) < 0)) {
                 gs_error_sys(err, "cannot write the new config.json");
                 goto fail;
         }
