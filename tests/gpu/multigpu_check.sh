@@ -12,7 +12,8 @@
 #      view its own quota (memory counted per device); skipped where this python3 has no torch
 #      with NCCL;
 #   4. `gpuslice top --json` and `gpuslice metrics --once`: a row / series per GPU of the slice;
-#   5. `gpuslice cdi generate`: a device per GPU (index and UUID names) on two GPUs.
+#   5. `gpuslice cdi generate`: a device per GPU (index and UUID names) on two GPUs;
+#   6. MPS per GPU: a daemon each, slices of GPU 0 and GPU 1 through their own GPU's daemon at once.
 # (The container through the hook with NVIDIA_VISIBLE_DEVICES=1 and a slice, and the device
 # plugin on two GPUs, run in tests/gpu/run.sh's part multigpu, beside the other runc checks.)
 set -u
@@ -169,3 +170,31 @@ fi
 check "cdi generate: a device for each of the two GPUs (0, 1), each with its own device node" \
         test "$rc" = 0 -a -n "$(grep -E 'name: "?0"?$' "$O/cdi.yaml")" -a -n "$(grep -E 'name: "?1"?$' "$O/cdi.yaml")" \
         -a "$(grep -oE 'path: "?/dev/nvidia[0-9]+' "$O/cdi.yaml" | sort -u | wc -l)" -ge 2
+
+# --- 6. MPS per GPU: a daemon per GPU (`gpuslice mps start` on both), and under slice.mps = auto a
+# 30 % slice of GPU 1 and a 50 % slice of GPU 0 at once, each through its own GPU's daemon: 38 and
+# 66 of 132 SMs, and each daemon's control log has the client that came to it -------------------
+if command -v nvidia-cuda-mps-control >/dev/null && nvcc -O2 -o "$T/sms.bin" tests/gpu/mps_fault.cu 2>"$T/nvcc.err"; then
+        M=$T/mps
+        printf '[slice]\nmps-root = "%s"\nmps = "auto"\nregions-dir = "%s"\n' "$M" "$T/mps-regions" >"$T/mps.toml"
+        u0=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | sed -n 1p)
+        u1=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | sed -n 2p)
+        "$GS" mps start --device 0,1 --mps-root "$M" >"$O/mps-start.txt" 2>&1; rc=$?
+        cat "$O/mps-start.txt"
+        check "mps start --device 0,1: a daemon per GPU, each with its own pipe directory (rc $rc)" \
+                test "$rc" = 0 -a -S "$M/$u0/pipe/control" -a -S "$M/$u1/pipe/control"
+        "$GS" exec --config "$T/mps.toml" --device 1 --compute 30 -- "$T/sms.bin" sms >"$O/mps-gpu1.txt" 2>&1 &
+        a=$!
+        "$GS" exec --config "$T/mps.toml" --device 0 --compute 50 -- "$T/sms.bin" sms >"$O/mps-gpu0.txt" 2>&1 &
+        b=$!
+        wait $a $b
+        cat "$O/mps-gpu1.txt" "$O/mps-gpu0.txt"
+        check "MPS, GPU 1's 30 % slice: 38 of 132 SMs" grep -q "sms=38 " "$O/mps-gpu1.txt"
+        check "MPS, GPU 0's 50 % slice at the same time: 66 of 132 SMs" grep -q "sms=66 " "$O/mps-gpu0.txt"
+        c0=$(grep -c "NEW CLIENT" "$M/$u0/log/control.log" 2>/dev/null) c1=$(grep -c "NEW CLIENT" "$M/$u1/log/control.log" 2>/dev/null)
+        check "MPS: each GPU's daemon served its own slice (clients in the control logs: GPU 0 ${c0:-0}, GPU 1 ${c1:-0})" \
+                test "${c0:-0}" -ge 1 -a "${c1:-0}" -ge 1
+        "$GS" mps stop --mps-root "$M" >/dev/null 2>&1
+else
+        skip "MPS per GPU: no nvidia-cuda-mps-control or nvcc on this host"
+fi

@@ -607,7 +607,8 @@ PY
         part_done shim "$mark"
         fi # only shim
         # (f) issue 25 (GS_GPU_ONLY=multigpu), on a host of two GPUs or more: the hook with
-        # NVIDIA_VISIBLE_DEVICES=1 and a 4 GiB slice: the quota checks, and only GPU 1 inside
+        # NVIDIA_VISIBLE_DEVICES=1 and a 4 GiB slice, and the device plugin's 4 GiB share of GPU 1:
+        # the quota checks, and only GPU 1 inside
         if only multigpu && [ "$(nvidia-smi -L | grep -c '^GPU ')" -ge 2 ]; then
                 mark=$((pass + fail))
                 id=gs-gpu-mg-$$
@@ -617,6 +618,38 @@ PY
                 u1=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | sed -n 2p)
                 check "two GPUs: nvidia-smi in that container lists GPU 1 alone ($(kv smi_uuids "$OUTDIR/hook-mg.txt"))" \
                         test "$(kv smi_uuids "$OUTDIR/hook-mg.txt")" = "$u1 "
+                # The device plugin on two GPUs: a 4 GiB share of GPU 1 allocated (kubelet-probe),
+                # its answer names GPU 1's slice device, and the container it gives runs on GPU 1
+                # alone with the quota.
+                KPROBE=$BUILD/tests/kubelet-probe
+                if have multigpu "$KPROBE"; then
+                        mkdir -p "$HW/dp2"
+                        { cat "$HW/config.toml"; printf '[device-plugin]\nsocket-dir = "%s"\nresource = ""\n' "$HW/dp2"
+                          printf 'slices = ["4g=4Gi"]\ncdi-spec = "%s"\nhook-path = "%s"\nlabel-interval = 0\n' "$HW/k8s2-cdi.json" "$GSA"
+                        } >"$HW/dp2.toml"
+                        "$GSA" device-plugin --config "$HW/dp2.toml" 2>"$OUTDIR/k8s2-plugin.log" &
+                        dpp=$!
+                        "$KPROBE" "$HW/dp2" gpuslice.io/4g "$u1::0" 60 >"$OUTDIR/k8s2-allocate.json" 2>"$OUTDIR/k8s2-probe.err"
+                        rc=$?
+                        kill "$dpp"; wait "$dpp"
+                        cat "$OUTDIR/k8s2-allocate.json" "$OUTDIR/k8s2-probe.err"
+                        check "two GPUs, device plugin: Allocate of a 4 GiB share of GPU 1 answered" test "$rc" = 0
+                        names=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["cdi_devices"]))' "$OUTDIR/k8s2-allocate.json" 2>/dev/null)
+                        envs=$(python3 -c 'import json,sys; print(", ".join(json.dumps("%s=%s" % kv) for kv in sorted(json.load(open(sys.argv[1]))["envs"].items())))' "$OUTDIR/k8s2-allocate.json" 2>/dev/null)
+                        check "two GPUs, device plugin: the answer names GPU 1's slice device k8s.gpuslice.io/gpu=1-4g ($names)" \
+                                test "$names" = "k8s.gpuslice.io/gpu=1-4g"
+                        id=gs-gpu-k8s2-$$
+                        # shellcheck disable=SC2086
+                        smi=$(python3 -c 'import json,sys; m=[x["containerPath"] for x in json.load(open(sys.argv[1])).get("containerEdits", {}).get("mounts", []) if x["containerPath"].endswith("/nvidia-smi")]; print(m[0] if m else "/usr/bin/nvidia-smi")' "$HW/k8s2-cdi.json" 2>/dev/null)
+                        if [ -n "$names" ] && mkbundle k8s2 "${smi:-/usr/bin/nvidia-smi}" 3 "$envs" &&
+                                python3 tests/gpu/cdi_apply.py "$HW/k8s2/config.json" "$HW/k8s2-cdi.json" -- $names; then
+                                hook_ldlp "$HW/k8s2/config.json"
+                                runct k8s2 "$id" "$SLICES/$id"
+                        fi
+                        quota_checks k8s2 "two GPUs, the device plugin's 4 GiB share of GPU 1"
+                        check "two GPUs, device plugin: nvidia-smi in its container lists GPU 1 alone ($(kv smi_uuids "$OUTDIR/hook-k8s2.txt"))" \
+                                test "$(kv smi_uuids "$OUTDIR/hook-k8s2.txt")" = "$u1 "
+                fi
                 part_done multigpu "$mark"
         elif only multigpu; then
                 skip "multigpu: the container of GPU 1: this host has fewer than two GPUs"
