@@ -76,20 +76,23 @@ ran && within 0 6500 "$p50" && ok "bounded launch-ahead: with 5 ms batch kernels
         not_ok "launch-ahead: median ${p50:-none} us with 5 ms kernels (want <= 6500)"
 
 # Priorities. A client that wants the GPU all the time (a request every 2 ms) beside a batch
-# slice: as a normal slice above its share it waits for the batch's turns; as a high slice it
-# never waits for a low slice's turn, only for the kernel running. The batch is capped, not
-# guaranteed: a share-mode slice owed its guarantee goes first whatever the classes (its own rule,
-# the share 30 high/low case below), and beside a client that takes the GPU 500 times a second it
-# is owed whenever the hand-overs idle the GPU, as they do on a loaded two-core machine (a share 70
-# batch got 0.45-0.57 of the GPU there, was owed most of the time, and held the high client back
-# for up to 0.5 s): the case would test that rule, not this one.
+# slice. As a normal slice above its share (30 % beside a 70 % batch: its requests are charged the
+# batch kernel each one waits for) it waits for the batch's turns. As a high slice it never waits
+# for a low slice's turn, only for the kernel running: here beside a low batch of share 30 %,
+# whose guarantee (a share-mode slice owed its share goes first, whatever the classes: its own
+# rule) stays below what it gets in the gaps, so that the case tests the classes, not that rule.
+# (Beside a share 70 low batch the batch was owed whenever the hand-overs of a client taking the
+# GPU 500 times a second idled the GPU, as on a loaded two-core machine: 0.45-0.57 of the GPU,
+# and the high client held back up to 0.5 s, traced on the simulated GPU.)
 export PROBE_PERIOD_US=2000
-pair "GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=cap" "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" 2000
+pair "GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=share" "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" 2000
 normal=$(field p99_run_us "$TMP/client")
-pair "GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=cap GPUSLICE_PRIORITY=low" \
+pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=low" \
         "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high" 2000
 high=$(field p99_run_us "$TMP/client") hraw=$(field p99_us "$TMP/client") bfrac=$(field fraction "$TMP/batch")
-blo=$(probe_lo 0.40 "$TMP/batch")
+# (the batch's floor is its guarantee: 30 % of the 4 s it wanted the GPU, less the owed rule's
+# 20 ms of slack per 1 s window; CPU stalls measured in its run allowed for as everywhere)
+blo=$(probe_lo 0.28 "$TMP/batch")
 unset PROBE_PERIOD_US
 # What the observer sees of that pair (the interposer's counts in the regions): each slice's
 # priority, its launches, and how long they waited for the GPU (the low batch far longer).
@@ -110,10 +113,12 @@ if ran && within 0 6000 "$high" && awk -v h="$high" -v n="$normal" 'BEGIN { exit
 else
         not_ok "priority: high p99 ${high:-none} us (raw ${hraw:-none}; want <= 6000 and under half of normal's ${normal:-none})"
 fi
-# ... and the low batch uses the gaps: much of what the client leaves (the client's work and the
-# batch kernels it waits for take a fifth to a third of the GPU; one kernel at a time costs the
-# batch a little more)
-within "$blo" 1.0 "$bfrac" && ok "... the low batch uses the gaps: $bfrac of the GPU (>= $blo)" || not_ok "low batch in the gaps: ${bfrac:-none} (want >= $blo)"
+# ... and the low batch keeps its guarantee beside the high client: on this simulated GPU, beside a
+# client that takes the GPU every 2 ms, it gets 0.35-0.37 (a quiet machine): each hand-over back
+# to it waits for the client to be quiet for a tick (0.25 ms) and the client's next request
+# often comes first; the real GPU's table (bench/RESULTS.md) has the batch's throughput beside a
+# high client at a request every 20 ms
+within "$blo" 1.0 "$bfrac" && ok "... the low batch keeps its 30 % and takes gaps: $bfrac of the GPU (>= $blo)" || not_ok "low batch beside the high client: ${bfrac:-none} (want >= $blo)"
 
 # Classes without a guarantee (cap): a high slice gets its whole cap beside a low one that wants
 # everything; two normal slices split the GPU. (Each cap 60 %: the low one gets the rest.)
