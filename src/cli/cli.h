@@ -35,6 +35,18 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct gs_context *cli_open_context(const struct cli_globals *g);
 const struct gs_device_info *cli_query_devices(struct gs_context *ctx, bool basic);
 
+/* A long-running verb's context: its host config (`config`, NULL for the default) loaded into a
+ * new *hc (the caller frees it), the context opened with the globals the command line gave and,
+ * where it gave none, the config's (user, root, ldcache, NVML timeout, kernel modules). NULL with
+ * the exit code in *rv (and *hc NULL) on failure, the error printed. */
+struct gs_hostconfig;
+struct gs_context *cli_open_host_context(const struct cli_globals *g, const char *config, struct gs_hostconfig **hc,
+                                         int *rv);
+
+/* A plugin's progress line on stderr: "TIME gpuslice VERB: LINE" (VERB: the string `verb` points
+ * to; the signature of the plugins' note callbacks). */
+void cli_note_line(void *verb, const char *line);
+
 /* --user[=UID[:GID]] (numbers or names) into g->uid/gid; a usage error code on failure. */
 int cli_parse_user(struct cli_globals *g, const char *arg);
 

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "k8s/dra_plugin.h"
@@ -81,47 +80,21 @@ static int parse(struct dra_cli *d, int argc, char **argv)
         return -1;
 }
 
-static void print_line(void *ud, const char *line)
-{
-        (void)ud;
-        char ts[32];
-        time_t t = time(NULL);
-        struct tm tm;
-        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-        fprintf(stderr, "%s gpuslice dra-plugin: %s\n", ts, line);
-        fflush(stderr);
-}
-
 int cmd_dra_plugin(const struct cli_globals *g, int argc, char **argv)
 {
         struct dra_cli d = {0};
         int rv = parse(&d, argc, argv);
         if (rv >= 0)
                 return rv;
-        struct gs_hostconfig *hc = malloc(sizeof(*hc));
-        struct gs_error err = {0};
-        if (hc == NULL || gs_hostconfig_load(hc, d.config, &err) < 0) {
-                cli_error("config", "%s", hc == NULL ? "out of memory" : err.msg);
-                free(hc);
-                return CLI_EXIT_FAILURE;
-        }
-        struct cli_globals eff = *g;
-        if (!g->user_set && hc->user[0] != '\0' && (rv = cli_parse_user(&eff, hc->user)) != 0) {
-                free(hc);
+        struct gs_hostconfig *hc;
+        struct gs_context *ctx = cli_open_host_context(g, d.config, &hc, &rv);
+        if (ctx == NULL)
                 return rv;
-        }
-        eff.root = g->root_set ? g->root : hc->root;
-        eff.ldcache = g->ldcache_set ? g->ldcache : hc->ldcache;
-        eff.nvml_timeout_ms = g->timeout_set ? g->nvml_timeout_ms : hc->nvml_timeout_s * 1000;
-        eff.load_kmods = g->load_kmods || hc->load_kmods;
-        struct gs_context *ctx = cli_open_context(&eff);
-        if (ctx == NULL) {
-                free(hc);
-                return CLI_EXIT_FAILURE;
-        }
         d.o.hc = hc;
         d.o.ctx = ctx;
-        d.o.note = print_line;
+        d.o.note = cli_note_line;
+        d.o.ud = (void *)"dra-plugin";
+        struct gs_error err = {0};
         rv = 0;
         if (gs_dra_plugin_run(&d.o, &err) < 0) {
                 cli_error(err.stage != NULL ? err.stage : "dra-plugin", "%s", err.msg);

@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/privilege.h"
+#include "runtime/hostconfig.h"
 
 void cli_error(const char *stage, const char *fmt, ...)
 {
@@ -211,4 +213,43 @@ void cli_hook_environment(const char *verb)
                                  "its OCI/CDI definition", loader[i], verb);
         clearenv();
         setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
+}
+
+void cli_note_line(void *verb, const char *line)
+{
+        char ts[32];
+        time_t t = time(NULL);
+        struct tm tm;
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        fprintf(stderr, "%s gpuslice %s: %s\n", ts, (const char *)verb, line);
+        fflush(stderr);
+}
+
+struct gs_context *cli_open_host_context(const struct cli_globals *g, const char *config, struct gs_hostconfig **hc,
+                                         int *rv)
+{
+        struct gs_error err = {0};
+        *rv = CLI_EXIT_FAILURE;
+        *hc = malloc(sizeof(**hc));
+        if (*hc == NULL || gs_hostconfig_load(*hc, config, &err) < 0) {
+                cli_error("config", "%s", *hc == NULL ? "out of memory" : err.msg);
+                goto fail;
+        }
+        struct cli_globals eff = *g;
+        int urv;
+        if (!g->user_set && (*hc)->user[0] != '\0' && (urv = cli_parse_user(&eff, (*hc)->user)) != 0) {
+                *rv = urv;
+                goto fail;
+        }
+        eff.root = g->root_set ? g->root : (*hc)->root;
+        eff.ldcache = g->ldcache_set ? g->ldcache : (*hc)->ldcache;
+        eff.nvml_timeout_ms = g->timeout_set ? g->nvml_timeout_ms : (*hc)->nvml_timeout_s * 1000;
+        eff.load_kmods = g->load_kmods || (*hc)->load_kmods;
+        struct gs_context *ctx = cli_open_context(&eff);
+        if (ctx != NULL)
+                return ctx;
+fail:
+        free(*hc);
+        *hc = NULL;
+        return NULL;
 }
