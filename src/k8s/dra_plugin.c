@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,11 +19,10 @@
 #include "common/strutil.h"
 #include "k8s/dra_int.h"
 #include "k8s/dra_slices.h"
+#include "k8s/serve.h"
 #include "k8s/topology.h"
 
 #define TICK_MS 1000
-#define HANDSHAKE_MS 10000
-#define IDLE_MS 600000
 #define PUBLISH_RETRY_MS 5000
 
 /* ------------------------------------------------------------------------------------------ */
@@ -215,21 +213,12 @@ static void unpublish(struct gs_dra *p)
 
 enum { FD_SIGNAL, FD_HEALTH, FD_REG, FD_SVC, FD_FIXED };
 
-static bool expired(const struct gs_dra_conn *c, long long now)
-{
-        if (gs_h2c_nstreams(c->h) > 0)
-                return false;
-        long long idle = gs_h2c_idle_ms(c->h, now);
-        bool never_heard = idle >= now - c->opened;
-        return idle > (never_heard ? HANDSHAKE_MS : IDLE_MS);
-}
-
 static void serve_conns(struct gs_dra *p, const struct pollfd *fds, unsigned n, long long now)
 {
         struct gs_h2c_conn *done[GS_DRA_MAX_CONNS];
         unsigned ndone = 0;
         for (unsigned i = 0; i < p->nconns; i++)
-                if (gs_h2c_io(p->conns[i].h, i < n ? fds[i].revents : 0, now) < 0 || expired(&p->conns[i], now))
+                if (gs_h2c_io(p->conns[i].h, i < n ? fds[i].revents : 0, now) < 0 || gs_k8s_conn_expired(p->conns[i].h, p->conns[i].opened, now))
                         done[ndone++] = p->conns[i].h;
         for (unsigned k = 0; k < ndone; k++) {
                 for (unsigned i = 0; i < p->nconns; i++) {
@@ -244,12 +233,10 @@ static void serve_conns(struct gs_dra *p, const struct pollfd *fds, unsigned n, 
 
 static void on_signal(struct gs_dra *p)
 {
-        struct signalfd_siginfo si;
-        while (read(p->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-                        gs_dra_note(p, "signal %u: stopping", si.ssi_signo);
-                        p->stop = true;
-                }
+        unsigned sig = gs_k8s_signals_read(p->signal_fd);
+        if (sig != 0) {
+                gs_dra_note(p, "signal %u: stopping", sig);
+                p->stop = true;
         }
 }
 
@@ -295,15 +282,8 @@ static int loop(struct gs_dra *p)
 
 static int setup_signals(struct gs_dra *p, struct gs_error *err)
 {
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGTERM);
-        sigaddset(&set, SIGINT);
-        signal(SIGPIPE, SIG_IGN);
-        if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-                return gs_error_sys(err, "sigprocmask");
-        p->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-        return p->signal_fd < 0 ? gs_error_sys(err, "signalfd") : 0;
+        p->signal_fd = gs_k8s_signals_open(err);
+        return p->signal_fd < 0 ? -1 : 0;
 }
 
 static bool dns_subdomain(const char *s)

@@ -16,8 +16,6 @@
 #define GS_K8S_MAX_CONNS 64     /* connections of all kinds at once */
 #define GS_K8S_MAX_WATCHERS 8   /* ListAndWatch streams per endpoint */
 #define GS_K8S_CALL_TIMEOUT_MS 10000
-#define GS_K8S_HANDSHAKE_MS 10000  /* a connection silent this long after it opened is dropped */
-#define GS_K8S_IDLE_MS 600000      /* a server connection with no stream, silent this long */
 #define GS_K8S_RETRY_MS 5000
 
 struct gs_k8s_plugin;

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include "common/proc.h"
 #include "k8s/cdispec.h"
 #include "k8s/plugin_int.h"
+#include "k8s/serve.h"
 #include "k8s/topology.h"
 
 #define TICK_MS 1000
@@ -43,11 +43,7 @@ static void build_pollset(struct gs_k8s_plugin *p, struct pollset *ps)
 /* Should this connection go (timeouts)? */
 static bool expired(const struct gs_k8s_conn *c, long long now)
 {
-        if (c->kind != GS_K8S_CONN_SERVER || gs_h2c_nstreams(c->h) > 0)
-                return false;
-        long long idle = gs_h2c_idle_ms(c->h, now);
-        bool never_heard = idle >= now - c->opened;
-        return idle > (never_heard ? GS_K8S_HANDSHAKE_MS : GS_K8S_IDLE_MS);
+        return c->kind == GS_K8S_CONN_SERVER && gs_k8s_conn_expired(c->h, c->opened, now);
 }
 
 /* I/O on every connection; the finished ones are freed (their streams' callbacks run first). */
@@ -78,12 +74,10 @@ static void serve_conns(struct gs_k8s_plugin *p, const struct pollset *ps, unsig
 
 static void on_signal(struct gs_k8s_plugin *p)
 {
-        struct signalfd_siginfo si;
-        while (read(p->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-                        gs_k8s_note(p, "signal %u: stopping", si.ssi_signo);
-                        p->stop = true;
-                }
+        unsigned sig = gs_k8s_signals_read(p->signal_fd);
+        if (sig != 0) {
+                gs_k8s_note(p, "signal %u: stopping", sig);
+                p->stop = true;
         }
 }
 
@@ -120,15 +114,8 @@ static int loop(struct gs_k8s_plugin *p)
 
 static int setup_signals(struct gs_k8s_plugin *p, struct gs_error *err)
 {
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGTERM);
-        sigaddset(&set, SIGINT);
-        signal(SIGPIPE, SIG_IGN);
-        if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-                return gs_error_sys(err, "sigprocmask");
-        p->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-        return p->signal_fd < 0 ? gs_error_sys(err, "signalfd") : 0;
+        p->signal_fd = gs_k8s_signals_open(err);
+        return p->signal_fd < 0 ? -1 : 0;
 }
 
 /* Devices, the plan, topology, the CDI spec: everything before the kubelet hears of us. */
