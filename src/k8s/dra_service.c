@@ -11,28 +11,24 @@
 #include "dra.pb-c.h"
 #include "k8s/arena.h"
 #include "k8s/dra_int.h"
+#include "k8s/serve.h"
 #include "pluginregistration.pb-c.h"
 
 void gs_dra_note(struct gs_dra *p, const char *fmt, ...)
 {
-        char line[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
+        gs_k8s_vnote(p->o->note, p->o->ud, fmt, ap);
         va_end(ap);
-        gs_log_info("%s", line);
-        if (p->o->note != NULL)
-                p->o->note(p->o->ud, line);
 }
 
 void gs_dra_note_cb(void *ud, const char *fmt, ...)
 {
-        char line[1024];
+        struct gs_dra *p = ud;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
+        gs_k8s_vnote(p->o->note, p->o->ud, fmt, ap);
         va_end(ap);
-        gs_dra_note(ud, "%s", line);
 }
 
 static void reply_packed(struct gs_h2c_conn *c, int32_t stream, const ProtobufCMessage *m)

@@ -22,6 +22,7 @@
 #include "k8s/cdispec.h"
 #include "k8s/plugin_int.h"
 #include "k8s/prefer.h"
+#include "k8s/serve.h"
 #include "k8s/topology.h"
 
 #define MAX_CONTAINERS 64    /* container requests in one call */
@@ -29,25 +30,19 @@
 
 void gs_k8s_note(struct gs_k8s_plugin *p, const char *fmt, ...)
 {
-        char line[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
+        gs_k8s_vnote(p->o->note, p->o->ud, fmt, ap);
         va_end(ap);
-        gs_log_info("%s", line);
-        if (p->o->note != NULL)
-                p->o->note(p->o->ud, line);
 }
 
 void gs_k8s_note_cb(void *ud, const char *fmt, ...)
 {
         struct gs_k8s_plugin *p = ud;
-        char line[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
+        gs_k8s_vnote(p->o->note, p->o->ud, fmt, ap);
         va_end(ap);
-        gs_k8s_note(p, "%s", line);
 }
 
 struct gs_k8s_conn *gs_k8s_conn_add(struct gs_k8s_plugin *p, struct gs_h2c_conn *h, enum gs_k8s_conn_kind kind,

@@ -2,8 +2,11 @@
 #include "k8s/serve.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+
+#include "common/log.h"
 
 int gs_k8s_signals_open(struct gs_error *err)
 {
@@ -35,4 +38,13 @@ bool gs_k8s_conn_expired(const struct gs_h2c_conn *h, long long opened, long lon
         long long idle = gs_h2c_idle_ms(h, now);
         bool never_heard = idle >= now - opened;
         return idle > (never_heard ? GS_K8S_HANDSHAKE_MS : GS_K8S_IDLE_MS);
+}
+
+void gs_k8s_vnote(void (*note)(void *ud, const char *line), void *ud, const char *fmt, va_list ap)
+{
+        char line[1024];
+        vsnprintf(line, sizeof(line), fmt, ap);
+        gs_log_info("%s", line);
+        if (note != NULL)
+                note(ud, line);
 }

@@ -3,6 +3,7 @@
 #ifndef GS_K8S_SERVE_H
 #define GS_K8S_SERVE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 
 #include "common/error.h"
@@ -21,5 +22,9 @@ unsigned gs_k8s_signals_read(int fd);
 /* A server connection (opened at `opened`, ms) with no stream open that has been silent past the
  * handshake limit (never heard from) or the idle limit. */
 bool gs_k8s_conn_expired(const struct gs_h2c_conn *h, long long opened, long long now);
+
+/* A plugin's progress line: formatted, into the debug log, and to `note` (with `ud`) if set. */
+void gs_k8s_vnote(void (*note)(void *ud, const char *line), void *ud, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
 
 #endif
