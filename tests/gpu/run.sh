@@ -767,7 +767,11 @@ fi
 # --- issue 20: latency beside a batch slice (bench/latency.sh) -------------------------------
 if part latency; then
         if [ -x "$CARRY/latency" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
-                bash bench/latency.sh "$BUILD" "${GS_LATENCY_SECONDS:-6}" | tee "$OUTDIR/latency.txt"
+                # (with each pair's kernel times and turns: where the client's requests waited)
+                mkdir -p "$OUTDIR/latency-timeline"
+                LAT_TIMELINE_DIR=$OUTDIR/latency-timeline LAT_SLICE_ENV=GPUSLICE_LOG_LEVEL=4 \
+                        bash bench/latency.sh "$BUILD" "${GS_LATENCY_SECONDS:-6}" | tee "$OUTDIR/latency.txt"
+                gzip -q "$OUTDIR"/latency-timeline/* 2>/dev/null
                 check "latency: every run completed" test "${PIPESTATUS[0]}" = 0
                 while read -r line; do
                         name=${line#target }
