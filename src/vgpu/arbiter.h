@@ -110,6 +110,8 @@ struct gs_arb {
         bool woke;                /* we gave our last turn up for want of work: our next is waking */
         bool woke_taken;          /* ... we were waking when we took the turn we hold */
         bool held_back;           /* our budget was spent since we last wanted the GPU */
+        /* A turn taken, given up or handed over, and why (the limiter's log at level 4; NULL: none) */
+        void (*note)(const struct gs_arb *a, const char *what);
         bool guaranteed;          /* share mode: owed its share over a window, whatever the classes */
         uint64_t win_tick, win_at, win_want;       /* the window: last tick, last step, time wanted */
         unsigned win_i;
@@ -149,13 +151,16 @@ static inline bool gs_arb_may_launch(const struct gs_arb *a)
                atomic_load_explicit(&a->me->until, memory_order_relaxed);
 }
 
-/* A launching thread that waits for the GPU: take it as soon as it is our turn, or cut a turn. */
+/* A launching thread that waits for the GPU: take it as soon as it is our turn, or cut a turn
+ * (waiting out a refresh the ticker is making, not skipping the try). */
 void gs_arb_try_take(struct gs_arb *a, uint64_t now);
 
 /* A launching thread of the holder that waits for room in its queue: give the GPU up at once if
  * another slice cut our turn (rather than at the ticker's next read); `fresh`: read the others'
- * records now, not only when the last read is GS_ARB_READ_WAIT_NS old. */
-void gs_arb_poll(struct gs_arb *a, uint64_t now, bool fresh);
+ * records now, not only when the last read is GS_ARB_READ_WAIT_NS old (waiting out a refresh the
+ * ticker is making). True when the view is that fresh (or we hold nothing); false when it could
+ * not be had now (the caller must not launch on the old one: it looks again). */
+bool gs_arb_poll(struct gs_arb *a, uint64_t now, bool fresh);
 
 /* Another slice shares the GPU (it ticked within a second, wants or holds it): the launch path
  * then keeps its queue short, so that a cut turn drains within about one kernel. */

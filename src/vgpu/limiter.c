@@ -119,6 +119,8 @@ struct lim_dev {
         _Atomic uint64_t tw_busy;    /* ... when the slice's busy total was this */
         _Atomic uint64_t tw_last;    /* a launcher last waited for a turn */
         _Atomic uint64_t busy_total; /* the ticker's `total`, for the launchers */
+        _Atomic uint64_t synced;     /* an application's wait for its work last returned */
+        _Atomic uint64_t going;      /* a launcher left the gate's wait to launch (launched() comes next) */
         /* ticker only */
         uint64_t done;               /* completion time of the last completed entry */
         uint64_t busy, published;
@@ -204,6 +206,16 @@ static int calibrate(struct lim_dev *d)
         return 0;
 }
 
+/* Re-calibrate now? Not during another slice's turn: the reference event is work of our context,
+ * and the GPU switches contexts to run it (about 0.14 ms each way on the H200): the slice whose turn
+ * it is pays twice that, and with us waiting for our turn (nothing of ours queued: when we look)
+ * that is most often a request of a latency client. Unless the reference got this old. */
+#define GS_LIMITER_CALIBRATE_STALE_NS 10000000000ull
+static bool calibrate_now(struct lim_dev *d, uint64_t now)
+{
+        return gs_arb_may_launch(&d->arb) || !gs_arb_shared(&d->arb) || now - d->cal_at > GS_LIMITER_CALIBRATE_STALE_NS;
+}
+
 static int make_events(struct lim_dev *d)
 {
         if (S.cu.cuCtxGetCurrent == NULL || S.cu.cuEventCreate == NULL || S.cu.cuEventRecord == NULL ||
@@ -234,6 +246,14 @@ static void share_region(struct lim_dev *d, int vis)
         d->tokens = t;
 }
 
+/* GPUSLICE_LOG_LEVEL=4: the turns this process takes and gives up, with the time (the monotonic
+ * clock, ns) and why (read beside the GPU times bench/latency.sh records: docs/slicing.md). */
+static void note_turn(const struct gs_arb *a, const char *what)
+{
+        gs_vgpu_log(4, "turn %llu %s", (unsigned long long)gs_mono_ns(), what);
+        (void)a;
+}
+
 /* The slice's name on the GPU's arbiter: GPUSLICE_ARBITER_NAME (the hook: the container id), else
  * its region's creation (every process of the slice shares it), else this process. */
 static void join_arbiter(struct lim_dev *d, int vis)
@@ -253,6 +273,8 @@ static void join_arbiter(struct lim_dev *d, int vis)
                         S.cfg.compute_mode == GS_COMPUTE_SHARE) < 0)
                 gs_vgpu_log(1, "device %d: no arbiter in %s/gpuslice-gpu-%s (%s): this slice does not take turns "
                                "with others on the GPU", vis, S.cfg.arbiter_dir, S.uuid_of[vis], strerror(errno));
+        else if (S.cfg.log_level >= 4)
+                d->arb.note = note_turn;
 }
 
 static int start_ticker(void)
@@ -400,7 +422,8 @@ static void check_turn_wait(struct lim_dev *d, int vis, uint64_t now)
                 atomic_compare_exchange_strong(&d->tw_since, &zero, now);
                 return;
         }
-        if (off != 0 || !not_our_turn(d) || now - since <= GS_LIMITER_TURN_WAIT_NS)
+        /* (another launching thread may have begun the stretch after our `now`) */
+        if (off != 0 || !not_our_turn(d) || since > now || now - since <= GS_LIMITER_TURN_WAIT_NS)
                 return;
         /* (the ticker's total holds an in-flight estimate, which can fall back) */
         uint64_t b = atomic_load(&d->busy_total), b0 = atomic_load(&d->tw_busy);
@@ -444,6 +467,14 @@ static bool strict_busy(struct lim_dev *d)
         if (atomic_load_explicit(&e->state, memory_order_acquire) != ENTRY_READY)
                 return atomic_load_explicit(&e->state, memory_order_acquire) == ENTRY_WRITING;
         return S.cu.cuEventQuery(e->ev) == CUDA_ERROR_NOT_READY;
+}
+
+/* Beside a higher class, the last kernel of ours ended and the gate is open: launch on a fresh
+ * look at the others' records, taken now, after that kernel ended (not a view the ticker was
+ * making meanwhile: a cut in that gap would find our next kernel ahead of the cutter's). */
+static bool strict_go(struct lim_dev *d)
+{
+        return gs_arb_poll(&d->arb, gs_mono_ns(), true) && !not_our_turn(d);
 }
 
 static bool queue_full(struct lim_dev *d)
@@ -496,6 +527,17 @@ static void record(struct lim_dev *d, CUstream stream, uint64_t now)
         atomic_store_explicit(&e->state, ok ? ENTRY_READY : ENTRY_EMPTY, memory_order_release);
 }
 
+/* A launch out of the gate's slow path is on its way: the ticker must not take the slice for
+ * quiet meanwhile (nothing launched for 20 ms, nobody waiting) and hand over the turn a launcher
+ * has just taken (the holder whose turn was cut, not having looked yet, never saw the cut, and its
+ * next kernel ran between a latency client's first two). The arbiter also ignores a quiet judged
+ * before the take (gs_arb_tick). */
+static int going(struct lim_dev *d, int vis)
+{
+        atomic_store_explicit(&d->going, gs_mono_ns(), memory_order_relaxed);
+        return vis;
+}
+
 int gs_limiter_gate(CUstream stream)
 {
         int vis = launch_device();
@@ -510,15 +552,13 @@ int gs_limiter_gate(CUstream stream)
         /* Within budget: two loads and a compare. Otherwise wait (the ticker refills). Beside a
          * slice of a higher class, long kernels go one at a time, each after a fresh look at the
          * others' records (a cut that came while the last one ran). */
-        bool strict = beside_higher(d);
-        if (__builtin_expect(strict, 0))
-                gs_arb_poll(&d->arb, gs_mono_ns(), true);
-        if (__builtin_expect(!over_budget(d) && !queue_full(d), 1))
+        if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))
                 return vis;
         if (!spent(d) && not_our_turn(d)) { /* a free GPU is taken without waiting */
+                going(d, vis); /* (from before the take: the ticker's next look sees it) */
                 gs_arb_try_take(&d->arb, gs_mono_ns());
-                if (!over_budget(d) && !queue_full(d))
-                        return vis;
+                if (!over_budget(d) && !queue_full(d) && (!beside_higher(d) || strict_go(d)))
+                        return going(d, vis);
         }
         atomic_fetch_add(&d->waiting, 1);
         /* Launches made since the last record are covered by no event: cover them now, before
@@ -528,10 +568,9 @@ int gs_limiter_gate(CUstream stream)
         bool was_spent = spent(d);
         uint64_t t0 = gs_mono_ns();
         for (;;) {
-                strict = beside_higher(d);
-                if (strict)
-                        gs_arb_poll(&d->arb, gs_mono_ns(), true);
-                if (!((was_spent ? !refilled(d) : spent(d)) || not_our_turn(d) || queue_full(d)))
+                bool strict = beside_higher(d);
+                if (!((was_spent ? !refilled(d) : spent(d)) || not_our_turn(d) || queue_full(d)) &&
+                    (!strict || strict_go(d)))
                         break;
                 if (!atomic_load_explicit(&L.running, memory_order_relaxed))
                         break;
@@ -540,15 +579,16 @@ int gs_limiter_gate(CUstream stream)
                         uint64_t now = gs_mono_ns();
                         gs_arb_try_take(&d->arb, now);
                         check_turn_wait(d, vis, now);
-                } else if (ours && !strict) {
+                } else if (ours) {
                         gs_arb_poll(&d->arb, gs_mono_ns(), false); /* our turn, no room: was it cut? */
                 }
                 /* (one at a time: the next kernel goes as soon as the last one ends) */
                 nap(strict && ours && !spent(d) ? GS_LIMITER_STRICT_NAP_NS : 100000);
         }
-        atomic_fetch_sub(&d->waiting, 1);
         if (S.region != NULL && S.slot >= 0)
                 gs_region_note_wait(S.region, (unsigned)vis, gs_mono_ns() - t0);
+        going(d, vis);
+        atomic_fetch_sub(&d->waiting, 1);
         return vis;
 }
 
@@ -596,6 +636,7 @@ void gs_limiter_after_sync(void)
         /* (a stream's wait: other streams may still have work; the estimate errs towards a
          * launch, and the ticker's next measurement sets it right) */
         uint64_t now = gs_mono_ns(), t = atomic_load_explicit(&d->tail_est, memory_order_relaxed);
+        atomic_store_explicit(&d->synced, now, memory_order_relaxed);
         if (t > now)
                 atomic_compare_exchange_strong_explicit(&d->tail_est, &t, now, memory_order_relaxed, memory_order_relaxed);
 }
@@ -817,7 +858,7 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
 {
         if (S.cu.cuCtxSetCurrent(d->ctx) != CUDA_SUCCESS)
                 return false;
-        if (now - d->cal_at > GS_LIMITER_CALIBRATE_NS && d->head == d->tail) {
+        if (now - d->cal_at > GS_LIMITER_CALIBRATE_NS && d->head == d->tail && calibrate_now(d, now)) {
                 calibrate(d); /* (it waits for the GPU: another context's time slice, retries) */
                 now = gs_mono_ns();
         }
@@ -859,9 +900,23 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
             now - atomic_load(&d->tw_last) > GS_LIMITER_TURN_GAP_NS)
                 atomic_store(&d->tw_since, 0); /* no wait for a turn for a while: the stretch ended */
         bool idle = atomic_load(&d->head) == atomic_load(&d->tail) && atomic_load(&d->seg_start) == 0;
+        /* Our last sign of work: a launch (or one on its way out of the gate), a completion
+         * measured, or the application's wait for its work returning (on our clock: a
+         * completion's time is an event's, mapped through a reference that may be a few hundred
+         * microseconds off). A slice whose kernel waited a millisecond behind another slice's and
+         * has just ended is in the middle of its work, its next launch microseconds away: by its
+         * last launch alone, or by a completion mapped early, it would look done, and a tick in
+         * that gap would hand its turn over (the other slice's next kernel then runs between two
+         * of ours). */
+        uint64_t active = atomic_load(&d->last_launch) > d->done ? atomic_load(&d->last_launch) : d->done;
+        if (atomic_load(&d->synced) > active)
+                active = atomic_load(&d->synced);
+        if (atomic_load(&d->going) > active)
+                active = atomic_load(&d->going);
+        if (active > now)
+                active = now;
         /* A slice whose budget is spent does not want a turn (it could not use it). */
-        bool wanting = (!idle || atomic_load(&d->waiting) != 0 ||
-                        now - atomic_load(&d->last_launch) < 2 * GS_LIMITER_SAMPLE_NS) && !spent(d) &&
+        bool wanting = (!idle || atomic_load(&d->waiting) != 0 || now - active < 2 * GS_LIMITER_SAMPLE_NS) && !spent(d) &&
                        (atomic_load(&d->waiting) == 0 || refilled(d));
         atomic_store(&d->wanting, wanting || atomic_load(&d->waiting) != 0);
         /* Hand the GPU over when about one tick of our work is left: the next slice's first
@@ -875,7 +930,6 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         /* Quiet: nothing of ours queued, and no launch or completion for a tick (and not held back
          * by our budget): a turn we hold goes to a slice that waits (we cut back in when our next
          * work comes). */
-        uint64_t active = atomic_load(&d->last_launch) > d->done ? atomic_load(&d->last_launch) : d->done;
         bool held_back = spent(d);
         bool quiet = idle && atomic_load(&d->waiting) == 0 && now - active > GS_LIMITER_TICK_NS && !held_back;
         gs_arb_tick(&d->arb, now, wanting, fresh, slice_busy(vis, d->arb_total),

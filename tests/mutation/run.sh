@@ -79,7 +79,7 @@ mutation liverw integration_resize_hook src/container/configure.c \
         "the live limits directory is mounted writable: the container rewrites its own limits"
 # Too slow for every CI run (vgpu_compute takes ~100 s, twice): MUTATION_ONLY=limiter runs it.
 mutation limiter vgpu_compute src/vgpu/limiter.c \
-        'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1))' \
+        'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))' \
         'if (1)' \
         "the compute limiter never waits (the launch gate always open)"
 SLOW=(limiter)

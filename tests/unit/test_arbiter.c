@@ -1,5 +1,6 @@
 /* The GPU's arbiter (src/vgpu/arbiter.c) as two slices of one process see it: the files in its
- * directory, which a reader may collect once their slice is gone. */
+ * directory, which a reader may collect once their slice is gone; a turn just taken; the fresh
+ * view a launcher needs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,11 +79,59 @@ static void test_remade_file_keeps_turn(void **state)
         assert_false(gs_arb_may_launch(&b));
 }
 
+/* A turn a launcher just took, and a tick whose clock was read (and whose judgement of the
+ * slice's work made) before the take: the turn is one of no length, not one of ~2^64 ns past its
+ * quantum (drained at once), and "quiet" judged before it does not hand it over (it did, while
+ * the launch was on its way: the holder it cut, not having looked yet, never saw the cut). Quiet
+ * judged after, it goes to the slice that wants the GPU. */
+static void test_fresh_turn_kept(void **state)
+{
+        (void)state;
+        assert_int_equal(gs_arb_open(&a, dir, "GPU-test", "x-00000000000000aa", 5000, GS_ARB_PRIO_HIGH, true), 0);
+        assert_int_equal(gs_arb_open(&b, dir, "GPU-test", "x-00000000000000bb", 5000, GS_ARB_PRIO_LOW, true), 0);
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+        assert_true(gs_arb_may_launch(&b));
+        uint64_t before = gs_mono_ns(); /* the ticker's clock, read before the launcher's take */
+        usleep(1000);
+        gs_arb_try_take(&a, gs_mono_ns());
+        assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&a, before, true, 0, 0, true, false, false); /* nothing of it on the GPU yet */
+        assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&a, before, false, 0, 0, true, true, false); /* quiet, as it looked before */
+        assert_true(gs_arb_may_launch(&a));
+        /* b, cut, gives its turn up at its next look */
+        assert_true(gs_arb_poll(&b, gs_mono_ns(), true));
+        assert_false(gs_arb_may_launch(&b));
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false); /* b still wants the GPU */
+        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false);
+        assert_false(gs_arb_may_launch(&a)); /* a, quiet: handed over */
+}
+
+/* A launcher that must launch on a fresh view waits out a refresh the ticker is making, and is
+ * told when it could not have one (it must not launch on the old view), never left to guess. */
+static void test_poll_fresh_view(void **state)
+{
+        (void)state;
+        assert_int_equal(gs_arb_open(&a, dir, "GPU-test", "x-00000000000000aa", 5000, GS_ARB_PRIO_LOW, true), 0);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        assert_true(gs_arb_may_launch(&a));
+        assert_true(gs_arb_poll(&a, gs_mono_ns(), true));
+        assert_false(atomic_flag_test_and_set(&a.busy)); /* the ticker is refreshing, and stays */
+        uint64_t t0 = gs_mono_ns();
+        assert_false(gs_arb_poll(&a, gs_mono_ns(), true));
+        assert_true(gs_mono_ns() - t0 >= 100000); /* it waited for the refresh first */
+        assert_false(gs_arb_poll(&a, gs_mono_ns(), false));
+        atomic_flag_clear(&a.busy);
+        assert_true(gs_arb_poll(&a, gs_mono_ns(), true));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_new_file_not_collected, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_remade_file_keeps_turn, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fresh_turn_kept, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_poll_fresh_view, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,8 @@
  * between launches, between two marker writes: "BEGIN-QUIET"/"END-QUIET" on stderr), batch
  * (cuLaunchKernel in batches of PROBE_BATCH (default 4), waiting for the batch before the last,
  * as bench/compute_shapes.cu does), request (a latency client: every PROBE_PERIOD_US (default 20000)
- * one request of PROBE_REQ_KERNELS (default 4) kernels on its stream, each waited for; it sleeps
+ * one request of PROBE_REQ_KERNELS (default 4) kernels on its stream, each waited for and the
+ * next launched PROBE_REQ_GAP_US (default 0) later, busy meanwhile (the host's work); it sleeps
  * between requests and prints requests=R p50_us= p99_us= max_us= of the requests' latency, from
  * the start of the request to the end of its last kernel).
  * PROBE_NVML=1 reads NVML's utilization of device 0 two thirds of the way through (util=U below).
@@ -109,12 +110,15 @@ static int die(const char *what, CUresult rc);
 /* The latency client: every `period` us a request of `kernels` kernels, each waited for, until
  * `end`; each request's latency into lat[]. Returns the kernels launched. */
 static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigned blocks, CUstream s, double end,
-                              double period, int kernels, double *lat, double *own, size_t cap, size_t *nreq)
+                              double period, int kernels, double gap, double *lat, double *own, size_t cap, size_t *nreq)
 {
         unsigned long n = 0;
         while (now_us() < end && *nreq < cap) {
                 double w0 = cpu_wait_us(), r0 = now_us();
                 for (int k = 0; k < kernels; k++) {
+                        /* the host's own work between two kernels of a request (busy: as a CPU step) */
+                        for (double g0 = now_us(); k > 0 && now_us() - g0 < gap;)
+                                ;
                         CK(launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
                         CK(cuStreamSynchronize(s));
                         n++;
@@ -211,6 +215,7 @@ int main(int argc, char **argv)
         bool request = strcmp(mode, "request") == 0;
         double period = getenv("PROBE_PERIOD_US") != NULL ? atof(getenv("PROBE_PERIOD_US")) : 20000;
         int req_kernels = getenv("PROBE_REQ_KERNELS") != NULL ? atoi(getenv("PROBE_REQ_KERNELS")) : 4;
+        double req_gap = getenv("PROBE_REQ_GAP_US") != NULL ? atof(getenv("PROBE_REQ_GAP_US")) : 0;
         size_t nreq = 0, req_cap = (size_t)(seconds * 1e6 / (period > 1 ? period : 1)) + 2;
         double *lat = request ? calloc(req_cap, sizeof(double)) : NULL;
         double *own = request ? calloc(req_cap, sizeof(double)) : NULL;
@@ -239,7 +244,7 @@ int main(int argc, char **argv)
                 fputs("BEGIN-QUIET\n", stderr);
         }
         if (request)
-                n = requests(launch, f, blocks, s, end, period, req_kernels, lat, own, req_cap, &nreq);
+                n = requests(launch, f, blocks, s, end, period, req_kernels, req_gap, lat, own, req_cap, &nreq);
         while (!request && now_us() < end) {
                 CUresult rc;
                 if (strcmp(mode, "ptsz") == 0)

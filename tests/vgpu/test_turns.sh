@@ -46,6 +46,33 @@ pair() {
 }
 ran() { [ -n "$(field requests "$TMP/client")" ] && [ -n "$(field fraction "$TMP/batch")" ]; }
 
+# bench/latency_timeline.py, which tells on the real GPU where a client's requests waited, on a
+# made-up pair of timelines (µs): request 0 comes at 1000 while a batch kernel runs until 2000,
+# its first kernel starts 139 later, and a batch kernel runs between its first and second
+# (a slip); request 1 comes at 10490 and a batch kernel starts 20 µs after it (a late start).
+python3 - "$TMP/tl-client" "$TMP/tl-batch" <<'EOF2'
+import sys
+us = 1000
+with open(sys.argv[2], "w") as b:
+    for s, e in [(0, 2000), (2348, 4348), (8500, 10500), (10510, 12510)]:
+        b.write(f"k {s * us} {e * us}\n")
+    b.write("sms ff\n")
+with open(sys.argv[1], "w") as c:
+    r0 = [(2139, 2209), (4487, 4557), (4600, 4670), (4700, 4770)]
+    r1 = [(12649, 12719), (12760, 12830), (12870, 12940), (12980, 13050)]
+    c.write(f"r 0 {(4770 - 1000) * us}\nr 4 {(13050 - 10490) * us}\n")
+    for s, e in r0 + r1:
+        c.write(f"k {s * us} {e * us}\n")
+    c.write("sms f0\n")
+EOF2
+tl=$(python3 "$SRC/bench/latency_timeline.py" "$TMP/tl-client" "$TMP/tl-batch" 3.0 2>&1)
+if [[ $tl == *"sms: client 4 batch 8 both 4"* && $tl == *"all: requests=2 "* && $tl == *" running=2 late=1 late_kernels=1 slipped=1 slip_kernels=1 switch_p50_us=139.0"* &&
+        $tl == *"over 3.000 ms: requests=1 "* ]]; then
+        ok "bench/latency_timeline.py finds the slip, the late start and the 139 us switch in a made-up timeline"
+else
+        not_ok "bench/latency_timeline.py on a made-up timeline: $tl"
+fi
+
 # The client waits for about one neighbour kernel, not for the neighbour's turn (a quantum of
 # 40 ms): its p99 stays under two batch kernels and 6 ms of a loaded CI machine's scheduling
 # (the turn before cuts: ~21 ms with 2 ms kernels); the batch keeps its share (share mode: it
@@ -119,6 +146,22 @@ fi
 # often comes first; the real GPU's table (bench/RESULTS.md) has the batch's throughput beside a
 # high client at a request every 20 ms
 within "$blo" 1.0 "$bfrac" && ok "... the low batch keeps its 30 % and takes gaps: $bfrac of the GPU (>= $blo)" || not_ok "low batch beside the high client: ${bfrac:-none} (want >= $blo)"
+
+# A high client keeps its turn through its request: its first kernel waited up to a 5 ms batch
+# kernel, and its next comes 0.1 ms after (the host's work between the kernels of a request).
+# It waits for that one batch kernel, never for a second between its own kernels (the turn is
+# handed over only once it was quiet for a tick, 0.25 ms: last launch *and* last completion).
+# (Its share is 60 %: a request is charged the batch kernel it waited behind, up to 5.5 ms of
+# GPU time per 20 ms, and at 30 % its budget would hold it back now and then.)
+pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=low" \
+        "GPUSLICE_COMPUTE_LIMIT=60 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high PROBE_REQ_GAP_US=100" 5000
+p99=$(field p99_run_us "$TMP/client") raw=$(field p99_us "$TMP/client")
+if ran && within 0 7500 "$p99"; then
+        ok "a high client's request waits for one 5 ms batch kernel, not two: p99 $p99 us (<= 7500; raw $raw)"
+else
+        not_ok "high client, 5 ms batch kernels, 0.1 ms host gaps: p99 ${p99:-none} us (raw ${raw:-none}; want <= 7500)"
+        tail -n 3 "$TMP/client" "$TMP/batch"
+fi
 
 # Classes without a guarantee (cap): a high slice gets its whole cap beside a low one that wants
 # everything; two normal slices split the GPU. (Each cap 60 %: the low one gets the rest.)
