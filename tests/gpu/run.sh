@@ -486,6 +486,44 @@ PY
                 check "$2: the slice directory existed while the container ran" test "$(kv slice_dir_during "$h")" = yes
                 check "$2: poststop removed the slice directory" test "$(kv slice_dir_after "$h")" = no
         }
+        # dp_container TAG UUID WHAT: gpuslice device-plugin on this host's GPUs (config HW/TAG.toml,
+        # sockets HW/TAG-dp) registered by kubelet-probe (the kubelet's side in C: this host's python
+        # has no grpcio); its Allocate answer for one 4 GiB share of GPU UUID (OUTDIR/TAG-allocate.json;
+        # its CDI device names, env and nvidia-smi path in HW/TAG-facts.txt) applied as a CDI runtime
+        # would (the plugin's own spec, the answer's env) to a runc bundle HW/TAG: the quota checks.
+        dp_container() {
+                local tag=$1 uuid=$2 what=$3 dpp rc id=gs-gpu-$1-$$
+                mkdir -p "$HW/$tag-dp"
+                { cat "$HW/config.toml"; printf '[device-plugin]\nsocket-dir = "%s"\nresource = ""\n' "$HW/$tag-dp"
+                  printf 'slices = ["4g=4Gi"]\ncdi-spec = "%s"\nhook-path = "%s"\nlabel-interval = 0\n' "$HW/$tag-cdi.json" "$GSA"
+                } >"$HW/$tag.toml"
+                "$GSA" device-plugin --config "$HW/$tag.toml" 2>"$OUTDIR/$tag-plugin.log" &
+                dpp=$!
+                "$KPROBE" "$HW/$tag-dp" gpuslice.io/4g "$uuid::0" 60 >"$OUTDIR/$tag-allocate.json" 2>"$OUTDIR/$tag-probe.err"
+                rc=$?
+                kill "$dpp"; wait "$dpp"
+                cat "$OUTDIR/$tag-allocate.json" "$OUTDIR/$tag-probe.err"
+                check "$what: registered; Allocate of a 4 GiB share answered" test "$rc" = 0
+                python3 - "$OUTDIR/$tag-allocate.json" "$HW/$tag-cdi.json" >"$HW/$tag-facts.txt" <<'PY'
+import json, sys
+a, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("names=%s" % " ".join(a["cdi_devices"]))
+print("env=%s" % ", ".join(json.dumps("%s=%s" % kv) for kv in sorted(a["envs"].items())))
+smi = [m["containerPath"] for m in s.get("containerEdits", {}).get("mounts", []) if m["containerPath"].endswith("/nvidia-smi")]
+print("smi=%s" % (smi[0] if smi else "/usr/bin/nvidia-smi"))
+PY
+                cat "$HW/$tag-facts.txt"
+                # shellcheck disable=SC2046
+                if [ -n "$(kv names "$HW/$tag-facts.txt")" ] &&
+                        mkbundle "$tag" "$(kv smi "$HW/$tag-facts.txt")" 3 "$(kv env "$HW/$tag-facts.txt")" &&
+                        python3 tests/gpu/cdi_apply.py "$HW/$tag/config.json" "$HW/$tag-cdi.json" -- $(kv names "$HW/$tag-facts.txt"); then
+                        hook_ldlp "$HW/$tag/config.json"
+                        cp "$HW/$tag/config.json" "$OUTDIR/$tag-config.json"
+                        runct "$tag" "$id" "$SLICES/$id"
+                fi
+                quota_checks "$tag" "$what"
+        }
+        KPROBE=$BUILD/tests/kubelet-probe
         NV='"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"'
         HOOKS="{\"prestart\": [{\"path\": \"$GSA\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$HW/config.toml\", \"prestart\"], \"env\": [$HOOK_ENV]}],
                 \"poststop\": [{\"path\": \"$GSA\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$HW/config.toml\", \"poststop\"], \"env\": [$HOOK_ENV]}]}"
@@ -621,32 +659,10 @@ PY
                 # The device plugin on two GPUs: a 4 GiB share of GPU 1 allocated (kubelet-probe),
                 # its answer names GPU 1's slice device, and the container it gives runs on GPU 1
                 # alone with the quota.
-                KPROBE=$BUILD/tests/kubelet-probe
                 if have multigpu "$KPROBE"; then
-                        mkdir -p "$HW/dp2"
-                        { cat "$HW/config.toml"; printf '[device-plugin]\nsocket-dir = "%s"\nresource = ""\n' "$HW/dp2"
-                          printf 'slices = ["4g=4Gi"]\ncdi-spec = "%s"\nhook-path = "%s"\nlabel-interval = 0\n' "$HW/k8s2-cdi.json" "$GSA"
-                        } >"$HW/dp2.toml"
-                        "$GSA" device-plugin --config "$HW/dp2.toml" 2>"$OUTDIR/k8s2-plugin.log" &
-                        dpp=$!
-                        "$KPROBE" "$HW/dp2" gpuslice.io/4g "$u1::0" 60 >"$OUTDIR/k8s2-allocate.json" 2>"$OUTDIR/k8s2-probe.err"
-                        rc=$?
-                        kill "$dpp"; wait "$dpp"
-                        cat "$OUTDIR/k8s2-allocate.json" "$OUTDIR/k8s2-probe.err"
-                        check "two GPUs, device plugin: Allocate of a 4 GiB share of GPU 1 answered" test "$rc" = 0
-                        names=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["cdi_devices"]))' "$OUTDIR/k8s2-allocate.json" 2>/dev/null)
-                        envs=$(python3 -c 'import json,sys; print(", ".join(json.dumps("%s=%s" % kv) for kv in sorted(json.load(open(sys.argv[1]))["envs"].items())))' "$OUTDIR/k8s2-allocate.json" 2>/dev/null)
-                        check "two GPUs, device plugin: the answer names GPU 1's slice device k8s.gpuslice.io/gpu=1-4g ($names)" \
-                                test "$names" = "k8s.gpuslice.io/gpu=1-4g"
-                        id=gs-gpu-k8s2-$$
-                        # shellcheck disable=SC2086
-                        smi=$(python3 -c 'import json,sys; m=[x["containerPath"] for x in json.load(open(sys.argv[1])).get("containerEdits", {}).get("mounts", []) if x["containerPath"].endswith("/nvidia-smi")]; print(m[0] if m else "/usr/bin/nvidia-smi")' "$HW/k8s2-cdi.json" 2>/dev/null)
-                        if [ -n "$names" ] && mkbundle k8s2 "${smi:-/usr/bin/nvidia-smi}" 3 "$envs" &&
-                                python3 tests/gpu/cdi_apply.py "$HW/k8s2/config.json" "$HW/k8s2-cdi.json" -- $names; then
-                                hook_ldlp "$HW/k8s2/config.json"
-                                runct k8s2 "$id" "$SLICES/$id"
-                        fi
-                        quota_checks k8s2 "two GPUs, the device plugin's 4 GiB share of GPU 1"
+                        dp_container k8s2 "$u1" "two GPUs, the device plugin's 4 GiB share of GPU 1"
+                        check "two GPUs, device plugin: the answer names GPU 1's slice device k8s.gpuslice.io/gpu=1-4g" \
+                                test "$(kv names "$HW/k8s2-facts.txt")" = "k8s.gpuslice.io/gpu=1-4g"
                         check "two GPUs, device plugin: nvidia-smi in its container lists GPU 1 alone ($(kv smi_uuids "$OUTDIR/hook-k8s2.txt"))" \
                                 test "$(kv smi_uuids "$OUTDIR/hook-k8s2.txt")" = "$u1 "
                 fi
@@ -655,44 +671,13 @@ PY
                 skip "multigpu: the container of GPU 1: this host has fewer than two GPUs"
         fi
 
-        # (d) issue 12 (GS_GPU_ONLY=k8s): gpuslice device-plugin on this GPU, registered by
-        # kubelet-probe (the kubelet's side in C: this host's python has no grpcio); its Allocate
-        # answer for one 4 GiB share applied as a CDI runtime would (the plugin's own spec, the
-        # answer's env) to a runc bundle: the quota checks of (a) and (b).
-        KPROBE=$BUILD/tests/kubelet-probe
+        # (d) issue 12 (GS_GPU_ONLY=k8s): gpuslice device-plugin on this GPU: its Allocate answer
+        # for one 4 GiB share as a container (dp_container): the quota checks of (a) and (b).
         if only k8s && have k8s "$KPROBE"; then
-                mkdir -p "$HW/dp"
-                { cat "$HW/config.toml"; printf '[device-plugin]\nsocket-dir = "%s"\nresource = ""\n' "$HW/dp"
-                  printf 'slices = ["4g=4Gi"]\ncdi-spec = "%s"\nhook-path = "%s"\nlabel-interval = 0\n' "$HW/k8s-cdi.json" "$GSA"
-                } >"$HW/dp.toml"
-                "$GSA" device-plugin --config "$HW/dp.toml" 2>"$OUTDIR/k8s-plugin.log" &
-                dpp=$!
-                uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
-                "$KPROBE" "$HW/dp" gpuslice.io/4g "$uuid::0" 60 >"$OUTDIR/k8s-allocate.json" 2>"$OUTDIR/k8s-probe.err"
-                rc=$?
-                kill "$dpp"; wait "$dpp"
-                cat "$OUTDIR/k8s-allocate.json" "$OUTDIR/k8s-probe.err"
-                check "device-plugin: registered; Allocate of a 4 GiB share answered" test "$rc" = 0
-                python3 - "$OUTDIR/k8s-allocate.json" "$HW/k8s-cdi.json" >"$HW/k8s-facts.txt" <<'PY'
-import json, sys
-a, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-print("names=%s" % " ".join(a["cdi_devices"]))
-print("env=%s" % ", ".join(json.dumps("%s=%s" % kv) for kv in sorted(a["envs"].items())))
-smi = [m["containerPath"] for m in s.get("containerEdits", {}).get("mounts", []) if m["containerPath"].endswith("/nvidia-smi")]
-print("smi=%s" % (smi[0] if smi else "/usr/bin/nvidia-smi"))
-PY
-                cat "$HW/k8s-facts.txt"
+                dp_container k8s "$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)" \
+                        "Kubernetes: the Allocate answer of a 4 GiB share"
                 check "device-plugin: the answer names the CDI slice device k8s.gpuslice.io/gpu=0-4g" \
                         test "$(kv names "$HW/k8s-facts.txt")" = "k8s.gpuslice.io/gpu=0-4g"
-                id=gs-gpu-k8s-$$
-                # shellcheck disable=SC2046
-                if mkbundle k8s "$(kv smi "$HW/k8s-facts.txt")" 3 "$(kv env "$HW/k8s-facts.txt")" &&
-                        python3 tests/gpu/cdi_apply.py "$HW/k8s/config.json" "$HW/k8s-cdi.json" -- $(kv names "$HW/k8s-facts.txt"); then
-                        hook_ldlp "$HW/k8s/config.json"
-                        cp "$HW/k8s/config.json" "$OUTDIR/k8s-config.json"
-                        runct k8s "$id" "$SLICES/$id"
-                fi
-                quota_checks k8s "Kubernetes: the Allocate answer of a 4 GiB share"
         fi
 
         # (c) issue 9 in containers (GS_GPU_ONLY=ctcompute): compute slices under the real hook.
