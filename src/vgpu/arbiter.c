@@ -625,11 +625,11 @@ static bool view_lock(struct gs_arb *a)
         }
 }
 
-void gs_arb_try_take(struct gs_arb *a, uint64_t now)
+void gs_arb_try_take(struct gs_arb *a)
 {
         if (a->me == NULL || !view_lock(a))
                 return;
-        now = gs_mono_ns(); /* (after the wait) */
+        uint64_t now = gs_mono_ns(); /* (after any wait for the view) */
         if (now - a->read_at >= GS_ARB_READ_WAIT_NS)
                 read_peers(a, now);
         bool waking = note_want(a, now);
@@ -642,7 +642,7 @@ void gs_arb_try_take(struct gs_arb *a, uint64_t now)
         atomic_flag_clear(&a->busy);
 }
 
-bool gs_arb_poll(struct gs_arb *a, uint64_t now, bool fresh)
+bool gs_arb_poll(struct gs_arb *a, bool fresh)
 {
         if (a->me == NULL || atomic_load(&a->me->state) == GS_ARB_FREE)
                 return true;
@@ -650,7 +650,7 @@ bool gs_arb_poll(struct gs_arb *a, uint64_t now, bool fresh)
                 return false;
         if (fresh && !view_lock(a))
                 return false;
-        now = gs_mono_ns(); /* (after the wait) */
+        uint64_t now = gs_mono_ns(); /* (after any wait for the view) */
         if (fresh || now - a->read_at >= GS_ARB_READ_WAIT_NS) {
                 read_peers(a, now);
                 int why = atomic_load(&a->me->state) != GS_ARB_FREE ? yield_to_holder(a, now) : KEEP;

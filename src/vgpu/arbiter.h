@@ -153,14 +153,14 @@ static inline bool gs_arb_may_launch(const struct gs_arb *a)
 
 /* A launching thread that waits for the GPU: take it as soon as it is our turn, or cut a turn
  * (waiting out a refresh the ticker is making, not skipping the try). */
-void gs_arb_try_take(struct gs_arb *a, uint64_t now);
+void gs_arb_try_take(struct gs_arb *a);
 
 /* A launching thread of the holder that waits for room in its queue: give the GPU up at once if
  * another slice cut our turn (rather than at the ticker's next read); `fresh`: read the others'
  * records now, not only when the last read is GS_ARB_READ_WAIT_NS old (waiting out a refresh the
  * ticker is making). True when the view is that fresh (or we hold nothing); false when it could
  * not be had now (the caller must not launch on the old one: it looks again). */
-bool gs_arb_poll(struct gs_arb *a, uint64_t now, bool fresh);
+bool gs_arb_poll(struct gs_arb *a, bool fresh);
 
 /* Another slice shares the GPU (it ticked within a second, wants or holds it): the launch path
  * then keeps its queue short, so that a cut turn drains within about one kernel. */

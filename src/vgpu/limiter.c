@@ -474,7 +474,7 @@ static bool strict_busy(struct lim_dev *d)
  * making meanwhile: a cut in that gap would find our next kernel ahead of the cutter's). */
 static bool strict_go(struct lim_dev *d)
 {
-        return gs_arb_poll(&d->arb, gs_mono_ns(), true) && !not_our_turn(d);
+        return gs_arb_poll(&d->arb, true) && !not_our_turn(d);
 }
 
 static bool queue_full(struct lim_dev *d)
@@ -556,7 +556,7 @@ int gs_limiter_gate(CUstream stream)
                 return vis;
         if (!spent(d) && not_our_turn(d)) { /* a free GPU is taken without waiting */
                 going(d, vis); /* (from before the take: the ticker's next look sees it) */
-                gs_arb_try_take(&d->arb, gs_mono_ns());
+                gs_arb_try_take(&d->arb);
                 if (!over_budget(d) && !queue_full(d) && (!beside_higher(d) || strict_go(d)))
                         return going(d, vis);
         }
@@ -576,11 +576,10 @@ int gs_limiter_gate(CUstream stream)
                         break;
                 bool ours = !not_our_turn(d);
                 if ((was_spent ? refilled(d) : !spent(d)) && !ours) {
-                        uint64_t now = gs_mono_ns();
-                        gs_arb_try_take(&d->arb, now);
-                        check_turn_wait(d, vis, now);
+                        gs_arb_try_take(&d->arb);
+                        check_turn_wait(d, vis, gs_mono_ns());
                 } else if (ours) {
-                        gs_arb_poll(&d->arb, gs_mono_ns(), false); /* our turn, no room: was it cut? */
+                        gs_arb_poll(&d->arb, false); /* our turn, no room: was it cut? */
                 }
                 /* (one at a time: the next kernel goes as soon as the last one ends) */
                 nap(strict && ours && !spent(d) ? GS_LIMITER_STRICT_NAP_NS : 100000);

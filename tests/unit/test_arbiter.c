@@ -32,6 +32,13 @@ static int teardown(void **state)
         return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Slice a (file x-...aa) or b (x-...bb) on the test GPU, share-mode at 50 %, of class PRIO. */
+static void open_slice(struct gs_arb *x, uint32_t prio)
+{
+        const char *name = x == &a ? "x-00000000000000aa" : "x-00000000000000bb";
+        assert_int_equal(gs_arb_open(x, dir, "GPU-test", name, 5000, prio, true), 0);
+}
+
 static bool file_there(const char *name)
 {
         char path[256];
@@ -46,8 +53,8 @@ static bool file_there(const char *name)
 static void test_new_file_not_collected(void **state)
 {
         (void)state;
-        assert_int_equal(gs_arb_open(&a, dir, "GPU-test", "x-00000000000000aa", 5000, GS_ARB_PRIO_NORMAL, true), 0);
-        assert_int_equal(gs_arb_open(&b, dir, "GPU-test", "x-00000000000000bb", 5000, GS_ARB_PRIO_NORMAL, true), 0);
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
         assert_true(file_there("x-00000000000000aa"));
         /* b reads the others' files (and collects those gone): a has not ticked yet */
         gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
@@ -63,8 +70,8 @@ static void test_new_file_not_collected(void **state)
 static void test_remade_file_keeps_turn(void **state)
 {
         (void)state;
-        assert_int_equal(gs_arb_open(&a, dir, "GPU-test", "x-00000000000000aa", 5000, GS_ARB_PRIO_NORMAL, true), 0);
-        assert_int_equal(gs_arb_open(&b, dir, "GPU-test", "x-00000000000000bb", 5000, GS_ARB_PRIO_NORMAL, true), 0);
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
         gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
         assert_true(gs_arb_may_launch(&a));
         char path[256];
@@ -87,20 +94,20 @@ static void test_remade_file_keeps_turn(void **state)
 static void test_fresh_turn_kept(void **state)
 {
         (void)state;
-        assert_int_equal(gs_arb_open(&a, dir, "GPU-test", "x-00000000000000aa", 5000, GS_ARB_PRIO_HIGH, true), 0);
-        assert_int_equal(gs_arb_open(&b, dir, "GPU-test", "x-00000000000000bb", 5000, GS_ARB_PRIO_LOW, true), 0);
+        open_slice(&a, GS_ARB_PRIO_HIGH);
+        open_slice(&b, GS_ARB_PRIO_LOW);
         gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
         assert_true(gs_arb_may_launch(&b));
         uint64_t before = gs_mono_ns(); /* the ticker's clock, read before the launcher's take */
         usleep(1000);
-        gs_arb_try_take(&a, gs_mono_ns());
+        gs_arb_try_take(&a);
         assert_true(gs_arb_may_launch(&a));
         gs_arb_tick(&a, before, true, 0, 0, true, false, false); /* nothing of it on the GPU yet */
         assert_true(gs_arb_may_launch(&a));
         gs_arb_tick(&a, before, false, 0, 0, true, true, false); /* quiet, as it looked before */
         assert_true(gs_arb_may_launch(&a));
         /* b, cut, gives its turn up at its next look */
-        assert_true(gs_arb_poll(&b, gs_mono_ns(), true));
+        assert_true(gs_arb_poll(&b, true));
         assert_false(gs_arb_may_launch(&b));
         gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false); /* b still wants the GPU */
         gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false);
@@ -112,17 +119,17 @@ static void test_fresh_turn_kept(void **state)
 static void test_poll_fresh_view(void **state)
 {
         (void)state;
-        assert_int_equal(gs_arb_open(&a, dir, "GPU-test", "x-00000000000000aa", 5000, GS_ARB_PRIO_LOW, true), 0);
+        open_slice(&a, GS_ARB_PRIO_LOW);
         gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
         assert_true(gs_arb_may_launch(&a));
-        assert_true(gs_arb_poll(&a, gs_mono_ns(), true));
+        assert_true(gs_arb_poll(&a, true));
         assert_false(atomic_flag_test_and_set(&a.busy)); /* the ticker is refreshing, and stays */
         uint64_t t0 = gs_mono_ns();
-        assert_false(gs_arb_poll(&a, gs_mono_ns(), true));
+        assert_false(gs_arb_poll(&a, true));
         assert_true(gs_mono_ns() - t0 >= 100000); /* it waited for the refresh first */
-        assert_false(gs_arb_poll(&a, gs_mono_ns(), false));
+        assert_false(gs_arb_poll(&a, false));
         atomic_flag_clear(&a.busy);
-        assert_true(gs_arb_poll(&a, gs_mono_ns(), true));
+        assert_true(gs_arb_poll(&a, true));
 }
 
 int main(void)
