@@ -101,8 +101,9 @@ static bool limited(const struct gs_k8s_resource *r, const struct group *g)
         return r->shared && g->mig < 0 && (r->memory != 0 || r->compute != 0);
 }
 
-/* The slice env: global when every group is one share (CDI: the slice device sets it; env: we
- * do), else per device (i: the group's place among all of the container's devices). */
+/* The slice env of an env answer (the hook reads it): global when every group has the same
+ * shares, else per device (i: the group's place among all of the container's devices). A CDI
+ * answer has none: its slice devices carry the limits in their hooks' args. */
 static int slice_env(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resource *r, const struct group *g,
                      size_t ng, struct answer *an, struct gs_error *err)
 {
@@ -112,17 +113,13 @@ static int slice_env(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resou
                 nlim += limited(r, &g[i]);
                 uniform &= g[i].k == g[0].k;
         }
-        if (nlim == 0)
+        if (nlim == 0 || x->plan->mode != GS_K8S_ALLOC_ENV)
                 return 0;
         uniform &= nlim == ng;
-        bool cdi = x->plan->mode != GS_K8S_ALLOC_ENV;
         char mem[32], cpu[16], key[64];
-        /* the priority is the container's, not a device's: CDI's slice device carries it */
-        if (!cdi && r->priority[0] != '\0' && env(an, "GPUSLICE_PRIORITY", r->priority) < 0)
+        if (r->priority[0] != '\0' && env(an, "GPUSLICE_PRIORITY", r->priority) < 0)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
-        if (uniform && (!cdi || g[0].k == 1)) {
-                if (cdi)
-                        return 0;
+        if (uniform) {
                 slice_values(r, g[0].k, mem, sizeof(mem), cpu, sizeof(cpu));
                 if ((mem[0] && env(an, "GPUSLICE_MEMORY_LIMIT", mem) < 0) || (cpu[0] && env(an, "GPUSLICE_COMPUTE_LIMIT", cpu) < 0))
                         return gs_error_set(err, GS_ENOMEM, "out of memory");
@@ -145,6 +142,18 @@ static int slice_env(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resou
         return 0;
 }
 
+/* The share count of the CDI slice devices of a CDI answer: a container's slice is made by the
+ * first slice hook that runs, with that device's limits for every GPU of the container, so the
+ * devices all name the fewest shares any limited group has (never more than a GPU was given). */
+static unsigned cdi_shares(const struct gs_k8s_resource *r, const struct group *g, size_t ng)
+{
+        unsigned k = 0;
+        for (size_t i = 0; i < ng; i++)
+                if (limited(r, &g[i]) && (k == 0 || g[i].k < k))
+                        k = g[i].k;
+        return k;
+}
+
 static int cdi_names(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resource *r, const struct group *g,
                      size_t ng, struct answer *an, struct gs_error *err)
 {
@@ -154,11 +163,15 @@ static int cdi_names(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resou
         V1beta1__CDIDevice **devs = gs_k8s_arena_alloc(an->a, ng * sizeof(*devs));
         if (names == NULL || devs == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
+        char slice_dev[GS_K8S_MAX_NAME] = "";
+        if (cdi_shares(r, g, ng) > 0 && gs_k8s_slice_device(r, cdi_shares(r, g, ng), slice_dev, sizeof(slice_dev)) < 0)
+                return gs_error_set(err, GS_EINVAL, "slice name too long: %s", r->cdi_slice);
         for (size_t i = 0; i < ng; i++) {
                 const struct gs_gpu *gpu = &p->dev->gpus[g[i].gpu];
                 char dev[GS_K8S_MAX_NAME];
                 gs_cdi_device_name(GS_CDI_NAME_INDEX, gpu, g[i].mig >= 0 ? &gpu->migs[g[i].mig] : NULL, dev, sizeof(dev));
-                const char *slice = g[i].mig < 0 ? r->cdi_slice : ""; /* no slice device for MIG */
+                /* no slice device for MIG, nor for a resource without limits */
+                const char *slice = g[i].mig < 0 && limited(r, &g[i]) ? slice_dev : "";
                 char *q = gs_k8s_arena_printf(an->a, "%s/%s=%s%s%s", p->cdi_vendor, p->cdi_class, dev,
                                               slice[0] ? "-" : "", slice);
                 devs[i] = NEW(an->a, V1beta1__CDIDevice, V1BETA1__CDIDEVICE__INIT);

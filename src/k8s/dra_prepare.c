@@ -224,6 +224,8 @@ static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim 
                         snprintf(sl.memory, sizeof(sl.memory), "0"); /* compute only */
                 sl.compute = c->r[i].compute < 100 ? c->r[i].compute : 0;
                 gs_strlcpy(sl.priority, c->r[i].priority, sizeof(sl.priority));
+                gs_strlcpy(sl.compute_mode, c->r[i].compute_mode, sizeof(sl.compute_mode));
+                sl.gpus_only = true;
                 nsl = 1;
         }
         struct gs_cdi_opts o = {.vendor = vendor, .class = "claim", .strategy = GS_CDI_NAME_INDEX,
@@ -260,10 +262,6 @@ static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim 
                 if (pl[i].slice && json_object_object_get_ex(copy, "containerEdits", &edits) &&
                     json_object_object_get_ex(edits, "env", &env)) {
                         char kv[300];
-                        if (c->r[i].compute_mode[0] != '\0') {
-                                snprintf(kv, sizeof(kv), "GPUSLICE_COMPUTE_MODE=%s", c->r[i].compute_mode);
-                                json_object_array_add(env, json_object_new_string(kv));
-                        }
                         /* the labels of the slice for metrics and top (the hook writes them) */
                         snprintf(kv, sizeof(kv), "GPUSLICE_K8S_CLAIM=%s", c->name);
                         json_object_array_add(env, json_object_new_string(kv));

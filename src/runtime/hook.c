@@ -57,10 +57,13 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
                 return hook_error(err);
         struct gs_request rq;
         int rv = -1;
-        if (gs_request_from_env(&rq, cfg.env, cfg.nenv, cfg.privileged, h->hc, err) < 0) {
+        if (gs_request_build(&rq, cfg.env, cfg.nenv, cfg.privileged, h->alloc_given ? &h->alloc : NULL, h->hc, err) < 0) {
                 gs_oci_config_release(&cfg);
                 return hook_error(err);
         }
+        if (rq.slice.ignored[0] != '\0')
+                gs_log_warn("container %s: the env asked for a wider slice than it may have: ignored %s", st->id,
+                            rq.slice.ignored);
         if (!rq.gpu && !gs_slice_requested(&rq.opts.slice)) {
                 gs_log_info("container %s asks for no GPU and no slice: nothing to do", st->id);
                 rv = 0;

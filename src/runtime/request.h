@@ -19,7 +19,8 @@
  *                               containers only ("cannot set MIG_CONFIG_DEVICES in non privileged
  *                               container")
  *   NVIDIA_IMEX_CHANNELS        --imex-channel ("all" ignored)
- * The slice contract (gpuslice and HAMi names; ours win when both are set):
+ * The slice contract (gpuslice and HAMi names; the tightest value of all of them wins, and an
+ * allocator's options are the ceiling: runtime/slice_rules.h):
  *   GPUSLICE_MEMORY_LIMIT[_<i>]  / CUDA_DEVICE_MEMORY_LIMIT[_<i>]   memory quota (all / visible device i)
  *   GPUSLICE_COMPUTE_LIMIT[_<i>] / CUDA_DEVICE_SM_LIMIT[_<i>]       compute share in percent (1..100)
  *   GPUSLICE_COMPUTE_MODE        / GPU_CORE_UTILIZATION_POLICY      cap|share|off (force|default|disable)
@@ -35,6 +36,7 @@
 #include <gpuslice/gpuslice.h>
 
 #include "runtime/hostconfig.h"
+#include "runtime/slice_rules.h"
 #include "select/caps.h"
 
 struct gs_request {
@@ -43,10 +45,7 @@ struct gs_request {
         char devices[4096];
         char *requires[GS_MAX_REQUIRES];
         char mig_config[64], mig_monitor[64], imex[1024];
-        char memory[GS_SLICE_MAX_DEVICES + 1][64];  /* [0] all devices, [1 + i] visible device i */
-        char compute[GS_SLICE_MAX_DEVICES + 1][16];
-        char compute_mode[16];
-        char priority[8];
+        struct gs_slice_want slice;    /* the slice's values; slice.ignored: what the env asked and did not get */
         char container_id[256];
         char regions_dir[4096];
         char vgpu_lib[4096];
@@ -59,6 +58,10 @@ struct gs_request {
  * an invalid slice value (stage "slice"), ... */
 int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool privileged,
                         const struct gs_hostconfig *hc, struct gs_error *err);
+/* The same with the allocator's slice options (the hook's command line; NULL: no allocator) as
+ * the ceiling of the slice (runtime/slice_rules.h). gs_request_from_env is this with NULL. */
+int gs_request_build(struct gs_request *rq, char *const *env, size_t nenv, bool privileged,
+                     const struct gs_slice_opts *alloc, const struct gs_hostconfig *hc, struct gs_error *err);
 void gs_request_release(struct gs_request *rq);
 
 #endif
