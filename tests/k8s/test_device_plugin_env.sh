@@ -101,9 +101,18 @@ kube allocate gpuslice.io/gpu-lat "$TMP/e-lat2.json" "$GPU0::0,$GPU1::1,$GPU1::2
 jq -e '.envs.GPUSLICE_PRIORITY == "high" and .envs.GPUSLICE_COMPUTE_LIMIT_0 == "25" and .envs.GPUSLICE_COMPUTE_LIMIT_1 == "50"' \
         "$TMP/e-lat2.json" >/dev/null && ok "... shares on two GPUs (per-device limits): one GPUSLICE_PRIORITY=high" ||
         not_ok "gpu-lat on two GPUs: $(jq -c .envs "$TMP/e-lat2.json")"
+# An env answer is no allocator's word (the pod can set the same variables): the hook takes the
+# tightest env value, and priority high only where the node allows it (slice.env-may-raise).
+answer_bundle e-lat0 "$TMP/e-lat.json" EXPECT_TOTAL_MIB=2048
+expect_done e-lat0 "runc + hook from the gpu-lat answer, the node's default config"
+expect_no_fact e-lat0 "SLICE GPUSLICE_PRIORITY=high" "env, gpu-lat, env-may-raise unset: priority high is not taken from the env"
+answer_bundle e-widen "$TMP/e-lat.json" EXPECT_TOTAL_MIB=2048 GPUSLICE_MEMORY_LIMIT_0=40Gi CUDA_DEVICE_MEMORY_LIMIT_0=40Gi
+expect_done e-widen "runc + hook from the gpu-lat answer, the pod's env asking 40Gi for device 0"
+expect_fact e-widen "PROBE_M ok total is the quota (2048 MiB)" "env, gpu-lat: a per-device 40Gi beside the answer's 2Gi does not widen it"
+printf 'env-may-raise = true\n' >>"$CONF"
 answer_bundle e-lat "$TMP/e-lat.json" EXPECT_TOTAL_MIB=2048
 expect_done e-lat "runc + hook from the gpu-lat answer"
-expect_fact e-lat "SLICE GPUSLICE_PRIORITY=high" "env, gpu-lat: slice.conf holds GPUSLICE_PRIORITY=high"
+expect_fact e-lat "SLICE GPUSLICE_PRIORITY=high" "env, gpu-lat, slice.env-may-raise = true: slice.conf holds GPUSLICE_PRIORITY=high"
 expect_fact e-lat "SLICE GPUSLICE_COMPUTE_LIMIT=25" "env, gpu-lat: ... and the 25 % compute share"
 
 kube allocate "$SHARES" "$TMP/e-two.json" "$GPU0::1,$GPU0::2" >/dev/null
@@ -246,10 +255,10 @@ grep -qx "$KIND=3-k8s-replica" "$TMP/names" && grep -qx "$KIND=2:2" "$TMP/names"
 d = yaml.safe_load(open(sys.argv[1]))
 dev = [x for x in d["devices"] if x["name"] == "3-k8s-replica"][0]
 env = dev["containerEdits"]["env"]
-hooks = [h["args"][1:3] for h in dev["containerEdits"]["hooks"]]
+hooks = [h["args"][1:] for h in dev["containerEdits"]["hooks"]]
 sys.exit(0 if env == ["GPUSLICE_MEMORY_LIMIT=20Gi", "GPUSLICE_COMPUTE_LIMIT=50", "GPUSLICE_PRIORITY=low"]
-         and ["hook", "createRuntime"] in hooks else 1)' \
-        "$TMP/cdi/spec.yaml" && ok "... the replica's slice device: 20Gi, 50 %, priority low (replica-priority), the createRuntime hook" ||
+         and ["hook", "--memory=20Gi", "--compute-share=50", "--priority=low", "createRuntime"] in hooks else 1)' \
+        "$TMP/cdi/spec.yaml" && ok "... the replica's slice device: 20Gi, 50 %, priority low (replica-priority) as its createRuntime hook's options" ||
         not_ok "replica slice device in the spec"
 stop_kubelet
 stop_plugin
