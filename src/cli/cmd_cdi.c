@@ -44,7 +44,9 @@ static const char generate_help[] =
         "                            a GPU slice: device <gpu>-NAME (e.g. nvidia.com/gpu=0-4g)\n"
         "                            gets that GPU with a memory quota MEM (K/M/G/T or Ki/Mi/Gi/Ti),\n"
         "                            a compute share COMPUTE (percent, 1..100) and its priority\n"
-        "                            PRIORITY (high, normal or low); repeatable\n"
+        "                            PRIORITY (high, normal or low; default normal), all as the\n"
+        "                            options of its createRuntime hook: a ceiling the container's\n"
+        "                            env can only narrow; repeatable\n"
         "      --hook-path=PATH      the gpuslice the hooks run (default: this executable)\n"
         "  -h, --help\n";
 

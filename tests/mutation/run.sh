@@ -82,6 +82,15 @@ mutation limiter vgpu_compute src/vgpu/limiter.c \
         'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))' \
         'if (1)' \
         "the compute limiter never waits (the launch gate always open)"
+# issue 31 (alloc): the allocator's word is the slice's ceiling (src/runtime/slice_rules.c)
+mutation allocceiling "unit_runtime integration_allocator" src/runtime/slice_rules.c \
+        'dev = tightest(al, env_dev);' \
+        'dev = env_dev.s != NULL ? env_dev : al;' \
+        "env widens the allocator's limit (a per-device variable wins over the allocator's value)"
+mutation envraise "unit_runtime integration_allocator" src/runtime/slice_rules.c \
+        '} else if (mode == GS_COMPUTE_OFF && !may_raise) {' \
+        '} else if (0) {' \
+        "without an allocator the env turns the compute gate off unasked (no env-may-raise, unprivileged)"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
