@@ -9,7 +9,8 @@
 #   2. runc, a plain hook (no allocator: hooks.d, docker --gpus -e): the tightest env value wins;
 #      mode off and priority high only with [slice] env-may-raise or in a privileged container.
 #   3. podman with a CDI spec from `gpuslice cdi generate --slice 1g=1Gi --slice c30=1Gi,30`, each
-#      name tried with -e.
+#      name tried with -e; two slice devices in one container: one slice when they agree, never
+#      the wider when they differ (refused, where their hooks' slices differ).
 # What the container got is read from inside: its slice file and the quota a CUDA program sees.
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
@@ -145,8 +146,8 @@ PODMAN=$(command -v podman || true)
 VENDOR=alloc-$$.gpuslice.io
 [ -d /var/run/cdi ] || mkdir -p /var/run/cdi
 CDI_SPEC=/var/run/cdi/gpuslice-alloc-$$.json
-run gen -- "$GS" --root "$DRV" cdi generate --vendor "$VENDOR" --slice 1g=1Gi --slice c30=1Gi,30 -o "$CDI_SPEC"
-expect_rc gen 0 "cdi generate --slice 1g=1Gi --slice c30=1Gi,30"
+run gen -- "$GS" --root "$DRV" cdi generate --vendor "$VENDOR" --slice 1g=1Gi --slice c30=1Gi,30 --slice 2g=2Gi -o "$CDI_SPEC"
+expect_rc gen 0 "cdi generate --slice 1g=1Gi --slice c30=1Gi,30 --slice 2g=2Gi"
 jq -e '[.devices[] | select(.name == "0-c30") | .containerEdits.hooks[] | select(.hookName == "createRuntime") | .args]
         == [["gpuslice", "hook", "--memory=1Gi", "--compute-share=30", "createRuntime"]]' "$CDI_SPEC" >/dev/null &&
         ok "... the slice device's createRuntime hook carries its limits as options" ||
@@ -182,6 +183,22 @@ for e in GPUSLICE_COMPUTE_MODE=off GPU_CORE_UTILIZATION_POLICY=disable GPUSLICE_
         pod_case "$n" 0-c30 -e EXPECT_TOTAL_MIB=1024 -e "$e"
         held "$n" "podman 0-c30 -e $e"
 done
+# One slice per container: its first slice hook makes it for every GPU. Two slice devices that
+# agree (a share of each GPU) make one; two that differ (two slice resources) are refused, never
+# the wider one on both GPUs (whichever hook ran first).
+pod_case c-two 0-c30 --device "$VENDOR/gpu=1-c30" -e EXPECT_TOTAL_MIB=1024
+expect_done c-two "podman 0-c30 and 1-c30 (two slice devices that agree)"
+expect_fact c-two "SLICE GPUSLICE_COMPUTE_LIMIT=30" "... one slice of 1Gi / 30 % on both GPUs"
+pod_case c-differ 0-1g --device "$VENDOR/gpu=1-2g" -e EXPECT_TOTAL_MIB=1024
+if [ "$(rc_of c-differ)" != 0 ]; then
+        ! grep -qx DONE "$TMP/c-differ.out" && grep -q "one slice per container" "$TMP/c-differ.err" &&
+                ok "podman 0-1g and 1-2g (two slice devices that differ): refused, naming the rule" ||
+                not_ok "podman 0-1g and 1-2g: exit $(rc_of c-differ): $(grep -m3 -i "error" "$TMP/c-differ.err" | tr '\n' ' ')"
+else
+        # (where the runtime applies the 1g device's env last, both hooks narrow to 1Gi and agree)
+        expect_fact c-differ "SLICE GPUSLICE_MEMORY_LIMIT=1Gi" "podman 0-1g and 1-2g: never the wider slice (1Gi)"
+        quota c-differ 1024 "podman 0-1g and 1-2g"
+fi
 pod_case c-lower 0-c30 -e EXPECT_TOTAL_MIB=512 -e GPUSLICE_MEMORY_LIMIT_0=512Mi -e CUDA_TASK_PRIORITY=2
 expect_done c-lower "podman 0-c30 -e GPUSLICE_MEMORY_LIMIT_0=512Mi -e CUDA_TASK_PRIORITY=2"
 expect_fact c-lower "SLICE GPUSLICE_PRIORITY=low" "... a lower priority is the container's"

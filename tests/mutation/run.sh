@@ -91,6 +91,10 @@ mutation envraise "unit_runtime integration_allocator" src/runtime/slice_rules.c
         '} else if (mode == GS_COMPUTE_OFF && !may_raise) {' \
         '} else if (0) {' \
         "without an allocator the env turns the compute gate off unasked (no env-may-raise, unprivileged)"
+mutation oneslice integration_allocator src/runtime/hook.c \
+        'if (same)' \
+        'if (1)' \
+        "two slice devices of one container that differ: the first hook's slice holds for every GPU (maybe the wider)"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
