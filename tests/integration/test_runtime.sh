@@ -37,11 +37,12 @@ shim_config() {
         printf '\n[runtime]\nmode = "%s"\nruntimes = %s\ncdi-spec-dirs = ["%s"]\nenv-cdi-kinds = ["nvidia.com/gpu", "slices.example.com/gpu"]\n' \
                 "$2" "${3:-[\"runc\"]}" "$TMP/cdi-specs" >>"$1"
 }
-# k8s_config FILE MODE: shim_config plus a Kubernetes node's [hook] (gpuslice runtime configure
-# --kubernetes): the env of unprivileged containers refused, volume mounts accepted
+# k8s_config FILE MODE: shim_config made a Kubernetes node's by `gpuslice runtime configure
+# --kubernetes`: the env of unprivileged containers refused, volume mounts accepted
 k8s_config() {
         shim_config "$1" "$2"
-        printf '\n[hook]\naccept-nvidia-visible-devices-envvar-when-unprivileged = false\naccept-nvidia-visible-devices-as-volume-mounts = true\n' >>"$1"
+        "$GS" runtime configure --kubernetes --host-config "$1" >"$TMP/k8s-config.out" 2>&1 ||
+                not_ok "runtime configure --kubernetes --host-config $1: $(cat "$TMP/k8s-config.out")"
 }
 for m in legacy cdi jit-cdi auto; do shim_config "$TMP/shim-$m.toml" "$m"; k8s_config "$TMP/shim-k8s-$m.toml" "$m"; done
 # the CDI spec that mode cdi resolves names in, made by `cdi generate` from the same root
