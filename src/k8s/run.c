@@ -138,7 +138,7 @@ static int prepare(struct gs_k8s_plugin *p, struct gs_error *err)
         if (stat(p->cfg->socket_dir, &st) < 0 || !S_ISDIR(st.st_mode))
                 return gs_error_set(err, GS_ENOTFOUND, "the kubelet's directory %s is not there (device-plugin.socket-dir)",
                                     p->cfg->socket_dir);
-        if (p->plan.mode != GS_K8S_ALLOC_ENV) {
+        if (p->plan.mode == GS_K8S_ALLOC_CDI || p->plan.mode == GS_K8S_ALLOC_CDI_ANNOTATIONS) {
                 if (gs_k8s_cdi_write(o->ctx, &p->plan, p->cfg->cdi_spec, p->cfg->hook_path, p->host_root, err) < 0)
                         return -1;
                 gs_k8s_note(p, "wrote the CDI spec %s (kind %s/%s)", p->cfg->cdi_spec, p->plan.cdi_vendor,

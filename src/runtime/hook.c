@@ -57,10 +57,13 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
                 return hook_error(err);
         struct gs_request rq;
         int rv = -1;
-        if (gs_request_from_env(&rq, cfg.env, cfg.nenv, cfg.privileged, h->hc, err) < 0) {
+        if (gs_request_from_oci(&rq, &cfg, h->hc, err) < 0) {
                 gs_oci_config_release(&cfg);
                 return hook_error(err);
         }
+        if (rq.env_refused)
+                gs_log_warn("container %s: ignoring the GPUs NVIDIA_VISIBLE_DEVICES asks for (not privileged, "
+                            "hook.accept-nvidia-visible-devices-envvar-when-unprivileged = false)", st->id);
         if (!rq.gpu && !gs_slice_requested(&rq.opts.slice)) {
                 gs_log_info("container %s asks for no GPU and no slice: nothing to do", st->id);
                 rv = 0;

@@ -147,7 +147,7 @@ static void test_plan_errors(void **state)
         expect_plan_error("gpuslice.io/x is offered twice");
         add_slice("bad size=1Gi");
         expect_plan_error("device-plugin.slices");
-        strcpy(hc.dp.allocate, "volume-mounts");
+        strcpy(hc.dp.allocate, "envvar");
         expect_plan_error("device-plugin.allocate");
         strcpy(hc.dp.cdi_kind, "nokind");
         expect_plan_error("device-plugin.cdi-kind");
@@ -330,6 +330,31 @@ static void test_allocate_env(void **state)
         assert_int_equal(alloc("nvidia.com/gpu", "MIG-0,GPU-3", &a, &o, &err), 0);
         assert_string_equal(env_of(&o, "NVIDIA_VISIBLE_DEVICES"), "MIG-0,GPU-3");
         assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT"));
+        gs_k8s_arena_free(&a);
+}
+
+/* volume-mounts: as env, the devices as /dev/null mounts, NVIDIA_VISIBLE_DEVICES the directory. */
+static void test_allocate_volume_mounts(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        struct gs_k8s_arena a = {0};
+        V1beta1__ContainerAllocateResponse o;
+        add_slice("q=4Gi,25");
+        strcpy(hc.dp.allocate, "volume-mounts");
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::1,GPU-1::0", &a, &o, &err), 0);
+        assert_int_equal(o.n_cdi_devices, 0);
+        assert_string_equal(env_of(&o, "NVIDIA_VISIBLE_DEVICES"), "/var/run/nvidia-container-devices");
+        assert_int_equal(o.n_mounts, 1); /* two shares of one GPU: one mount */
+        assert_string_equal(o.mounts[0]->container_path, "/var/run/nvidia-container-devices/GPU-1");
+        assert_string_equal(o.mounts[0]->host_path, "/dev/null");
+        assert_true(o.mounts[0]->read_only);
+        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT"), "8Gi");
+        assert_int_equal(alloc("nvidia.com/gpu", "MIG-0,GPU-3", &a, &o, &err), 0);
+        assert_int_equal(o.n_mounts, 2);
+        assert_string_equal(o.mounts[0]->container_path, "/var/run/nvidia-container-devices/MIG-0");
+        assert_string_equal(o.mounts[1]->container_path, "/var/run/nvidia-container-devices/GPU-3");
         gs_k8s_arena_free(&a);
 }
 
@@ -535,6 +560,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_prefer_whole, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_allocate_cdi, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_allocate_env, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_allocate_volume_mounts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
                 cmocka_unit_test(test_grpc_message),
                 cmocka_unit_test(test_h2c_loopback),
