@@ -401,7 +401,8 @@ json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *n
                 else if (c->error_reported)
                         report(p, c, true, "Prepared", "prepared");
         } else if (same && c->n > 0) {
-                report(p, c, false, "InvalidClaim", err->msg); /* read, and wrong: its devices say why */
+                /* read, and wrong (or asking more than its DeviceClass allows): its devices say why */
+                report(p, c, false, c->beyond_class ? "ExceedsDeviceClass" : "InvalidClaim", err->msg);
         }
         free(c);
         return out;

@@ -82,6 +82,11 @@ mutation limiter vgpu_compute src/vgpu/limiter.c \
         'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))' \
         'if (1)' \
         "the compute limiter never waits (the launch gate always open)"
+# issue 31 (dra)
+mutation drabound "unit_k8s k8s_dra_plugin" src/k8s/dra_claim.c \
+        'if (bound(&cls[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)' \
+        'if (bound(&clm[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)' \
+        "a DRA claim's config is its own bound: it asks priority high or compute mode off over its DeviceClass's"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
