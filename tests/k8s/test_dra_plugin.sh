@@ -116,9 +116,15 @@ jq -e --arg n "$U1-gpu-0" '.kind == "'"$KIND"'" and [.devices[].name] == [$n]
         and (.devices[0].containerEdits.env | index("GPUSLICE_MEMORY_LIMIT=4Gi") != null
              and index("GPUSLICE_COMPUTE_LIMIT=30") != null and index("GPUSLICE_PRIORITY=high") != null)
         and ([.devices[0].containerEdits.deviceNodes[].path] | index("/dev/nvidia0") != null and index("/dev/nvidia2") == null)
-        and ([.devices[0].containerEdits.hooks[].args[2]] == ["createRuntime", "poststop"])' "$SPEC1" >/dev/null &&
+        and ([.devices[0].containerEdits.hooks[].args[-1]] == ["createRuntime", "poststop"])' "$SPEC1" >/dev/null &&
         ok "... its CDI spec: one device, GPU 0's node, 4Gi / 30 % / the claim's priority (its class's bound), the slice hooks" ||
         not_ok "spec $SPEC1: $(jq -c '.devices' "$SPEC1" 2>&1 | head -c 600)"
+# issue 31: the slice's labels on its hook's command line, where the container cannot write them
+jq -e '.devices[0].containerEdits | ([.hooks[] | select(.hookName == "createRuntime") | .args[]] as $a
+        | ["--k8s-claim=slice-4g-30", "--k8s-namespace=ml", "--k8s-pod=trainer-0"] - $a == [])
+        and ([(.env // [])[] | select(startswith("GPUSLICE_K8S_"))] == [])' "$SPEC1" >/dev/null &&
+        ok "... the claim, its namespace and pod as the createRuntime hook's --k8s-* options, none in the env" ||
+        not_ok "labels in spec: $(jq -c '.devices[0].containerEdits | {env, hooks}' "$SPEC1" | head -c 600)"
 "$GS" cdi list --spec "$SPEC1" >"$TMP/cdinames" 2>&1 && grep -qx "$KIND=$U1-gpu-0" "$TMP/cdinames" &&
         ok "... a spec gpuslice cdi list reads (a CDI consumer's checks)" || not_ok "cdi list: $(head -3 "$TMP/cdinames")"
 n0=$(gets ml slice-4g-30)
@@ -166,7 +172,7 @@ else
         expect_fact c-whole "NO /dev/nvidia0" "whole gpu-1: not GPU 0's"
         expect_no_slice c-whole "whole gpu-1"
         # a running container of the slice claim: metrics and top name its claim and pod (the pod
-        # and namespace from the claim's env, the container from the runtime's annotation)
+        # and namespace from its hook's command line (the claim's spec), the container from the runtime's annotation)
         pod run -d --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$U1-gpu-0" --annotation io.kubernetes.container.name=main \
                 --rootfs "$(fresh live)" /usr/bin/vgpu-probe hold 64 60 >"$TMP/live.out" 2>"$TMP/live.err"
         cid=$(tr -d '\n' <"$TMP/live.out")
@@ -187,6 +193,21 @@ else
                 and .name == "ml/trainer-0/main (claim slice-4g-30)"' "$TMP/top.json" >/dev/null; then
                 ok "gpuslice top: its row named ml/trainer-0/main (claim slice-4g-30), claim and pod in --json"
         else not_ok "top: $(jq -c --arg c "$cid" '[.slices[]? | select(.id == $c)]' "$TMP/top.json" 2>&1 | head -c 400) $(head -3 "$TMP/top.err")"; fi
+        pod rm -f "$cid" >/dev/null 2>&1
+        # issue 31: a container of the claim whose env names another claim, namespace and pod: the
+        # labels stay the host's (its hook's command line)
+        pod run -d --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$U1-gpu-0" \
+                -e GPUSLICE_K8S_CLAIM=stolen -e GPUSLICE_K8S_NAMESPACE=prod -e GPUSLICE_K8S_POD=victim \
+                --rootfs "$(fresh liar)" /bin/sleep 60 >"$TMP/liar.out" 2>"$TMP/liar.err"
+        cid=$(tr -d '\n' <"$TMP/liar.out")
+        L=/run/gpuslice/slices/$cid/labels
+        wait_for 10 test -s "$L"
+        if [ -n "$cid" ] && [ "$(jq -c . "$L" 2>/dev/null)" = '{"namespace":"ml","pod":"trainer-0","claim":"slice-4g-30"}' ]; then
+                ok "a container of the claim whose env names claim stolen, prod/victim: labelled ml/trainer-0, claim slice-4g-30 all the same"
+        else not_ok "liar's labels: ${cid:-no container}: $(cat "$L" 2>&1) $(tail -3 "$TMP/liar.err")"; fi
+        "$GS" slice show --json prod/victim >"$TMP/liar-show.out" 2>&1 &&
+                not_ok "slice show prod/victim found a slice: $(head -c 200 "$TMP/liar-show.out")" ||
+                ok "... and slice show prod/victim finds none ($(head -c 80 "$TMP/liar-show.out"))"
         pod rm -f "$cid" >/dev/null 2>&1
 fi
 
