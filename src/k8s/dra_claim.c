@@ -141,7 +141,7 @@ static int rank(const char *const *list, const char *s)
         return -1;
 }
 
-/* An optional member that must be one of list's three words (its place in err's text: `one_of`). */
+/* An optional member that must be one of list's three words ("" when absent). */
 static int word(json_object *p, const char *key, const char *const *list, char *out, size_t len, struct gs_error *err)
 {
         if (str_of(p, key, "opaque config", false, out, len, err) < 0)
