@@ -23,7 +23,7 @@
  * one share), each GPU gets GPUSLICE_MEMORY_LIMIT_<i> / GPUSLICE_COMPUTE_LIMIT_<i>, i its place
  * in NVML index order among the container's GPUs, which is the interposer's visible order; a
  * per-device value wins over the global one. Every answer also sets GPUSLICE_K8S_DEVICES_<RES> to
- * the device IDs (the pod-resources labeller finds the container's slice by it).
+ * the device IDs (for the container's own information: nothing on the host reads it).
  */
 #ifndef GS_K8S_ALLOCATE_H
 #define GS_K8S_ALLOCATE_H

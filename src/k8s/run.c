@@ -89,7 +89,6 @@ static int loop(struct gs_k8s_plugin *p)
                 long long now = gs_now_ms();
                 if (now >= next_tick) {
                         gs_k8s_endpoints_check(p, now);
-                        gs_k8s_labels_tick(p, now);
                         next_tick = now + TICK_MS;
                 }
                 if (gs_k8s_health_poll(&p->hw, &p->health, now))
@@ -162,7 +161,6 @@ int gs_k8s_plugin_run(const struct gs_k8s_opts *o, struct gs_error *err)
         if (p->cfg->health_checks)
                 gs_k8s_health_start(&p->hw, o->ctx, p->dev, o->health_period_ms ? o->health_period_ms : 5000,
                                     gs_k8s_note_cb, p);
-        p->labels_at = gs_now_ms() + 1000;
         rv = loop(p);
         if (rv < 0)
                 gs_error_sys(err, "poll");

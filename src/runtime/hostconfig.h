@@ -61,8 +61,8 @@
  *   hook-path                string   ""             the gpuslice the spec's hooks run, on the host
  *                                                    ("" = this executable)
  *   host-root                string   ""             the driver root as the host sees it ("" = driver.root)
- *   pod-resources-socket     string   "/var/lib/kubelet/pod-resources/kubelet.sock" ("" = no labels)
- *   label-interval           integer  30             seconds between pod-resources lookups (0 = none)
+ *   pod-resources-socket     string   "/var/lib/kubelet/pod-resources/kubelet.sock" (read, ignored)
+ *   label-interval           integer  30             (read, ignored: no pod-resources labeller, issue 31)
  *   health-checks            bool     true           watch NVML's XID events and lost GPUs
  *   sysfs                    string   "/sys"         PCI topology and NUMA nodes
  * and for `gpuslice runtime` (nvidia-container-runtime, src/engine/shim.c), in [runtime]:

@@ -349,15 +349,16 @@ assert ds["hostPID"] is True and ds["automountServiceAccountToken"] is False
 c = ds["containers"][0]
 vols = {v["name"]: v for v in ds["volumes"]}
 mounts = {m["mountPath"]: vols[m["name"]] for m in c["volumeMounts"]}
-for path in ["/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/var/run/cdi", "/run/gpuslice", "/host"]:
+for path in ["/var/lib/kubelet/device-plugins", "/var/run/cdi", "/run/gpuslice", "/host"]:
     v = mounts[path]
     want = "/" if path == "/host" else path
     assert v["hostPath"]["path"] == want, (path, v)
 assert mounts["/etc/gpuslice"]["configMap"]["name"] == docs[0]["metadata"]["name"]
 assert c["args"] == ["device-plugin", "--config", "/etc/gpuslice/config.toml"]
-for line in ('root = "/host"', 'cdi-spec = "/var/run/cdi/', 'pod-resources-socket = "/var/lib/kubelet/pod-resources/kubelet.sock"',
-             'regions-dir = "/run/gpuslice/slices"', 'host-root = "/"'):
+for line in ('root = "/host"', 'cdi-spec = "/var/run/cdi/', 'regions-dir = "/run/gpuslice/slices"', 'host-root = "/"'):
     assert line in cm, line
+# issue 31: no pod-resources labeller (it took the container's env for its devices): nothing of it
+assert "pod-resources" not in cm and "/var/lib/kubelet/pod-resources" not in mounts, (cm, list(mounts))
 print("ok")
 EOF
 then ok "deploy/k8s: ConfigMap, ServiceAccount (no token), DaemonSet (hostPID); every path the config names is mounted"

@@ -103,6 +103,15 @@ mutation k8sdoctor integration_doctor src/doctor/check_requests.c \
         'if (hc->accept_env_unprivileged && signs[0] != '"'"'\0'"'"') {' \
         'if (0) {' \
         "doctor says nothing of a Kubernetes node that takes NVIDIA_VISIBLE_DEVICES from unprivileged containers"
+# issue 31 (dra)
+mutation drabound "unit_k8s k8s_dra_plugin" src/k8s/dra_claim.c \
+        'if (bound(&cls[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)' \
+        'if (bound(&clm[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)' \
+        "a DRA claim's config is its own bound: it asks priority high or compute mode off over its DeviceClass's"
+mutation labelsenv observe_hook src/runtime/hook.c \
+        'gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, given, &lerr)' \
+        'gs_slice_write_labels(s->regions_dir, id, cfg->env, cfg->nenv, given, &lerr)' \
+        "a slice's labels read from the container's env (its image's ENV, the pod spec): it passes for another pod"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
