@@ -11,6 +11,8 @@
  *   toml_edit.c     a line-based TOML table editor (keeps every other line and comment)
  *   engines.c       runtime configure: daemon.json, containerd's config.toml (v2, v3, drop-in),
  *                   CRI-O's drop-in
+ *   hostconfig_edit.c  runtime configure --kubernetes: gpuslice's own host config, the values a
+ *                   Kubernetes node needs (NVIDIA_VISIBLE_DEVICES of unprivileged pods refused)
  */
 #ifndef GS_ENGINE_ENGINE_H
 #define GS_ENGINE_ENGINE_H
@@ -153,5 +155,19 @@ int gs_engine_parse(const char *s, enum gs_engine *out);
 /* Register the shim with the engine (nothing written with dry_run). */
 int gs_engine_configure(const struct gs_engine_opts *o, struct gs_engine_result *r, struct gs_error *err);
 void gs_engine_result_release(struct gs_engine_result *r);
+
+/* ------------------------------------------------------------------------------------------ */
+/* hostconfig_edit.c: `gpuslice runtime configure --kubernetes` */
+
+/* The host config (`path`; NULL: GS_HOSTCONFIG_DEFAULT_PATH, made when missing) set for a
+ * Kubernetes node, where a pod's image and spec are the tenant's: [hook]
+ * accept-nvidia-visible-devices-envvar-when-unprivileged = false (an unprivileged container's
+ * NVIDIA_VISIBLE_DEVICES, e.g. every CUDA image's, gives no GPU), accept-nvidia-visible-devices-
+ * as-volume-mounts = true (the kubelet's mounts from the device plugin's volume-mounts answers
+ * do), and [device-plugin] allocate = "volume-mounts" where it was "env". One file in `r`, its
+ * changes noted; the new text is parsed as the host config before it is written (nothing written
+ * with dry_run); a symlink is followed; the backup and the new file keep the old one's mode and
+ * owner. -1 when the file is not a valid host config (it is left as it is). */
+int gs_hostconfig_configure_k8s(const char *path, bool dry_run, struct gs_engine_result *r, struct gs_error *err);
 
 #endif

@@ -16,15 +16,22 @@
  *                    (host paths under host-root). The env is the pod's to change too: no
  *                    allocator's word (the hook's tightest-wins rule applies; a priority high
  *                    needs the node's slice.env-may-raise). Prefer CDI.
+ *   volume-mounts    as env, but the devices as mounts of /dev/null (read-only) onto
+ *                    /var/run/nvidia-container-devices/<UUID> and NVIDIA_VISIBLE_DEVICES that
+ *                    directory (NVIDIA's deviceListStrategy volume-mounts): a node whose hook
+ *                    does not take NVIDIA_VISIBLE_DEVICES from unprivileged containers (hook.accept-
+ *                    nvidia-visible-devices-envvar-when-unprivileged = false, hook.accept-nvidia-
+ *                    visible-devices-as-volume-mounts = true) still gives each pod its devices
+ *                    (the slice's limits: as env's, the pod's to narrow or replace)
  *
  * A container's slice is made by the first slice hook that runs, with that device's limits on
  * every GPU of the container: a CDI answer whose groups differ in shares (or has a MIG device
  * beside shares) names, for every GPU, the slice device of the fewest shares any group has, so
- * no GPU gets more than it was given (a GPU given more shares gets the fewest; env answers give
- * per-device limits GPUSLICE_MEMORY_LIMIT_<i> / GPUSLICE_COMPUTE_LIMIT_<i>, i its place in NVML
- * index order among the container's GPUs, which is the interposer's visible order). Every answer
- * also sets GPUSLICE_K8S_DEVICES_<RES> to the device IDs (the pod-resources labeller finds the
- * container's slice by it).
+ * no GPU gets more than it was given (a GPU given more shares gets the fewest; env and
+ * volume-mounts answers give per-device limits GPUSLICE_MEMORY_LIMIT_<i> /
+ * GPUSLICE_COMPUTE_LIMIT_<i>, i its place in NVML index order among the container's GPUs, which
+ * is the interposer's visible order). Every answer also sets GPUSLICE_K8S_DEVICES_<RES> to the
+ * device IDs (for the container's own information: nothing on the host reads it).
  */
 #ifndef GS_K8S_ALLOCATE_H
 #define GS_K8S_ALLOCATE_H

@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct gs_slice_opts alloc = {.memory = "1Gi", .compute = "30"};
         for (int privileged = 0; privileged < 2; privileged++) {
                 memset(&err, 0, sizeof(err));
-                if (gs_request_build(&rq, cfg.env, cfg.nenv, privileged, &alloc, &hc, &err) != 0)
+                struct gs_request_src in = {.env = cfg.env, .nenv = cfg.nenv, .privileged = privileged, .alloc = &alloc};
+                if (gs_request_from_src(&rq, &in, &hc, &err) != 0)
                         continue;
                 const struct gs_slice_opts *o = &rq.opts.slice;
                 uint64_t b;

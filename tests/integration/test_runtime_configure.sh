@@ -161,6 +161,63 @@ check "... to nvidia" grep -qx 'default_runtime = "nvidia"' "$R/crio.conf"
 check "... the runc handler and every other line kept" [ "$(diff "$R/crio.orig.conf" "$R/crio.conf" | grep -c '^<')" = 1 ]
 again r2b "$R/crio.conf" --runtime crio --config "$R/crio.conf" --set-as-default
 
+# ---- --kubernetes: gpuslice's own host config for a Kubernetes node ---------------------------
+K=$TMP/k8s
+mkdir -p "$K/etc"
+KEYS='accept-nvidia-visible-devices-envvar-when-unprivileged = false
+accept-nvidia-visible-devices-as-volume-mounts = true'
+hook_keys() { sed -n '/^\[hook\]/,/^\[/p' "$1" | sed 's/^[[:space:]]*//; s/[[:space:]]*#.*//' | grep '^accept-' ; }
+run k1 -- cfg --kubernetes --host-config "$K/etc/config.toml"
+expect_rc k1 0 "--kubernetes, no host config yet"
+check "... writes [hook] with the env of unprivileged containers refused, volume mounts accepted" [ "$(hook_keys "$K/etc/config.toml")" = "$KEYS" ]
+expect_out_has k1 "set $K/etc/config.toml: [hook] accept-nvidia-visible-devices-envvar-when-unprivileged = false" "... and says so"
+again k1b "$K/etc/config.toml" --kubernetes --host-config "$K/etc/config.toml"
+# an existing config: comments and other keys kept, a true turned false in place, allocate env -> volume-mounts,
+# its mode and owner kept (backup too), edited through a symlink
+cat >"$K/real.toml" <<'T'
+# the node's gpuslice config
+[driver]
+root = "/"
+
+[hook]
+accept-nvidia-visible-devices-envvar-when-unprivileged = true # NVIDIA's default
+log-file = "/var/log/gpuslice-hook.log"
+
+[device-plugin]
+allocate = "env"
+T
+cp "$K/real.toml" "$K/real.orig.toml"
+chmod 0640 "$K/real.toml"; chown 65534:65534 "$K/real.toml"
+ln -s "$K/real.toml" "$K/etc/link.toml"
+run k2 -- cfg --kubernetes --host-config "$K/etc/link.toml"
+expect_rc k2 0 "--kubernetes on an existing config, through a symlink"
+check "... the link is still a link to it" [ "$(readlink "$K/etc/link.toml")" = "$K/real.toml" ]
+check "... the value changed in place (one line), the other one added" [ "$(hook_keys "$K/real.toml")" = "$KEYS" ]
+check "... allocate = \"env\" (refused now) became volume-mounts" grep -qx 'allocate = "volume-mounts"' "$K/real.toml"
+check "... mode 0640 and owner 65534:65534 kept" [ "$(stat -c '%a %u:%g' "$K/real.toml")" = "640 65534:65534" ]
+bak=$(ls "$K"/real.toml.*.bak 2>/dev/null | head -1)
+check "... a backup with the old text, mode and owner" [ -n "$bak" ] && cmp -s "$bak" "$K/real.orig.toml" && \
+        [ "$(stat -c '%a %u:%g' "$bak")" = "640 65534:65534" ]
+check "... the comment and log-file kept" grep -q '^log-file = "/var/log/gpuslice-hook.log"' "$K/real.toml"
+# an invalid host config is refused, untouched
+printf '[hook]\nno-such-key = 1\n' >"$K/bad.toml"; cp "$K/bad.toml" "$K/bad.orig.toml"
+run k3 -- cfg --kubernetes --host-config "$K/bad.toml"
+expect_rc k3 1 "--kubernetes on an invalid host config: refused"
+expect_err k3 "unknown key 'hook.no-such-key'" "... naming the problem"
+check "... the file untouched" cmp -s "$K/bad.toml" "$K/bad.orig.toml"
+# with an engine: both, one report
+cp "$K/real.orig.toml" "$K/both.toml"
+run k4 -- cfg --runtime docker --config "$K/daemon.json" --kubernetes --host-config "$K/both.toml" --json
+expect_rc k4 0 "--runtime docker and --kubernetes together"
+check "... one JSON report with both files" [ "$(jq -r '[.files[].path] | join(" ")' "$TMP/k4.out")" = "$K/daemon.json $K/both.toml" ]
+check "... docker registered, the host config set" [ "$(jq -r .runtimes.nvidia.path "$K/daemon.json")" = "$S" ] && \
+        [ "$(hook_keys "$K/both.toml")" = "$KEYS" ]
+run k5 -- cfg --kubernetes --host-config "$K/dry.toml" --dry-run
+expect_rc k5 0 "--kubernetes --dry-run"
+check "... writes nothing" [ ! -e "$K/dry.toml" ]
+run k6 -- cfg --host-config "$K/x.toml" --runtime docker --config "$K/d2.json"
+expect_rc k6 2 "--host-config without --kubernetes is a usage error"
+
 # ---- usage --------------------------------------------------------------------------------
 run u1 -- cfg --runtime podman
 expect_rc u1 2 "an unknown --runtime is a usage error"
