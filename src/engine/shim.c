@@ -279,8 +279,8 @@ static int mounts_ask(const struct gs_oci_config *cfg, struct ask *k, struct gs_
 {
         for (size_t i = 0; i < cfg->ndevice_mounts; i++) {
                 const char *dev = cfg->device_mounts[i];
-                if (strncmp(dev, "imex/", 5) == 0)
-                        continue;
+                if (strncmp(dev, "imex/", 5) == 0 || strncmp(dev, GS_REQUEST_SLICE_MOUNTS, strlen(GS_REQUEST_SLICE_MOUNTS)) == 0)
+                        continue; /* (slice/: the allocator's slice, for the hook: runtime/request.h) */
                 if (strncmp(dev, "cdi/", 4) == 0) {
                         /* cdi/<vendor>/<class>/<name> */
                         char buf[512];

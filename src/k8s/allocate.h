@@ -22,14 +22,17 @@
  *                    does not take NVIDIA_VISIBLE_DEVICES from unprivileged containers (hook.accept-
  *                    nvidia-visible-devices-envvar-when-unprivileged = false, hook.accept-nvidia-
  *                    visible-devices-as-volume-mounts = true) still gives each pod its devices
- *                    (the slice's limits: as env's, the pod's to narrow or replace)
+ *                    and the slice's values as mounts too, slice/memory=8Gi, slice/compute-
+ *                    share=50, slice/priority=high (per device slice/memory-<i>=...): only the
+ *                    kubelet makes them, so the hook takes them as the allocator's word
+ *                    (runtime/request.h), which the pod's env can only narrow
  *
  * A container's slice is made by the first slice hook that runs, with that device's limits on
  * every GPU of the container: a CDI answer whose groups differ in shares (or has a MIG device
  * beside shares) names, for every GPU, the slice device of the fewest shares any group has, so
- * no GPU gets more than it was given (a GPU given more shares gets the fewest; env and
- * volume-mounts answers give per-device limits GPUSLICE_MEMORY_LIMIT_<i> /
- * GPUSLICE_COMPUTE_LIMIT_<i>, i its place in NVML index order among the container's GPUs, which
+ * no GPU gets more than it was given (a GPU given more shares gets the fewest; env answers give
+ * per-device limits GPUSLICE_MEMORY_LIMIT_<i> / GPUSLICE_COMPUTE_LIMIT_<i>, volume-mounts answers
+ * slice/memory-<i>=... mounts, i its place in NVML index order among the container's GPUs, which
  * is the interposer's visible order). Every answer also sets GPUSLICE_K8S_DEVICES_<RES> to the
  * device IDs (for the container's own information: nothing on the host reads it).
  */

@@ -166,7 +166,8 @@ static bool mount_devices(char *const *mounts, size_t nmounts, const char *prefi
         out[0] = '\0';
         for (size_t i = 0; i < nmounts; i++) {
                 bool cdi = strncmp(mounts[i], "cdi/", 4) == 0, imex = strncmp(mounts[i], "imex/", 5) == 0;
-                if (want_prefix ? strncmp(mounts[i], prefix, pl) != 0 : cdi || imex)
+                bool slice = strncmp(mounts[i], GS_REQUEST_SLICE_MOUNTS, strlen(GS_REQUEST_SLICE_MOUNTS)) == 0;
+                if (want_prefix ? strncmp(mounts[i], prefix, pl) != 0 : cdi || imex || slice)
                         continue;
                 const char *d = mounts[i] + (want_prefix ? pl : 0);
                 int w = snprintf(out + n, len - n, "%s%s", n ? "," : "", d);
@@ -202,6 +203,39 @@ static const char *devices_asked(struct gs_request *rq, const struct gs_request_
         }
         rq->env_refused = true; /* hook.accept-nvidia-visible-devices-envvar-when-unprivileged = false */
         return NULL;
+}
+
+/* The allocator's slice as volume mounts, where the host takes them (the device plugin's
+ * volume-mounts answers): slice/<option>=<value> under GS_OCI_DEVICES_DIR, each a slice option
+ * of the hook's (runtime/slice_rules.h), into rq->mount_alloc. 1 some, 0 none, -1 on a bad one. */
+static int mount_slice(struct gs_request *rq, const struct gs_request_src *in, struct gs_error *err)
+{
+        char *args[GS_REQUEST_SLICE_ARGS + 2], *rest[GS_REQUEST_SLICE_ARGS + 2];
+        size_t pl = strlen(GS_REQUEST_SLICE_MOUNTS);
+        int n = 0;
+        args[n++] = "mounts";
+        for (size_t i = 0; i < in->ndevice_mounts; i++) {
+                const char *m = in->device_mounts[i];
+                if (strncmp(m, GS_REQUEST_SLICE_MOUNTS, pl) != 0)
+                        continue;
+                if (n > GS_REQUEST_SLICE_ARGS || strchr(m + pl, '=') == NULL ||
+                    (size_t)snprintf(rq->mount_slice[n - 1], sizeof(rq->mount_slice[0]), "--%s", m + pl) >=
+                            sizeof(rq->mount_slice[0]))
+                        return gs_error_set(err, GS_EINVAL, "invalid slice mount %s/%s", GS_OCI_DEVICES_DIR, m);
+                args[n] = rq->mount_slice[n - 1];
+                n++;
+        }
+        args[n] = NULL;
+        if (n == 1)
+                return 0;
+        unsigned given;
+        int left = gs_slice_args_take(n, args, rest, &rq->mount_alloc, &given, err);
+        if (left < 0)
+                return gs_error_wrap(err, "slice mounts under %s", GS_OCI_DEVICES_DIR);
+        if (left != 1)
+                return gs_error_set(err, GS_EINVAL, "invalid slice mount %s/%s%s (not a slice option)", GS_OCI_DEVICES_DIR,
+                                    GS_REQUEST_SLICE_MOUNTS, rest[1] + 2);
+        return 1;
 }
 
 int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool privileged,
@@ -251,7 +285,14 @@ int gs_request_from_src(struct gs_request *rq, const struct gs_request_src *in, 
         if (rq->gpu && !none)
                 o->devices = rq->devices;
         o->no_gpu = !rq->gpu;
-        if (gs_slice_rules_apply(in->alloc, env, nenv, hc->env_may_raise || privileged, &rq->slice, &o->slice, err) < 0)
+        const struct gs_slice_opts *alloc = in->alloc;
+        if (alloc == NULL && hc->accept_volume_mounts) {
+                int got = mount_slice(rq, in, err);
+                if (got < 0)
+                        return fail(err, "slice");
+                alloc = got > 0 ? &rq->mount_alloc : NULL;
+        }
+        if (gs_slice_rules_apply(alloc, env, nenv, hc->env_may_raise || privileged, &rq->slice, &o->slice, err) < 0)
                 return fail(err, "slice");
         if (!rq->gpu)
                 return 0;

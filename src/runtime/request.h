@@ -51,6 +51,14 @@
 #include "runtime/slice_rules.h"
 #include "select/caps.h"
 
+/* The allocator's slice as volume mounts: /dev/null onto GS_OCI_DEVICES_DIR/slice/<option>=<value>
+ * (memory=8Gi, memory-1=4Gi, compute-share=50, compute-mode=cap, priority=high: the hook's slice
+ * options), taken where the host takes volume mounts (hook.accept-nvidia-visible-devices-as-
+ * volume-mounts) and the hook's command line gives no slice: only the kubelet makes such mounts
+ * (the device plugin's volume-mounts answers), so they are an allocator's word. */
+#define GS_REQUEST_SLICE_MOUNTS "slice/"
+#define GS_REQUEST_SLICE_ARGS (4 + 2 * GS_SLICE_MAX_DEVICES)
+
 struct gs_request {
         struct gs_configure_opts opts; /* points into the storage below */
         bool gpu;                      /* false: not a GPU container (nothing to mount) */
@@ -61,6 +69,8 @@ struct gs_request {
         const char *devices_from;      /* "volume mounts", "NVIDIA_VISIBLE_DEVICES" or NULL (none) */
         bool env_refused;              /* the env asked for GPUs and the host refused it (unprivileged) */
         struct gs_slice_want slice;    /* the slice's values; slice.ignored: what the env asked and did not get */
+        char mount_slice[GS_REQUEST_SLICE_ARGS][80]; /* the slice mounts as options ("--memory=8Gi") ... */
+        struct gs_slice_opts mount_alloc;             /* ... parsed: the allocator's slice, from mounts */
         char container_id[256];
         char regions_dir[4096];
         char vgpu_lib[4096];

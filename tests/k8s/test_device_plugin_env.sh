@@ -168,16 +168,27 @@ kexpect "allocate = volume-mounts: both resources registered" '.ok'
         not_ok "volume-mounts mode wrote a CDI spec: $(grep CDI "$TMP/plugin-a2.log")"
 kube allocate "$SHARES" "$TMP/v-share.json" "$GPU0::0" >/dev/null
 jq -e --arg g "$GPU0" --arg drv "$DRV" '.envs.NVIDIA_VISIBLE_DEVICES == "/var/run/nvidia-container-devices"
-        and .mounts == [{"container_path": ("/var/run/nvidia-container-devices/" + $g), "host_path": "/dev/null", "read_only": true}]
-        and .envs.GPUSLICE_MEMORY_LIMIT == "4Gi" and .envs.GPUSLICE_COMPUTE_LIMIT == "25" and (.cdi_devices // []) == []
+        and .mounts == [{"container_path": ("/var/run/nvidia-container-devices/" + $g), "host_path": "/dev/null", "read_only": true},
+                        {"container_path": "/var/run/nvidia-container-devices/slice/memory=4Gi", "host_path": "/dev/null", "read_only": true},
+                        {"container_path": "/var/run/nvidia-container-devices/slice/compute-share=25", "host_path": "/dev/null", "read_only": true}]
+        and .envs.GPUSLICE_MEMORY_LIMIT == null and .envs.GPUSLICE_COMPUTE_LIMIT == null and (.cdi_devices // []) == []
         and ([.devices[] | .container_path] == ["/dev/nvidiactl","/dev/nvidia-uvm","/dev/nvidia-uvm-tools","/dev/nvidia0"])' \
         "$TMP/v-share.json" >/dev/null &&
-        ok "one share, volume-mounts answer: /dev/null onto /var/run/nvidia-container-devices/<GPU 0>, the slice env, device specs" ||
+        ok "one share, volume-mounts answer: /dev/null onto /var/run/nvidia-container-devices/<GPU 0> and the slice as mounts (slice/memory=4Gi, slice/compute-share=25: the allocator's word), no limit env, device specs" ||
         not_ok "volume-mounts answer: $(jq -c . "$TMP/v-share.json")"
 CONF=$KCONF answer_bundle v-share "$TMP/v-share.json" EXPECT_TOTAL_MIB=4096
 expect_done v-share "runc + hook (k8s node) from the volume-mounts answer (one share)"
 expect_gpu0 v-share "volume-mounts, one share"
 expect_slice v-share "volume-mounts, one share (4Gi)" 4Gi 4096
+# the pod's env (its image's too) asking for more through every name: the mounts hold
+CONF=$KCONF answer_bundle v-wide "$TMP/v-share.json" EXPECT_TOTAL_MIB=4096 GPUSLICE_MEMORY_LIMIT=40Gi \
+        GPUSLICE_MEMORY_LIMIT_0=40Gi CUDA_DEVICE_MEMORY_LIMIT=40Gi GPUSLICE_COMPUTE_LIMIT=100 GPUSLICE_COMPUTE_MODE=off \
+        GPUSLICE_PRIORITY=high
+expect_done v-wide "runc + hook (k8s node) from the volume-mounts answer, the pod's env asking 40Gi, 100 %, off, high"
+expect_fact v-wide "PROBE_M ok total is the quota (4096 MiB)" "volume-mounts, hostile env: cuMemGetInfo total is still 4096 MiB"
+expect_fact v-wide "SLICE GPUSLICE_COMPUTE_LIMIT=25" "volume-mounts, hostile env: slice.conf holds 25 %"
+expect_no_fact v-wide "SLICE GPUSLICE_COMPUTE_MODE=off" "volume-mounts, hostile env: mode off is not taken"
+expect_no_fact v-wide "SLICE GPUSLICE_PRIORITY=high" "volume-mounts, hostile env: priority high is not taken"
 kube allocate nvidia.com/gpu "$TMP/v-gpu1.json" "$GPU1" >/dev/null
 jq -e --arg g "$GPU1" '.mounts == [{"container_path": ("/var/run/nvidia-container-devices/" + $g), "host_path": "/dev/null", "read_only": true}]
         and .envs.GPUSLICE_MEMORY_LIMIT == null' "$TMP/v-gpu1.json" >/dev/null &&

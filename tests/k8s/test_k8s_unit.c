@@ -358,11 +358,22 @@ static void test_allocate_volume_mounts(void **state)
         assert_int_equal(alloc("gpuslice.io/q", "GPU-1::1,GPU-1::0", &a, &o, &err), 0);
         assert_int_equal(o.n_cdi_devices, 0);
         assert_string_equal(env_of(&o, "NVIDIA_VISIBLE_DEVICES"), "/var/run/nvidia-container-devices");
-        assert_int_equal(o.n_mounts, 1); /* two shares of one GPU: one mount */
+        /* two shares of one GPU: one device mount, and the slice as mounts (the allocator's word: the
+         * kubelet's mounts, not the env the pod writes too) */
+        assert_int_equal(o.n_mounts, 3);
         assert_string_equal(o.mounts[0]->container_path, "/var/run/nvidia-container-devices/GPU-1");
         assert_string_equal(o.mounts[0]->host_path, "/dev/null");
         assert_true(o.mounts[0]->read_only);
-        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT"), "8Gi");
+        assert_string_equal(o.mounts[1]->container_path, "/var/run/nvidia-container-devices/slice/memory=8Gi");
+        assert_string_equal(o.mounts[2]->container_path, "/var/run/nvidia-container-devices/slice/compute-share=50");
+        assert_true(o.mounts[1]->read_only && strcmp(o.mounts[1]->host_path, "/dev/null") == 0);
+        assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT"));
+        assert_null(env_of(&o, "GPUSLICE_COMPUTE_LIMIT"));
+        /* shares that differ: per device */
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::1,GPU-1::0,GPU-3::0", &a, &o, &err), 0);
+        assert_int_equal(o.n_mounts, 6);
+        assert_string_equal(o.mounts[2]->container_path, "/var/run/nvidia-container-devices/slice/memory-0=8Gi");
+        assert_string_equal(o.mounts[5]->container_path, "/var/run/nvidia-container-devices/slice/compute-share-1=25");
         assert_int_equal(alloc("nvidia.com/gpu", "MIG-0,GPU-3", &a, &o, &err), 0);
         assert_int_equal(o.n_mounts, 2);
         assert_string_equal(o.mounts[0]->container_path, "/var/run/nvidia-container-devices/MIG-0");

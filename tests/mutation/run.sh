@@ -125,6 +125,10 @@ mutation oneslice integration_allocator src/runtime/hook.c \
         'if (same)' \
         'if (1)' \
         "two slice devices of one container that differ: the first hook's slice holds for every GPU (maybe the wider)"
+mutation slicemounts "unit_runtime k8s_device_plugin_env" src/runtime/request.c \
+        'if (alloc == NULL && hc->accept_volume_mounts) {' \
+        'if (0) {' \
+        "a volume-mounts answer's slice (the kubelet's slice/ mounts) is not the ceiling: the pod's env replaces its limits"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then

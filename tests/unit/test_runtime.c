@@ -732,6 +732,47 @@ static void host_rules(void **unused)
         assert_false(rq.gpu);
 }
 
+/* The allocator's slice as volume mounts (slice/<option>=<value>, the device plugin's
+ * volume-mounts answers): taken where the host takes volume mounts, the ceiling as the hook's
+ * options are; never devices. */
+static void slice_mounts(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        hc.accept_env_unprivileged = false;
+        hc.accept_volume_mounts = true;
+        const char *hostile = "\"NVIDIA_VISIBLE_DEVICES=" DEVS "\",\"GPUSLICE_MEMORY_LIMIT=70Gi\","
+                              "\"GPUSLICE_MEMORY_LIMIT_1=70Gi\",\"GPUSLICE_COMPUTE_MODE=off\",\"CUDA_TASK_PRIORITY=0\"";
+        char json[2048];
+        snprintf(json, sizeof(json), PROC("%s", "") ",\"mounts\":[" MNT("/dev/null", DEVS "/GPU-1") ","
+                 MNT("/dev/null", DEVS "/slice/memory=8Gi") "," MNT("/dev/null", DEVS "/slice/compute-share=50") ","
+                 MNT("/dev/null", DEVS "/slice/memory-1=4Gi") "]}", hostile);
+        assert_int_equal(req_oci(&rq, json), 0);
+        assert_true(rq.gpu);
+        assert_string_equal(rq.opts.devices, "GPU-1"); /* the slice mounts are no devices */
+        EXPECT_STR(rq.opts.slice.memory, "8Gi", "slice mounts 8Gi, env 70Gi");
+        EXPECT_STR(rq.opts.slice.memory_dev[1], "4Gi", "slice mounts memory-1=4Gi, env 70Gi");
+        EXPECT_STR(rq.opts.slice.compute, "50", "slice mounts 50 %");
+        EXPECT_STR(rq.opts.slice.compute_mode, "cap", "slice mounts, env mode off");
+        EXPECT_STR(rq.opts.slice.priority, "normal", "slice mounts, env CUDA_TASK_PRIORITY=0");
+        gs_request_release(&rq);
+        /* a bad one fails the start; one that is no slice option too */
+        snprintf(json, sizeof(json), PROC("", "") ",\"mounts\":[" MNT("/dev/null", DEVS "/slice/memory=lots") "]}");
+        assert_int_equal(req_oci(&rq, json), -1);
+        snprintf(json, sizeof(json), PROC("", "") ",\"mounts\":[" MNT("/dev/null", DEVS "/slice/regions-dir=x") "]}");
+        assert_int_equal(req_oci(&rq, json), -1);
+        /* not /dev/null (an image's VOLUME, a tmpfs): nothing; a host that takes no mounts: nothing */
+        snprintf(json, sizeof(json), PROC("\"GPUSLICE_MEMORY_LIMIT=2Gi\"", "") ",\"mounts\":["
+                 MNT("/tmp/x", DEVS "/slice/memory=70Gi") "]}");
+        assert_int_equal(req_oci(&rq, json), 0);
+        EXPECT_STR(rq.opts.slice.memory, "2Gi", "a tmpfs slice mount");
+        hc.accept_volume_mounts = false;
+        snprintf(json, sizeof(json), PROC("\"GPUSLICE_MEMORY_LIMIT=2Gi\"", "") ",\"mounts\":["
+                 MNT("/dev/null", DEVS "/slice/memory=1Gi") "]}");
+        assert_int_equal(req_oci(&rq, json), 0);
+        EXPECT_STR(rq.opts.slice.memory, "2Gi", "slice mounts on a host that takes no volume mounts");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -752,6 +793,7 @@ int main(void)
                 cmocka_unit_test(hook_stages_and_ids),
                 cmocka_unit_test(path_clean),
                 cmocka_unit_test(device_mounts),
+                cmocka_unit_test_setup(slice_mounts, setup_hc),
                 cmocka_unit_test_setup(host_rules, setup_hc),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
