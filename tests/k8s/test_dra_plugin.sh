@@ -116,7 +116,7 @@ jq -e --arg n "$U1-gpu-0" '.kind == "'"$KIND"'" and [.devices[].name] == [$n]
         and (.devices[0].containerEdits.env | index("GPUSLICE_MEMORY_LIMIT=4Gi") != null
              and index("GPUSLICE_COMPUTE_LIMIT=30") != null and index("GPUSLICE_PRIORITY=high") != null)
         and ([.devices[0].containerEdits.deviceNodes[].path] | index("/dev/nvidia0") != null and index("/dev/nvidia2") == null)
-        and ([.devices[0].containerEdits.hooks[].args[2]] == ["createRuntime", "poststop"])' "$SPEC1" >/dev/null &&
+        and ([.devices[0].containerEdits.hooks[] | [.args[0], .args[-1]]] == [["gpuslice-hook", "createRuntime"], ["gpuslice-hook", "poststop"]])' "$SPEC1" >/dev/null &&
         ok "... its CDI spec: one device, GPU 0's node, 4Gi / 30 % / the claim's priority (over the class's), the slice hooks" ||
         not_ok "spec $SPEC1: $(jq -c '.devices' "$SPEC1" 2>&1 | head -c 600)"
 "$GS" cdi list --spec "$SPEC1" >"$TMP/cdinames" 2>&1 && grep -qx "$KIND=$U1-gpu-0" "$TMP/cdinames" &&
