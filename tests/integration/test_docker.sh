@@ -132,6 +132,13 @@ expect_done one "--gpus 1"
 expect_gpu0 one "--gpus 1"
 hook_read one "gpu=yes devices=0 caps=0x3 requirements=0 slice=no" "--gpus 1: GPU 0"
 
+# the drop-in name linked to the whole gpuslice (as installed before gpuslice-hook) still works
+ln -sf "$GS" "$TMP/bin/nvidia-container-runtime-hook"
+docker_case oldlink 1
+expect_done oldlink "--gpus 1, nvidia-container-runtime-hook -> gpuslice"
+expect_gpu0 oldlink "--gpus 1, the old link"
+ln -sf "$BUILD/gpuslice-hook" "$TMP/bin/nvidia-container-runtime-hook"
+
 # --gpus 2: 0,1
 docker_case two 2
 expect_done two "--gpus 2"
