@@ -475,6 +475,8 @@ expect_err envcheck "LD_LIBRARY_PATH is set in the hook's environment (ignored):
 #     every object the hook processes loaded (the NVML helper's dlopen included) is one of those,
 #     or the driver's own library under the driver root.
 LEAN_LIBS='libc.so.6 libjson-c.so.5 libcap.so.2 libseccomp.so.2 ld-linux-x86-64.so.2'
+# (a sanitizer build links the sanitizers' runtimes too, and they what they need)
+sanitized && LEAN_LIBS="$LEAN_LIBS libasan.so.8 libubsan.so.1 libstdc++.so.6 libgcc_s.so.1 libm.so.6"
 lean_lib() { [[ " $LEAN_LIBS " == *" ${1##*/} "* ]]; }
 run leanspec -- "$GS" --root "$DRV" cdi generate --format json --slice 1g=1Gi
 expect_rc leanspec 0 "cdi generate --slice 1g=1Gi (the spec whose hooks run at every container)"

@@ -252,7 +252,10 @@ shim_libs=$(needed "$BUILD/gpuslice-runtime") gs_libs=$(needed "$BUILD/gpuslice"
 leg_hook=$(jq -r '.hooks.prestart[0].path' "$TMP/leg/config.json")
 hook_libs=$(needed "$leg_hook" 2>/dev/null) extra=""
 for l in $hook_libs; do
-        case $l in libc.so.6 | libjson-c.so.5 | libcap.so.2 | libseccomp.so.2 | ld-linux-x86-64.so.2) ;; *) extra="$extra $l" ;; esac
+        case $l in libc.so.6 | libjson-c.so.5 | libcap.so.2 | libseccomp.so.2 | ld-linux-x86-64.so.2) ;;
+        libasan.so.* | libubsan.so.*) sanitized || extra="$extra $l" ;; # a sanitizer build's runtimes
+        *) extra="$extra $l" ;;
+        esac
 done
 [ -n "$hook_libs" ] && [ -z "$extra" ] && ok "the hook the shim adds ($leg_hook) links only $hook_libs" ||
         not_ok "the hook the shim adds ($leg_hook) links${extra:- nothing read} besides libc, json-c, libcap, libseccomp"
