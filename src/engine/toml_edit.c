@@ -39,13 +39,13 @@ static struct gs_tnode *walk(const struct gs_tdoc *d, const char *const *path, s
         return t;
 }
 
-/* The value node of path.key, or NULL. */
+/* The value node of path.key (an inline table { } too), or NULL. */
 static struct gs_tnode *lookup(const struct gs_tdoc *d, const char *const *path, size_t npath, const char *key)
 {
         size_t depth;
         struct gs_tnode *t = walk(d, path, npath, &depth, NULL);
         struct gs_tnode *v = t != NULL && depth == npath ? gs_tnode_child(t, key) : NULL;
-        return v != NULL && v->kind == GS_TK_VALUE ? v : NULL;
+        return v != NULL && (v->kind == GS_TK_VALUE || v->inline_value) ? v : NULL;
 }
 
 char *gs_toml_get(const char *text, const char *const *path, size_t npath, const char *key)
@@ -267,7 +267,7 @@ static int plan(const struct gs_tdoc *d, const char *const *path, size_t npath, 
                 return -1;
         struct gs_tnode *k = depth == npath ? gs_tnode_child(t, key) : NULL;
         *cut = 0;
-        if (k != NULL && k->kind != GS_TK_VALUE)
+        if (k != NULL && k->kind != GS_TK_VALUE && !k->inline_value)
                 return gs_error_set(err, GS_EFORMAT, "line %u: %s is a table, not a value; not edited",
                                     gs_tdoc_line(d, k->at), key);
         if (k != NULL) {
