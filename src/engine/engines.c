@@ -386,20 +386,26 @@ static int containerd_check(const char *tmp, void *arg, struct gs_error *err)
         return 0;
 }
 
-/* Put a file already written back as it was (its old text, or no file). */
-static void put_back(struct gs_engine_file *f)
+/* Put a file already written back as it was (its old text, or no file), its backup gone; when
+ * that fails, the error says so and where the backup is. */
+static void put_back(struct gs_engine_file *f, struct gs_error *err)
 {
         struct gs_error e = {0};
-        char bak[4200];
-        if (!f->cf.exists)
-                unlink(f->cf.real);
-        else
-                (void)gs_conffile_write(&f->cf, f->before, f->before, NULL, NULL, bak, sizeof(bak), &e);
-        if (!f->cf.exists || e.msg[0] == '\0') {
-                if (f->cf.exists && bak[0] != '\0')
-                        unlink(bak);
+        char bak[4200] = "";
+        int rc = f->cf.exists ? gs_conffile_write(&f->cf, f->before, f->before, NULL, NULL, bak, sizeof(bak), &e)
+                              : unlink(f->cf.real) < 0 ? gs_error_sys(&e, "cannot remove %s", f->cf.real) : 0;
+        if (bak[0] != '\0')
+                unlink(bak);
+        if (rc == 0) {
+                if (f->backup[0] != '\0')
+                        unlink(f->backup);
                 f->backup[0] = '\0';
+                return;
         }
+        char msg[sizeof(err->msg)];
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        gs_error_set(err, err->code, "%s; and %s, already written, could not be put back (%s)%s%s", msg, f->path, e.msg,
+                     f->backup[0] ? ": its old text is in " : "", f->backup);
 }
 
 static int write_files(const struct gs_engine_opts *o, struct gs_engine_result *r, struct gs_error *err)
@@ -422,7 +428,7 @@ static int write_files(const struct gs_engine_opts *o, struct gs_engine_result *
                                       sizeof(f->backup), err) < 0) {
                         for (size_t j = i + 1; j < r->nfiles; j++)
                                 if (r->files[j].changed)
-                                        put_back(&r->files[j]);
+                                        put_back(&r->files[j], err);
                         return -1;
                 }
         }

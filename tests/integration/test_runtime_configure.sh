@@ -370,6 +370,27 @@ expect_err s10 "containerd refuses" "... says that containerd refused it"
 expect_err s10 "Can't convert" "... with containerd's own words"
 check "... the original untouched" cmp -s "$X/refused.toml" "$X/refused.orig"
 check "... no backup, no temporary file left" [ -z "$(ls -A "$X" | grep '^\.\?refused.toml.')" ]
+# ... a drop-in is checked before the config that imports it, and put back when containerd
+# refuses the config: a new one removed, an existing one as it was, no backup left
+printf 'version = 2\noom_score = "high"\n' >"$X/refused2.toml"
+cp "$X/refused2.toml" "$X/refused2.orig"
+run s10b -- cfg --runtime containerd --config "$X/refused2.toml" --drop-in "$X/conf.d/new.toml"
+expect_rc s10b 1 "a config containerd refuses, with a new drop-in"
+check "... the config untouched" cmp -s "$X/refused2.toml" "$X/refused2.orig"
+check "... the drop-in, checked and written first, removed again" [ ! -e "$X/conf.d/new.toml" ]
+printf 'version = 2\n# mine\n' >"$X/conf.d/old.toml"
+cp "$X/conf.d/old.toml" "$X/old.orig"
+run s10c -- cfg --runtime containerd --config "$X/refused2.toml" --drop-in "$X/conf.d/old.toml"
+expect_rc s10c 1 "a config containerd refuses, with a drop-in that was there"
+check "... the drop-in as it was" cmp -s "$X/conf.d/old.toml" "$X/old.orig"
+check "... and no backup of it left" [ -z "$(ls "$X"/conf.d/old.toml.*.bak 2>/dev/null)" ]
+printf 'version = 2\noom_score = "high"\n' >"$X/conf.d/bad.toml"
+printf 'version = 2\n' >"$X/refused3.toml"
+cp "$X/refused3.toml" "$X/refused3.orig"
+run s10d -- cfg --runtime containerd --config "$X/refused3.toml" --drop-in "$X/conf.d/bad.toml"
+expect_rc s10d 1 "a drop-in containerd refuses"
+expect_err s10d "$X/conf.d/bad.toml: containerd refuses" "... names the drop-in"
+check "... the config that would import it untouched" cmp -s "$X/refused3.toml" "$X/refused3.orig"
 mkdir -p "$X/nopath"
 printf 'version = 2\n' >"$X/nocheck.toml"
 run s11 -- env PATH="$X/nopath" "$GS" runtime configure --runtime containerd --config "$X/nocheck.toml"
