@@ -233,6 +233,15 @@ check "... the edited file is 0600 and 4242:4343" [ "$(stat -c %a:%u:%g "$X/cred
 check "... the credentials kept" is "$X/creds.toml" 'plugins/io.containerd.grpc.v1.cri/registry/configs/registry.example.com/auth/password' '"s3cret"'
 check "... no temporary file left beside it" [ -z "$(ls -A "$X" | grep -v -e '^creds.toml$' -e '^creds.toml\..*\.bak$')" ]
 
+# a link planted where the backup will go (the next seconds' names) is not written through
+printf 'version = 2\n' >"$X/planted.toml"
+: >"$X/victim"
+for n in $(seq 0 20); do ln -s "$X/victim" "$X/planted.toml.$(date -u -d "+$n sec" +%Y%m%dT%H%M%SZ).bak" 2>/dev/null; done
+run s1b -- cfg --runtime containerd --config "$X/planted.toml"
+expect_rc s1b 0 "links planted at the backup's names"
+check "... the file they point to is untouched" [ ! -s "$X/victim" ]
+check "... the backup went to a name of its own" [ -f "$(ls "$X"/planted.toml.*.1.bak 2>/dev/null | head -1)" ]
+
 # a symlinked config: edited through the link, the link stays a link, its target is replaced
 mkdir -p "$X/real" "$X/etc"
 printf 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n' >"$X/real/config.toml"
