@@ -552,7 +552,6 @@ static struct gs_tnode *dotted(struct lx *x, size_t sect, char **parts, size_t n
         struct gs_tnode *t = x->d->sections[sect].table;
         for (size_t i = 0; i + 1 < np; i++) {
                 struct gs_tnode *k = gs_tnode_child(t, parts[i]);
-                unsigned l = k != NULL ? gs_tdoc_line(x->d, k->at) : 0;
                 if (k == NULL) {
                         if ((k = node(x, strdup(parts[i]), GS_TK_TABLE, GS_TH_DOTTED, at)) == NULL || add_kid(x, t, k) < 0)
                                 return NULL;
@@ -561,12 +560,13 @@ static struct gs_tnode *dotted(struct lx *x, size_t sect, char **parts, size_t n
                         k->section = sect;
                 } else if (k->kind != GS_TK_TABLE) {
                         return fail(x, at, "%s is %s (line %u), not a table", parts[i],
-                                    k->kind == GS_TK_AOT ? "an array of tables" : "a value", l), NULL;
+                                    k->kind == GS_TK_AOT ? "an array of tables" : "a value", gs_tdoc_line(x->d, k->at)), NULL;
                 } else if (k->frozen) {
-                        return fail(x, at, "%s is an inline table (line %u): it cannot be extended", parts[i], l), NULL;
+                        return fail(x, at, "%s is an inline table (line %u): it cannot be extended", parts[i],
+                                    gs_tdoc_line(x->d, k->at)), NULL;
                 } else if (k->is_explicit) {
                         return fail(x, at, "the table %s is defined on line %u: dotted keys of another table "
-                                           "cannot add to it", parts[i], l), NULL;
+                                           "cannot add to it", parts[i], gs_tdoc_line(x->d, k->at)), NULL;
                 } else if (k->how == GS_TH_IMPLICIT) {
                         k->how = GS_TH_DOTTED;
                         k->section = sect;
@@ -666,7 +666,6 @@ static int header(struct lx *x)
         if (!closed)
                 fail(x, at, "a header that is not closed with %s", aot ? "]]" : "]");
         struct gs_tnode *k = t != NULL ? gs_tnode_child(t, parts[np - 1]) : NULL;
-        unsigned l = k != NULL ? gs_tdoc_line(x->d, k->at) : 0;
         if (t == NULL) {
                 k = NULL;
         } else if (k == NULL) {
@@ -679,7 +678,7 @@ static int header(struct lx *x)
                         snprintf(name + strlen(name), sizeof(name) - strlen(name), gs_toml_bare(parts[i]) ? "%s%s" : "%s\"%s\"",
                                  i ? "." : "", parts[i]);
                 fail(x, at, "the table %s%s%s is defined twice (first on line %u%s)", aot ? "[[" : "[", name,
-                     aot ? "]]" : "]", l, k->how == GS_TH_DOTTED ? ", by dotted keys" : "");
+                     aot ? "]]" : "]", gs_tdoc_line(x->d, k->at), k->how == GS_TH_DOTTED ? ", by dotted keys" : "");
                 k = NULL;
         } else if (!aot) {
                 k->how = GS_TH_HEADER;
