@@ -113,8 +113,9 @@ static int json_member(json_object *obj, const char *file, const char *what, con
         return 0;
 }
 
-/* daemon.json's members that gpuslice writes, added or checked: runtimes.NAME, default-runtime,
- * features.cdi. */
+/* daemon.json's members that gpuslice writes (runtimes.NAME; default-runtime with
+ * --set-as-default; features.cdi with --cdi.enabled): added, or replaced where they hold another
+ * value of the right type; a wrong type (null included) is refused. */
 static int docker_edit(const struct gs_engine_opts *o, const char *name, const char *path, json_object *root,
                        const char *file, struct gs_engine_result *r, struct gs_error *err)
 {
@@ -133,16 +134,18 @@ static int docker_edit(const struct gs_engine_opts *o, const char *name, const c
                 note(r, "%s: runtimes.%s = {\"path\": \"%s\", \"args\": []}", file, name, path);
         }
         json_object_put(want);
-        if (json_member(root, file, "default-runtime", "default-runtime", json_type_string, &v, err) < 0 ||
-            json_member(root, file, "features", "features", json_type_object, &feat, err) < 0)
+        if (o->set_as_default && json_member(root, file, "default-runtime", "default-runtime", json_type_string, &v, err) < 0)
                 return -1;
         if (o->set_as_default && (v == NULL || strcmp(json_object_get_string(v), name) != 0)) {
                 json_object_object_add(root, "default-runtime", json_object_new_string(name));
                 note(r, "%s: default-runtime = \"%s\"", file, name);
         }
-        if (feat != NULL && json_member(feat, file, "features.cdi", "cdi", json_type_boolean, &v, err) < 0)
+        if (!o->cdi_enabled)
+                return 0;
+        if (json_member(root, file, "features", "features", json_type_object, &feat, err) < 0 ||
+            (feat != NULL && json_member(feat, file, "features.cdi", "cdi", json_type_boolean, &v, err) < 0))
                 return -1;
-        if (o->cdi_enabled && (feat == NULL || v == NULL || !json_object_get_boolean(v))) {
+        if (feat == NULL || v == NULL || !json_object_get_boolean(v)) {
                 if (feat == NULL) {
                         feat = json_object_new_object();
                         json_object_object_add(root, "features", feat);

@@ -414,6 +414,9 @@ run d4 -- cfg --runtime docker --config "$D/null.json" --set-as-default
 expect_rc d4 1 'docker: "default-runtime": null with --set-as-default'
 expect_err d4 "$D/null.json: default-runtime is null, not a string" "... is refused, saying why"
 check "... and left as it was" cmp -s "$D/null.json" "$D/null.orig"
+run d4b -- cfg --runtime docker --config "$D/null.json"
+expect_rc d4b 0 '... without --set-as-default (gpuslice does not write default-runtime) it is left as it is'
+check "... and the null kept" [ "$(jq -c '."default-runtime"' "$D/null.json")" = null ]
 printf '{"runtimes": [], "features": {"cdi": "yes"}}\n' >"$D/types.json"
 cp "$D/types.json" "$D/types.orig"
 run d5 -- cfg --runtime docker --config "$D/types.json"
