@@ -5,8 +5,14 @@
 # drop-in and imports, a commented hand-written file), CRI-O's drop-in (fresh, and the shipped
 # crio.conf layout as a drop-in with other settings). Idempotence (a second run: byte-identical,
 # "unchanged", no backup), --dry-run (nothing written), everything else kept, backups, errors.
+# Issue 31: a 0600 config with registry credentials (backup and new file keep owner and mode),
+# links planted at the backup's names, a symlinked config, the TOML shapes (dotted keys at the
+# top and in a parent table, inline tables, multi-line strings and arrays that look like headers)
+# checked by containerd's own reading (config dump) and by tomllib, table by table; refusals
+# naming the line; containerd's check before a file is replaced (and without containerd);
+# daemon.json's wrong-typed members; CRI-O's dotted and inline drop-ins.
 . "$(dirname "$0")/lib.sh"
-need jq containerd
+need jq containerd python3
 [ -x "$GS" ] || { not_ok "$GS is not built"; finish; }
 S=/usr/bin/nvidia-container-runtime
 cfg() { "$GS" runtime configure "$@"; }
