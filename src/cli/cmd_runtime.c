@@ -117,7 +117,12 @@ static const char configure_help[] =
         "config.toml (a runtime handler with BinaryName the shim; schema version 2 or 3, for a\n"
         "version 3 config a drop-in under /etc/containerd/conf.d that the config imports), CRI-O's\n"
         "drop-in crio.conf.d/99-gpuslice.toml. A file is written only when it changes, after a\n"
-        "backup beside it (<file>.<time>.bak); each change is printed. Restart the engine after.\n"
+        "backup beside it (<file>.<time>.bak, the original's owner and mode); a symlinked config is\n"
+        "edited through the link (its target replaced, the link kept). containerd reads each new\n"
+        "file (containerd --config FILE config dump) before it replaces the original; a file it\n"
+        "refuses is not written. A TOML shape the editor cannot change safely, or a daemon.json\n"
+        "value of the wrong type, is refused, naming it. Each change is printed. Restart the\n"
+        "engine after.\n"
         "With --kubernetes, also gpuslice's host config gets the values a Kubernetes node needs, where\n"
         "images and pod specs are the tenants': [hook] accept-nvidia-visible-devices-envvar-when-\n"
         "unprivileged = false (an unprivileged container's NVIDIA_VISIBLE_DEVICES, every CUDA image's\n"
@@ -144,13 +149,15 @@ static void print_result(const struct gs_engine_result *rs, size_t nr, bool dry_
 {
         if (json) {
                 json_object *root = json_object_new_object(), *files = json_object_new_array(),
-                            *changes = json_object_new_array();
+                            *changes = json_object_new_array(), *notes = json_object_new_array();
                 for (size_t k = 0; k < nr; k++) {
                         const struct gs_engine_result *r = &rs[k];
                         for (size_t i = 0; i < r->nfiles; i++) {
                                 json_object *f = json_object_new_object();
                                 json_object_object_add(f, "path", json_object_new_string(r->files[i].path));
                                 json_object_object_add(f, "changed", json_object_new_boolean(r->files[i].changed));
+                                if (r->files[i].cf.linked)
+                                        json_object_object_add(f, "target", json_object_new_string(r->files[i].cf.real));
                                 json_object_object_add(f, "backup", r->files[i].backup[0]
                                                                             ? json_object_new_string(r->files[i].backup)
                                                                             : NULL);
@@ -160,10 +167,13 @@ static void print_result(const struct gs_engine_result *rs, size_t nr, bool dry_
                         }
                         for (size_t i = 0; i < r->nchanges; i++)
                                 json_object_array_add(changes, json_object_new_string(r->changes[i]));
+                        for (size_t i = 0; i < r->nnotes; i++)
+                                json_object_array_add(notes, json_object_new_string(r->notes[i]));
                 }
                 json_object_object_add(root, "dry_run", json_object_new_boolean(dry_run));
                 json_object_object_add(root, "files", files);
                 json_object_object_add(root, "changes", changes);
+                json_object_object_add(root, "notes", notes);
                 cli_print_json(root);
                 return;
         }
@@ -178,9 +188,12 @@ static void print_result(const struct gs_engine_result *rs, size_t nr, bool dry_
                         else if (dry_run)
                                 printf("--- %s (new content) ---\n%s", f->path, f->after);
                         else
-                                printf("wrote %s%s%s%s\n", f->path, f->backup[0] ? " (backup " : "", f->backup,
+                                printf("wrote %s%s%s%s%s%s\n", f->path, f->cf.linked ? " -> " : "",
+                                       f->cf.linked ? f->cf.real : "", f->backup[0] ? " (backup " : "", f->backup,
                                        f->backup[0] ? ")" : "");
                 }
+                for (size_t i = 0; i < rs[k].nnotes; i++)
+                        printf("note: %s\n", rs[k].notes[i]);
         }
 }
 

@@ -114,6 +114,16 @@ mutation labelsenv observe_hook src/runtime/hook.c \
         "a slice's labels read from the container's env (its image's ENV, the pod spec): it passes for another pod"
 SLOW=(limiter)
 
+# issue 31 (engines)
+mutation tomltable "unit_toml_tomllib integration_runtime_configure" src/engine/toml_parse.c \
+        'struct gs_tnode *t = x->d->sections[sect].table;' \
+        'struct gs_tnode *t = x->d->root;' \
+        "the TOML editor reads a dotted key of a [table] as a key of the document, so it writes keys into the wrong table (a duplicate table containerd and tomllib refuse)"
+mutation backupmode integration_runtime_configure src/engine/conffile.c \
+        'if (fill(fd, out, old, f, err) < 0) {' \
+        'if (fill(fd, out, old, &(struct gs_conffile){.mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1}, err) < 0) {' \
+        "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)"
+
 if [ -n "${MUTATION_ONLY:-}" ]; then
         [ -n "${FILE[$MUTATION_ONLY]:-}" ] || { echo "no mutation named $MUTATION_ONLY" >&2; exit 2; }
         MUTATIONS=("$MUTATION_ONLY")
