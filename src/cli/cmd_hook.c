@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "runtime/hook.h"
 #include "runtime/hostconfig.h"
+#include "slice/slice.h"
 
 static const char hook_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] hook [--config FILE] STAGE\n"
@@ -33,6 +34,10 @@ static const char hook_help[] =
         "  -c, --config=FILE   host defaults (default " GS_HOSTCONFIG_DEFAULT_PATH "; see gpuslice.conf):\n"
         "                      driver root, ldconfig, no-cgroups, default capabilities, log file ...\n"
         "                      Global options given on the command line win over it.\n"
+        "      --k8s-claim=NAME, --k8s-namespace=NAMESPACE, --k8s-pod=NAME\n"
+        "                      the slice's labels for metrics, top and `slice set NAMESPACE/POD`\n"
+        "                      where the runtime's CRI annotations name none (a DRA claim's CDI\n"
+        "                      device gives them); never read from the container's env\n"
         "  -h, --help\n"
         "\n"
         "gpuslice-hook (and nvidia-container-runtime-hook, a link to it) is this hook in an\n"
@@ -69,9 +74,13 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
+                {"k8s-claim", required_argument, NULL, 'K'},
+                {"k8s-namespace", required_argument, NULL, 'N'},
+                {"k8s-pod", required_argument, NULL, 'P'},
                 {0},
         };
         const char *config = NULL, *stage_name = NULL;
+        struct gs_slice_labels labels = {0};
         int c;
         if (g->from_nvidia_name) {
                 int rc = nvidia_args(argc, argv, &stage_name);
@@ -82,6 +91,14 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
                         switch (c) {
                         case 'c': config = optarg; break;
                         case 'h': fputs(hook_help, stdout); return 0;
+                        case 'K': case 'N': case 'P': {
+                                char *dst = c == 'K' ? labels.claim : c == 'N' ? labels.ns : labels.pod;
+                                if (!gs_slice_label_valid(optarg))
+                                        return cli_usage_error("hook", "'%s' is not a Kubernetes name ([a-z0-9.-])",
+                                                               optarg);
+                                snprintf(dst, GS_SLICE_LABEL_MAX, "%s", optarg);
+                                break;
+                        }
                         case ':': return cli_usage_error("hook", "option '%s' needs a value", argv[optind - 1]);
                         default: return cli_usage_error("hook", "unknown option '%s'", argv[optind - 1]);
                         }
@@ -93,7 +110,7 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
         }
         if (stage_name == NULL)
                 return cli_usage_error("hook", "missing STAGE (prestart, createRuntime, poststart or poststop)");
-        struct gs_hook_opts h = {.state_fd = 0};
+        struct gs_hook_opts h = {.state_fd = 0, .labels = labels};
         if (gs_hook_stage_parse(stage_name, &h.stage) < 0)
                 return cli_usage_error("hook", "unknown STAGE '%s' (prestart, createRuntime, poststart or poststop)",
                                        stage_name);

@@ -108,13 +108,25 @@ int cmd_runtime(const struct cli_globals *g, int argc, char **argv)
 
 static const char configure_help[] =
         "Usage: gpuslice runtime configure --runtime docker|containerd|crio [OPTIONS]\n"
+        "       gpuslice runtime configure [--runtime ENGINE [OPTIONS]] --kubernetes [--host-config FILE]\n"
         "\n"
         "Register the runtime shim (nvidia-container-runtime) with a container engine, keeping\n"
         "everything else in its config: docker's daemon.json (runtimes.nvidia), containerd's\n"
         "config.toml (a runtime handler with BinaryName the shim; schema version 2 or 3, for a\n"
         "version 3 config a drop-in under /etc/containerd/conf.d that the config imports), CRI-O's\n"
         "drop-in crio.conf.d/99-gpuslice.toml. A file is written only when it changes, after a\n"
-        "backup beside it (<file>.<time>.bak); each change is printed. Restart the engine after.\n"
+        "backup beside it (<file>.<time>.bak, the original's owner and mode); a symlinked config is\n"
+        "edited through the link (its target replaced, the link kept). containerd reads each new\n"
+        "file (containerd --config FILE config dump) before it replaces the original; a file it\n"
+        "refuses is not written. A TOML shape the editor cannot change safely, or a daemon.json\n"
+        "value of the wrong type, is refused, naming it. Each change is printed. Restart the\n"
+        "engine after.\n"
+        "With --kubernetes, also gpuslice's host config gets the values a Kubernetes node needs, where\n"
+        "images and pod specs are the tenants': [hook] accept-nvidia-visible-devices-envvar-when-\n"
+        "unprivileged = false (an unprivileged container's NVIDIA_VISIBLE_DEVICES, every CUDA image's\n"
+        "included, gives no GPU), accept-nvidia-visible-devices-as-volume-mounts = true (the device\n"
+        "plugin's volume-mounts answers do), and [device-plugin] allocate = \"volume-mounts\" where it\n"
+        "was \"env\".\n"
         "\n"
         "  -r, --runtime=ENGINE    docker, containerd or crio\n"
         "  -c, --config=FILE       the file to edit (default /etc/docker/daemon.json,\n"
@@ -124,44 +136,62 @@ static const char configure_help[] =
         "      --path=FILE         the shim (default /usr/bin/nvidia-container-runtime)\n"
         "      --set-as-default    make it the engine's default runtime\n"
         "      --cdi.enabled       docker: features.cdi; containerd: enable_cdi (CRI-O: always on)\n"
+        "      --kubernetes        gpuslice's host config for a Kubernetes node (above)\n"
+        "      --host-config=FILE  that host config (default " GS_HOSTCONFIG_DEFAULT_PATH ")\n"
         "      --dry-run           print the changes and the new file(s), write nothing\n"
         "      --json              the result as JSON\n"
         "  -h, --help\n";
 
-static void print_result(const struct gs_engine_result *r, bool dry_run, bool json)
+/* The results (the engine's, the host config's) as one report. */
+static void print_result(const struct gs_engine_result *rs, size_t nr, bool dry_run, bool json)
 {
         if (json) {
                 json_object *root = json_object_new_object(), *files = json_object_new_array(),
-                            *changes = json_object_new_array();
-                for (size_t i = 0; i < r->nfiles; i++) {
-                        json_object *f = json_object_new_object();
-                        json_object_object_add(f, "path", json_object_new_string(r->files[i].path));
-                        json_object_object_add(f, "changed", json_object_new_boolean(r->files[i].changed));
-                        json_object_object_add(f, "backup", r->files[i].backup[0] ? json_object_new_string(r->files[i].backup)
-                                                                                  : NULL);
-                        if (dry_run)
-                                json_object_object_add(f, "content", json_object_new_string(r->files[i].after));
-                        json_object_array_add(files, f);
+                            *changes = json_object_new_array(), *notes = json_object_new_array();
+                for (size_t k = 0; k < nr; k++) {
+                        const struct gs_engine_result *r = &rs[k];
+                        for (size_t i = 0; i < r->nfiles; i++) {
+                                json_object *f = json_object_new_object();
+                                json_object_object_add(f, "path", json_object_new_string(r->files[i].path));
+                                json_object_object_add(f, "changed", json_object_new_boolean(r->files[i].changed));
+                                if (r->files[i].cf.linked)
+                                        json_object_object_add(f, "target", json_object_new_string(r->files[i].cf.real));
+                                json_object_object_add(f, "backup", r->files[i].backup[0]
+                                                                            ? json_object_new_string(r->files[i].backup)
+                                                                            : NULL);
+                                if (dry_run)
+                                        json_object_object_add(f, "content", json_object_new_string(r->files[i].after));
+                                json_object_array_add(files, f);
+                        }
+                        for (size_t i = 0; i < r->nchanges; i++)
+                                json_object_array_add(changes, json_object_new_string(r->changes[i]));
+                        for (size_t i = 0; i < r->nnotes; i++)
+                                json_object_array_add(notes, json_object_new_string(r->notes[i]));
                 }
-                for (size_t i = 0; i < r->nchanges; i++)
-                        json_object_array_add(changes, json_object_new_string(r->changes[i]));
                 json_object_object_add(root, "dry_run", json_object_new_boolean(dry_run));
                 json_object_object_add(root, "files", files);
                 json_object_object_add(root, "changes", changes);
+                json_object_object_add(root, "notes", notes);
                 cli_print_json(root);
                 return;
         }
-        for (size_t i = 0; i < r->nchanges; i++)
-                printf("%s%s\n", dry_run ? "would set " : "set ", r->changes[i]);
-        for (size_t i = 0; i < r->nfiles; i++) {
-                const struct gs_engine_file *f = &r->files[i];
-                if (!f->changed)
-                        printf("%s: unchanged\n", f->path);
-                else if (dry_run)
-                        printf("--- %s (new content) ---\n%s", f->path, f->after);
-                else
-                        printf("wrote %s%s%s%s\n", f->path, f->backup[0] ? " (backup " : "", f->backup,
-                               f->backup[0] ? ")" : "");
+        for (size_t k = 0; k < nr; k++)
+                for (size_t i = 0; i < rs[k].nchanges; i++)
+                        printf("%s%s\n", dry_run ? "would set " : "set ", rs[k].changes[i]);
+        for (size_t k = 0; k < nr; k++) {
+                for (size_t i = 0; i < rs[k].nfiles; i++) {
+                        const struct gs_engine_file *f = &rs[k].files[i];
+                        if (!f->changed)
+                                printf("%s: unchanged\n", f->path);
+                        else if (dry_run)
+                                printf("--- %s (new content) ---\n%s", f->path, f->after);
+                        else
+                                printf("wrote %s%s%s%s%s%s\n", f->path, f->cf.linked ? " -> " : "",
+                                       f->cf.linked ? f->cf.real : "", f->backup[0] ? " (backup " : "", f->backup,
+                                       f->backup[0] ? ")" : "");
+                }
+                for (size_t i = 0; i < rs[k].nnotes; i++)
+                        printf("note: %s\n", rs[k].notes[i]);
         }
 }
 
@@ -178,11 +208,14 @@ int cmd_runtime_configure(const struct cli_globals *g, int argc, char **argv)
                 {"cdi.enabled", no_argument, NULL, 0x104},
                 {"dry-run", no_argument, NULL, 0x105},
                 {"json", no_argument, NULL, 0x106},
+                {"kubernetes", no_argument, NULL, 0x107},
+                {"host-config", required_argument, NULL, 0x108},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
         struct gs_engine_opts o = {0};
-        bool have_engine = false, json = false;
+        bool have_engine = false, json = false, k8s = false;
+        const char *host_config = NULL;
         int c;
         optind = 0;
         while ((c = getopt_long(argc, argv, "+:r:c:h", opts, NULL)) != -1) {
@@ -201,6 +234,8 @@ int cmd_runtime_configure(const struct cli_globals *g, int argc, char **argv)
                 case 0x104: o.cdi_enabled = true; break;
                 case 0x105: o.dry_run = true; break;
                 case 0x106: json = true; break;
+                case 0x107: k8s = true; break;
+                case 0x108: host_config = optarg; break;
                 case 'h': fputs(configure_help, stdout); return 0;
                 case ':': return cli_usage_error("runtime configure", "option '%s' needs a value", argv[optind - 1]);
                 default: return cli_usage_error("runtime configure", "unknown option '%s'", argv[optind - 1]);
@@ -208,19 +243,26 @@ int cmd_runtime_configure(const struct cli_globals *g, int argc, char **argv)
         }
         if (optind < argc)
                 return cli_usage_error("runtime configure", "unexpected argument '%s'", argv[optind]);
-        if (!have_engine)
+        if (!have_engine && !k8s)
                 return cli_usage_error("runtime configure", "missing --runtime (docker, containerd or crio)");
+        if (host_config != NULL && !k8s)
+                return cli_usage_error("runtime configure", "--host-config is for --kubernetes");
+        if (!have_engine && (o.config != NULL || o.drop_in != NULL || o.name != NULL || o.path != NULL ||
+                             o.set_as_default || o.cdi_enabled))
+                return cli_usage_error("runtime configure", "engine options need --runtime");
         if (o.drop_in != NULL && o.engine != GS_ENGINE_CONTAINERD)
                 return cli_usage_error("runtime configure", "--drop-in is for --runtime containerd");
-        struct gs_engine_result r;
+        struct gs_engine_result r[2] = {0};
         struct gs_error err = {0};
-        int rc = gs_engine_configure(&o, &r, &err);
-        if (rc < 0) {
+        size_t nr = 0;
+        int rc = have_engine ? gs_engine_configure(&o, &r[nr++], &err) : 0;
+        if (rc == 0 && k8s)
+                rc = gs_hostconfig_configure_k8s(host_config, o.dry_run, &r[nr++], &err);
+        if (rc == 0)
+                print_result(r, nr, o.dry_run, json);
+        else
                 cli_error("runtime", "%s", err.msg);
-                gs_engine_result_release(&r);
-                return CLI_EXIT_FAILURE;
-        }
-        print_result(&r, o.dry_run, json);
-        gs_engine_result_release(&r);
-        return 0;
+        for (size_t i = 0; i < nr; i++)
+                gs_engine_result_release(&r[i]);
+        return rc < 0 ? CLI_EXIT_FAILURE : 0;
 }

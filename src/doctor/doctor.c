@@ -119,6 +119,7 @@ static const struct {
         {"oci-hook", doctor_check_oci_hook},
         {"docker-hook", doctor_check_docker_hook},
         {"engines", doctor_check_engines},
+        {"gpu-requests", doctor_check_requests},
         {"cdi-spec", doctor_check_cdi},
         {"interposer", doctor_check_interposer},
         {"regions-dir", doctor_check_regions},

@@ -9,6 +9,9 @@
  *   check_runtime.c OCI hooks.d files (podman, CRI-O) and the nvidia-container-runtime-hook name
  *                   (docker --gpus)
  *   check_engines.c the runtime shim registered in docker's, containerd's, CRI-O's configs
+ *   check_requests.c who may ask for GPUs: a Kubernetes node (the kubelet's directories, the device
+ *                   plugin's spec) must not take NVIDIA_VISIBLE_DEVICES from unprivileged containers;
+ *                   the device plugin's answers must be ones the hook takes
  *   check_cdi.c     CDI specs present and current (the files and nodes they name are the driver's)
  *   check_slice.c   host config, the interposer, the regions directory, MPS daemons
  *

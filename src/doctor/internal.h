@@ -48,6 +48,8 @@ void doctor_check_oci_hook(struct doctor *d, struct gs_doctor_result *r);
 void doctor_check_docker_hook(struct doctor *d, struct gs_doctor_result *r);
 /* check_engines.c */
 void doctor_check_engines(struct doctor *d, struct gs_doctor_result *r);
+/* check_requests.c */
+void doctor_check_requests(struct doctor *d, struct gs_doctor_result *r);
 /* check_cdi.c */
 void doctor_check_cdi(struct doctor *d, struct gs_doctor_result *r);
 

@@ -17,11 +17,12 @@
 #include "cdi/cdi.h"
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "runtime/hook_exe.h"
 #include "runtime/oci.h"
 #include "runtime/request.h"
 
-#define DEVICES_DIR "/var/run/nvidia-container-devices"
+#define DEVICES_DIR GS_OCI_DEVICES_DIR
 #define HOOK_ENV "PATH=" GS_HOSTCONFIG_DEFAULT_BIN_PATH
 #define MAX_NAMES 128
 
@@ -216,7 +217,9 @@ struct ask {
         char *names[MAX_NAMES];  /* qualified CDI names (annotations, env, mounts) */
         size_t nnames;
         char plain[4096];        /* plain device tokens (env or mounts), comma-joined */
-        bool from_mounts;        /* the plain tokens came from the volume-mount strategy */
+        bool from_mounts;        /* they came from the volume mounts */
+        bool from_env;           /* they came from NVIDIA_VISIBLE_DEVICES (runtime.env-cdi-kinds applies) */
+        bool env_refused;        /* NVIDIA_VISIBLE_DEVICES asked, the host refused (not privileged) */
 };
 
 static void ask_release(struct ask *k)
@@ -271,40 +274,36 @@ static int split_list(struct ask *k, const char *v, bool plain_too, struct gs_er
         return 0;
 }
 
-static int mounts_ask(json_object *oci, struct ask *k, struct gs_error *err)
+/* The volume mounts' devices (struct gs_oci_config: /dev/null onto DEVICES_DIR/<device>):
+ * cdi/<vendor>/<class>/<name> a CDI name, imex/<n> none of ours, anything else a plain token. */
+static int mounts_ask(const struct gs_oci_config *cfg, struct ask *k, struct gs_error *err)
 {
-        json_object *mounts;
-        if (!json_object_object_get_ex(oci, "mounts", &mounts) || !json_object_is_type(mounts, json_type_array))
-                return 0;
-        static const char prefix[] = DEVICES_DIR "/";
-        for (size_t i = 0; i < json_object_array_length(mounts); i++) {
-                json_object *d;
-                if (!json_object_object_get_ex(json_object_array_get_idx(mounts, i), "destination", &d))
+        for (size_t i = 0; i < cfg->ndevice_mounts; i++) {
+                const char *dev = cfg->device_mounts[i];
+                if (strncmp(dev, "imex/", 5) == 0)
                         continue;
-                const char *dst = json_object_get_string(d);
-                if (dst == NULL || strncmp(dst, prefix, sizeof(prefix) - 1) != 0 || dst[sizeof(prefix) - 1] == '\0')
-                        continue;
-                const char *rest = dst + sizeof(prefix) - 1;
-                if (strncmp(rest, "cdi/", 4) == 0) {
+                if (strncmp(dev, "cdi/", 4) == 0) {
                         /* cdi/<vendor>/<class>/<name> */
                         char buf[512];
-                        snprintf(buf, sizeof(buf), "%s", rest + 4);
+                        snprintf(buf, sizeof(buf), "%s", dev + 4);
                         char *s1 = strchr(buf, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
                         if (s2 == NULL || strchr(s2 + 1, '/') != NULL)
-                                return gs_error_set(err, GS_EINVAL, "invalid CDI device mount %s", dst);
+                                return gs_error_set(err, GS_EINVAL, "invalid CDI device mount %s/%s", DEVICES_DIR, dev);
                         *s2 = '=';
                         if (add_name(k, buf, strlen(buf), err) < 0)
                                 return -1;
-                } else if (strchr(rest, '/') == NULL) {
-                        if (add_plain(k, rest, strlen(rest), err) < 0)
-                                return -1;
-                        k->from_mounts = true;
+                } else if (add_plain(k, dev, strlen(dev), err) < 0) {
+                        return -1;
                 }
         }
+        k->from_mounts = k->nnames > 0 || k->plain[0] != '\0';
         return 0;
 }
 
-static int collect(json_object *oci, const struct gs_oci_config *cfg, struct ask *k, struct gs_error *err)
+/* What the container asks for, first of (NVIDIA's order): the kubelet's cdi.k8s.io/ annotations;
+ * the volume mounts, when the host accepts them; NVIDIA_VISIBLE_DEVICES, when the container is
+ * privileged or the host accepts the env of unprivileged ones. */
+static int collect(const struct gs_hostconfig *hc, const struct gs_oci_config *cfg, struct ask *k, struct gs_error *err)
 {
         memset(k, 0, sizeof(*k));
         for (size_t i = 0; i < cfg->nannotations; i++) {
@@ -312,12 +311,44 @@ static int collect(json_object *oci, const struct gs_oci_config *cfg, struct ask
                 if (strncmp(a, "cdi.k8s.io/", 11) == 0 && eq != NULL && split_list(k, eq + 1, false, err) < 0)
                         return -1;
         }
-        if (mounts_ask(oci, k, err) < 0)
+        if (k->nnames > 0)
+                return 0;
+        if (hc->accept_volume_mounts && mounts_ask(cfg, k, err) < 0)
                 return -1;
+        if (k->from_mounts)
+                return 0;
         const char *vis = gs_env_get(cfg->env, cfg->nenv, "NVIDIA_VISIBLE_DEVICES");
-        if (vis != NULL && !k->from_mounts && strcmp(vis, DEVICES_DIR) != 0 && split_list(k, vis, true, err) < 0)
-                return -1;
-        return 0;
+        if (vis == NULL || strcmp(vis, DEVICES_DIR) == 0)
+                return 0;
+        if (!cfg->privileged && !hc->accept_env_unprivileged) {
+                k->env_refused = vis[strspn(vis, " \t,")] != '\0';
+                return 0;
+        }
+        k->from_env = true;
+        return split_list(k, vis, true, err);
+}
+
+/* May a CDI name that came from the container's env be resolved? Only a kind of
+ * runtime.env-cdi-kinds, and never device-plugin.cdi-kind (its "all" is every GPU, its devices
+ * the kubelet's to give). */
+static int env_name_allowed(const struct gs_hostconfig *hc, const char *name, struct gs_error *err)
+{
+        size_t kl = strcspn(name, "=");
+        bool ok = false;
+        for (unsigned i = 0; i < hc->rt.env_cdi_kinds.n && !ok; i++)
+                ok = strlen(hc->rt.env_cdi_kinds.v[i]) == kl && strncmp(hc->rt.env_cdi_kinds.v[i], name, kl) == 0;
+        if (ok && strlen(hc->dp.cdi_kind) == kl && strncmp(hc->dp.cdi_kind, name, kl) == 0)
+                ok = false;
+        if (ok)
+                return 0;
+        char kinds[512] = "";
+        for (unsigned i = 0; i < hc->rt.env_cdi_kinds.n; i++)
+                snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), "%s%s", i ? ", " : "",
+                         hc->rt.env_cdi_kinds.v[i]);
+        return gs_error_set(err, GS_EINVAL,
+                            "NVIDIA_VISIBLE_DEVICES names %s: %.*s is not a kind the env may name (runtime.env-cdi-kinds: "
+                            "%s; a Kubernetes allocator's devices come only from the kubelet)",
+                            name, (int)kl, name, kinds[0] ? kinds : "none");
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -397,10 +428,10 @@ static void add_hook(const struct gs_shim_opts *o, json_object *oci, const char 
         json_object_array_add(arr, h);
 }
 
-/* What the container's env (after the edits so far) asks for, through the one request model:
- * GPUs (NVIDIA_VISIBLE_DEVICES, the legacy-image rule) and a slice. -1 on a bad value. */
-static int env_asks(json_object *oci, bool privileged, const struct gs_hostconfig *hc, bool *gpu, bool *slice,
-                    struct gs_error *err)
+/* What the container (its env after the edits so far; its device mounts where `mounts`) asks
+ * for, through the one request model: GPUs (runtime/request.h: NVIDIA's rules) and a slice. */
+static int request_asks(json_object *oci, const struct gs_oci_config *cfg, bool mounts, const struct gs_hostconfig *hc,
+                        bool *gpu, bool *slice, struct gs_error *err)
 {
         json_object *env = child(child(oci, "process", json_type_object), "env", json_type_array);
         size_t n = json_object_array_length(env);
@@ -409,13 +440,41 @@ static int env_asks(json_object *oci, bool privileged, const struct gs_hostconfi
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
         for (size_t i = 0; i < n; i++)
                 v[i] = (char *)json_object_get_string(json_object_array_get_idx(env, i));
+        struct gs_request_src in = {.env = v, .nenv = n, .privileged = cfg->privileged};
+        if (mounts) {
+                in.device_mounts = cfg->device_mounts;
+                in.ndevice_mounts = cfg->ndevice_mounts;
+        }
         struct gs_request rq;
-        if (gs_request_from_env(&rq, v, n, privileged, hc, err) < 0)
+        if (gs_request_from_src(&rq, &in, hc, err) < 0)
                 return -1;
         *gpu = rq.gpu;
         *slice = gs_slice_requested(&rq.opts.slice);
         gs_request_release(&rq);
         return 0;
+}
+
+/* The device mounts (/dev/null onto DEVICES_DIR/...) out of the spec: in the cdi modes the GPUs
+ * come from CDI, and a slice's hook must not read them as a request again. */
+static void drop_device_mounts(json_object *oci)
+{
+        json_object *mounts;
+        if (!json_object_object_get_ex(oci, "mounts", &mounts) || !json_object_is_type(mounts, json_type_array))
+                return;
+        static const char prefix[] = DEVICES_DIR "/";
+        for (size_t i = json_object_array_length(mounts); i-- > 0;) {
+                json_object *m = json_object_array_get_idx(mounts, i), *src, *dst;
+                if (!json_object_object_get_ex(m, "source", &src) || !json_object_object_get_ex(m, "destination", &dst) ||
+                    !json_object_is_type(src, json_type_string) || !json_object_is_type(dst, json_type_string))
+                        continue;
+                char sb[4096], db[4096];
+                snprintf(sb, sizeof(sb), "%s", json_object_get_string(src));
+                snprintf(db, sizeof(db), "%s", json_object_get_string(dst));
+                gs_oci_path_clean(sb);
+                gs_oci_path_clean(db);
+                if (strcmp(sb, "/dev/null") == 0 && strncmp(db, prefix, sizeof(prefix) - 1) == 0)
+                        json_object_array_del_idx(mounts, i, 1);
+        }
 }
 
 /* Plain tokens as CDI names of kind nvidia.com/gpu. */
@@ -454,6 +513,9 @@ static int apply_cdi(const struct gs_shim_opts *o, json_object *oci, struct ask 
 {
         if (plain_names(k, err) < 0)
                 return -1;
+        for (size_t i = 0; k->from_env && i < k->nnames; i++)
+                if (env_name_allowed(o->hc, k->names[i], err) < 0)
+                        return -1;
         if (k->nnames > 0) {
                 if (!jit) {
                         if (gs_cdi_inject(oci, (const char *const *)k->names, k->nnames, &o->hc->rt.cdi_spec_dirs, err) < 0)
@@ -469,6 +531,7 @@ static int apply_cdi(const struct gs_shim_opts *o, json_object *oci, struct ask 
                 }
         }
         set_env(oci, "NVIDIA_VISIBLE_DEVICES=void"); /* the GPUs came from CDI: a legacy hook adds none */
+        drop_device_mounts(oci);
         return 0;
 }
 
@@ -478,8 +541,11 @@ static int modify(const struct gs_shim_opts *o, json_object *oci, const struct g
 {
         struct ask k;
         int rc = -1;
-        if (collect(oci, cfg, &k, err) < 0)
+        if (collect(o->hc, cfg, &k, err) < 0)
                 goto out;
+        if (k.env_refused)
+                gs_log_warn("runtime: ignoring the GPUs NVIDIA_VISIBLE_DEVICES asks for (not privileged, "
+                            "hook.accept-nvidia-visible-devices-envvar-when-unprivileged = false)");
         enum gs_shim_mode mode = GS_SHIM_AUTO;
         gs_shim_mode_parse(o->hc->rt.mode, &mode);
         if (mode == GS_SHIM_AUTO)
@@ -491,13 +557,8 @@ static int modify(const struct gs_shim_opts *o, json_object *oci, const struct g
                                      k.names[0]);
                         goto out;
                 }
-                if (k.from_mounts) {
-                        char kv[4200];
-                        snprintf(kv, sizeof(kv), "NVIDIA_VISIBLE_DEVICES=%s", k.plain);
-                        set_env(oci, kv);
-                }
-                bool gpu, slice;
-                if (env_asks(oci, cfg->privileged, o->hc, &gpu, &slice, err) < 0)
+                bool gpu, slice; /* the hook reads the same config.json through the same model */
+                if (request_asks(oci, cfg, true, o->hc, &gpu, &slice, err) < 0)
                         goto out;
                 if (!gpu && !slice) {
                         rc = 0;
@@ -514,7 +575,7 @@ static int modify(const struct gs_shim_opts *o, json_object *oci, const struct g
         if (any && apply_cdi(o, oci, &k, mode == GS_SHIM_JIT_CDI, err) < 0)
                 goto out;
         bool gpu_env, s;
-        if (env_asks(oci, cfg->privileged, o->hc, &gpu_env, &s, err) < 0)
+        if (request_asks(oci, cfg, !any, o->hc, &gpu_env, &s, err) < 0)
                 goto out;
         if (!any && !s) {
                 rc = 0;

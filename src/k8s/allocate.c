@@ -10,6 +10,7 @@
 #include "cdi/cdi.h"
 #include "common/error.h"
 #include "common/strutil.h"
+#include "runtime/oci.h"
 
 /* A zeroed, initialised message of type T in arena a (NULL when out of memory). */
 #define NEW(a, T, INIT)                                                                            \
@@ -115,7 +116,7 @@ static int slice_env(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resou
         if (nlim == 0)
                 return 0;
         uniform &= nlim == ng;
-        bool cdi = x->plan->mode != GS_K8S_ALLOC_ENV;
+        bool cdi = x->plan->mode == GS_K8S_ALLOC_CDI || x->plan->mode == GS_K8S_ALLOC_CDI_ANNOTATIONS;
         char mem[32], cpu[16], key[64];
         /* the priority is the container's, not a device's: CDI's slice device carries it */
         if (!cdi && r->priority[0] != '\0' && env(an, "GPUSLICE_PRIORITY", r->priority) < 0)
@@ -210,10 +211,29 @@ static int device_spec(const struct gs_k8s_alloc_ctx *x, struct answer *an, V1be
         return 0;
 }
 
-static int env_mode(const struct gs_k8s_alloc_ctx *x, const struct group *g, size_t ng, struct answer *an,
-                    struct gs_error *err)
+/* volume-mounts: a mount of /dev/null onto GS_OCI_DEVICES_DIR/<id> per device. */
+static int device_mount(struct answer *an, const char *id, size_t max)
+{
+        V1beta1__ContainerAllocateResponse *o = an->out;
+        if (o->mounts == NULL && (o->mounts = gs_k8s_arena_alloc(an->a, max * sizeof(*o->mounts))) == NULL)
+                return -1;
+        V1beta1__Mount *m = NEW(an->a, V1beta1__Mount, V1BETA1__MOUNT__INIT);
+        if (m == NULL || (m->container_path = gs_k8s_arena_printf(an->a, "%s/%s", GS_OCI_DEVICES_DIR, id)) == NULL ||
+            (m->host_path = gs_k8s_arena_strdup(an->a, "/dev/null")) == NULL)
+                return -1;
+        m->read_only = 1;
+        o->mounts[o->n_mounts++] = m;
+        return 0;
+}
+
+/* env and volume-mounts: the devices for the OCI hook (NVIDIA_VISIBLE_DEVICES=<UUIDs>, or a
+ * mount per UUID and NVIDIA_VISIBLE_DEVICES=GS_OCI_DEVICES_DIR), and device specs of the
+ * control nodes and the GPUs'. */
+static int hook_mode(const struct gs_k8s_alloc_ctx *x, const struct group *g, size_t ng, struct answer *an,
+                     struct gs_error *err)
 {
         const struct gs_device_info *dev = x->plan->dev;
+        bool mounts = x->plan->mode == GS_K8S_ALLOC_VOLUME_MOUNTS;
         char *vis = gs_k8s_arena_alloc(an->a, ng * (GS_STR_LONG + 1) + 1);
         V1beta1__DeviceSpec **specs = gs_k8s_arena_alloc(an->a, (ng + 3) * sizeof(*specs));
         if (vis == NULL || specs == NULL)
@@ -225,9 +245,12 @@ static int env_mode(const struct gs_k8s_alloc_ctx *x, const struct group *g, siz
                         return gs_error_set(err, GS_ENOMEM, "out of memory");
         for (size_t i = 0; i < ng; i++) {
                 const struct gs_gpu *gpu = &dev->gpus[g[i].gpu];
+                const char *id = g[i].mig >= 0 ? gpu->migs[g[i].mig].uuid : gpu->uuid;
                 if (i > 0)
                         strcat(vis, ",");
-                strcat(vis, g[i].mig >= 0 ? gpu->migs[g[i].mig].uuid : gpu->uuid);
+                strcat(vis, id);
+                if (mounts && device_mount(an, id, ng) < 0)
+                        return gs_error_set(err, GS_ENOMEM, "out of memory");
                 char node[64];
                 snprintf(node, sizeof(node), "/dev/nvidia%u", gpu->minor);
                 bool dup = false;
@@ -236,7 +259,7 @@ static int env_mode(const struct gs_k8s_alloc_ctx *x, const struct group *g, siz
                 if (!dup && device_spec(x, an, specs, node) < 0)
                         return gs_error_set(err, GS_ENOMEM, "out of memory");
         }
-        if (env(an, "NVIDIA_VISIBLE_DEVICES", vis) < 0)
+        if (env(an, "NVIDIA_VISIBLE_DEVICES", mounts ? GS_OCI_DEVICES_DIR : vis) < 0)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
         return 0;
 }
@@ -257,7 +280,8 @@ int gs_k8s_allocate(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resour
         size_t ng;
         if (resolve(x, r, ids, nids, g, &ng, err) < 0)
                 return -1;
-        if (x->plan->mode == GS_K8S_ALLOC_ENV ? env_mode(x, g, ng, an, err) < 0 : cdi_names(x, r, g, ng, an, err) < 0)
+        bool hook = x->plan->mode == GS_K8S_ALLOC_ENV || x->plan->mode == GS_K8S_ALLOC_VOLUME_MOUNTS;
+        if (hook ? hook_mode(x, g, ng, an, err) < 0 : cdi_names(x, r, g, ng, an, err) < 0)
                 return -1;
         if (slice_env(x, r, g, ng, an, err) < 0)
                 return -1;

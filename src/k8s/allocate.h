@@ -12,12 +12,18 @@
  *                    (GPUSLICE_MEMORY_LIMIT, GPUSLICE_COMPUTE_LIMIT, GPUSLICE_PRIORITY when the
  *                    resource sets one), plus device specs for the
  *                    GPUs' and the control nodes (host paths under host-root)
+ *   volume-mounts    as env, but the devices as mounts of /dev/null (read-only) onto
+ *                    /var/run/nvidia-container-devices/<UUID> and NVIDIA_VISIBLE_DEVICES that
+ *                    directory (NVIDIA's deviceListStrategy volume-mounts): a node whose hook
+ *                    does not take NVIDIA_VISIBLE_DEVICES from unprivileged containers (hook.accept-
+ *                    nvidia-visible-devices-envvar-when-unprivileged = false, hook.accept-nvidia-
+ *                    visible-devices-as-volume-mounts = true) still gives each pod its devices
  *
  * When the groups' slices differ (or one is more than a share, where the CDI slice device says
  * one share), each GPU gets GPUSLICE_MEMORY_LIMIT_<i> / GPUSLICE_COMPUTE_LIMIT_<i>, i its place
  * in NVML index order among the container's GPUs, which is the interposer's visible order; a
  * per-device value wins over the global one. Every answer also sets GPUSLICE_K8S_DEVICES_<RES> to
- * the device IDs (the pod-resources labeller finds the container's slice by it).
+ * the device IDs (for the container's own information: nothing on the host reads it).
  */
 #ifndef GS_K8S_ALLOCATE_H
 #define GS_K8S_ALLOCATE_H

@@ -124,17 +124,50 @@ static bool names_request(json_object *reqs, const char *request)
         return false;
 }
 
-static int parameters(json_object *p, char *prio, char *mode, struct gs_error *err)
+/* One config entry's values: "" where it says nothing. max_*: a DeviceClass's bound. */
+struct slice_cfg {
+        char prio[8], mode[8], max_prio[8], max_mode[8];
+};
+
+static const char *const prios[] = {"low", "normal", "high"}; /* narrowest first */
+static const char *const modes[] = {"cap", "share", "off"};
+
+/* The place of s in list (of 3), -1 when not there. */
+static int rank(const char *const *list, const char *s)
+{
+        for (int i = 0; i < 3; i++)
+                if (strcmp(list[i], s) == 0)
+                        return i;
+        return -1;
+}
+
+/* An optional member that must be one of list's three words ("" when absent). */
+static int word(json_object *p, const char *key, const char *const *list, char *out, size_t len, struct gs_error *err)
+{
+        if (str_of(p, key, "opaque config", false, out, len, err) < 0)
+                return -1;
+        if (out[0] != '\0' && rank(list, out) < 0)
+                return gs_error_set(err, GS_EINVAL, "opaque config: %s '%s' (%s, %s or %s)", key, out, list[2], list[1],
+                                    list[0]);
+        return 0;
+}
+
+static int parameters(json_object *p, bool from_class, struct slice_cfg *v, struct gs_error *err)
 {
         char buf[64];
+        memset(v, 0, sizeof(*v));
         if (!json_object_is_type(p, json_type_object))
                 return gs_error_set(err, GS_EINVAL, "opaque config: parameters is not an object");
         json_object_object_foreach(p, key, val) {
                 (void)val;
+                bool bound = strcmp(key, "maxPriority") == 0 || strcmp(key, "maxComputeMode") == 0;
                 if (strcmp(key, "apiVersion") != 0 && strcmp(key, "kind") != 0 && strcmp(key, "priority") != 0 &&
-                    strcmp(key, "computeMode") != 0)
+                    strcmp(key, "computeMode") != 0 && !bound)
                         return gs_error_set(err, GS_EINVAL, "opaque config: unknown field '%.40s' (apiVersion, kind, "
-                                            "priority, computeMode)", key);
+                                            "priority, computeMode; a DeviceClass's also maxPriority, maxComputeMode)", key);
+                if (bound && !from_class)
+                        return gs_error_set(err, GS_EINVAL, "opaque config: %s is a DeviceClass's bound: a claim cannot "
+                                            "set its own", key);
         }
         if (str_of(p, "apiVersion", "opaque config", true, buf, sizeof(buf), err) < 0)
                 return -1;
@@ -144,62 +177,93 @@ static int parameters(json_object *p, char *prio, char *mode, struct gs_error *e
                 return -1;
         if (strcmp(buf, GS_DRA_CONFIG_KIND) != 0)
                 return gs_error_set(err, GS_EINVAL, "opaque config: kind '%s' is not " GS_DRA_CONFIG_KIND, buf);
-        if (str_of(p, "priority", "opaque config", false, buf, sizeof(buf), err) < 0)
+        if (word(p, "priority", prios, v->prio, sizeof(v->prio), err) < 0 ||
+            word(p, "computeMode", modes, v->mode, sizeof(v->mode), err) < 0 ||
+            word(p, "maxPriority", prios, v->max_prio, sizeof(v->max_prio), err) < 0 ||
+            word(p, "maxComputeMode", modes, v->max_mode, sizeof(v->max_mode), err) < 0)
                 return -1;
-        if (buf[0] != '\0') {
-                if (strcmp(buf, "high") != 0 && strcmp(buf, "normal") != 0 && strcmp(buf, "low") != 0)
-                        return gs_error_set(err, GS_EINVAL, "opaque config: priority '%s' (high, normal or low)", buf);
-                memcpy(prio, buf, strlen(buf) + 1);
+        return 0;
+}
+
+/* Every value `from` says, over `into`'s (a later entry wins). */
+static void merge(struct slice_cfg *into, const struct slice_cfg *from)
+{
+        if (from->prio[0] != '\0')
+                memcpy(into->prio, from->prio, sizeof(into->prio));
+        if (from->mode[0] != '\0')
+                memcpy(into->mode, from->mode, sizeof(into->mode));
+        if (from->max_prio[0] != '\0')
+                memcpy(into->max_prio, from->max_prio, sizeof(into->max_prio));
+        if (from->max_mode[0] != '\0')
+                memcpy(into->max_mode, from->max_mode, sizeof(into->max_mode));
+}
+
+/* The DeviceClass bounds the claim (issue 31): the class's maxPriority / maxComputeMode, else its
+ * priority / computeMode, else the defaults (normal, cap) are the widest the claim may ask. The
+ * result gets the claim's values, else the class's. */
+static int bound(const struct slice_cfg *cls, const struct slice_cfg *clm, struct gs_dra_result *r,
+                 bool *beyond, struct gs_error *err)
+{
+        const char *max_p = cls->max_prio[0] ? cls->max_prio : cls->prio[0] ? cls->prio : "normal";
+        const char *max_m = cls->max_mode[0] ? cls->max_mode : cls->mode[0] ? cls->mode : "cap";
+        if (cls->prio[0] != '\0' && rank(prios, cls->prio) > rank(prios, max_p))
+                return gs_error_set(err, GS_EINVAL, "request %s: its DeviceClass's config asks priority %s, above its own "
+                                    "maxPriority %s", r->request, cls->prio, max_p);
+        if (cls->mode[0] != '\0' && rank(modes, cls->mode) > rank(modes, max_m))
+                return gs_error_set(err, GS_EINVAL, "request %s: its DeviceClass's config asks computeMode %s, above its "
+                                    "own maxComputeMode %s", r->request, cls->mode, max_m);
+        if (clm->prio[0] != '\0' && rank(prios, clm->prio) > rank(prios, max_p)) {
+                *beyond = true;
+                return gs_error_set(err, GS_EINVAL, "request %s: the claim asks priority %s; its DeviceClass allows at "
+                                    "most %s", r->request, clm->prio, max_p);
         }
-        if (str_of(p, "computeMode", "opaque config", false, buf, sizeof(buf), err) < 0)
-                return -1;
-        if (buf[0] != '\0') {
-                if (strcmp(buf, "cap") != 0 && strcmp(buf, "share") != 0 && strcmp(buf, "off") != 0)
-                        return gs_error_set(err, GS_EINVAL, "opaque config: computeMode '%s' (cap, share or off)", buf);
-                memcpy(mode, buf, strlen(buf) + 1);
+        if (clm->mode[0] != '\0' && rank(modes, clm->mode) > rank(modes, max_m)) {
+                *beyond = true;
+                return gs_error_set(err, GS_EINVAL, "request %s: the claim asks computeMode %s; its DeviceClass allows "
+                                    "at most %s", r->request, clm->mode, max_m);
         }
+        gs_strlcpy(r->priority, clm->prio[0] ? clm->prio : cls->prio, sizeof(r->priority));
+        gs_strlcpy(r->compute_mode, clm->mode[0] ? clm->mode : cls->mode, sizeof(r->compute_mode));
         return 0;
 }
 
 static int configs(json_object *arr, const char *driver, struct gs_dra_claim *c, struct gs_error *err)
 {
-        if (arr == NULL || json_object_is_type(arr, json_type_null))
-                return 0;
-        if (!json_object_is_type(arr, json_type_array))
+        struct slice_cfg cls[GS_DRA_MAX_RESULTS] = {0}, clm[GS_DRA_MAX_RESULTS] = {0};
+        if (arr != NULL && !json_object_is_type(arr, json_type_null) && !json_object_is_type(arr, json_type_array))
                 return gs_error_set(err, GS_EINVAL, "status.allocation.devices.config is not a list");
-        /* FromClass entries first, then FromClaim: a claim's own config wins */
-        for (int pass = 0; pass < 2; pass++) {
-                for (size_t i = 0; i < json_object_array_length(arr); i++) {
-                        json_object *o = json_object_array_get_idx(arr, i);
-                        json_object *opaque = get(o, "opaque"), *reqs = get(o, "requests");
-                        char src[16], drv[254], prio[8] = "", mode[8] = "";
-                        if (!json_object_is_type(o, json_type_object))
-                                return gs_error_set(err, GS_EINVAL, "config %zu is not an object", i);
-                        if (str_of(o, "source", "config", false, src, sizeof(src), err) < 0)
-                                return -1;
-                        if ((strcmp(src, "FromClaim") == 0) != (pass == 1) || opaque == NULL)
-                                continue;
-                        if (str_of(opaque, "driver", "opaque config", true, drv, sizeof(drv), err) < 0)
-                                return -1;
-                        if (strcmp(drv, driver) != 0)
-                                continue;
-                        if (reqs != NULL && !json_object_is_type(reqs, json_type_array))
-                                return gs_error_set(err, GS_EINVAL, "config %zu: requests is not a list", i);
-                        for (size_t k = 0; reqs != NULL && k < json_object_array_length(reqs); k++)
-                                if (!json_object_is_type(json_object_array_get_idx(reqs, k), json_type_string))
-                                        return gs_error_set(err, GS_EINVAL, "config %zu: a request name is not a string", i);
-                        if (parameters(get(opaque, "parameters"), prio, mode, err) < 0)
-                                return -1;
-                        for (size_t k = 0; k < c->n; k++) {
-                                if (!names_request(reqs, c->r[k].request))
-                                        continue;
-                                if (prio[0] != '\0')
-                                        gs_strlcpy(c->r[k].priority, prio, sizeof(c->r[k].priority));
-                                if (mode[0] != '\0')
-                                        gs_strlcpy(c->r[k].compute_mode, mode, sizeof(c->r[k].compute_mode));
-                        }
-                }
+        for (size_t i = 0; json_object_is_type(arr, json_type_array) && i < json_object_array_length(arr); i++) {
+                json_object *o = json_object_array_get_idx(arr, i);
+                json_object *opaque = get(o, "opaque"), *reqs = get(o, "requests");
+                char src[16], drv[254];
+                struct slice_cfg v;
+                if (!json_object_is_type(o, json_type_object))
+                        return gs_error_set(err, GS_EINVAL, "config %zu is not an object", i);
+                if (str_of(o, "source", "config", false, src, sizeof(src), err) < 0)
+                        return -1;
+                if (opaque == NULL)
+                        continue;
+                if (str_of(opaque, "driver", "opaque config", true, drv, sizeof(drv), err) < 0)
+                        return -1;
+                if (strcmp(drv, driver) != 0)
+                        continue;
+                if (reqs != NULL && !json_object_is_type(reqs, json_type_array))
+                        return gs_error_set(err, GS_EINVAL, "config %zu: requests is not a list", i);
+                for (size_t k = 0; reqs != NULL && k < json_object_array_length(reqs); k++)
+                        if (!json_object_is_type(json_object_array_get_idx(reqs, k), json_type_string))
+                                return gs_error_set(err, GS_EINVAL, "config %zu: a request name is not a string", i);
+                /* only the API server writes FromClass (a copy of the DeviceClass's config); anything
+                 * else is the claim's own */
+                bool from_class = strcmp(src, "FromClass") == 0;
+                if (parameters(get(opaque, "parameters"), from_class, &v, err) < 0)
+                        return -1;
+                for (size_t k = 0; k < c->n; k++)
+                        if (names_request(reqs, c->r[k].request))
+                                merge(from_class ? &cls[k] : &clm[k], &v);
         }
+        for (size_t k = 0; k < c->n; k++)
+                if (bound(&cls[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)
+                        return -1;
         return 0;
 }
 

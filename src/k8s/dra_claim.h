@@ -1,14 +1,20 @@
 /*
  * A ResourceClaim as the API server returns it (resource.k8s.io/v1), read for one driver: the
  * devices allocated to it (status.allocation.devices.results whose driver is ours) with the
- * capacity each consumes, and the driver's opaque config (status.allocation.devices.config,
- * class configs first, the claim's after them, the later winning), applied per request.
+ * capacity each consumes, and the driver's opaque config (status.allocation.devices.config),
+ * applied per request: the DeviceClass's (source FromClass, copied there by the API server) bounds
+ * the claim's (FromClaim), which may only narrow it.
  *
  *   consumedCapacity   "memory" (bytes) and "compute" (percent, 1..100): the slice; absent on a
  *                      device allocated whole. Any other capacity name is an error.
  *   opaque parameters  {"apiVersion": "gpu.gpuslice.io/v1alpha1", "kind": "SliceConfig",
- *                      "priority": "high"|"normal"|"low", "computeMode": "cap"|"share"|"off"};
- *                      anything else in it is an error (a typo must not pass silently)
+ *                      "priority": "high"|"normal"|"low", "computeMode": "cap"|"share"|"off",
+ *                      and a class's only: "maxPriority", "maxComputeMode"}; anything else in it
+ *                      is an error (a typo must not pass silently)
+ *   the bound          the class's maxPriority, else its priority, else normal; its
+ *                      maxComputeMode, else its computeMode, else cap (wider: high > normal > low,
+ *                      off > share > cap). A claim asking more is refused (beyond_class); a
+ *                      claim's value wins over the class's within the bound.
  *
  * The document is hostile input (whoever can write claims writes it): every string is bounded,
  * every type checked, the size and nesting limited; an error names what is wrong.
@@ -45,6 +51,7 @@ struct gs_dra_claim {
         size_t n;
         struct gs_dra_result r[GS_DRA_MAX_RESULTS];
         bool error_reported; /* status.devices: an entry of ours says Ready False */
+        bool beyond_class;   /* refused: its config asks more than its DeviceClass allows */
         char pod[254];       /* status.reservedFor: the one pod it is reserved for, or "" (none, several) */
 };
 

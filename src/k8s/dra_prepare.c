@@ -205,6 +205,36 @@ static json_object *str_list(const char *s)
         return a;
 }
 
+/* The slice's labels for metrics, top and `slice set` (issue 31: never env, which the container
+ * writes): --k8s-claim, --k8s-namespace and --k8s-pod on its createRuntime hook's command line,
+ * before the stage (its last argument). */
+static void label_args(json_object *dev, const struct gs_dra_claim *c)
+{
+        json_object *edits = NULL, *hooks = NULL;
+        if (!json_object_object_get_ex(dev, "containerEdits", &edits) || !json_object_object_get_ex(edits, "hooks", &hooks))
+                return;
+        for (size_t k = 0; k < json_object_array_length(hooks); k++) {
+                json_object *h = json_object_array_get_idx(hooks, k), *name = NULL, *args = NULL;
+                if (!json_object_object_get_ex(h, "hookName", &name) || strcmp(json_object_get_string(name), "createRuntime") != 0 ||
+                    !json_object_object_get_ex(h, "args", &args) || json_object_array_length(args) < 2)
+                        continue;
+                const char *opt[] = {"--k8s-claim=", "--k8s-namespace=", "--k8s-pod="}, *val[] = {c->name, c->ns, c->pod};
+                size_t n = json_object_array_length(args);
+                json_object *out = json_object_new_array();
+                for (size_t j = 0; j + 1 < n; j++)
+                        json_object_array_add(out, json_object_get(json_object_array_get_idx(args, j)));
+                for (size_t j = 0; j < 3; j++) {
+                        char kv[320];
+                        if (val[j][0] == '\0')
+                                continue;
+                        snprintf(kv, sizeof(kv), "%s%s", opt[j], val[j]);
+                        json_object_array_add(out, json_object_new_string(kv));
+                }
+                json_object_array_add(out, json_object_get(json_object_array_get_idx(args, n - 1)));
+                json_object_object_add(h, "args", out);
+        }
+}
+
 /* The spec: src/cdi's, its devices replaced by the claim's. */
 static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim *c, const struct plan *pl,
                                char *kind, size_t kindlen, struct gs_error *err)
@@ -264,16 +294,9 @@ static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim 
                                 snprintf(kv, sizeof(kv), "GPUSLICE_COMPUTE_MODE=%s", c->r[i].compute_mode);
                                 json_object_array_add(env, json_object_new_string(kv));
                         }
-                        /* the labels of the slice for metrics and top (the hook writes them) */
-                        snprintf(kv, sizeof(kv), "GPUSLICE_K8S_CLAIM=%s", c->name);
-                        json_object_array_add(env, json_object_new_string(kv));
-                        snprintf(kv, sizeof(kv), "GPUSLICE_K8S_NAMESPACE=%s", c->ns);
-                        json_object_array_add(env, json_object_new_string(kv));
-                        if (c->pod[0] != '\0') {
-                                snprintf(kv, sizeof(kv), "GPUSLICE_K8S_POD=%s", c->pod);
-                                json_object_array_add(env, json_object_new_string(kv));
-                        }
                 }
+                if (pl[i].slice)
+                        label_args(copy, c);
                 json_object_array_add(mine, copy);
         }
         json_object_object_add(spec, "devices", mine);
@@ -401,7 +424,8 @@ json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *n
                 else if (c->error_reported)
                         report(p, c, true, "Prepared", "prepared");
         } else if (same && c->n > 0) {
-                report(p, c, false, "InvalidClaim", err->msg); /* read, and wrong: its devices say why */
+                /* read, and wrong (or asking more than its DeviceClass allows): its devices say why */
+                report(p, c, false, c->beyond_class ? "ExceedsDeviceClass" : "InvalidClaim", err->msg);
         }
         free(c);
         return out;

@@ -11,9 +11,10 @@
  *              device is given whole, or, for a device the claim consumes part of, as the slice
  *              device (GPUSLICE_MEMORY_LIMIT = consumed memory, GPUSLICE_COMPUTE_LIMIT = consumed
  *              compute, GPUSLICE_PRIORITY / GPUSLICE_COMPUTE_MODE from the opaque config, and the
- *              hooks that bring the interposer; GPUSLICE_K8S_CLAIM / _NAMESPACE / _POD, the
- *              claim and the one pod it is reserved for, which the hook writes as the slice's
- *              labels for metrics and top). At most one slice per claim (the slice env is the
+ *              hooks that bring the interposer; the createRuntime hook's --k8s-claim /
+ *              --k8s-namespace / --k8s-pod, the claim and the one pod it is reserved for, which the
+ *              hook writes as the slice's labels for metrics, top and slice set: never env, which
+ *              the container writes). At most one slice per claim (the slice env is the
  *              container's). The answer: the CDI names, per device, with its request and pool.
  *   checkpoint <plugin-dir>/checkpoint.json: every prepared claim's answer and spec path, written
  *              atomically after the spec and durably (fsync of the file, rename, fsync of the

@@ -13,9 +13,11 @@
  *   ListAndWatch   the devices with their health and NUMA node at once, then again on every
  *                  health change (health.c)
  *   GetPreferredAllocation  prefer.c;  Allocate  allocate.c;  PreStartContainer: nothing to do
- *   labels         every label-interval, the kubelet's pod-resources List maps device IDs to
- *                  pods: a slice directory whose container has no labels yet gets them
- *                  (podlabels.c), for `gpuslice metrics`
+ *   labels         none: a slice's pod labels come from the runtime's CRI annotations (the hook).
+ *                  The kubelet's pod-resources API names no container, so tying a slice to a pod
+ *                  through it would take the container's word (its env) for its device IDs; the
+ *                  labeller that did is gone (issue 31), label-interval and pod-resources-socket
+ *                  are read and ignored.
  *
  * It writes its CDI spec (cdispec.c) before registering (allocate = cdi or cdi-annotations) and
  * removes its sockets when it stops (SIGTERM, SIGINT); the spec stays (containers that start or

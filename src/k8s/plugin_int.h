@@ -1,5 +1,5 @@
 /* The device plugin's state, shared by its parts: plugin.c (the loop and the DevicePlugin
- * service), kubelet.c (endpoints and registration), podlabels.c (pod-resources labels). */
+ * service), kubelet.c (endpoints and registration). */
 #ifndef GS_K8S_PLUGIN_INT_H
 #define GS_K8S_PLUGIN_INT_H
 
@@ -41,7 +41,7 @@ struct gs_k8s_endpoint {
         unsigned nwatchers;
 };
 
-enum gs_k8s_conn_kind { GS_K8S_CONN_SERVER, GS_K8S_CONN_REGISTER, GS_K8S_CONN_PODRES };
+enum gs_k8s_conn_kind { GS_K8S_CONN_SERVER, GS_K8S_CONN_REGISTER };
 
 struct gs_k8s_conn {
         struct gs_h2c_conn *h;
@@ -69,8 +69,6 @@ struct gs_k8s_plugin {
         int signal_fd;
         bool stop;
         bool cdi_written;
-        bool podres_busy;
-        long long labels_at;       /* next pod-resources lookup */
         char root[PATH_MAX];       /* the driver root, as seen here */
         char host_root[PATH_MAX];  /* ... and on the host */
 };
@@ -98,8 +96,5 @@ void gs_k8s_accept(struct gs_k8s_endpoint *ep, long long now);
 /* plugin.c: the DevicePlugin service */
 extern const struct gs_h2c_server_ops gs_k8s_service;
 void gs_k8s_broadcast(struct gs_k8s_plugin *p);
-
-/* podlabels.c */
-void gs_k8s_labels_tick(struct gs_k8s_plugin *p, long long now);
 
 #endif

@@ -17,13 +17,15 @@ int gs_k8s_parse_alloc_mode(const char *s, enum gs_k8s_alloc_mode *out, struct g
         static const struct {
                 const char *name;
                 enum gs_k8s_alloc_mode mode;
-        } modes[] = {{"cdi", GS_K8S_ALLOC_CDI}, {"cdi-annotations", GS_K8S_ALLOC_CDI_ANNOTATIONS}, {"env", GS_K8S_ALLOC_ENV}};
+        } modes[] = {{"cdi", GS_K8S_ALLOC_CDI}, {"cdi-annotations", GS_K8S_ALLOC_CDI_ANNOTATIONS}, {"env", GS_K8S_ALLOC_ENV},
+                     {"volume-mounts", GS_K8S_ALLOC_VOLUME_MOUNTS}};
         for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
                 if (strcmp(s, modes[i].name) == 0) {
                         *out = modes[i].mode;
                         return 0;
                 }
-        return gs_error_set(err, GS_EINVAL, "device-plugin.allocate: '%s' is not cdi, cdi-annotations or env", s);
+        return gs_error_set(err, GS_EINVAL, "device-plugin.allocate: '%s' is not cdi, cdi-annotations, env or volume-mounts",
+                            s);
 }
 
 void gs_k8s_format_size(uint64_t bytes, char *buf, size_t len)

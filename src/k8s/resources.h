@@ -35,6 +35,7 @@ enum gs_k8s_alloc_mode {
         GS_K8S_ALLOC_CDI,             /* ContainerAllocateResponse.cdi_devices */
         GS_K8S_ALLOC_CDI_ANNOTATIONS, /* cdi.k8s.io/ annotations (runtimes without the CDI field) */
         GS_K8S_ALLOC_ENV,             /* env + device specs, for the OCI hook */
+        GS_K8S_ALLOC_VOLUME_MOUNTS,   /* /dev/null mounts + device specs, for the OCI hook */
 };
 
 struct gs_k8s_device {
@@ -73,7 +74,7 @@ struct gs_k8s_plan {
         struct gs_k8s_topology topo;
 };
 
-/* "cdi" | "cdi-annotations" | "env". */
+/* "cdi" | "cdi-annotations" | "env" | "volume-mounts". */
 int gs_k8s_parse_alloc_mode(const char *s, enum gs_k8s_alloc_mode *out, struct gs_error *err);
 
 /* Build the plan from the config and the devices (which must outlive it). Errors name the key:

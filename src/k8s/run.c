@@ -89,7 +89,6 @@ static int loop(struct gs_k8s_plugin *p)
                 long long now = gs_now_ms();
                 if (now >= next_tick) {
                         gs_k8s_endpoints_check(p, now);
-                        gs_k8s_labels_tick(p, now);
                         next_tick = now + TICK_MS;
                 }
                 if (gs_k8s_health_poll(&p->hw, &p->health, now))
@@ -138,7 +137,7 @@ static int prepare(struct gs_k8s_plugin *p, struct gs_error *err)
         if (stat(p->cfg->socket_dir, &st) < 0 || !S_ISDIR(st.st_mode))
                 return gs_error_set(err, GS_ENOTFOUND, "the kubelet's directory %s is not there (device-plugin.socket-dir)",
                                     p->cfg->socket_dir);
-        if (p->plan.mode != GS_K8S_ALLOC_ENV) {
+        if (p->plan.mode == GS_K8S_ALLOC_CDI || p->plan.mode == GS_K8S_ALLOC_CDI_ANNOTATIONS) {
                 if (gs_k8s_cdi_write(o->ctx, &p->plan, p->cfg->cdi_spec, p->cfg->hook_path, p->host_root, err) < 0)
                         return -1;
                 gs_k8s_note(p, "wrote the CDI spec %s (kind %s/%s)", p->cfg->cdi_spec, p->plan.cdi_vendor,
@@ -162,7 +161,6 @@ int gs_k8s_plugin_run(const struct gs_k8s_opts *o, struct gs_error *err)
         if (p->cfg->health_checks)
                 gs_k8s_health_start(&p->hw, o->ctx, p->dev, o->health_period_ms ? o->health_period_ms : 5000,
                                     gs_k8s_note_cb, p);
-        p->labels_at = gs_now_ms() + 1000;
         rv = loop(p);
         if (rv < 0)
                 gs_error_sys(err, "poll");

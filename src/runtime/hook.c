@@ -34,13 +34,13 @@ static int hook_error(struct gs_error *err)
         return -1;
 }
 
-/* The pod's names (CRI annotations; a DRA claim's env) beside the slice, for the observer's labels. A failure
- * costs only the labels, never the container. */
-static void write_labels(const struct gs_slice_opts *s, const char *id, const struct gs_oci_config *cfg)
+/* The pod's names (CRI annotations; the hook's command line, never the container's env) beside the
+ * slice, for the observer's labels. A failure costs only the labels, never the container. */
+static void write_labels(const struct gs_slice_opts *s, const char *id, const struct gs_oci_config *cfg,
+                         const struct gs_slice_labels *given)
 {
         struct gs_error lerr = {0};
-        if (gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, cfg->env, cfg->nenv,
-                                  &lerr) < 0)
+        if (gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, given, &lerr) < 0)
                 gs_log_warn("container %s: no labels for the observer: %s", id, lerr.msg);
 }
 
@@ -57,10 +57,13 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
                 return hook_error(err);
         struct gs_request rq;
         int rv = -1;
-        if (gs_request_from_env(&rq, cfg.env, cfg.nenv, cfg.privileged, h->hc, err) < 0) {
+        if (gs_request_from_oci(&rq, &cfg, h->hc, err) < 0) {
                 gs_oci_config_release(&cfg);
                 return hook_error(err);
         }
+        if (rq.env_refused)
+                gs_log_warn("container %s: ignoring the GPUs NVIDIA_VISIBLE_DEVICES asks for (not privileged, "
+                            "hook.accept-nvidia-visible-devices-envvar-when-unprivileged = false)", st->id);
         if (!rq.gpu && !gs_slice_requested(&rq.opts.slice)) {
                 gs_log_info("container %s asks for no GPU and no slice: nothing to do", st->id);
                 rv = 0;
@@ -83,7 +86,7 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
         gs_error_clear(err);
         rv = gs_configure(ctx, &rq.opts, err);
         if (rv == 0 && gs_slice_requested(&rq.opts.slice))
-                write_labels(&rq.opts.slice, st->id, &cfg);
+                write_labels(&rq.opts.slice, st->id, &cfg, &h->labels);
         gs_context_free(ctx);
 out:
         gs_request_release(&rq);

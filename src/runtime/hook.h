@@ -14,6 +14,7 @@
 #include <gpuslice/gpuslice.h>
 
 #include "runtime/hostconfig.h"
+#include "slice/slice.h"
 
 enum gs_hook_stage { GS_HOOK_PRESTART, GS_HOOK_CREATE_RUNTIME, GS_HOOK_POSTSTART, GS_HOOK_POSTSTOP };
 
@@ -26,6 +27,8 @@ struct gs_hook_opts {
         const struct gs_hostconfig *hc; /* host defaults */
         struct gs_config ctx;           /* driver root etc. (the command line over the host config) */
         bool load_kmods, no_pivot;
+        struct gs_slice_labels labels;  /* --k8s-claim/-namespace/-pod: the host's names for the
+                                           slice's labels ("" unset; CRI annotations win) */
 };
 
 /* Run the hook. err->stage names the failing stage ("hook" for the state, config.json and env

@@ -70,6 +70,8 @@ static const struct key keys[] = {
         BOOL(SEC_HOOK, "disable-require", disable_require),
         STR(SEC_HOOK, "log-file", log_file, V_ABSOLUTE_OR_EMPTY),
         {SEC_HOOK, "cuda-compat-mode", T_COMPAT, offsetof(struct gs_hostconfig, compat_mode), 0, 0, 0, 0},
+        BOOL(SEC_HOOK, "accept-nvidia-visible-devices-envvar-when-unprivileged", accept_env_unprivileged),
+        BOOL(SEC_HOOK, "accept-nvidia-visible-devices-as-volume-mounts", accept_volume_mounts),
         STR(SEC_SLICE, "library", vgpu_library, V_ABSOLUTE_OR_EMPTY),
         STR(SEC_SLICE, "regions-dir", regions_dir, V_ABSOLUTE),
         STR(SEC_SLICE, "mps-root", mps_root, V_ABSOLUTE),
@@ -94,6 +96,7 @@ static const struct key keys[] = {
         STR(SEC_RUNTIME, "mode", rt.mode, 0), /* T_STRING, checked: legacy, cdi, jit-cdi or auto */
         {SEC_RUNTIME, "runtimes", T_LIST, offsetof(struct gs_hostconfig, rt.runtimes), 0, 0, 0, 0},
         {SEC_RUNTIME, "cdi-spec-dirs", T_LIST, offsetof(struct gs_hostconfig, rt.cdi_spec_dirs), 0, 0, 0, 0},
+        {SEC_RUNTIME, "env-cdi-kinds", T_LIST, offsetof(struct gs_hostconfig, rt.env_cdi_kinds), 0, 0, 0, 0},
         STR(SEC_RUNTIME, "hook-path", rt.hook_path, V_ABSOLUTE_OR_EMPTY),
         STR(SEC_RUNTIME, "log-file", rt.log_file, V_ABSOLUTE_OR_EMPTY),
 };
@@ -122,6 +125,8 @@ void gs_hostconfig_defaults(struct gs_hostconfig *hc)
         hc->disable_require = false;
         hc->log_file[0] = '\0';
         hc->compat_mode = GS_COMPAT_LDCONFIG;
+        hc->accept_env_unprivileged = true; /* NVIDIA's defaults */
+        hc->accept_volume_mounts = false;
         hc->vgpu_library[0] = '\0';
         snprintf(hc->regions_dir, sizeof(hc->regions_dir), "%s", GS_SLICE_REGIONS_DIR);
         snprintf(hc->mps_root, sizeof(hc->mps_root), "%s", GS_MPS_ROOT_DEFAULT);
@@ -146,6 +151,8 @@ void gs_hostconfig_defaults(struct gs_hostconfig *hc)
         rt->cdi_spec_dirs.n = 2;
         snprintf(rt->cdi_spec_dirs.v[0], sizeof(rt->cdi_spec_dirs.v[0]), "/etc/cdi");
         snprintf(rt->cdi_spec_dirs.v[1], sizeof(rt->cdi_spec_dirs.v[1]), "/var/run/cdi");
+        rt->env_cdi_kinds.n = 1;
+        snprintf(rt->env_cdi_kinds.v[0], sizeof(rt->env_cdi_kinds.v[0]), "nvidia.com/gpu");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -460,6 +467,21 @@ static int parse_list(struct parser *ps, struct gs_hostconfig_list *out)
         return parse_array(ps, elem, sizeof(elem), add_element, out);
 }
 
+/* runtime.env-cdi-kinds: each a CDI kind (vendor/class), none a Kubernetes allocator's (k8s.*):
+ * the kubelet names those devices, never a container's env. */
+static int check_env_kinds(struct parser *ps, const struct gs_hostconfig_list *l)
+{
+        for (unsigned i = 0; i < l->n; i++) {
+                const char *k = l->v[i], *slash = strchr(k, '/');
+                if (slash == NULL || slash == k || slash[1] == '\0' || strchr(slash + 1, '/') != NULL || strchr(k, '=') != NULL)
+                        return perr(ps, "'%s': '%s' is not a CDI kind (vendor/class)", ps->key, k);
+                if (strncmp(k, "k8s.", 4) == 0)
+                        return perr(ps, "'%s': '%s' is a Kubernetes allocator's kind: its devices (another pod's claim, "
+                                    "a device plugin's 'all') are never taken from a container's env", ps->key, k);
+        }
+        return 0;
+}
+
 static int parse_value(struct parser *ps, const struct key *k, struct gs_hostconfig *hc)
 {
         char *field = (char *)hc + k->off;
@@ -489,7 +511,11 @@ static int parse_value(struct parser *ps, const struct key *k, struct gs_hostcon
         case T_CAPS:
                 return parse_caps(ps, (unsigned *)field);
         case T_LIST:
-                return parse_list(ps, (struct gs_hostconfig_list *)field);
+                if (parse_list(ps, (struct gs_hostconfig_list *)field) < 0)
+                        return -1;
+                return k->off == offsetof(struct gs_hostconfig, rt.env_cdi_kinds)
+                               ? check_env_kinds(ps, (struct gs_hostconfig_list *)field)
+                               : 0;
         case T_STRING:
         case T_COMPAT:
                 break;

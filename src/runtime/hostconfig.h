@@ -25,6 +25,15 @@
  *   hook.disable-require     bool     false          ignore NVIDIA_REQUIRE_* (as NVIDIA_DISABLE_REQUIRE)
  *   hook.log-file            string   ""             debug log of the hook ("" = none)
  *   hook.cuda-compat-mode    string   "ldconfig"     ldconfig | mount | disabled
+ *   hook.accept-nvidia-visible-devices-envvar-when-unprivileged
+ *                            bool     true           NVIDIA_VISIBLE_DEVICES (and NVIDIA_IMEX_CHANNELS) of
+ *                                                    a container without CAP_SYS_ADMIN are honoured (NVIDIA's
+ *                                                    name and default; false on a Kubernetes node)
+ *   hook.accept-nvidia-visible-devices-as-volume-mounts
+ *                            bool     false          mounts of /dev/null onto
+ *                                                    /var/run/nvidia-container-devices/<device> name the
+ *                                                    devices (and win over the env); true with the device
+ *                                                    plugin's allocate = "volume-mounts"
  *   slice.library            string   ""             host path of libgpuslice-vgpu.so ("" = next to gpuslice,
  *                                                    then the install dir)
  *   slice.regions-dir        string   "/run/gpuslice/slices"
@@ -46,14 +55,14 @@
  *                                                    <slice-domain>/NAME, each GPU offered as shares of
  *                                                    MEM (and COMPUTE %, at that priority)
  *   slice-domain             string   "gpuslice.io"
- *   allocate                 string   "cdi"          cdi | cdi-annotations | env
+ *   allocate                 string   "cdi"          cdi | cdi-annotations | env | volume-mounts
  *   cdi-spec                 string   "/var/run/cdi/gpuslice-k8s.yaml"  the spec the plugin writes
  *   cdi-kind                 string   "k8s.gpuslice.io/gpu"
  *   hook-path                string   ""             the gpuslice the spec's hooks run, on the host
  *                                                    ("" = this executable)
  *   host-root                string   ""             the driver root as the host sees it ("" = driver.root)
- *   pod-resources-socket     string   "/var/lib/kubelet/pod-resources/kubelet.sock" ("" = no labels)
- *   label-interval           integer  30             seconds between pod-resources lookups (0 = none)
+ *   pod-resources-socket     string   "/var/lib/kubelet/pod-resources/kubelet.sock" (read, ignored)
+ *   label-interval           integer  30             (read, ignored: no pod-resources labeller, issue 31)
  *   health-checks            bool     true           watch NVML's XID events and lost GPUs
  *   sysfs                    string   "/sys"         PCI topology and NUMA nodes
  * and for `gpuslice runtime` (nvidia-container-runtime, src/engine/shim.c), in [runtime]:
@@ -61,6 +70,11 @@
  *   runtimes                 array    ["runc", "crun"]  low-level runtimes (names on PATH or absolute
  *                                                    paths): the first found runs
  *   cdi-spec-dirs            array    ["/etc/cdi", "/var/run/cdi"]  where mode cdi finds specs
+ *   env-cdi-kinds            array    ["nvidia.com/gpu"]  the CDI kinds a name from the container's
+ *                                                    env (NVIDIA_VISIBLE_DEVICES) may resolve to; never a
+ *                                                    Kubernetes allocator's kind (k8s.*: the device
+ *                                                    plugin's, the DRA plugin's per-claim specs), nor
+ *                                                    device-plugin.cdi-kind
  *   hook-path                string   ""             the gpuslice the added hooks run ("" = this one)
  *   log-file                 string   ""             the shim's own log ("" = none)
  */
@@ -110,6 +124,7 @@ struct gs_hostconfig_rt {
         char mode[16];                        /* legacy | cdi | jit-cdi | auto */
         struct gs_hostconfig_list runtimes;   /* low-level runtimes, the first found runs */
         struct gs_hostconfig_list cdi_spec_dirs;
+        struct gs_hostconfig_list env_cdi_kinds; /* the kinds a name from the env may resolve to */
         char hook_path[GS_HOSTCONFIG_MAX_STR]; /* the gpuslice-hook (or gpuslice) the added hooks run ("" = the
                                                  * gpuslice-hook beside the shim) */
         char log_file[GS_HOSTCONFIG_MAX_STR];  /* the shim's own log ("" = none) */
@@ -129,6 +144,8 @@ struct gs_hostconfig {
         bool disable_require;
         char log_file[GS_HOSTCONFIG_MAX_STR];
         enum gs_compat_mode compat_mode;
+        bool accept_env_unprivileged;           /* hook.accept-nvidia-visible-devices-envvar-when-unprivileged */
+        bool accept_volume_mounts;              /* hook.accept-nvidia-visible-devices-as-volume-mounts */
         char vgpu_library[GS_HOSTCONFIG_MAX_STR];
         char regions_dir[GS_HOSTCONFIG_MAX_STR];
         char mps_root[GS_HOSTCONFIG_MAX_STR];

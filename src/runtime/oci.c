@@ -214,6 +214,83 @@ static int parse_process(struct json_object *proc, struct gs_oci_config *cfg, co
         return 0;
 }
 
+void gs_oci_path_clean(char *p)
+{
+        /* Go's path/filepath.Clean, in place (what is written never overtakes what is read) */
+        size_t n = strlen(p), r = 0, w = 0, dotdot = 0;
+        bool rooted = n > 0 && p[0] == '/';
+        if (rooted) {
+                w = r = dotdot = 1;
+        }
+        while (r < n) {
+                if (p[r] == '/') {
+                        r++;
+                } else if (p[r] == '.' && (r + 1 == n || p[r + 1] == '/')) {
+                        r++;
+                } else if (p[r] == '.' && p[r + 1] == '.' && (r + 2 == n || p[r + 2] == '/')) {
+                        r += 2;
+                        if (w > dotdot) {
+                                w--;
+                                while (w > dotdot && p[w] != '/')
+                                        w--;
+                        } else if (!rooted) {
+                                if (w > 0)
+                                        p[w++] = '/';
+                                p[w++] = '.';
+                                p[w++] = '.';
+                                dotdot = w;
+                        }
+                } else {
+                        if ((rooted && w != 1) || (!rooted && w != 0))
+                                p[w++] = '/';
+                        while (r < n && p[r] != '/')
+                                p[w++] = p[r++];
+                }
+        }
+        if (w == 0)
+                p[w++] = '.';
+        p[w] = '\0';
+}
+
+/* mounts[]: the devices asked for by mounts of /dev/null under GS_OCI_DEVICES_DIR (see oci.h). */
+static int parse_device_mounts(struct json_object *mounts, struct gs_oci_config *cfg, const char *what, struct gs_error *err)
+{
+        if (!json_object_is_type(mounts, json_type_array))
+                return gs_error_set(err, GS_EFORMAT, "%s: 'mounts' is not an array", what);
+        size_t n = json_object_array_length(mounts);
+        static const char root[] = GS_OCI_DEVICES_DIR;
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *m = json_object_array_get_idx(mounts, i), *src, *dst;
+                if (!json_object_is_type(m, json_type_object) || !json_object_object_get_ex(m, "source", &src) ||
+                    !json_object_object_get_ex(m, "destination", &dst) || !json_object_is_type(src, json_type_string) ||
+                    !json_object_is_type(dst, json_type_string))
+                        continue;
+                char s[PATH_MAX], d[PATH_MAX];
+                if (!gs_strlcpy(s, json_object_get_string(src), sizeof(s)) ||
+                    !gs_strlcpy(d, json_object_get_string(dst), sizeof(d)))
+                        continue;
+                gs_oci_path_clean(s);
+                gs_oci_path_clean(d);
+                if (strcmp(s, "/dev/null") != 0 || strncmp(d, root, sizeof(root) - 1) != 0 || d[sizeof(root) - 1] != '/')
+                        continue;
+                const char *dev = d + sizeof(root); /* cleaned: no slash at either end */
+                bool seen = false;
+                for (size_t j = 0; j < cfg->ndevice_mounts && !seen; j++)
+                        seen = strcmp(cfg->device_mounts[j], dev) == 0;
+                if (seen || dev[0] == '\0')
+                        continue;
+                if (cfg->ndevice_mounts == GS_OCI_MAX_DEVICE_MOUNTS)
+                        return gs_error_set(err, GS_EFORMAT, "%s: more than %d device mounts under %s", what,
+                                            GS_OCI_MAX_DEVICE_MOUNTS, root);
+                if (cfg->device_mounts == NULL &&
+                    (cfg->device_mounts = calloc(GS_OCI_MAX_DEVICE_MOUNTS + 1, sizeof(char *))) == NULL)
+                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+                if ((cfg->device_mounts[cfg->ndevice_mounts++] = strdup(dev)) == NULL)
+                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+        }
+        return 0;
+}
+
 static int parse_annotations(struct json_object *a, struct gs_oci_config *cfg, const char *what, struct gs_error *err)
 {
         if (!json_object_is_type(a, json_type_object))
@@ -260,6 +337,8 @@ int gs_oci_config_parse(const char *json, size_t len, const char *bundle, struct
                 goto fail;
         if (json_object_object_get_ex(o, "annotations", &v) && v != NULL && parse_annotations(v, cfg, what, err) < 0)
                 goto fail;
+        if (json_object_object_get_ex(o, "mounts", &v) && v != NULL && parse_device_mounts(v, cfg, what, err) < 0)
+                goto fail;
         return 0;
 fail:
         gs_oci_config_release(cfg);
@@ -299,6 +378,7 @@ void gs_oci_config_release(struct gs_oci_config *cfg)
 {
         free_vec(cfg->env, cfg->nenv);
         free_vec(cfg->annotations, cfg->nannotations);
-        cfg->env = cfg->annotations = NULL;
-        cfg->nenv = cfg->nannotations = 0;
+        free_vec(cfg->device_mounts, cfg->ndevice_mounts);
+        cfg->env = cfg->annotations = cfg->device_mounts = NULL;
+        cfg->nenv = cfg->nannotations = cfg->ndevice_mounts = 0;
 }

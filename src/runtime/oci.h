@@ -19,6 +19,9 @@
 
 #define GS_OCI_STATE_MAX (1u << 20)   /* stdin larger than this is refused */
 #define GS_OCI_CONFIG_MAX (16u << 20) /* config.json larger than this is refused */
+/* NVIDIA's volume-mount strategy: a mount of /dev/null onto <this>/<device> asks for <device> */
+#define GS_OCI_DEVICES_DIR "/var/run/nvidia-container-devices"
+#define GS_OCI_MAX_DEVICE_MOUNTS 128
 
 struct gs_oci_state {
         char id[256];          /* container id (required) */
@@ -41,7 +44,17 @@ struct gs_oci_config {
         gid_t gid;
         char **annotations;    /* "key=value" strings (NULL-terminated), for the observer's labels */
         size_t nannotations;
+        /* mounts[] asking for devices, as NVIDIA reads them: source /dev/null and destination under
+         * GS_OCI_DEVICES_DIR (both cleaned as Go's filepath.Clean does), each destination once;
+         * the path below the directory without its slashes at either end ("0", "GPU-...",
+         * "cdi/nvidia.com/gpu/0", "imex/3"); NULL-terminated */
+        char **device_mounts;
+        size_t ndevice_mounts;
 };
+
+/* Go's filepath.Clean of an absolute or relative path, in place: one slash between names, no "."
+ * names, ".." taking the name before it (never above "/"), no trailing slash. */
+void gs_oci_path_clean(char *p);
 
 /* Load <bundle>/config.json (opened with O_NOFOLLOW, at most GS_OCI_CONFIG_MAX bytes).
  * Errors: "invalid OCI config <path>: <why>" (GS_EFORMAT) or a system error. */

@@ -251,9 +251,74 @@ static int requires_from_env(struct gs_request *rq, char *const *env, size_t nen
         return 0;
 }
 
+/* The devices the volume mounts name (imex/ and cdi/ ones left out: channels, and the shim's CDI
+ * names), comma-joined into out; false when there are none. */
+static bool mount_devices(char *const *mounts, size_t nmounts, const char *prefix, bool want_prefix, char *out,
+                          size_t len)
+{
+        size_t n = 0, pl = strlen(prefix);
+        out[0] = '\0';
+        for (size_t i = 0; i < nmounts; i++) {
+                bool cdi = strncmp(mounts[i], "cdi/", 4) == 0, imex = strncmp(mounts[i], "imex/", 5) == 0;
+                if (want_prefix ? strncmp(mounts[i], prefix, pl) != 0 : cdi || imex)
+                        continue;
+                const char *d = mounts[i] + (want_prefix ? pl : 0);
+                int w = snprintf(out + n, len - n, "%s%s", n ? "," : "", d);
+                if (w < 0 || (size_t)w >= len - n) {
+                        out[n] = '\0';
+                        break; /* more than fits: the ones that fit */
+                }
+                n += (size_t)w;
+        }
+        return n > 0;
+}
+
+/* What the container asks for, as NVIDIA's hook reads it (request.h): NVIDIA_VISIBLE_DEVICES
+ * from volume mounts when the host accepts them and there are any, else from the env (a legacy
+ * image's implicit "all" included) when the container is privileged or the host accepts the env
+ * of unprivileged containers. NULL: none. */
+static const char *devices_asked(struct gs_request *rq, const struct gs_request_src *in, bool legacy,
+                                 const struct gs_hostconfig *hc)
+{
+        if (hc->accept_volume_mounts &&
+            mount_devices(in->device_mounts, in->ndevice_mounts, "", false, rq->mount_devices, sizeof(rq->mount_devices))) {
+                rq->devices_from = "volume mounts";
+                return rq->mount_devices;
+        }
+        const char *vis = gs_env_get(in->env, in->nenv, "NVIDIA_VISIBLE_DEVICES");
+        if (vis != NULL && strcmp(vis, GS_OCI_DEVICES_DIR) == 0)
+                vis = NULL; /* "the devices are in the mounts" (the volume-mount strategy's env) */
+        if (vis == NULL && legacy)
+                vis = "all";
+        if (vis == NULL || in->privileged || hc->accept_env_unprivileged) {
+                rq->devices_from = vis != NULL ? "NVIDIA_VISIBLE_DEVICES" : NULL;
+                return vis;
+        }
+        rq->env_refused = true; /* hook.accept-nvidia-visible-devices-envvar-when-unprivileged = false */
+        return NULL;
+}
+
 int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool privileged,
                         const struct gs_hostconfig *hc, struct gs_error *err)
 {
+        struct gs_request_src in = {.env = env, .nenv = nenv, .privileged = privileged};
+        return gs_request_from_src(rq, &in, hc, err);
+}
+
+int gs_request_from_oci(struct gs_request *rq, const struct gs_oci_config *cfg, const struct gs_hostconfig *hc,
+                        struct gs_error *err)
+{
+        struct gs_request_src in = {.env = cfg->env, .nenv = cfg->nenv, .privileged = cfg->privileged,
+                                    .device_mounts = cfg->device_mounts, .ndevice_mounts = cfg->ndevice_mounts};
+        return gs_request_from_src(rq, &in, hc, err);
+}
+
+int gs_request_from_src(struct gs_request *rq, const struct gs_request_src *in, const struct gs_hostconfig *hc,
+                        struct gs_error *err)
+{
+        char *const *env = in->env;
+        size_t nenv = in->nenv;
+        bool privileged = in->privileged;
         memset(rq, 0, sizeof(*rq));
         struct gs_configure_opts *o = &rq->opts;
         o->compat_mode = hc->compat_mode;
@@ -272,9 +337,7 @@ int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bo
         const char *cuda = gs_env_get(env, nenv, "CUDA_VERSION");
         bool legacy = cuda != NULL && *cuda != '\0' && (req_cuda == NULL || *req_cuda == '\0');
 
-        const char *vis = gs_env_get(env, nenv, "NVIDIA_VISIBLE_DEVICES");
-        if (vis == NULL && legacy)
-                vis = "all";
+        const char *vis = devices_asked(rq, in, legacy, hc);
         bool none;
         if (visible_devices(vis, rq->devices, sizeof(rq->devices), &rq->gpu, &none, err) < 0)
                 goto fail_hook;
@@ -305,7 +368,13 @@ int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bo
         }
         o->mig_config = rq->mig_config[0] != '\0' ? rq->mig_config : NULL;
         o->mig_monitor = rq->mig_monitor[0] != '\0' ? rq->mig_monitor : NULL;
-        const char *imex = gs_env_get(env, nenv, "NVIDIA_IMEX_CHANNELS");
+        /* IMEX channels: volume mounts imex/<n> when accepted, else the env as the devices' */
+        const char *imex = NULL;
+        if (hc->accept_volume_mounts &&
+            mount_devices(in->device_mounts, in->ndevice_mounts, "imex/", true, rq->mount_imex, sizeof(rq->mount_imex)))
+                imex = rq->mount_imex;
+        else if (privileged || hc->accept_env_unprivileged)
+                imex = gs_env_get(env, nenv, "NVIDIA_IMEX_CHANNELS");
         if (imex != NULL && *imex != '\0' && strcasecmp(imex, "all") != 0 && strcasecmp(imex, "none") != 0) {
                 if (!gs_strlcpy(rq->imex, imex, sizeof(rq->imex))) {
                         gs_error_set(err, GS_EINVAL, "NVIDIA_IMEX_CHANNELS is too long");

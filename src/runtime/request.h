@@ -19,6 +19,17 @@
  *                               containers only ("cannot set MIG_CONFIG_DEVICES in non privileged
  *                               container")
  *   NVIDIA_IMEX_CHANNELS        --imex-channel ("all" ignored)
+ * Whose word counts (NVIDIA's hook, its host settings under their names in hostconfig.h):
+ *   - with hook.accept-nvidia-visible-devices-as-volume-mounts, mounts of /dev/null onto
+ *     /var/run/nvidia-container-devices/<device> (the kubelet's, from a device plugin's answer)
+ *     name the devices, and win over the env when there are any; imex/<n> the IMEX channels;
+ *     cdi/<vendor>/<class>/<name> are CDI names (the runtime shim's), never devices here
+ *   - else NVIDIA_VISIBLE_DEVICES (and a legacy image's implicit "all", NVIDIA_IMEX_CHANNELS)
+ *     only from a privileged container (CAP_SYS_ADMIN in process.capabilities.bounding) or with
+ *     hook.accept-nvidia-visible-devices-envvar-when-unprivileged (true by default, as NVIDIA's;
+ *     `gpuslice runtime configure --kubernetes` sets it false): otherwise the env asks for no GPU
+ *   - NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices (the volume-mount strategy's
+ *     value) asks for nothing by itself
  * The slice contract (gpuslice and HAMi names; ours win when both are set):
  *   GPUSLICE_MEMORY_LIMIT[_<i>]  / CUDA_DEVICE_MEMORY_LIMIT[_<i>]   memory quota (all / visible device i)
  *   GPUSLICE_COMPUTE_LIMIT[_<i>] / CUDA_DEVICE_SM_LIMIT[_<i>]       compute share in percent (1..100)
@@ -35,6 +46,7 @@
 #include <gpuslice/gpuslice.h>
 
 #include "runtime/hostconfig.h"
+#include "runtime/oci.h"
 #include "select/caps.h"
 
 struct gs_request {
@@ -43,6 +55,9 @@ struct gs_request {
         char devices[4096];
         char *requires[GS_MAX_REQUIRES];
         char mig_config[64], mig_monitor[64], imex[1024];
+        char mount_devices[4096], mount_imex[1024]; /* what the volume mounts ask for */
+        const char *devices_from;      /* "volume mounts", "NVIDIA_VISIBLE_DEVICES" or NULL (none) */
+        bool env_refused;              /* the env asked for GPUs and the host refused it (unprivileged) */
         char memory[GS_SLICE_MAX_DEVICES + 1][64];  /* [0] all devices, [1 + i] visible device i */
         char compute[GS_SLICE_MAX_DEVICES + 1][16];
         char compute_mode[16];
@@ -59,6 +74,19 @@ struct gs_request {
  * an invalid slice value (stage "slice"), ... */
 int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool privileged,
                         const struct gs_hostconfig *hc, struct gs_error *err);
+/* The same from everything config.json says: env, privileged, the device mounts. */
+int gs_request_from_oci(struct gs_request *rq, const struct gs_oci_config *cfg, const struct gs_hostconfig *hc,
+                        struct gs_error *err);
+/* What a request is made of (gs_request_from_env: no device mounts). */
+struct gs_request_src {
+        char *const *env;
+        size_t nenv;
+        bool privileged;
+        char *const *device_mounts; /* struct gs_oci_config's */
+        size_t ndevice_mounts;
+};
+int gs_request_from_src(struct gs_request *rq, const struct gs_request_src *in, const struct gs_hostconfig *hc,
+                        struct gs_error *err);
 void gs_request_release(struct gs_request *rq);
 
 #endif

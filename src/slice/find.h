@@ -3,7 +3,7 @@
  * directory, and one of them by what a person knows of it: its container id (or a unique prefix of
  * one, as docker prints them), its directory, or its Kubernetes pod (namespace/pod, or
  * namespace/pod/container where the pod has several sliced containers), from the labels the hook
- * and the device plugin record (slice.h: gs_slice_read_labels).
+ * records from the host (slice.h: gs_slice_read_labels; never the container's env).
  */
 #ifndef GS_SLICE_FIND_H
 #define GS_SLICE_FIND_H

@@ -521,20 +521,34 @@ unsigned gs_slice_sweep(const char *regions_dir)
 /* The observer's view of a slice directory: its owner record and its labels.                  */
 
 /* The pod's names as the CRI runtimes put them into config.json's annotations: CRI-O's keys,
- * then containerd's; then the env of a DRA claim's CDI device (src/k8s/dra_prepare.c). */
+ * then containerd's; then what the host gave the hook on its command line (a DRA claim's CDI
+ * device: src/k8s/dra_prepare.c). Never the container's env (issue 31): the image and the pod
+ * spec write that. */
 static const struct {
         const char *label;
         const char *keys[2];
-        const char *env;
 } label_keys[] = {
-        {"namespace", {"io.kubernetes.pod.namespace", "io.kubernetes.cri.sandbox-namespace"}, "GPUSLICE_K8S_NAMESPACE"},
-        {"pod", {"io.kubernetes.pod.name", "io.kubernetes.cri.sandbox-name"}, "GPUSLICE_K8S_POD"},
-        {"container", {"io.kubernetes.container.name", "io.kubernetes.cri.container-name"}, NULL},
-        {"claim", {NULL, NULL}, "GPUSLICE_K8S_CLAIM"},
+        {"namespace", {"io.kubernetes.pod.namespace", "io.kubernetes.cri.sandbox-namespace"}},
+        {"pod", {"io.kubernetes.pod.name", "io.kubernetes.cri.sandbox-name"}},
+        {"container", {"io.kubernetes.container.name", "io.kubernetes.cri.container-name"}},
+        {"claim", {NULL, NULL}},
 };
 
+bool gs_slice_label_valid(const char *s)
+{
+        size_t n = strlen(s);
+        if (n == 0 || n >= GS_SLICE_LABEL_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || ((c == '-' || c == '.') && i > 0 && i + 1 < n)))
+                        return false;
+        }
+        return true;
+}
+
 int gs_slice_write_labels(const char *regions_dir, const char *id, char *const *annotations, size_t n,
-                          char *const *env, size_t nenv, struct gs_error *err)
+                          const struct gs_slice_labels *given, struct gs_error *err)
 {
         if (regions_dir == NULL)
                 regions_dir = GS_SLICE_REGIONS_DIR;
@@ -543,13 +557,14 @@ int gs_slice_write_labels(const char *regions_dir, const char *id, char *const *
         json_object *o = json_object_new_object();
         if (o == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
+        const char *from_host[] = {given ? given->ns : NULL, given ? given->pod : NULL, given ? given->container : NULL,
+                                   given ? given->claim : NULL};
         int found = 0;
         for (size_t i = 0; i < GS_ARRAY_SIZE(label_keys); i++)
                 for (size_t k = 0; k < 3; k++) {
-                        const char *key = k < 2 ? label_keys[i].keys[k] : label_keys[i].env;
-                        const char *v = key == NULL ? NULL
-                                        : k < 2 ? (annotations != NULL ? gs_env_get(annotations, n, key) : NULL)
-                                                : (env != NULL ? gs_env_get(env, nenv, key) : NULL);
+                        const char *key = k < 2 ? label_keys[i].keys[k] : NULL;
+                        const char *v = k == 2 ? from_host[i]
+                                        : key != NULL && annotations != NULL ? gs_env_get(annotations, n, key) : NULL;
                         if (v != NULL && *v != '\0' && strlen(v) < GS_SLICE_LABEL_MAX) {
                                 json_object_object_add(o, label_keys[i].label, json_object_new_string(v));
                                 found++;

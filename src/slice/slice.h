@@ -94,11 +94,12 @@ unsigned gs_slice_sweep(const char *regions_dir);
  *                  (each optional), from the CRI annotations of the container's config.json:
  *                  CRI-O's io.kubernetes.pod.namespace, io.kubernetes.pod.name,
  *                  io.kubernetes.container.name, else containerd's
- *                  io.kubernetes.cri.sandbox-namespace, -sandbox-name, -container-name; else, for
- *                  the namespace and the pod, and for the claim, the env a DRA claim's CDI device
- *                  gives (GPUSLICE_K8S_NAMESPACE, GPUSLICE_K8S_POD, GPUSLICE_K8S_CLAIM: the
- *                  ResourceClaim and the pod it is reserved for). Absent when none is set. Names
- *                  for display, never trusted for anything else (a pod can set env). */
+ *                  io.kubernetes.cri.sandbox-namespace, -sandbox-name, -container-name; else
+ *                  what the host gave the hook on its command line (`gpuslice hook --k8s-claim
+ *                  --k8s-namespace --k8s-pod`: a DRA claim's CDI device names its ResourceClaim
+ *                  and the pod it is reserved for). Never from the container's env, which the
+ *                  image and the pod spec write (issue 31): `gpuslice slice set NS/POD` acts on
+ *                  them. Absent when none is set. */
 #define GS_SLICE_LABEL_MAX 254 /* Kubernetes names are at most 253 characters */
 struct gs_slice_labels {
         char ns[GS_SLICE_LABEL_MAX];
@@ -107,11 +108,14 @@ struct gs_slice_labels {
         char claim[GS_SLICE_LABEL_MAX];
 };
 
-/* Write <regions_dir>/<id>/labels from the "key=value" annotations and env (either may be NULL;
- * replacing it atomically); nothing when neither names a label. The directory must exist
- * (gs_slice_prepare). */
+/* Write <regions_dir>/<id>/labels from the "key=value" annotations and the names the host gave
+ * (`given`, "" fields unset; either may be NULL; the annotations win), replacing it atomically;
+ * nothing when neither names a label. The directory must exist (gs_slice_prepare). */
 int gs_slice_write_labels(const char *regions_dir, const char *id, char *const *annotations, size_t n,
-                          char *const *env, size_t nenv, struct gs_error *err);
+                          const struct gs_slice_labels *given, struct gs_error *err);
+/* A name the host may give as a label: a Kubernetes name (a DNS subdomain: [a-z0-9.-], at most
+ * 253 characters, starting and ending with a letter or digit). */
+bool gs_slice_label_valid(const char *s);
 /* Read <id>/labels under the regions directory fd: 1 read (missing keys are ""), 0 no labels
  * file, -1 unreadable or not a JSON object (out is all "" then). */
 int gs_slice_read_labels(int regfd, const char *id, struct gs_slice_labels *out);

@@ -26,7 +26,13 @@ HOOKS=$TMP/hooks.d
 SPEC=$TMP/cdi/nvidia.yaml
 CG=$TMP/cg2
 mkdir -p -m 0755 "$REG" "$HOOKS" "$TMP/cdi" "$CG" "$TMP/empty"
-write_cfg() { printf '[slice]\nregions-dir = "%s"\nmps-root = "%s"\n%s\n' "$REG" "$TMP/mps" "${1:-}" >"$CFG"; }
+# write_cfg [SLICE-AND-LATER-LINES] [DEVICE-PLUGIN-LINES]: the kubelet's directories under $TMP/kubelet
+# (none made: not a Kubernetes node)
+KUBELET=$TMP/kubelet
+write_cfg() {
+        printf '[device-plugin]\nsocket-dir = "%s"\ncdi-spec = "%s"\n%s\n[slice]\nregions-dir = "%s"\nmps-root = "%s"\n%s\n' \
+                "$KUBELET/device-plugins" "$TMP/run-cdi/gpuslice-k8s.yaml" "${2:-}" "$REG" "$TMP/mps" "${1:-}" >"$CFG"
+}
 write_cfg
 mount -t tmpfs tmpfs /usr/local/sbin || { echo "cannot mount a tmpfs on /usr/local/sbin"; exit 1; }
 HOOKBIN=/usr/local/sbin/nvidia-container-runtime-hook
@@ -69,10 +75,10 @@ expect() {
 # ---- healthy -----------------------------------------------------------------------------------
 doctor healthy
 expect_rc healthy 0 "healthy node: doctor exits 0"
-if jq -e '(.checks | length) == 11 and all(.checks[]; .status == "ok" and .fix == null) and
-          .summary == {"ok": 11, "warn": 0, "fail": 0, "skip": 0} and (.root | type) == "string" and
+if jq -e '(.checks | length) == 12 and all(.checks[]; .status == "ok" and .fix == null) and
+          .summary == {"ok": 12, "warn": 0, "fail": 0, "skip": 0} and (.root | type) == "string" and
           (.config | type) == "string"' "$TMP/healthy.out" >/dev/null; then
-        ok "healthy node: all 11 checks ok, no fix, summary counts them"
+        ok "healthy node: all 12 checks ok, no fix, summary counts them"
 else
         not_ok "healthy node: $(jq -c '[.checks[] | select(.status != "ok")]' "$TMP/healthy.out" 2>&1 | head -c 2000)"
 fi
@@ -83,12 +89,13 @@ expect healthy oci-hook ok "runs $HOOKBIN at prestart with an explicit env"
 expect healthy docker-hook ok "docker run --gpus runs $HOOKBIN (gpuslice"
 expect healthy engines ok "containerd ($TMP/ctd-ok.toml) runs /usr/local/sbin/nvidia-container-runtime"
 expect healthy cdi-spec ok "$SPEC: 3 devices (nvidia.com/gpu=0, ...), current"
+expect healthy gpu-requests ok "NVIDIA_VISIBLE_DEVICES is taken from unprivileged containers, as NVIDIA's default; no Kubernetes here"
 expect healthy interposer ok "libgpuslice-vgpu.so"
 expect healthy regions-dir ok "$REG: 0 live slices"
 expect healthy mps ok "slice.mps = off: compute slices take turns on their GPU (the time limiter; gpuslice.conf(5) for MPS's trade-off); MPS daemons under $TMP/mps: none"
 run text -- "$GS" --root "$ROOT" doctor --config "$CFG" --hooks-dir "$HOOKS" --cdi-spec "$SPEC" --cgroup-root "$CG" --engine-config "containerd=$TMP/ctd-ok.toml"
 expect_rc text 0 "text report exits 0"
-grep -qx "0 failed, 0 warnings, 11 ok" "$TMP/text.out" && ok "text report ends with the summary" ||
+grep -qx "0 failed, 0 warnings, 12 ok" "$TMP/text.out" && ok "text report ends with the summary" ||
         not_ok "text report summary: $(tail -1 "$TMP/text.out")"
 grep -q "^ok    driver        NVIDIA driver 580.159.04" "$TMP/text.out" && ok "text report: one line per check" ||
         not_ok "text report layout: $(sed -n 3p "$TMP/text.out")"
@@ -167,6 +174,34 @@ fi
 write_cfg $'[hook]\nno-cgroups = true'
 DCG=$TMP/empty doctor nocgroups
 expect nocgroups cgroups ok "hook.no-cgroups = true"
+write_cfg
+
+# ---- who may ask for GPUs ----------------------------------------------------------------------
+# a kubelet here (its device-plugin directory) and the env of unprivileged containers accepted
+mkdir -p "$KUBELET/device-plugins"
+doctor k8senv
+expect k8senv gpu-requests warn "a Kubernetes node ($KUBELET/device-plugins) whose hook and runtime take NVIDIA_VISIBLE_DEVICES from unprivileged containers" \
+        "sudo gpuslice runtime configure --kubernetes"
+expect_rc k8senv 0 "... a warning: doctor exits 0"
+rmdir "$KUBELET/device-plugins"; mkdir -p "$KUBELET/plugins_registry" "$TMP/run-cdi"
+doctor k8sdra
+expect k8sdra gpu-requests warn "a Kubernetes node ($KUBELET/plugins_registry)" "gpuslice runtime configure --kubernetes"
+rmdir "$KUBELET/plugins_registry"; touch "$TMP/run-cdi/gpuslice-k8s.yaml"
+doctor k8sspec
+expect k8sspec gpu-requests warn "a Kubernetes node ($TMP/run-cdi/gpuslice-k8s.yaml)" "gpuslice runtime configure --kubernetes"
+# the config `runtime configure --kubernetes` writes: ok
+mkdir -p "$KUBELET/device-plugins"
+"$GS" runtime configure --kubernetes --host-config "$CFG" >/dev/null || not_ok "runtime configure --kubernetes on the doctor's config"
+doctor k8ssafe
+expect k8ssafe gpu-requests ok "NVIDIA_VISIBLE_DEVICES of unprivileged containers is refused; volume mounts are accepted (Kubernetes: $KUBELET/device-plugins"
+# the device plugin's answers the hook would refuse: pods without GPUs
+write_cfg $'[hook]\naccept-nvidia-visible-devices-envvar-when-unprivileged = false' 'allocate = "env"'
+doctor k8sdpenv
+expect k8sdpenv gpu-requests fail 'device-plugin.allocate = "env", which the hook refuses from unprivileged containers' 'allocate = "volume-mounts"'
+write_cfg '' 'allocate = "volume-mounts"'
+doctor k8sdpvol
+expect k8sdpvol gpu-requests fail 'device-plugin.allocate = "volume-mounts", which the hook ignores' "gpuslice runtime configure --kubernetes"
+rm -rf "$KUBELET" "$TMP/run-cdi"
 write_cfg
 
 # ---- runtime hooks -----------------------------------------------------------------------------

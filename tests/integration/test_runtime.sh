@@ -34,9 +34,17 @@ env_json() { printf '%s\n' "$@" | jq -R . | jq -cs .; }
 # shim_config FILE MODE [RUNTIMES-TOML-ARRAY]: the hook's config plus a [runtime] section
 shim_config() {
         cp "$CONF" "$1"
-        printf '\n[runtime]\nmode = "%s"\nruntimes = %s\ncdi-spec-dirs = ["%s"]\n' "$2" "${3:-[\"runc\"]}" "$TMP/cdi-specs" >>"$1"
+        printf '\n[runtime]\nmode = "%s"\nruntimes = %s\ncdi-spec-dirs = ["%s"]\nenv-cdi-kinds = ["nvidia.com/gpu", "slices.example.com/gpu"]\n' \
+                "$2" "${3:-[\"runc\"]}" "$TMP/cdi-specs" >>"$1"
 }
-for m in legacy cdi jit-cdi auto; do shim_config "$TMP/shim-$m.toml" "$m"; done
+# k8s_config FILE MODE: shim_config made a Kubernetes node's by `gpuslice runtime configure
+# --kubernetes`: the env of unprivileged containers refused, volume mounts accepted
+k8s_config() {
+        shim_config "$1" "$2"
+        "$GS" runtime configure --kubernetes --host-config "$1" >"$TMP/k8s-config.out" 2>&1 ||
+                not_ok "runtime configure --kubernetes --host-config $1: $(cat "$TMP/k8s-config.out")"
+}
+for m in legacy cdi jit-cdi auto; do shim_config "$TMP/shim-$m.toml" "$m"; k8s_config "$TMP/shim-k8s-$m.toml" "$m"; done
 # the CDI spec that mode cdi resolves names in, made by `cdi generate` from the same root
 run cdigen -- "$GS" --root "$DRV" cdi generate --output "$TMP/cdi-specs/nvidia.yaml"
 expect_rc cdigen 0 "cdi generate writes the spec mode cdi reads"
@@ -147,12 +155,12 @@ expect_gpu0_cdi jitu "jit-cdi by UUID"
 # 7. the volume-mount strategy: /var/run/nvidia-container-devices/0 (legacy) and .../cdi/nvidia.com/gpu/0 (auto)
 make_bundle vol '.process.env += ["NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"]
         | .mounts += [{destination: "/var/run/nvidia-container-devices/0", type: "bind", source: "/dev/null", options: ["rbind", "ro"]}]'
-shim_bundle vol legacy
-expect_done vol "legacy, a device named by a volume mount"
+shim_bundle vol k8s-legacy
+expect_done vol "legacy, a device named by a volume mount (volume mounts accepted)"
 expect_gpu0 vol "legacy volume mount"
 make_bundle volc '.mounts += [{destination: "/var/run/nvidia-container-devices/cdi/nvidia.com/gpu/0", type: "bind", source: "/dev/null", options: ["rbind", "ro"]}]'
-shim_bundle volc auto
-expect_done volc "auto, a CDI device named by a volume mount"
+shim_bundle volc k8s-auto
+expect_done volc "auto, a CDI device named by a volume mount (volume mounts accepted)"
 expect_gpu0_cdi volc "auto volume mount (cdi)"
 
 # 8. an unresolvable CDI device: the create fails, the message in --log (JSON) and on stderr,
@@ -225,6 +233,99 @@ run baddel.runc -- "$RUNC" --root "$STATE" delete "gs-$$-none"
 run baddel -- env GPUSLICE_CONFIG="$TMP/shim-bad.toml" "$SHIM" --root "$STATE" delete "gs-$$-none"
 check "... while a delete still reaches runc (its exit code $(rc_of baddel.runc))" [ "$(rc_of baddel)" = "$(rc_of baddel.runc)" ]
 check "... and runc's own message comes through" grep -q "container does not exist" "$TMP/baddel.err"
+
+# 13. Whole GPUs only as the host allows (NVIDIA's accept-nvidia-visible-devices-* rules). The
+#     containers are unprivileged (Docker's capabilities: no CAP_SYS_ADMIN) unless said.
+#     A device plugin's spec (kind k8s.gpuslice.io/gpu, with its "all") and another pod's DRA
+#     claim spec (kind k8s.gpu.gpuslice.io/claim) lie in the spec directory beside nvidia.com/gpu.
+sed 's|^kind: nvidia.com/gpu$|kind: k8s.gpuslice.io/gpu|' "$TMP/cdi-specs/nvidia.yaml" >"$TMP/cdi-specs/gpuslice-k8s.yaml"
+sed 's|^kind: nvidia.com/gpu$|kind: k8s.gpu.gpuslice.io/claim|; s|^- name: "*0"*$|- name: 5f2c-gpu0|' \
+        "$TMP/cdi-specs/nvidia.yaml" >"$TMP/cdi-specs/gpu.gpuslice.io-claim-5f2c.yaml"
+grep -q '^kind: k8s.gpu.gpuslice.io/claim$' "$TMP/cdi-specs/gpu.gpuslice.io-claim-5f2c.yaml" &&
+        grep -q '5f2c-gpu0' "$TMP/cdi-specs/gpu.gpuslice.io-claim-5f2c.yaml" && ok "a plugin's spec and a claim's spec made" ||
+        not_ok "the claim spec: $(grep -n 'kind\|name' "$TMP/cdi-specs/gpu.gpuslice.io-claim-5f2c.yaml" | head -5)"
+hooks_none() { check "$1: no hook added" [ "$(hooks_of "$1")" = '[]' ]; }
+# a Kubernetes node, an image's NVIDIA_VISIBLE_DEVICES=all: no GPU, in each mode
+for m in auto legacy cdi jit-cdi; do
+        make_bundle "kall-$m" '.process.env += ["NVIDIA_VISIBLE_DEVICES=all"]'
+        shim_bundle "kall-$m" "k8s-$m"
+        expect_done "kall-$m" "k8s node, $m, unprivileged, image env NVIDIA_VISIBLE_DEVICES=all"
+        expect_nothing "kall-$m" "k8s node, $m, env all refused"
+        hooks_none "kall-$m"
+done
+# ... a CUDA image's implicit all (CUDA_VERSION, no NVIDIA_REQUIRE_CUDA, no NVIDIA_VISIBLE_DEVICES)
+make_bundle kcuda '.process.env += ["CUDA_VERSION=12.4.1"]'
+shim_bundle kcuda k8s-auto
+expect_done kcuda "k8s node, auto, a legacy CUDA image (implicit all)"
+expect_nothing kcuda "k8s node, a legacy CUDA image's implicit all refused"
+hooks_none kcuda
+# ... the fully qualified names of the plugin's all and of another claim's device
+for d in k8s.gpuslice.io/gpu=all k8s.gpu.gpuslice.io/claim=5f2c-gpu0 nvidia.com/gpu=all; do
+        n=kq-${d%%=*}; n=${n//[.\/]/-}
+        make_bundle "$n" '.process.env += ["NVIDIA_VISIBLE_DEVICES='"$d"'"]'
+        shim_bundle "$n" k8s-auto
+        expect_done "$n" "k8s node, auto, image env NVIDIA_VISIBLE_DEVICES=$d"
+        expect_nothing "$n" "k8s node, env $d refused"
+done
+# ... the same container privileged (CAP_SYS_ADMIN in its bounding set): every GPU, as NVIDIA gives
+make_bundle kpriv '.process.env += ["NVIDIA_VISIBLE_DEVICES=all"] | .process.capabilities.bounding += ["CAP_SYS_ADMIN"]'
+shim_bundle kpriv k8s-auto
+expect_done kpriv "k8s node, auto, a privileged container with NVIDIA_VISIBLE_DEVICES=all"
+expect_all_gpus kpriv "k8s node, privileged"
+make_bundle kprivc '.process.env += ["CUDA_VERSION=12.4.1"] | .process.capabilities.bounding += ["CAP_SYS_ADMIN"]'
+shim_bundle kprivc k8s-legacy
+expect_done kprivc "k8s node, legacy, a privileged legacy CUDA image"
+expect_all_gpus kprivc "k8s node, privileged legacy image (implicit all)"
+# ... the kubelet's volume mounts give exactly their devices, whatever the image's env says
+make_bundle kvol '.process.env += ["NVIDIA_VISIBLE_DEVICES=all"]
+        | .mounts += [{destination: "/var/run/nvidia-container-devices/'"$GPU0_UUID"'", type: "bind", source: "/dev/null", options: ["rbind", "ro"]}]'
+shim_bundle kvol k8s-auto
+expect_done kvol "k8s node, auto, a volume mount of GPU 0's UUID and image env all"
+expect_gpu0 kvol "k8s node, the volume mount's GPU 0 only"
+make_bundle kvolj '.process.env += ["NVIDIA_VISIBLE_DEVICES=all"]
+        | .mounts += [{destination: "/var/run/nvidia-container-devices/1", type: "bind", source: "/dev/null", options: ["rbind", "ro"]}]'
+shim_bundle kvolj k8s-jit-cdi
+expect_done kvolj "k8s node, jit-cdi, a volume mount of GPU 1 and image env all"
+expect_fact kvolj "HAS /dev/nvidia2" "k8s node, jit-cdi volume mount: GPU 1"
+expect_fact kvolj "NO /dev/nvidia0" "k8s node, jit-cdi volume mount: not GPU 0"
+check "k8s node, jit-cdi: the device mount is consumed (no legacy hook could add it again)" \
+        [ "$(jq '[.mounts[] | select(.destination | startswith("/var/run/nvidia-container-devices"))] | length' "$TMP/kvolj/config.json")" = 0 ]
+# ... a mount there whose source is not /dev/null (an image's VOLUME) names nothing
+make_bundle kvolx '.mounts += [{destination: "/var/run/nvidia-container-devices/all", type: "tmpfs", source: "tmpfs", options: ["nosuid"]}]'
+shim_bundle kvolx k8s-auto
+expect_done kvolx "k8s node, a tmpfs (not /dev/null) at /var/run/nvidia-container-devices/all"
+expect_nothing kvolx "k8s node, a mount not of /dev/null asks for nothing"
+# a host that does not accept volume mounts (NVIDIA's default) ignores them
+make_bundle dvol '.process.env += ["NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"]
+        | .mounts += [{destination: "/var/run/nvidia-container-devices/0", type: "bind", source: "/dev/null", options: ["rbind", "ro"]}]'
+shim_bundle dvol auto
+expect_done dvol "default host, a volume mount of GPU 0 (mounts not accepted)"
+expect_nothing dvol "default host: the volume mount is ignored"
+# a host that accepts the env (NVIDIA's default) still never resolves a Kubernetes allocator's
+# device from it: the create fails, naming the kind
+for d in k8s.gpuslice.io/gpu=all k8s.gpu.gpuslice.io/claim=5f2c-gpu0; do
+        n=dq-${d%%=*}; n=${n//[.\/]/-}
+        make_bundle "$n" '.process.env += ["NVIDIA_VISIBLE_DEVICES='"$d"'"]'
+        shim_bundle "$n" auto
+        expect_rc "$n" 1 "default host, env NVIDIA_VISIBLE_DEVICES=$d: refused"
+        expect_err "$n" "${d%%=*} is not a kind the env may name" "... naming the kind"
+done
+# the kubelet's devices (a cdi.k8s.io annotation) win over the image's env, which adds nothing
+make_bundle dann '.process.env += ["NVIDIA_VISIBLE_DEVICES=all"] | .annotations["cdi.k8s.io/gpuslice"] = "nvidia.com/gpu=0"'
+shim_bundle dann auto
+expect_done dann "default host, a cdi.k8s.io annotation of GPU 0 and image env all"
+expect_gpu0_cdi dann "default host, the annotation's GPU 0 only"
+# the hook itself (as a runtime with the hook installed runs it) follows the same rules
+H_PRE='{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "prestart"], env: $hookenv}'
+CONF=$TMP/shim-k8s-legacy.toml make_bundle hk '.process.env += ["NVIDIA_VISIBLE_DEVICES=all"] | .hooks = {prestart: ['"$H_PRE"']}'
+run_bundle hk
+expect_done hk "hook on a k8s node, unprivileged, NVIDIA_VISIBLE_DEVICES=all"
+expect_nothing hk "hook on a k8s node: env all refused"
+CONF=$TMP/shim-k8s-legacy.toml make_bundle hkv '.process.env += ["NVIDIA_VISIBLE_DEVICES=all"] | .hooks = {prestart: ['"$H_PRE"']}
+        | .mounts += [{destination: "/var/run/nvidia-container-devices/0", type: "bind", source: "/dev/null", options: ["rbind", "ro"]}]'
+run_bundle hkv
+expect_done hkv "hook on a k8s node, a volume mount of GPU 0"
+expect_gpu0 hkv "hook on a k8s node, the volume mount's GPU 0"
 
 # 12. crun as the low-level runtime (in a mount namespace with the hybrid controllers on v1, as
 #     test_crun.sh runs it), a GPU container in legacy mode

@@ -6,6 +6,9 @@
 #   B. the 8-GPU machine with MIG on GPU 2 and a PCI/NUMA topology in a fake sysfs: MIG devices
 #      offered and one run as a container, NUMA nodes on ListAndWatch, GetPreferredAllocation
 #      choosing GPUs behind one switch, shares spilling to the nearest GPU;
+#   A2. allocate = "volume-mounts" (a node whose hook refuses NVIDIA_VISIBLE_DEVICES from
+#      unprivileged containers): the devices as /dev/null mounts, run as runc containers through
+#      the hook with that node's config: exactly the answer's GPU, the slice;
 #   C. allocate = "cdi-annotations" with replicas of nvidia.com/gpu (time-slicing with a quota):
 #      the cdi.k8s.io annotation, and the names in the plugin's CDI spec.
 . "$(dirname "$0")/../integration/lib.sh"
@@ -37,10 +40,13 @@ H_PRESTART='{path: $gs, args: ["gpuslice", "--root", $drv, "hook", "--config", $
 H_POSTSTOP='{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststop"], env: $hookenv}'
 
 # answer_bundle NAME ANSWER.json [EXTRA_ENV...]: a runc bundle as a CRI runtime makes it from an
-# Allocate answer (env; device specs -> linux.devices and device cgroup rules), with our hook.
+# Allocate answer (env; device specs -> linux.devices and device cgroup rules; mounts), with our
+# hook (its config: $CONF).
 answer_bundle() {
         local n=$1 ans=$2; shift 2
-        local env devs
+        local env devs mnts
+        mnts=$(jq -c '[.mounts // [] | .[] | {destination: .container_path, source: .host_path, type: "bind",
+                options: ["rbind", (if .read_only then "ro" else "rw" end)]}]' "$ans")
         env=$( (jq -r '.envs // {} | to_entries[] | "\(.key)=\(.value)"' "$ans"; [ $# -eq 0 ] || printf '%s\n' "$@") |
                 jq -R . | jq -cs .)
         devs=$(jq -r '.devices // [] | .[] | "\(.container_path) \(.host_path) \(.permissions)"' "$ans" |
@@ -49,10 +55,11 @@ answer_bundle() {
                                 "$cp" "0x$(stat -c %t "$hp")" "0x$(stat -c %T "$hp")" "$perm"
                 done | jq -cs .)
         make_bundle "$n" '.process.env += $env
+                | .mounts += $mnts
                 | .linux.devices = ($devs | map(del(.access)))
                 | .linux.resources.devices += ($devs | map({allow: true, type, major, minor, access}))
                 | .hooks = {prestart: ['"$H_PRESTART"'], poststop: ['"$H_POSTSTOP"']}' \
-                --argjson env "$env" --argjson devs "$devs"
+                --argjson env "$env" --argjson devs "$devs" --argjson mnts "$mnts"
         run_bundle "$n"
 }
 
@@ -134,6 +141,53 @@ expect_no_slice e-gpu "env, whole GPU"
 stop_kubelet
 stop_plugin
 [ "$PLUGIN_RC" = 0 ] && ok "plugin A stopped cleanly" || not_ok "plugin A: exit $PLUGIN_RC: $(tail -3 "$TMP/plugin-a.log")"
+
+# ---------------------------------------------------------------------------------------------
+# A2. volume-mounts answers on the 2-GPU machine, the hook on a Kubernetes node's config
+
+KCONF=$TMP/hook-k8s.toml
+cp "$CONF" "$KCONF"
+printf '\n[hook]\naccept-nvidia-visible-devices-envvar-when-unprivileged = false\naccept-nvidia-visible-devices-as-volume-mounts = true\n' >>"$KCONF"
+DP=$TMP/dp-a2
+mkdir -p "$DP"
+plugin_config "$TMP/a2.toml" "$DP" 'slices = ["gpu-4g-25=4Gi,25"]' 'allocate = "volume-mounts"' 'label-interval = 0'
+start_kubelet "$DP"
+start_plugin "$TMP/a2.toml" "$TMP/plugin-a2.log"
+kube wait-registered 30 nvidia.com/gpu "$SHARES" >/dev/null
+kexpect "allocate = volume-mounts: both resources registered" '.ok'
+! grep -q "CDI spec" "$TMP/plugin-a2.log" && ok "... and no CDI spec written" ||
+        not_ok "volume-mounts mode wrote a CDI spec: $(grep CDI "$TMP/plugin-a2.log")"
+kube allocate "$SHARES" "$TMP/v-share.json" "$GPU0::0" >/dev/null
+jq -e --arg g "$GPU0" --arg drv "$DRV" '.envs.NVIDIA_VISIBLE_DEVICES == "/var/run/nvidia-container-devices"
+        and .mounts == [{"container_path": ("/var/run/nvidia-container-devices/" + $g), "host_path": "/dev/null", "read_only": true}]
+        and .envs.GPUSLICE_MEMORY_LIMIT == "4Gi" and .envs.GPUSLICE_COMPUTE_LIMIT == "25" and (.cdi_devices // []) == []
+        and ([.devices[] | .container_path] == ["/dev/nvidiactl","/dev/nvidia-uvm","/dev/nvidia-uvm-tools","/dev/nvidia0"])' \
+        "$TMP/v-share.json" >/dev/null &&
+        ok "one share, volume-mounts answer: /dev/null onto /var/run/nvidia-container-devices/<GPU 0>, the slice env, device specs" ||
+        not_ok "volume-mounts answer: $(jq -c . "$TMP/v-share.json")"
+CONF=$KCONF answer_bundle v-share "$TMP/v-share.json" EXPECT_TOTAL_MIB=4096
+expect_done v-share "runc + hook (k8s node) from the volume-mounts answer (one share)"
+expect_gpu0 v-share "volume-mounts, one share"
+expect_slice v-share "volume-mounts, one share (4Gi)" 4Gi 4096
+kube allocate nvidia.com/gpu "$TMP/v-gpu1.json" "$GPU1" >/dev/null
+jq -e --arg g "$GPU1" '.mounts == [{"container_path": ("/var/run/nvidia-container-devices/" + $g), "host_path": "/dev/null", "read_only": true}]
+        and .envs.GPUSLICE_MEMORY_LIMIT == null' "$TMP/v-gpu1.json" >/dev/null &&
+        ok "whole GPU 1, volume-mounts answer: its mount, no slice" || not_ok "whole GPU 1: $(jq -c . "$TMP/v-gpu1.json")"
+CONF=$KCONF answer_bundle v-gpu1 "$TMP/v-gpu1.json"
+expect_done v-gpu1 "runc + hook (k8s node) from the volume-mounts answer (whole GPU 1)"
+expect_fact v-gpu1 "HAS /dev/nvidia2" "volume-mounts, whole GPU 1: its node /dev/nvidia2"
+expect_fact v-gpu1 "NO /dev/nvidia0" "volume-mounts, whole GPU 1: not GPU 0's"
+expect_fact v-gpu1 "GPUS 0000:86:00.0 " "volume-mounts, whole GPU 1: /proc/driver/nvidia/gpus has GPU 1 only"
+expect_no_slice v-gpu1 "volume-mounts, whole GPU 1"
+# the env answer on the same node: its NVIDIA_VISIBLE_DEVICES is an unprivileged container's env,
+# which this node refuses (the reason for volume-mounts)
+CONF=$KCONF answer_bundle v-env "$TMP/e-gpu.json"
+expect_done v-env "runc + hook (k8s node) from an env answer"
+expect_fact v-env "NO /usr/bin/nvidia-smi" "an env answer on a node that refuses the env: no driver files"
+expect_fact v-env "GPUS " "... and no GPU in /proc/driver/nvidia/gpus"
+stop_kubelet
+stop_plugin
+[ "$PLUGIN_RC" = 0 ] && ok "plugin A2 stopped cleanly" || not_ok "plugin A2: exit $PLUGIN_RC: $(tail -3 "$TMP/plugin-a2.log")"
 
 # ---------------------------------------------------------------------------------------------
 # B. MIG and topology on the 8-GPU machine
@@ -295,15 +349,16 @@ assert ds["hostPID"] is True and ds["automountServiceAccountToken"] is False
 c = ds["containers"][0]
 vols = {v["name"]: v for v in ds["volumes"]}
 mounts = {m["mountPath"]: vols[m["name"]] for m in c["volumeMounts"]}
-for path in ["/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/var/run/cdi", "/run/gpuslice", "/host"]:
+for path in ["/var/lib/kubelet/device-plugins", "/var/run/cdi", "/run/gpuslice", "/host"]:
     v = mounts[path]
     want = "/" if path == "/host" else path
     assert v["hostPath"]["path"] == want, (path, v)
 assert mounts["/etc/gpuslice"]["configMap"]["name"] == docs[0]["metadata"]["name"]
 assert c["args"] == ["device-plugin", "--config", "/etc/gpuslice/config.toml"]
-for line in ('root = "/host"', 'cdi-spec = "/var/run/cdi/', 'pod-resources-socket = "/var/lib/kubelet/pod-resources/kubelet.sock"',
-             'regions-dir = "/run/gpuslice/slices"', 'host-root = "/"'):
+for line in ('root = "/host"', 'cdi-spec = "/var/run/cdi/', 'regions-dir = "/run/gpuslice/slices"', 'host-root = "/"'):
     assert line in cm, line
+# issue 31: no pod-resources labeller (it took the container's env for its devices): nothing of it
+assert "pod-resources" not in cm and "/var/lib/kubelet/pod-resources" not in mounts, (cm, list(mounts))
 print("ok")
 EOF
 then ok "deploy/k8s: ConfigMap, ServiceAccount (no token), DaemonSet (hostPID); every path the config names is mounted"

@@ -99,7 +99,7 @@ claim_json ml slice-4g-30 "$U1" "$DRIVER" "[{\"request\": \"gpu\", \"driver\": \
         \"device\": \"gpu-0\", \"shareID\": \"5f1c9d1e-0000-4000-8000-000000000001\",
         \"consumedCapacity\": {\"memory\": \"4Gi\", \"compute\": \"30\"}}]" \
         "[{\"source\": \"FromClass\", \"opaque\": {\"driver\": \"$DRIVER\", \"parameters\":
-          {\"apiVersion\": \"gpu.gpuslice.io/v1alpha1\", \"kind\": \"SliceConfig\", \"priority\": \"low\"}}},
+          {\"apiVersion\": \"gpu.gpuslice.io/v1alpha1\", \"kind\": \"SliceConfig\", \"priority\": \"high\"}}},
           {\"source\": \"FromClaim\", \"requests\": [\"gpu\"], \"opaque\": {\"driver\": \"$DRIVER\", \"parameters\":
           {\"apiVersion\": \"gpu.gpuslice.io/v1alpha1\", \"kind\": \"SliceConfig\", \"priority\": \"high\"}}}]"
 claim_json ml whole-1 "$U2" "$DRIVER" "[{\"request\": \"gpu\", \"driver\": \"$DRIVER\", \"pool\": \"$NODE\", \"device\": \"gpu-1\"}]"
@@ -117,8 +117,14 @@ jq -e --arg n "$U1-gpu-0" '.kind == "'"$KIND"'" and [.devices[].name] == [$n]
              and index("GPUSLICE_COMPUTE_LIMIT=30") != null and index("GPUSLICE_PRIORITY=high") != null)
         and ([.devices[0].containerEdits.deviceNodes[].path] | index("/dev/nvidia0") != null and index("/dev/nvidia2") == null)
         and ([.devices[0].containerEdits.hooks[] | [.args[0], .args[-1]]] == [["gpuslice-hook", "createRuntime"], ["gpuslice-hook", "poststop"]])' "$SPEC1" >/dev/null &&
-        ok "... its CDI spec: one device, GPU 0's node, 4Gi / 30 % / the claim's priority (over the class's), the slice hooks" ||
+        ok "... its CDI spec: one device, GPU 0's node, 4Gi / 30 % / the claim's priority (its class's bound), the slice hooks (gpuslice-hook)" ||
         not_ok "spec $SPEC1: $(jq -c '.devices' "$SPEC1" 2>&1 | head -c 600)"
+# issue 31: the slice's labels on its hook's command line, where the container cannot write them
+jq -e '.devices[0].containerEdits | ([.hooks[] | select(.hookName == "createRuntime") | .args[]] as $a
+        | ["--k8s-claim=slice-4g-30", "--k8s-namespace=ml", "--k8s-pod=trainer-0"] - $a == [])
+        and ([(.env // [])[] | select(startswith("GPUSLICE_K8S_"))] == [])' "$SPEC1" >/dev/null &&
+        ok "... the claim, its namespace and pod as the createRuntime hook's --k8s-* options, none in the env" ||
+        not_ok "labels in spec: $(jq -c '.devices[0].containerEdits | {env, hooks}' "$SPEC1" | head -c 600)"
 "$GS" cdi list --spec "$SPEC1" >"$TMP/cdinames" 2>&1 && grep -qx "$KIND=$U1-gpu-0" "$TMP/cdinames" &&
         ok "... a spec gpuslice cdi list reads (a CDI consumer's checks)" || not_ok "cdi list: $(head -3 "$TMP/cdinames")"
 n0=$(gets ml slice-4g-30)
@@ -166,7 +172,7 @@ else
         expect_fact c-whole "NO /dev/nvidia0" "whole gpu-1: not GPU 0's"
         expect_no_slice c-whole "whole gpu-1"
         # a running container of the slice claim: metrics and top name its claim and pod (the pod
-        # and namespace from the claim's env, the container from the runtime's annotation)
+        # and namespace from its hook's command line (the claim's spec), the container from the runtime's annotation)
         pod run -d --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$U1-gpu-0" --annotation io.kubernetes.container.name=main \
                 --rootfs "$(fresh live)" /usr/bin/vgpu-probe hold 64 60 >"$TMP/live.out" 2>"$TMP/live.err"
         cid=$(tr -d '\n' <"$TMP/live.out")
@@ -188,6 +194,21 @@ else
                 ok "gpuslice top: its row named ml/trainer-0/main (claim slice-4g-30), claim and pod in --json"
         else not_ok "top: $(jq -c --arg c "$cid" '[.slices[]? | select(.id == $c)]' "$TMP/top.json" 2>&1 | head -c 400) $(head -3 "$TMP/top.err")"; fi
         pod rm -f "$cid" >/dev/null 2>&1
+        # issue 31: a container of the claim whose env names another claim, namespace and pod: the
+        # labels stay the host's (its hook's command line)
+        pod run -d --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$U1-gpu-0" \
+                -e GPUSLICE_K8S_CLAIM=stolen -e GPUSLICE_K8S_NAMESPACE=prod -e GPUSLICE_K8S_POD=victim \
+                --rootfs "$(fresh liar)" /bin/sleep 60 >"$TMP/liar.out" 2>"$TMP/liar.err"
+        cid=$(tr -d '\n' <"$TMP/liar.out")
+        L=/run/gpuslice/slices/$cid/labels
+        wait_for 10 test -s "$L"
+        if [ -n "$cid" ] && [ "$(jq -c . "$L" 2>/dev/null)" = '{"namespace":"ml","pod":"trainer-0","claim":"slice-4g-30"}' ]; then
+                ok "a container of the claim whose env names claim stolen, prod/victim: labelled ml/trainer-0, claim slice-4g-30 all the same"
+        else not_ok "liar's labels: ${cid:-no container}: $(cat "$L" 2>&1) $(tail -3 "$TMP/liar.err")"; fi
+        "$GS" slice show --json prod/victim >"$TMP/liar-show.out" 2>&1 &&
+                not_ok "slice show prod/victim found a slice: $(head -c 200 "$TMP/liar-show.out")" ||
+                ok "... and slice show prod/victim finds none ($(head -c 80 "$TMP/liar-show.out"))"
+        pod rm -f "$cid" >/dev/null 2>&1
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -202,6 +223,22 @@ claim_json ml too-much-compute b0000000-0000-4000-8000-000000000004 "$DRIVER" "$
 claim_json ml other-node b0000000-0000-4000-8000-000000000005 "$DRIVER" "$(res gpu-0 node-b)"
 claim_json ml replaced b0000000-0000-4000-8000-00000000aaaa "$DRIVER" "$(res gpu-0)"
 claim_json ml bad-quantity b0000000-0000-4000-8000-000000000007 "$DRIVER" "$(res gpu-0 "" '{"memory": "4 Gi"}')"
+# issue 31: a claim may not ask more than its DeviceClass's config allows (the class's config
+# reaches the plugin as the allocation's FromClass entries)
+sc() { # SOURCE JSON-MEMBERS: one opaque config entry of ours
+        echo "{\"source\": \"$1\", \"opaque\": {\"driver\": \"$DRIVER\", \"parameters\": {\"apiVersion\": \"gpu.gpuslice.io/v1alpha1\", \"kind\": \"SliceConfig\"${2:+, $2}}}}"
+}
+SL='{"memory": "2Gi", "compute": "20"}'
+claim_json ml widen-prio c0000000-0000-4000-8000-000000000001 "$DRIVER" "$(res gpu-0 "" "$SL")" \
+        "[$(sc FromClass '"priority": "normal"'), $(sc FromClaim '"priority": "high"')]"
+claim_json ml widen-off c0000000-0000-4000-8000-000000000002 "$DRIVER" "$(res gpu-0 "" "$SL")" "[$(sc FromClaim '"computeMode": "off"')]"
+claim_json ml widen-share c0000000-0000-4000-8000-000000000003 "$DRIVER" "$(res gpu-0 "" "$SL")" \
+        "[$(sc FromClass '"computeMode": "cap"'), $(sc FromClaim '"computeMode": "share"')]"
+claim_json ml widen-high c0000000-0000-4000-8000-000000000004 "$DRIVER" "$(res gpu-0 "" "$SL")" "[$(sc FromClaim '"priority": "high"')]"
+claim_json ml own-bound c0000000-0000-4000-8000-000000000005 "$DRIVER" "$(res gpu-0 "" "$SL")" \
+        "[$(sc FromClaim '"maxComputeMode": "off", "computeMode": "off"')]"
+claim_json ml narrow c0000000-0000-4000-8000-000000000006 "$DRIVER" "$(res gpu-0 "" "$SL")" \
+        "[$(sc FromClass '"maxPriority": "high", "computeMode": "share"'), $(sc FromClaim '"priority": "low", "computeMode": "cap"')]"
 claim_json ml not-ours b0000000-0000-4000-8000-000000000008 other.example.com "$(res gpu-0 | sed "s/$DRIVER/other.example.com/")"
 # ready NAME: our entries of the stored claim's status.devices, "DEVICE READY REASON MESSAGE" a line
 ready() {
@@ -233,6 +270,28 @@ bad other-node b0000000-0000-4000-8000-000000000005 "is not on this node" "a dev
 bad replaced b0000000-0000-4000-8000-000000000006 "not b0000000-0000-4000-8000-000000000006" "a claim whose uid is not the kubelet's (made anew)"
 bad bad-quantity b0000000-0000-4000-8000-000000000007 "invalid quantity" "a malformed quantity" InvalidClaim
 bad not-ours b0000000-0000-4000-8000-000000000008 "has no device of $DRIVER" "a claim of another driver"
+bad widen-prio c0000000-0000-4000-8000-000000000001 "the claim asks priority high; its DeviceClass allows at most normal" \
+        "priority high over the class's normal" ExceedsDeviceClass
+bad widen-off c0000000-0000-4000-8000-000000000002 "the claim asks computeMode off; its DeviceClass allows at most cap" \
+        "computeMode off with no class config (the bound: cap)" ExceedsDeviceClass
+bad widen-share c0000000-0000-4000-8000-000000000003 "the claim asks computeMode share; its DeviceClass allows at most cap" \
+        "computeMode share over the class's cap" ExceedsDeviceClass
+bad widen-high c0000000-0000-4000-8000-000000000004 "the claim asks priority high; its DeviceClass allows at most normal" \
+        "priority high with no class config (the bound: normal)" ExceedsDeviceClass
+bad own-bound c0000000-0000-4000-8000-000000000005 "maxComputeMode is a DeviceClass's bound" \
+        "a claim setting its own bound (maxComputeMode)" InvalidClaim
+UN=c0000000-0000-4000-8000-000000000006
+dra prepare "$SOCK" v1 "ml/narrow/$UN"
+kexpect "a claim narrowing its class (class: up to high, share; claim: low, cap): prepared" \
+        ".ok and (.claims[\"$UN\"].devices | length) == 1 and (.claims[\"$UN\"].error // \"\") == \"\""
+# the values reach the slice through the spec: its env, or its hook's command line (issue 31, D1)
+jq -e '.devices[0].containerEdits | ((.env // []) + [.hooks[]? | select(.hookName == "createRuntime") | .args[]]) as $w
+        | ($w | index("GPUSLICE_PRIORITY=low") != null or index("--priority=low") != null)
+          and ($w | index("GPUSLICE_COMPUTE_MODE=cap") != null or index("--compute-mode=cap") != null)
+          and ($w | map(select(test("high|share"))) == [])' "$CDI_DIR/$DRIVER-claim-$UN.json" >/dev/null &&
+        ok "... its spec: priority low and compute mode cap (the claim's, narrower than the class's)" ||
+        not_ok "narrow spec: $(jq -c '.devices[0].containerEdits | {env, hooks}' "$CDI_DIR/$DRIVER-claim-$UN.json" 2>&1 | head -c 600)"
+dra unprepare "$SOCK" v1 "ml/narrow/$UN"
 bad missing b0000000-0000-4000-8000-000000000009 "does not exist" "a claim the API server does not have"
 bad "..%2fx" b0000000-0000-4000-8000-00000000000a "invalid claim name" "a claim name that would change the API path"
 dra prepare "$SOCK" v1 "ml/too-big/b0000000-0000-4000-8000-000000000001" "ml/slice-4g-30/$U1"
@@ -423,9 +482,18 @@ assert {"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/r
 t = {x["metadata"]["name"]: x for x in docs if x["kind"] == "ResourceClaimTemplate"}
 req = t["slice-4g-30"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
 assert req["capacity"]["requests"] == {"memory": "4Gi", "compute": "30"}, req
-assert {x["metadata"]["name"] for x in docs if x["kind"] == "DeviceClass"} == {"gpu.gpuslice.io", "mig.gpuslice.io"}
+cls = {x["metadata"]["name"]: x["spec"] for x in docs if x["kind"] == "DeviceClass"}
+assert set(cls) == {"gpu.gpuslice.io", "mig.gpuslice.io", "gpu-high.gpuslice.io"}, set(cls)
+# the example claim asks priority high: its class must allow it (issue 31), the others must not
+assert req["deviceClassName"] == "gpu-high.gpuslice.io", req
+assert "config" not in cls["gpu.gpuslice.io"] and "config" not in cls["mig.gpuslice.io"]
+hp = cls["gpu-high.gpuslice.io"]["config"][0]["opaque"]
+assert hp["driver"] == "gpu.gpuslice.io" and hp["parameters"] == {"apiVersion": "gpu.gpuslice.io/v1alpha1",
+    "kind": "SliceConfig", "maxPriority": "high", "maxComputeMode": "share"}, hp
+cfg = t["slice-4g-30"]["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
+assert cfg["priority"] == "high", cfg
 print("ok")
 PYEOF
-then ok "deploy/k8s/dra: DeviceClasses, RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices only), the DaemonSet's options in --help, the 4Gi/30 % template"
+then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices only), the DaemonSet's options in --help, the 4Gi/30 % template"
 else not_ok "deploy/k8s/dra: $(tail -3 "$TMP/deploy.out")"; fi
 finish

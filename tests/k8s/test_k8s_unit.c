@@ -16,6 +16,7 @@
 
 #include "common/proc.h"
 #include "k8s/allocate.h"
+#include "k8s/dra_claim.h"
 #include "k8s/h2c.h"
 #include "k8s/prefer.h"
 #include "k8s/resources.h"
@@ -147,7 +148,7 @@ static void test_plan_errors(void **state)
         expect_plan_error("gpuslice.io/x is offered twice");
         add_slice("bad size=1Gi");
         expect_plan_error("device-plugin.slices");
-        strcpy(hc.dp.allocate, "volume-mounts");
+        strcpy(hc.dp.allocate, "envvar");
         expect_plan_error("device-plugin.allocate");
         strcpy(hc.dp.cdi_kind, "nokind");
         expect_plan_error("device-plugin.cdi-kind");
@@ -330,6 +331,31 @@ static void test_allocate_env(void **state)
         assert_int_equal(alloc("nvidia.com/gpu", "MIG-0,GPU-3", &a, &o, &err), 0);
         assert_string_equal(env_of(&o, "NVIDIA_VISIBLE_DEVICES"), "MIG-0,GPU-3");
         assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT"));
+        gs_k8s_arena_free(&a);
+}
+
+/* volume-mounts: as env, the devices as /dev/null mounts, NVIDIA_VISIBLE_DEVICES the directory. */
+static void test_allocate_volume_mounts(void **state)
+{
+        (void)state;
+        struct gs_error err = {0};
+        struct gs_k8s_arena a = {0};
+        V1beta1__ContainerAllocateResponse o;
+        add_slice("q=4Gi,25");
+        strcpy(hc.dp.allocate, "volume-mounts");
+        assert_int_equal(gs_k8s_plan_build(&hc.dp, &dev, &plan, &err), 0);
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::1,GPU-1::0", &a, &o, &err), 0);
+        assert_int_equal(o.n_cdi_devices, 0);
+        assert_string_equal(env_of(&o, "NVIDIA_VISIBLE_DEVICES"), "/var/run/nvidia-container-devices");
+        assert_int_equal(o.n_mounts, 1); /* two shares of one GPU: one mount */
+        assert_string_equal(o.mounts[0]->container_path, "/var/run/nvidia-container-devices/GPU-1");
+        assert_string_equal(o.mounts[0]->host_path, "/dev/null");
+        assert_true(o.mounts[0]->read_only);
+        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT"), "8Gi");
+        assert_int_equal(alloc("nvidia.com/gpu", "MIG-0,GPU-3", &a, &o, &err), 0);
+        assert_int_equal(o.n_mounts, 2);
+        assert_string_equal(o.mounts[0]->container_path, "/var/run/nvidia-container-devices/MIG-0");
+        assert_string_equal(o.mounts[1]->container_path, "/var/run/nvidia-container-devices/GPU-3");
         gs_k8s_arena_free(&a);
 }
 
@@ -524,6 +550,95 @@ static void test_h2c_stream_is_not_unary(void **state)
         gs_h2c_free(srv);
 }
 
+/* A claim of one slice request "gpu": the class's parameters (a JSON object's members, or NULL
+ * for no class config) and the claim's, parsed by gs_dra_claim_parse. */
+static int parse_bound(const char *cls, const char *clm, struct gs_dra_claim *c, struct gs_error *err)
+{
+        char doc[4096], cfg[2048] = "";
+#define PARAMS "\"opaque\": {\"driver\": \"gpu.gpuslice.io\", \"parameters\": {\"apiVersion\": " \
+               "\"gpu.gpuslice.io/v1alpha1\", \"kind\": \"SliceConfig\""
+        if (cls != NULL)
+                snprintf(cfg, sizeof(cfg), "{\"source\": \"FromClass\", " PARAMS "%s%s}}}", cls[0] ? ", " : "", cls);
+        if (clm != NULL)
+                snprintf(cfg + strlen(cfg), sizeof(cfg) - strlen(cfg), "%s{\"source\": \"FromClaim\", \"requests\": "
+                         "[\"gpu\"], " PARAMS "%s%s}}}", cfg[0] ? ", " : "", clm[0] ? ", " : "", clm);
+#undef PARAMS
+        snprintf(doc, sizeof(doc), "{\"metadata\": {\"name\": \"c\", \"namespace\": \"ml\", \"uid\": \"u-1\"}, "
+                 "\"status\": {\"allocation\": {\"devices\": {\"results\": [{\"request\": \"gpu\", \"driver\": "
+                 "\"gpu.gpuslice.io\", \"pool\": \"n\", \"device\": \"gpu-0\", \"consumedCapacity\": {\"memory\": "
+                 "\"4Gi\", \"compute\": \"30\"}}], \"config\": [%s]}}}}", cfg);
+        memset(err, 0, sizeof(*err));
+        return gs_dra_claim_parse(doc, strlen(doc), "gpu.gpuslice.io", c, err);
+}
+
+/* issue 31: a DeviceClass's config bounds the claim's. The class's priority and computeMode are
+ * the widest a claim may ask (maxPriority / maxComputeMode say it without a default); without
+ * them the bound is the defaults (normal, cap). A claim may narrow; one asking more is refused. */
+static void test_dra_class_bound(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *cls, *clm;
+                const char *prio, *mode; /* accepted: the result's; NULL: refused */
+                const char *why;         /* refused: in the error */
+        } cases[] = {
+                /* widening: refused, whatever the class said or left out */
+                {"\"priority\": \"low\"", "\"priority\": \"high\"", NULL, NULL, "priority high"},
+                {"\"priority\": \"normal\"", "\"priority\": \"high\"", NULL, NULL, "at most normal"},
+                {"\"computeMode\": \"cap\"", "\"computeMode\": \"off\"", NULL, NULL, "computeMode off"},
+                {"\"computeMode\": \"cap\"", "\"computeMode\": \"share\"", NULL, NULL, "at most cap"},
+                {"\"computeMode\": \"share\"", "\"computeMode\": \"off\"", NULL, NULL, "at most share"},
+                {NULL, "\"priority\": \"high\"", NULL, NULL, "at most normal"},
+                {NULL, "\"computeMode\": \"off\"", NULL, NULL, "at most cap"},
+                {NULL, "\"computeMode\": \"share\"", NULL, NULL, "at most cap"},
+                {"", "\"priority\": \"high\", \"computeMode\": \"off\"", NULL, NULL, "priority high"},
+                {"\"maxPriority\": \"normal\"", "\"priority\": \"high\"", NULL, NULL, "at most normal"},
+                {"\"maxComputeMode\": \"share\"", "\"computeMode\": \"off\"", NULL, NULL, "at most share"},
+                /* a claim cannot set its own bound, nor a class contradict its own */
+                {"\"priority\": \"high\"", "\"maxPriority\": \"high\"", NULL, NULL, "a DeviceClass's"},
+                {NULL, "\"maxComputeMode\": \"off\"", NULL, NULL, "a DeviceClass's"},
+                {"\"priority\": \"high\", \"maxPriority\": \"normal\"", NULL, NULL, NULL, "above its own maxPriority"},
+                {"\"computeMode\": \"off\", \"maxComputeMode\": \"share\"", NULL, NULL, NULL, "above its own maxComputeMode"},
+                {"\"maxComputeMode\": \"all\"", NULL, NULL, NULL, "maxComputeMode 'all'"},
+                /* narrowing, or within the bound: accepted */
+                {"\"priority\": \"high\"", "\"priority\": \"low\"", "low", "", NULL},
+                {"\"priority\": \"high\"", "\"priority\": \"high\"", "high", "", NULL},
+                {"\"priority\": \"high\"", NULL, "high", "", NULL},
+                {"\"computeMode\": \"share\"", "\"computeMode\": \"cap\"", "", "cap", NULL},
+                {"\"computeMode\": \"off\"", "\"computeMode\": \"share\"", "", "share", NULL},
+                {"\"computeMode\": \"off\"", NULL, "", "off", NULL},
+                {NULL, "\"priority\": \"normal\", \"computeMode\": \"cap\"", "normal", "cap", NULL},
+                {NULL, "\"priority\": \"low\"", "low", "", NULL},
+                {"\"maxPriority\": \"high\", \"maxComputeMode\": \"share\"", "\"priority\": \"high\", \"computeMode\": \"share\"",
+                 "high", "share", NULL},
+                {"\"maxPriority\": \"high\", \"priority\": \"low\"", NULL, "low", "", NULL},
+                {"\"maxPriority\": \"high\", \"priority\": \"low\"", "\"priority\": \"high\"", "high", "", NULL},
+                {NULL, NULL, "", "", NULL},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                static struct gs_dra_claim c;
+                struct gs_error err;
+                int rc = parse_bound(cases[i].cls, cases[i].clm, &c, &err);
+                if (cases[i].prio == NULL) {
+                        /* beyond_class (the status's reason ExceedsDeviceClass): a widening; a malformed
+                         * config is InvalidClaim */
+                        bool widening = strstr(err.msg, "allows at most") != NULL;
+                        if (rc == 0 || strstr(err.msg, cases[i].why) == NULL || c.beyond_class != widening)
+                                fail_msg("case %zu (class {%s}, claim {%s}): want refused with '%s', got rc %d '%s'%s", i,
+                                         cases[i].cls ? cases[i].cls : "none", cases[i].clm ? cases[i].clm : "none",
+                                         cases[i].why, rc, err.msg, c.beyond_class ? " (beyond_class)" : "");
+                        assert_int_equal(c.n, 1); /* its device is known: the refusal goes on its status */
+                } else {
+                        if (rc != 0)
+                                fail_msg("case %zu (class {%s}, claim {%s}): want accepted, got '%s'", i,
+                                         cases[i].cls ? cases[i].cls : "none", cases[i].clm ? cases[i].clm : "none", err.msg);
+                        assert_string_equal(c.r[0].priority, cases[i].prio);
+                        assert_string_equal(c.r[0].compute_mode, cases[i].mode);
+                        assert_false(c.beyond_class);
+                }
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -535,7 +650,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_prefer_whole, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_allocate_cdi, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_allocate_env, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_allocate_volume_mounts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
+                cmocka_unit_test(test_dra_class_bound),
                 cmocka_unit_test(test_grpc_message),
                 cmocka_unit_test(test_h2c_loopback),
                 cmocka_unit_test(test_h2c_stream_is_not_unary),

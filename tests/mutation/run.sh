@@ -86,7 +86,47 @@ mutation limiter vgpu_compute src/vgpu/limiter.c \
         'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))' \
         'if (1)' \
         "the compute limiter never waits (the launch gate always open)"
+# issue 31 (shim): whole GPUs only as the host allows
+mutation shimenv integration_runtime src/engine/shim.c \
+        'if (!cfg->privileged && !hc->accept_env_unprivileged) {' \
+        'if (0) {' \
+        "the runtime shim honours an image's NVIDIA_VISIBLE_DEVICES (all, a CDI name) in an unprivileged container when the host refuses it"
+mutation hookenv integration_runtime src/runtime/request.c \
+        'if (vis == NULL || in->privileged || hc->accept_env_unprivileged) {' \
+        'if (1) {' \
+        "the hook (and the shim's legacy mode) takes NVIDIA_VISIBLE_DEVICES, a CUDA image's implicit all, from an unprivileged container when the host refuses it"
+mutation envkinds integration_runtime src/engine/shim.c \
+        'for (size_t i = 0; k->from_env && i < k->nnames; i++)' \
+        'for (size_t i = 0; 0 && i < k->nnames; i++)' \
+        "a CDI name from the env resolves to any kind: the device plugin's =all, another claim's per-claim device"
+mutation devnullsrc integration_runtime src/runtime/oci.c \
+        'if (strcmp(s, "/dev/null") != 0 || strncmp(d, root, sizeof(root) - 1) != 0' \
+        'if (strncmp(d, root, sizeof(root) - 1) != 0' \
+        "any mount under /var/run/nvidia-container-devices (an image's VOLUME, a tmpfs) asks for devices, not only the kubelet's /dev/null"
+mutation k8sdoctor integration_doctor src/doctor/check_requests.c \
+        'if (hc->accept_env_unprivileged && signs[0] != '"'"'\0'"'"') {' \
+        'if (0) {' \
+        "doctor says nothing of a Kubernetes node that takes NVIDIA_VISIBLE_DEVICES from unprivileged containers"
+# issue 31 (dra)
+mutation drabound "unit_k8s k8s_dra_plugin" src/k8s/dra_claim.c \
+        'if (bound(&cls[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)' \
+        'if (bound(&clm[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)' \
+        "a DRA claim's config is its own bound: it asks priority high or compute mode off over its DeviceClass's"
+mutation labelsenv observe_hook src/runtime/hook.c \
+        'gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, given, &lerr)' \
+        'gs_slice_write_labels(s->regions_dir, id, cfg->env, cfg->nenv, given, &lerr)' \
+        "a slice's labels read from the container's env (its image's ENV, the pod spec): it passes for another pod"
 SLOW=(limiter)
+
+# issue 31 (engines)
+mutation tomltable "unit_toml_tomllib integration_runtime_configure" src/engine/toml_parse.c \
+        'struct gs_tnode *t = x->d->sections[sect].table;' \
+        'struct gs_tnode *t = x->d->root;' \
+        "the TOML editor reads a dotted key of a [table] as a key of the document, so it writes keys into the wrong table (a duplicate table containerd and tomllib refuse)"
+mutation backupmode integration_runtime_configure src/engine/conffile.c \
+        'if (fill(fd, out, old, f, err) < 0) {' \
+        'if (fill(fd, out, old, &(struct gs_conffile){.mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1}, err) < 0) {' \
+        "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)"
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
         [ -n "${FILE[$MUTATION_ONLY]:-}" ] || { echo "no mutation named $MUTATION_ONLY" >&2; exit 2; }

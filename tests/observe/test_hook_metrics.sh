@@ -28,13 +28,14 @@ cleanup() {
 trap cleanup EXIT
 H_PRESTART='{path: $gs, args: ["gpuslice", "--root", $drv, "hook", "--config", $conf, "prestart"], env: $hookenv}'
 
-# start NAME ANNOTATIONS-JSON: a detached container on GPU 0 with a 1 GiB slice whose process
-# allocates 64 MiB and holds it; only a prestart hook (nothing cleans up after it but the exporter)
+# start NAME ANNOTATIONS-JSON [ENV-JSON]: a detached container on GPU 0 with a 1 GiB slice whose
+# process allocates 64 MiB and holds it; only a prestart hook (nothing cleans up after it but the
+# exporter); ENV-JSON: more of the container's env
 start() {
         local name=$1 id=gs-$$-$1
-        make_bundle "$name" '.process.env += ["NVIDIA_VISIBLE_DEVICES=0", "GPUSLICE_MEMORY_LIMIT=1Gi"]
+        make_bundle "$name" '.process.env += ["NVIDIA_VISIBLE_DEVICES=0", "GPUSLICE_MEMORY_LIMIT=1Gi"] + $env
                 | .process.args = ["/usr/bin/vgpu-probe", "hold", "64", "60"]
-                | .annotations = $ann | .hooks = {prestart: ['"$H_PRESTART"']}' --argjson ann "$2"
+                | .annotations = $ann | .hooks = {prestart: ['"$H_PRESTART"']}' --argjson ann "$2" --argjson env "${3:-[]}"
         ids+=("$id")
         run "$name" -- timeout 60 "$RUNC" --root "$STATE" run -d --bundle "$TMP/$name" "$id" </dev/null
         expect_rc "$name" 0 "runc run -d of a slice container ($name)"
@@ -47,6 +48,36 @@ for n in crio containerd; do
         jq -e . "$SLICES/gs-$$-$n/labels" >/dev/null 2>&1 && ok "$n: the hook wrote the labels file" ||
                 not_ok "$n: no labels file in $SLICES/gs-$$-$n: $(ls "$SLICES/gs-$$-$n" 2>&1)"
 done
+# issue 31: labels only from the host. A container's env (the image's ENV, the pod spec's env)
+# naming another pod, or a claim, is not a label: one without annotations claims team-a/trainer-0
+# (crio's pod), one team-z/victim (also by env entries named as the CRI annotations); one of pod
+# team-b/infer-2 claims a DRA claim's name.
+FAKE='["GPUSLICE_K8S_NAMESPACE=team-a", "GPUSLICE_K8S_POD=trainer-0", "GPUSLICE_K8S_CLAIM=stolen",
+       "GPUSLICE_K8S_CONTAINER=main", "GPUSLICE_K8S_DEVICES_GPU=x"]'
+start impostor '{}' "$FAKE"
+start impostor2 '{}' '["GPUSLICE_K8S_NAMESPACE=team-z", "GPUSLICE_K8S_POD=victim", "io.kubernetes.pod.namespace=team-z",
+        "io.kubernetes.pod.name=victim", "io.kubernetes.cri.sandbox-name=victim"]'
+start claimer '{"io.kubernetes.cri.sandbox-namespace": "team-b", "io.kubernetes.cri.sandbox-name": "infer-2",
+        "io.kubernetes.cri.container-name": "c"}' '["GPUSLICE_K8S_CLAIM=stolen", "GPUSLICE_K8S_POD=other"]'
+for n in impostor impostor2; do
+        if [ -d "$SLICES/gs-$$-$n" ] && ! grep -q . "$SLICES/gs-$$-$n/labels" 2>/dev/null; then
+                ok "$n: a container naming another pod in its env: no labels"
+        else not_ok "$n: labels $(cat "$SLICES/gs-$$-$n/labels" 2>&1)"; fi
+done
+[ "$(jq -c . "$SLICES/gs-$$-claimer/labels" 2>&1)" = '{"namespace":"team-b","pod":"infer-2","container":"c"}' ] &&
+        ok "claimer: its pod's names from the annotations, no claim from its env" ||
+        not_ok "claimer: labels $(cat "$SLICES/gs-$$-claimer/labels" 2>&1)"
+"$GS" slice show --regions-dir "$SLICES" --json team-a/trainer-0 >"$TMP/show.json" 2>"$TMP/show.err"
+jq -e --arg id "gs-$$-crio" '.id == $id' "$TMP/show.json" >/dev/null &&
+        ok "slice show team-a/trainer-0: the pod's own container, not the one whose env names it" ||
+        not_ok "slice show team-a/trainer-0: $(head -c 300 "$TMP/show.json") $(head -3 "$TMP/show.err")"
+if ! "$GS" slice set --regions-dir "$SLICES" team-z/victim --memory 2Gi >"$TMP/set.out" 2>"$TMP/set.err" &&
+   grep -q "no live slice of pod team-z/victim" "$TMP/set.err" && [ "$(jq -r .memory "$SLICES/gs-$$-impostor2/live/limits" 2>/dev/null)" != 2Gi ]; then
+        ok "slice set team-z/victim: no such slice (a container's env cannot make one its pod)"
+else not_ok "slice set team-z/victim: $(cat "$TMP/set.out" "$TMP/set.err" | head -3)"; fi
+"$GS" slice list --regions-dir "$SLICES" --json >"$TMP/list.json" 2>&1
+jq -e '[.. | strings | select(. == "stolen" or . == "victim" or . == "team-z")] == []' "$TMP/list.json" >/dev/null &&
+        ok "slice list: no label from a container's env" || not_ok "slice list: $(head -c 400 "$TMP/list.json")"
 
 "$GS" --root "$DRV" metrics --listen 127.0.0.1:0 --regions-dir "$SLICES" --nvml-interval 1 >"$TMP/srv.out" 2>"$TMP/srv.err" &
 server=$!
@@ -58,7 +89,7 @@ scrape() { curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$TMP/$1.prom
 # wait until both containers' processes hold their 64 MiB
 for _ in $(seq 100); do
         scrape s1
-        [ "$(grep -c '^gpuslice_slice_memory_allocated_bytes{.* 67108864$' "$TMP/s1.prom")" = 2 ] && break
+        [ "$(grep -c '^gpuslice_slice_memory_allocated_bytes{.* 67108864$' "$TMP/s1.prom")" = 5 ] && break
         sleep 0.1
 done
 promtool check metrics <"$TMP/s1.prom" >"$TMP/promtool.out" 2>&1 && ok "promtool check metrics passes" ||
@@ -77,6 +108,20 @@ for c in "crio $want_crio" "containerd $want_cd"; do
         [ "${l##* }" = 1073741824 ] && ok "$n: HAMi's name, HAMi's labels ($(echo "$l" | cut -d'{' -f2 | cut -d, -f1-3))" ||
                 not_ok "$n: HAMi line '$l'"
 done
+
+for n in impostor impostor2 claimer; do
+        l=$(grep "^gpuslice_slice_info{" "$TMP/s1.prom" | grep -F "container_id=\"gs-$$-$n\"")
+        if [ -n "$l" ] && ! grep -qE 'stolen|victim|team-z|team-a|trainer-0|pod="other"' <<<"$l" &&
+           ! grep -F "container_id=\"gs-$$-$n\"" "$TMP/s1.prom" | grep -qE 'stolen|victim|team-a'; then
+                ok "metrics, $n: no label from its env ($(cut -d'{' -f2 <<<"$l" | cut -d, -f1-4))"
+        else not_ok "metrics, $n: '$l'"; fi
+done
+"$GS" top --json --no-nvml --regions-dir "$SLICES" --interval 0.2 >"$TMP/top.json" 2>"$TMP/top.err"
+if jq -e '.slices | length >= 5' "$TMP/top.json" >/dev/null &&
+   jq -e '[.. | strings | select(test("stolen|victim|team-z"))] == []' "$TMP/top.json" >/dev/null &&
+   jq -e --arg i "gs-$$-impostor" '[.slices[] | select(.id == $i)][0] | (.pod // "") == "" and (.namespace // "") == ""' "$TMP/top.json" >/dev/null; then
+        ok "top: no label from a container's env"
+else not_ok "top: $(jq -c '[.slices[]? | {id, name, pod, claim}]' "$TMP/top.json" 2>&1 | head -c 500) $(head -2 "$TMP/top.err")"; fi
 
 # kill one container (no poststop hook: its directory stays behind for the exporter to find)
 "$RUNC" --root "$STATE" kill "gs-$$-crio" KILL >/dev/null 2>&1

@@ -490,7 +490,7 @@ static void test_collector(void **state)
         char *ann[] = {"io.kubernetes.pod.namespace=team-a", "io.kubernetes.pod.name=trainer-0",
                        "io.kubernetes.container.name=main", "other=x"};
         struct gs_error err = {0};
-        assert_int_equal(gs_slice_write_labels(regions, "alive", ann, 4, NULL, 0, &err), 0);
+        assert_int_equal(gs_slice_write_labels(regions, "alive", ann, 4, NULL, &err), 0);
         gs_synth_region(&file, 1, 2, 9);
         write_region(extra, &file, sizeof(file), 0);
         size_t len, size;
@@ -1173,37 +1173,51 @@ static void test_labels_file(void **state)
         struct gs_error err = {0};
         /* none of the keys: no file */
         char *none[] = {"io.kubernetes.cri.container-type=container"};
-        assert_int_equal(gs_slice_write_labels(regions, "ctr", none, 1, NULL, 0, &err), 0);
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", none, 1, NULL, &err), 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 0);
         /* containerd's keys, with a quote and a newline in a value */
         char *cd[] = {"io.kubernetes.cri.sandbox-namespace=ns\"1", "io.kubernetes.cri.sandbox-name=pod\nx",
                       "io.kubernetes.cri.container-name=ctr"};
-        assert_int_equal(gs_slice_write_labels(regions, "ctr", cd, 3, NULL, 0, &err), 0);
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", cd, 3, NULL, &err), 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 1);
         assert_string_equal(l.ns, "ns\"1");
         assert_string_equal(l.pod, "pod\nx");
         assert_string_equal(l.container, "ctr");
         /* CRI-O's keys win over containerd's; the file is replaced */
         char *both[] = {"io.kubernetes.cri.sandbox-name=cd", "io.kubernetes.pod.name=crio"};
-        assert_int_equal(gs_slice_write_labels(regions, "ctr", both, 2, NULL, 0, &err), 0);
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", both, 2, NULL, &err), 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 1);
         assert_string_equal(l.pod, "crio");
         assert_string_equal(l.ns, "");
-        /* a DRA claim's env: the claim, and the namespace and pod where no annotation names them */
-        char *env[] = {"GPUSLICE_K8S_NAMESPACE=ml", "GPUSLICE_K8S_POD=env-pod", "GPUSLICE_K8S_CLAIM=slice-4g-30"};
-        assert_int_equal(gs_slice_write_labels(regions, "ctr", both, 2, env, 3, &err), 0);
+        /* the names the host gave the hook (a DRA claim's CDI device: --k8s-claim ...): the claim,
+         * and the namespace and pod where no annotation names them */
+        struct gs_slice_labels given = {.ns = "ml", .pod = "host-pod", .claim = "slice-4g-30"};
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", both, 2, &given, &err), 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 1);
-        assert_string_equal(l.pod, "crio"); /* the runtime's annotation wins over the env */
+        assert_string_equal(l.pod, "crio"); /* the runtime's annotation wins */
         assert_string_equal(l.ns, "ml");
         assert_string_equal(l.claim, "slice-4g-30");
-        assert_int_equal(gs_slice_write_labels(regions, "ctr", NULL, 0, env, 3, &err), 0);
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", NULL, 0, &given, &err), 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 1);
-        assert_string_equal(l.pod, "env-pod");
+        assert_string_equal(l.pod, "host-pod");
+        /* issue 31: the container's env is no source: an annotation list holding env-like entries
+         * (what a caller passing cfg->env would give) names nothing */
+        char *env[] = {"GPUSLICE_K8S_NAMESPACE=ml", "GPUSLICE_K8S_POD=env-pod", "GPUSLICE_K8S_CLAIM=stolen"};
+        struct gs_slice_labels claim_only = {.claim = "c1"};
+        assert_int_equal(gs_slice_write_labels(regions, "ctr", env, 3, &claim_only, &err), 0);
+        assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), 1);
+        assert_string_equal(l.claim, "c1");
+        assert_string_equal(l.pod, "");
+        assert_string_equal(l.ns, "");
+        /* what the hook takes as a host-given name */
+        assert_true(gs_slice_label_valid("slice-4g-30") && gs_slice_label_valid("a.b-c"));
+        assert_false(gs_slice_label_valid("") || gs_slice_label_valid("-a") || gs_slice_label_valid("a/b") ||
+                     gs_slice_label_valid("A") || gs_slice_label_valid("a\nb") || gs_slice_label_valid("x."));
         /* not JSON */
         snprintf(p, sizeof(p), "%s/ctr/labels", regions);
         write_region(p, "{not json", 9, 0);
         assert_int_equal(gs_slice_read_labels(regfd, "ctr", &l), -1);
-        assert_int_equal(gs_slice_write_labels(regions, "../x", both, 2, NULL, 0, &err), -1);
+        assert_int_equal(gs_slice_write_labels(regions, "../x", both, 2, NULL, &err), -1);
         close(regfd);
 }
 

@@ -82,6 +82,10 @@ static void assert_defaults(const struct gs_hostconfig *c)
         assert_false(c->disable_require);
         assert_string_equal(c->log_file, "");
         assert_int_equal(c->compat_mode, GS_COMPAT_LDCONFIG);
+        assert_true(c->accept_env_unprivileged); /* NVIDIA's defaults */
+        assert_false(c->accept_volume_mounts);
+        assert_int_equal(c->rt.env_cdi_kinds.n, 1);
+        assert_string_equal(c->rt.env_cdi_kinds.v[0], "nvidia.com/gpu");
         assert_string_equal(c->vgpu_library, "");
         assert_string_equal(c->regions_dir, "/run/gpuslice/slices");
         assert_string_equal(c->mps_root, "/run/gpuslice/mps");
@@ -132,6 +136,8 @@ static const char every_key[] =
         "disable-require = true\n"
         "log-file = \"/var/log/gpuslice-hook.log\"\n"
         "cuda-compat-mode = \"mount\"\n"
+        "accept-nvidia-visible-devices-envvar-when-unprivileged = false\n"
+        "accept-nvidia-visible-devices-as-volume-mounts = true\n"
         "[slice]\n"
         "library = \"/opt/gpuslice/lib/libgpuslice-vgpu.so\"\n"
         "regions-dir = \"/var/run/slices\"\n"
@@ -160,7 +166,8 @@ static const char every_key[] =
         "runtimes = [\"/usr/local/bin/crun\"]\n"
         "cdi-spec-dirs = [\"/run/cdi\"]\n"
         "hook-path = \"/opt/gpuslice/bin/gpuslice\"\n"
-        "log-file = \"/var/log/gpuslice-runtime.log\"\n";
+        "log-file = \"/var/log/gpuslice-runtime.log\"\n"
+        "env-cdi-kinds = [\"nvidia.com/gpu\", \"example.com/slice\"]\n";
 
 static void assert_every_key(const struct gs_hostconfig *c)
 {
@@ -176,6 +183,8 @@ static void assert_every_key(const struct gs_hostconfig *c)
         assert_true(c->disable_require);
         assert_string_equal(c->log_file, "/var/log/gpuslice-hook.log");
         assert_int_equal(c->compat_mode, GS_COMPAT_MOUNT);
+        assert_false(c->accept_env_unprivileged);
+        assert_true(c->accept_volume_mounts);
         assert_string_equal(c->vgpu_library, "/opt/gpuslice/lib/libgpuslice-vgpu.so");
         assert_string_equal(c->regions_dir, "/var/run/slices");
         assert_string_equal(c->mps_root, "/var/run/mps");
@@ -208,6 +217,8 @@ static void assert_every_key(const struct gs_hostconfig *c)
         assert_string_equal(c->rt.cdi_spec_dirs.v[0], "/run/cdi");
         assert_string_equal(c->rt.hook_path, "/opt/gpuslice/bin/gpuslice");
         assert_string_equal(c->rt.log_file, "/var/log/gpuslice-runtime.log");
+        assert_int_equal(c->rt.env_cdi_kinds.n, 2);
+        assert_string_equal(c->rt.env_cdi_kinds.v[1], "example.com/slice");
 }
 
 /* [device-plugin].slices: a one-line array of strings, bounded in count and length. */
@@ -541,6 +552,13 @@ static void test_paths(void **state)
         expect_error("[slice]\nmps = \"\"\n", NAME ":2: 'slice.mps' must be off, auto or on, not ''");
         expect_error("[slice]\nmps = \"ON\"\n", NAME ":2: 'slice.mps' must be off, auto or on, not 'ON'");
         expect_error("[runtime]\nmode = \"nvidia\"\n", NAME ":2: 'runtime.mode' must be legacy, cdi, jit-cdi or auto, not 'nvidia'");
+        /* a Kubernetes allocator's kind is never one the env may name */
+        expect_error("[runtime]\nenv-cdi-kinds = [\"nvidia.com/gpu\", \"k8s.gpuslice.io/gpu\"]\n",
+                     NAME ":2: 'runtime.env-cdi-kinds': 'k8s.gpuslice.io/gpu' is a Kubernetes allocator's kind: its "
+                          "devices (another pod's claim, a device plugin's 'all') are never taken from a container's env");
+        expect_error("[runtime]\nenv-cdi-kinds = [\"nvidia.com\"]\n",
+                     NAME ":2: 'runtime.env-cdi-kinds': 'nvidia.com' is not a CDI kind (vendor/class)");
+        expect_ok("[runtime]\nenv-cdi-kinds = []\n");
         expect_error("[runtime]\nhook-path = \"gpuslice\"\n", NAME ":2: 'runtime.hook-path' must be empty or an absolute path");
         expect_error("[slice]\nmps = true\n", NAME ":2: 'slice.mps' must be a string");
         expect_error("[slice]\nlibrary = \"libgpuslice-vgpu.so\"\n",
@@ -838,7 +856,7 @@ static void test_example_config(void **state)
                 n += k;
         }
         fclose(f);
-        assert_int_equal(nkeys, 39);
+        assert_int_equal(nkeys, 42); /* issue 31 (shim): +3 */
         gs_hostconfig_defaults(&hc);
         expect_ok(every_key);
         if (parse_n(text, n) != 0)

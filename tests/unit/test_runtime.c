@@ -387,6 +387,98 @@ static void hook_stages_and_ids(void **unused)
         assert_false(gs_slice_id_valid("a b"));
 }
 
+/* --- who may ask for GPUs (issue 31): NVIDIA's accept-nvidia-visible-devices-* rules ----------- */
+
+static void path_clean(void **unused)
+{
+        (void)unused;
+        static const char *const cases[][2] = {
+                {"/var/run/nvidia-container-devices/../nvidia-container-devices/./0/", "/var/run/nvidia-container-devices/0"},
+                {"//dev//null", "/dev/null"}, {"/dev/../dev/null", "/dev/null"}, {"/../x", "/x"}, {"a/../../b", "../b"},
+                {"", "."}, {"abc/./", "abc"}, {"/", "/"}, {"a/b/../..", "."}, {"../../a", "../../a"},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char buf[256];
+                snprintf(buf, sizeof(buf), "%s", cases[i][0]);
+                gs_oci_path_clean(buf);
+                assert_string_equal(buf, cases[i][1]);
+        }
+}
+
+#define MNT(src, dst) "{\"source\":\"" src "\",\"destination\":\"" dst "\",\"type\":\"bind\"}"
+#define DEVS "/var/run/nvidia-container-devices"
+
+static void device_mounts(void **unused)
+{
+        (void)unused;
+        struct gs_oci_config cfg;
+        struct gs_error err = {0};
+        const char *json = "{\"root\":{\"path\":\"r\"},\"mounts\":[" MNT("/dev/null", DEVS "/0") ","
+                           MNT("/dev/../dev/null", DEVS "//GPU-1/") "," MNT("tmpfs", DEVS "/all") ","
+                           MNT("/dev/null", DEVS "X/1") "," MNT("/dev/null", DEVS) "," MNT("/dev/null", DEVS "/0") ","
+                           MNT("/dev/null", DEVS "/cdi/nvidia.com/gpu/1") "," MNT("/dev/null", DEVS "/imex/3") ","
+                           MNT("/dev/null", "/var/run/other/0") ",{\"destination\":7},3]}";
+        assert_int_equal(gs_oci_config_parse(S(json), "/b", &cfg, &err), 0);
+        assert_int_equal(cfg.ndevice_mounts, 4); /* a tmpfs, a longer name, the directory itself, a repeat: none */
+        assert_string_equal(cfg.device_mounts[0], "0");
+        assert_string_equal(cfg.device_mounts[1], "GPU-1");
+        assert_string_equal(cfg.device_mounts[2], "cdi/nvidia.com/gpu/1");
+        assert_string_equal(cfg.device_mounts[3], "imex/3");
+        assert_null(cfg.device_mounts[4]);
+        gs_oci_config_release(&cfg);
+}
+
+static int req_oci(struct gs_request *rq, const char *json)
+{
+        struct gs_oci_config cfg;
+        struct gs_error err = {0};
+        assert_int_equal(gs_oci_config_parse(json, strlen(json), "/b", &cfg, &err), 0);
+        int r = gs_request_from_oci(rq, &cfg, &hc, &err);
+        gs_oci_config_release(&cfg);
+        return r;
+}
+
+#define CAPS(c) ",\"capabilities\":{\"bounding\":[" c "]}"
+#define PROC(env, caps) "{\"root\":{\"path\":\"r\"},\"process\":{\"env\":[" env "]" caps "}"
+
+static void host_rules(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        /* NVIDIA's defaults: the env of an unprivileged container counts, mounts do not */
+        assert_int_equal(req_oci(&rq, PROC("\"NVIDIA_VISIBLE_DEVICES=all\"", "") "}"), 0);
+        assert_true(rq.gpu);
+        assert_false(rq.env_refused);
+        assert_int_equal(req_oci(&rq, PROC("\"NVIDIA_VISIBLE_DEVICES=" DEVS "\"", "") ",\"mounts\":[" MNT("/dev/null", DEVS "/0") "]}"), 0);
+        assert_false(rq.gpu); /* the directory itself asks for nothing; mounts not accepted */
+        /* a Kubernetes node */
+        hc.accept_env_unprivileged = false;
+        hc.accept_volume_mounts = true;
+        assert_int_equal(req_oci(&rq, PROC("\"NVIDIA_VISIBLE_DEVICES=all\"", CAPS("\"CAP_CHOWN\"")) "}"), 0);
+        assert_false(rq.gpu);
+        assert_true(rq.env_refused);
+        assert_int_equal(req_oci(&rq, PROC("\"CUDA_VERSION=12.4.1\"", "") "}"), 0);
+        assert_false(rq.gpu); /* a legacy image's implicit all */
+        assert_int_equal(req_oci(&rq, PROC("\"NVIDIA_VISIBLE_DEVICES=all\",\"NVIDIA_IMEX_CHANNELS=1\"", CAPS("\"CAP_SYS_ADMIN\"")) "}"), 0);
+        assert_true(rq.gpu); /* privileged */
+        assert_string_equal(rq.opts.devices, "all");
+        assert_string_equal(rq.opts.imex_channels, "1");
+        gs_request_release(&rq);
+        assert_int_equal(req_oci(&rq, PROC("\"NVIDIA_VISIBLE_DEVICES=all\",\"NVIDIA_IMEX_CHANNELS=1\"", "") ",\"mounts\":["
+                                      MNT("/dev/null", DEVS "/GPU-1") "," MNT("/dev/null", DEVS "/cdi/nvidia.com/gpu/0") ","
+                                      MNT("/dev/null", DEVS "/imex/3") "," MNT("/dev/null", DEVS "/0") "]}"), 0);
+        assert_true(rq.gpu); /* the mounts win over the env */
+        assert_string_equal(rq.opts.devices, "GPU-1,0");
+        assert_string_equal(rq.devices_from, "volume mounts");
+        assert_string_equal(rq.opts.imex_channels, "3");
+        gs_request_release(&rq);
+        assert_int_equal(req_oci(&rq, PROC("\"NVIDIA_VISIBLE_DEVICES=all\"", "") ",\"mounts\":[" MNT("/tmp/x", DEVS "/0") "]}"), 0);
+        assert_false(rq.gpu); /* not /dev/null: no device; and the env refused */
+        hc.accept_volume_mounts = false;
+        assert_int_equal(req_oci(&rq, PROC("", "") ",\"mounts\":[" MNT("/dev/null", DEVS "/0") "]}"), 0);
+        assert_false(rq.gpu);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -401,6 +493,9 @@ int main(void)
                 cmocka_unit_test_setup(slices, setup_hc),
                 cmocka_unit_test_setup(priorities, setup_hc),
                 cmocka_unit_test(hook_stages_and_ids),
+                cmocka_unit_test(path_clean),
+                cmocka_unit_test(device_mounts),
+                cmocka_unit_test_setup(host_rules, setup_hc),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
