@@ -173,7 +173,7 @@ EOF
         check "... their config.json: the 4 Gi / 30 % env, the slice hooks (gpuslice-hook createRuntime, poststop), GPU 0's node" \
                 python3 -c 'import json, sys
 c = json.load(open(sys.argv[1])); env = c["process"]["env"]
-hooks = {k: [h["args"][:2] + h["args"][-1:] for h in v] for k, v in c.get("hooks", {}).items()}  # options before the stage
+hooks = {k: [[h["args"][0], h["args"][-1]] for h in v] for k, v in c.get("hooks", {}).items()}  # options before the stage
 ok = "GPUSLICE_MEMORY_LIMIT=4Gi" in env and "GPUSLICE_COMPUTE_LIMIT=30" in env
 ok &= ["gpuslice-hook", "createRuntime"] in hooks.get("createRuntime", []) and ["gpuslice-hook", "poststop"] in hooks.get("poststop", [])
 ok &= any(d["path"] == "/dev/nvidia0" for d in c["linux"].get("devices", []))
