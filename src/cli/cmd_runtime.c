@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "runtime/hook_exe.h"
 #include "runtime/hostconfig.h"
 
 static const char runtime_help[] =
@@ -23,11 +24,12 @@ static const char runtime_help[] =
         "asks for GPUs (NVIDIA_VISIBLE_DEVICES, cdi.k8s.io/* annotations, mounts under\n"
         "/var/run/nvidia-container-devices, a GPUSLICE_* or HAMi slice) it changes the spec per\n"
         "runtime.mode of the host config and writes it back atomically:\n"
-        "  legacy   add the `gpuslice hook prestart` hook\n"
+        "  legacy   add the `gpuslice-hook prestart` hook (gpuslice-hook: the lean hook beside\n"
+        "           this executable, else `gpuslice hook`; runtime.hook-path names another)\n"
         "  cdi      resolve CDI device names in runtime.cdi-spec-dirs and apply their edits\n"
         "  jit-cdi  the same with a spec made now for the requested GPUs\n"
         "  auto     cdi when the container names CDI devices, else legacy\n"
-        "A slice adds the `gpuslice hook createRuntime` and `poststop` hooks in cdi and jit-cdi.\n"
+        "A slice adds the `gpuslice-hook createRuntime` and `poststop` hooks in cdi and jit-cdi.\n"
         "Then it runs the first low-level runtime of runtime.runtimes (runc, crun) with the same\n"
         "arguments. Every other command goes to that runtime untouched; a container that asks for\n"
         "no GPU is not touched. Errors go to stderr and to the runtime's --log (--log-format json or\n"
@@ -65,15 +67,11 @@ static int shim_main(int argc, char **argv)
                 return CLI_EXIT_FAILURE;
         }
         if (a.creates) {
-                /* The hooks it adds are gpuslice's: this executable when it is gpuslice (`gpuslice
-                 * runtime`), else the gpuslice beside it (gpuslice-runtime, nvidia-container-runtime
-                 * and the links to them, installed in one directory). */
+                /* The hooks it adds run the lean hook beside this executable (gpuslice-hook,
+                 * installed in one directory with gpuslice-runtime, nvidia-container-runtime and
+                 * gpuslice), else the gpuslice there, else this executable (`gpuslice runtime`). */
                 char hookbin[PATH_MAX];
-                const char *slash = strrchr(self, '/');
-                int hn = slash != NULL && strcmp(slash + 1, "gpuslice") != 0
-                                ? snprintf(hookbin, sizeof(hookbin), "%.*s/gpuslice", (int)(slash - self), self)
-                                : -1;
-                if (hn < 0 || (size_t)hn >= sizeof(hookbin))
+                if (gs_hook_exe_default(hookbin, sizeof(hookbin), &err) < 0)
                         snprintf(hookbin, sizeof(hookbin), "%s", self);
                 struct gs_shim_opts o = {
                         .hc = &hc,

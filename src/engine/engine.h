@@ -95,7 +95,8 @@ struct gs_shim_result {
 };
 struct gs_shim_opts {
         const struct gs_hostconfig *hc;
-        const char *self;         /* absolute path of the gpuslice executable (the hooks' path by default) */
+        const char *self;         /* the hooks' executable unless runtime.hook-path names one (absolute:
+                                   * gpuslice-hook, or gpuslice; runtime/hook_exe.h) */
         struct gs_config ctx;     /* jit-cdi: the driver root etc. */
 };
 /* Load the bundle's config.json; when the container asks for GPUs, change it per the mode and

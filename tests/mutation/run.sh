@@ -77,6 +77,10 @@ mutation liverw integration_resize_hook src/container/configure.c \
         '{"live", GS_SLICE_LIVE_DIR, GS_NODE_DIR, GS_MNT_PROC},' \
         '{"live", GS_SLICE_LIVE_DIR, GS_NODE_DIR, GS_MNT_IPC},' \
         "the live limits directory is mounted writable: the container rewrites its own limits"
+mutation leanhook integration_runtime src/runtime/hook_exe.c \
+        'if (beside(self, GS_HOOK_EXE, out, len) || beside(self, "gpuslice", out, len))' \
+        'if (beside(self, "gpuslice", out, len))' \
+        "the hooks gpuslice writes run the whole gpuslice (TLS, HTTP/2, protobuf, ncurses mapped at every container start), not gpuslice-hook"
 # Too slow for every CI run (vgpu_compute takes ~100 s, twice): MUTATION_ONLY=limiter runs it.
 mutation limiter vgpu_compute src/vgpu/limiter.c \
         'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))' \
