@@ -86,6 +86,21 @@ struct gs_arb_rec {
 };
 _Static_assert(sizeof(struct gs_arb_rec) == 128, "arbiter record");
 
+/* A slice's host record, `.host-<name>` beside its record: what its allocator gave it, written by
+ * the host side (the hook for a container, `gpuslice slice set` on a change; for a slice started
+ * on the host, its own processes) and never by a container (the directory is read-only there).
+ * Readers take a slice's weight, class and mode from here, never from the slice's own record. */
+#define GS_ARB_HOST_MAGIC 0x0100484252415347ull /* "GSARBH\0\1" little-endian */
+#define GS_ARB_HOST_PREFIX ".host-"
+struct gs_arb_host {
+        uint64_t magic;
+        uint32_t weight;          /* basis points, 1..10000 */
+        uint32_t prio;            /* GS_ARB_PRIO_* */
+        uint32_t mode;            /* 0 cap, 1 share (owed its share over a window) */
+        uint32_t reserved[3];
+};
+_Static_assert(sizeof(struct gs_arb_host) == 32, "arbiter host record");
+
 /* What we last read of another slice. */
 struct gs_arb_peer {
         char name[GS_ARB_NAME_MAX];
