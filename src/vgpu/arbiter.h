@@ -107,7 +107,24 @@ struct gs_arb_peer {
         int fd;
         bool valid;               /* the last read gave a whole record of this version */
         uint64_t want_ns, vtime, since, until, alive_ns, got_ns;
-        uint32_t weight, state, prio, flags;
+        uint32_t state, flags;    /* (as its record says: believed no further than arbiter.c says) */
+        /* From its host record (read at each listing), never from its own: its weight (basis
+         * points), class (GS_ARB_PRIO_*) and mode. Without a host record: the record's weight,
+         * class normal at best, cap mode; high only from a host record root wrote. */
+        uint32_t weight, prio;
+        bool share;
+        unsigned uid;             /* the owner of its record */
+        bool host_ok, host_root;  /* its host record, read at the last listing; root wrote it */
+        struct gs_arb_host host;
+        bool owed;                /* judged by us: it says so, is share-mode, beside a higher class,
+                                   * and has not had its share of the time we wanted the GPU */
+        /* What we saw it cost us: the time we wanted the GPU and did not hold it while it held the
+         * GPU or wanted it ahead of us (charged), cumulative, and at each step of the window. */
+        uint64_t charged, win_ch[GS_ARB_BUCKETS];
+        uint64_t free_seen;       /* when we last read it not holding the GPU (a take it claims
+                                   * from before that is no race with ours: yield_to_holder) */
+        bool ignored;             /* it cost us more than its share while we are short of ours:
+                                   * its record takes no part in our turns (arbiter.c, judge_peers) */
 };
 
 /* One slice's view of one GPU's arbiter. */
@@ -129,6 +146,10 @@ struct gs_arb {
         void (*note)(const struct gs_arb *a, const char *what);
         bool guaranteed;          /* share mode: owed its share over a window, whatever the classes */
         uint64_t win_tick, win_at, win_want;       /* the window: last tick, last step, time wanted */
+        bool short_of_share;      /* over the window we got less than our share of the time we
+                                   * wanted, by GS_ARB_OWED_SLACK_NS (arbiter.c) */
+        bool below_share;         /* ... by anything */
+        uint64_t charge_at;       /* our last charge of the others (gs_arb_tick) */
         unsigned win_i;
         uint64_t win_got[GS_ARB_BUCKETS], win_wanted[GS_ARB_BUCKETS];
         uint64_t read_at;         /* last refresh of the peers */
