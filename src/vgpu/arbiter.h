@@ -4,13 +4,17 @@
  * them, and each would get less than its share of throughput).
  *
  * One directory per GPU, `<dir>/gpuslice-gpu-<UUID>/`, and in it one small file per slice, named
- * after the slice (a container's id; `x-<key in hex>` for others). A slice writes only its
- * own file (mapped by its processes) and reads the others' with pread(), off the launch path: the
- * slices of a GPU need not trust each other. A file another slice truncates, fills with garbage or
- * replaces by a FIFO is skipped; nothing it writes can crash us or make us wait more than the
- * limiter's turn-wait bound. The hook makes the directory (sticky, world-writable on the host, so
- * that host slices of any user can add their file) and the container's own file, and mounts the
- * directory read-only into the container with only its own file writable.
+ * after the slice (a container's id; `x-<key in hex>` for others), and its host record
+ * `.host-<name>` (struct gs_arb_host). A slice writes only its own file (mapped by its processes)
+ * and reads the others' with pread(), off the launch path: the slices of a GPU need not trust each
+ * other. What a reader believes of another's record (arbiter.c, "Liars"): its share, class and
+ * mode only from its host record; "owed" only where it can check it; and a slice that cost the
+ * reader more than its share while the reader is short of its own is ignored. A file another
+ * slice truncates, fills with garbage or replaces by a FIFO is skipped; nothing it writes can crash
+ * us or keep us below our share by more than the owed slack a window. The hook makes the directory (sticky, world-writable on the host, so
+ * that host slices of any user can add their file), the container's own file (0660, the
+ * container user's) and its host record (root's, 0644), and mounts the directory read-only into
+ * the container with only its own file writable.
  *
  * Turns: a slice holds a lease on the GPU while others want it for up to a quantum; the next goes
  * to the wanting slice first in order: the higher priority class first, then the one that has
@@ -45,7 +49,10 @@
  *   32 until (lease good until)   40 weight (basis points)   44 state (0 free, 1 holding, 2 draining)
  *   48 alive_ns (its processes' last tick)   56 prio (0 high, 1 normal, 2 low)
  *   60 flags (bit 0: the lease was taken by cutting another slice's turn; bit 1: a share-mode
- *      slice owed its share over the window beside a higher class)
+ *      slice owed its share over the window beside a higher class: believed by readers only where
+ *      they can check it)
+ *   (weight at 40 and prio at 56 are the slice's own view, for the observer: readers take both
+ *   from its host record)
  *   64 got_ns (the GPU time the slice received, every process of it)   72..127 reserved (0)
  * A record of another version is no peer's (it takes no part in the turns).
  * The file of a slice without a name of its own ("x-<16 hex digits>", from its region) that has not
