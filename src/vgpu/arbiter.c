@@ -642,7 +642,6 @@ static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t go
         uint64_t got = got_total > a->win_got[oldest] ? got_total - a->win_got[oldest] : 0;
         uint64_t owed = (a->win_want - a->win_wanted[oldest]) / 10000u * a->weight;
         a->short_of_share = got + GS_ARB_OWED_SLACK_NS < owed;
-        a->below_share = got < owed;
         bool was = atomic_load(&me->flags) & GS_ARB_OWED;
         bool is = a->guaranteed && higher && wanting && (was ? got < owed : got + GS_ARB_OWED_SLACK_NS < owed);
         if (is != was) {
@@ -667,8 +666,8 @@ static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t go
  * than that by the slack (three times it for a class above ours, beside which the owed rule
  * serves us first; never a class above ours when we are a cap-mode slice: no guarantee to keep)
  * is ignored: its record takes no part in our turns (neither its lease, nor its demand, nor its
- * cuts) until we have all of our share again, or it is back within its own (the hysteresis of the
- * owed rule). Whatever its record says (a lease never handed over, cuts, virtual time 0, first in
+ * cuts) until what it cost us is back the slack below its share (it is charged nothing while
+ * ignored: the window moves on, and our wanting raises its share). Whatever its record says (a lease never handed over, cuts, virtual time 0, first in
  * line without taking the GPU), it cannot keep us below our share by much more than the slack
  * per window. Honest slices do not get there: a slice over its share while we are short of ours
  * is a fault of the turns. "Owed" (served first) we believe of a share-mode peer beside a higher
@@ -692,8 +691,8 @@ static void judge_peers(struct gs_arb *a, uint64_t now)
                 uint32_t w = !above && p->weight < 10000u - a->weight ? p->weight : 10000u - a->weight;
                 uint64_t cost = cost_of(p, oldest), allowed = wanted / 10000u * w;
                 uint64_t margin = above ? 3 * GS_ARB_OWED_SLACK_NS : GS_ARB_OWED_SLACK_NS;
-                if (p->ignored) /* (until we have our share, or it is back within its own) */
-                        p->ignored = a->below_share && cost > allowed;
+                if (p->ignored) /* (until it is back the slack within its own) */
+                        p->ignored = cost + GS_ARB_OWED_SLACK_NS > allowed;
                 else
                         p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);
                 /* (owed: catching up on its window may take it a little past its share of ours) */

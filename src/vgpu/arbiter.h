@@ -155,7 +155,6 @@ struct gs_arb {
         uint64_t win_tick, win_at, win_want;       /* the window: last tick, last step, time wanted */
         bool short_of_share;      /* over the window we got less than our share of the time we
                                    * wanted, by GS_ARB_OWED_SLACK_NS (arbiter.c) */
-        bool below_share;         /* ... by anything */
         uint64_t charge_at;       /* our last charge of the others (gs_arb_tick) */
         unsigned win_i;
         uint64_t win_got[GS_ARB_BUCKETS], win_wanted[GS_ARB_BUCKETS];
