@@ -437,8 +437,7 @@ static void context_cache_write(int vis, uint64_t bytes)
                 return;
         int n = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)bytes);
         bool ok = write(fd, buf, (size_t)n) == n;
-        fchmod(fd, 0666);
-        close(fd);
+        close(fd); /* (0644: a local user must not plant a context size others start from) */
         if (!ok || rename(tmp, path) < 0)
                 unlink(tmp);
 }

@@ -13,7 +13,9 @@
 # 4 GiB share, as a container), shim (issue 24: runc through the runtime shim, legacy and cdi modes,
 # a 4 GiB slice; bench/runtime_shim.sh), resize (issue 25: a running PyTorch slice resized live,
 # tests/gpu/resize_check.sh), dra (issue 23: gpuslice dra-plugin, a 4 Gi / 30 % claim prepared and
-# run under runc, tests/gpu/dra_check.sh), bench (bench/run.sh); the benchmark of a part
+# run under runc, tests/gpu/dra_check.sh), liar (issue 31: an honest share-50 slice beside a
+# neighbour lying in its arbiter record keeps 0.9 of its share, tests/gpu/liar_check.sh, ~40 s),
+# bench (bench/run.sh); the benchmark of a part
 # runs with it. A part asked for that cannot run (a carried binary, runc, the kubelet probe
 # missing) is a FAIL that names what is missing; a part not asked for is a counted SKIP; a part
 # that ran no check is a FAIL, and so is a run that ran none.
@@ -37,7 +39,7 @@ if [ -d "$BUILD/runtime-libs" ]; then
         done
 fi
 pass=0 fail=0 skipped=0
-PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize multigpu dra bench"
+PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize multigpu dra liar bench"
 only() { [ -z "${GS_GPU_ONLY:-}" ] || [[ ",$GS_GPU_ONLY," == *",$1,"* ]]; }
 check() {
         local name=$1; shift
@@ -797,6 +799,13 @@ if only multigpu; then
         rc=${PIPESTATUS[0]}
         if [ "$rc" = 77 ]; then skip "multigpu: fewer than two GPUs on this host"
         else check "multigpu: a slice of GPU 1 only, per-device quotas and compute, NCCL, top/metrics, CDI on two GPUs" test "$rc" = 0; fi
+fi
+
+# --- issue 31: a neighbour lying in its arbiter record (tests/gpu/liar_check.sh) ---------------
+if part liar && have liar "$GS" "$CARRY/compute_shapes" "$BUILD/tests/vgpu/arb-liar"; then
+        bash tests/gpu/liar_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/liar_check.txt"
+        check "liar: an honest share-50 slice keeps >= 0.9 of its share beside a lying arbiter record, two liars" \
+                test "${PIPESTATUS[0]}" = 0
 fi
 
 # --- issue 10: gpuslice metrics against two slices --------------------------------------------

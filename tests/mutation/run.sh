@@ -116,6 +116,27 @@ mutation labelsenv observe_hook src/runtime/hook.c \
         'gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, given, &lerr)' \
         'gs_slice_write_labels(s->regions_dir, id, cfg->env, cfg->nenv, given, &lerr)' \
         "a slice's labels read from the container's env (its image's ENV, the pod spec): it passes for another pod"
+# issue 31 (arbiter)
+mutation arbclass unit_arbiter src/vgpu/arbiter.c \
+        'p->prio = p->host.prio == GS_ARB_PRIO_HIGH && !p->host_root ? GS_ARB_PRIO_NORMAL : p->host.prio;' \
+        'p->prio = r->prio;' \
+        "a slice's class on the arbiter is read from its own record (a container claims high), not its host record"
+mutation arbowed unit_arbiter src/vgpu/arbiter.c \
+        'return (struct place){p->owed ? 0 : p->prio + 1, p->vtime};' \
+        'return (struct place){(p->flags & GS_ARB_OWED) ? 0 : p->prio + 1, p->vtime};' \
+        "\"owed\" is what a slice's record claims, not what its readers judge"
+mutation arbcost "unit_arbiter vgpu_liar" src/vgpu/arbiter.c \
+        'p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);' \
+        'p->ignored = false;' \
+        "a peer that costs a slice more than its share while the slice is short of its own is still obeyed (a liar holds it)"
+mutation regionmode integration_hostfiles src/slice/slice.c \
+        'write_owned(h->dirfd, "usage", "", 0, 0660, uid, gid, err) < 0)' \
+        'write_owned(h->dirfd, "usage", "", 0, 0666, uid, gid, err) < 0)' \
+        "a container's usage region is world-writable on the host (any local user wedges its accounting)"
+mutation slicelock integration_hostfiles src/slice/live.c \
+        'gs_autoclose int lockfd = lock_slice(dirfd, regions_dir, id, err);' \
+        'gs_autoclose int lockfd = dup(dirfd); flock(lockfd, LOCK_EX);' \
+        "slice set locks the slice directory, which any user can lock, and waits for it forever"
 SLOW=(limiter)
 
 # issue 31 (engines)
