@@ -21,6 +21,42 @@ U0=GPU-2f8c1d4e-7a90-3b5c-e6d1-0a9b8c7d6e5f B0=0000:3b:00.0
 U1=GPU-9e3a5b7c-1d2f-4a6b-8c0d-2e4f6a8b0c1d B1=0000:86:00.0
 INVALID_DEVICE=101
 
+# 0. NVIDIA's own headers (Debian's nvidia-cuda-dev and libnvidia-ml-dev of CUDA 12.4, and a
+# toolkit installed here, CUDA 13.0 on the build machine): every entry point that takes or returns
+# a device (tests/vgpu/device_entry_points.py) must be exported by the interposer (then dlsym and
+# cuGetProcAddress answer our wrapper too: tests/vgpu/test_vgpu.sh), or be listed here as harmless
+# with the reason. Our own table cannot find a missing one; these headers can.
+declare -A HARMLESS=(
+        [cuMulticastCreate]="CUmulticastObjectProp holds a count of devices, not a device"
+        [cuMulticastGetGranularity]="CUmulticastObjectProp holds a count of devices, not a device"
+        [cuPointerSetAttribute]="the one attribute it sets is CU_POINTER_ATTRIBUTE_SYNC_MEMOPS"
+        [cuGraphNodeSetParams]="a memory-allocation node's parameters cannot be changed (cuda.h); no other node names a device"
+        [cuGraphExecNodeSetParams]="a memory-allocation node's parameters cannot be changed (cuda.h); no other node names a device"
+)
+NVML_ONE="takes one handle and names no other device: a handle comes only from the lookups, each of which is hooked"
+if HDRS=$("$SRC/tests/vgpu/toolkit_headers.sh" 2>"$TMP/hdr.err") && [ -n "$HDRS" ]; then
+        exported=$(nm -D --defined-only "$LIB" | awk '$2 ~ /^[TW]$/ {print $3}')
+        for inc in $HDRS; do
+                ver=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$inc/cuda.h")
+                if ! python3 "$SRC/tests/vgpu/device_entry_points.py" "$inc" >"$TMP/ep" 2>"$TMP/ep.err"; then
+                        not_ok "CUDA $ver headers ($inc): $(tail -1 "$TMP/ep.err")"; continue; fi
+                missing=() harmless=0 nvone=0 total=0
+                while read -r lib name why; do
+                        total=$((total + 1))
+                        if grep -qx "$name" <<<"$exported"; then continue; fi
+                        if [ "$lib" = cuda ] && [ -n "${HARMLESS[$name]:-}" ]; then harmless=$((harmless + 1)); continue; fi
+                        if [ "$lib" = nvml ] && [ "$why" = one ]; then nvone=$((nvone + 1)); continue; fi
+                        missing+=("$name($why)")
+                done <"$TMP/ep"
+                [ ${#missing[@]} = 0 ] &&
+                        ok "CUDA $ver headers: all $total entry points that take or return a device are hooked ($harmless harmless by the list, $nvone NVML calls on one handle)" ||
+                        { not_ok "CUDA $ver headers: ${#missing[@]} of $total entry points that take or return a device are not hooked"
+                          printf '    # %s\n' "${missing[@]}"; }
+        done
+else
+        skip "NVIDIA's cuda.h and nvml.h could not be had, the header-derived list is not checked: $(tail -1 "$TMP/hdr.err")"
+fi
+
 # The entry points with a device among their parameters, from the ABI table.
 abi_with_device() {
         sed -n '/^#define GS_CUDA_FUNCTIONS(X)/,/^$/p' "$SRC/src/abi/cuda.h" | tr -d '\\\n' |
