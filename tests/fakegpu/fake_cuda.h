@@ -363,9 +363,16 @@ static inline CUresult enter(const char *func)
 #define LOCK() pthread_mutex_lock(&g_mu)
 #define UNLOCK() pthread_mutex_unlock(&g_mu)
 
+/* The last device an entry point of this thread accepted (fakegpu_touched_uuid: the test's view
+ * of which GPU a call reached). */
+extern __thread int g_touched;
+
 static inline int valid_dev(CUdevice d)
 {
-    return d >= 0 && d < g_ndev;
+    int ok = d >= 0 && d < g_ndev;
+    if (ok)
+        g_touched = d;
+    return ok;
 }
 
 /* ---------------------------------------------------------------------------------------- */

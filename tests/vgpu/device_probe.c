@@ -4,7 +4,10 @@
  * raw: initialise the driver past the interposer (the simulated driver's fakegpu_cuInit_unhooked:
  * it then shows every GPU, as a driver reached some way we do not catch would); else cuInit.
  * For each NAME (an entry point of src/abi/cuda.h, listed by tests/vgpu/test_devices.sh) one line
- *   NAME ORDINAL RC [UUID-of-the-device-it-returned]
+ *   NAME ORDINAL RC [UUID]
+ * UUID: of the device the call returned (read back through cuDeviceGetUuid_v2), else of the GPU the
+ * simulated driver says the call reached (fakegpu_touched_uuid); none: no GPU was reached. RC -2:
+ * the call's setup failed.
  * ("nocase NAME" when this file has no case for it: the test fails then). BUSID is the PCI bus id
  * cuDeviceGetByPCIBusId is asked for. Other arguments are valid where the call needs them, so that
  * a refusal of the device is what the result shows.
@@ -17,6 +20,10 @@
 #include "abi/cuda.h"
 
 CUresult fakegpu_cuInit_unhooked(unsigned int Flags) __attribute__((weak));
+/* The simulated driver's record of the GPU the last call of this thread reached ("" none). */
+const char *fakegpu_touched_uuid(void) __attribute__((weak));
+static const char *touched(void) { return fakegpu_touched_uuid != NULL ? fakegpu_touched_uuid() : "?"; }
+#define fakegpu_touched_uuid touched
 
 static const char *bus;
 static char got[96];
@@ -142,6 +149,144 @@ static CUresult run(const char *name, CUdevice d)
                         cuMemPoolDestroy(pool);
                 return rc;
         }
+        if (IS("cuDevicePrimaryCtxSetFlags")) return cuDevicePrimaryCtxSetFlags(d, 0);
+        if (IS("cuDevicePrimaryCtxSetFlags_v2")) return cuDevicePrimaryCtxSetFlags_v2(d, 0);
+        if (IS("cuDeviceComputeCapability")) return cuDeviceComputeCapability(&v, (int *)&u32, d);
+        if (IS("cuDeviceGetProperties")) {
+                CUdevprop pr;
+                return cuDeviceGetProperties(&pr, d);
+        }
+        if (IS("cuDeviceGetMemPool")) return cuDeviceGetMemPool(&pool, d);
+        if (IS("cuDeviceSetMemPool")) {
+                /* its own default pool as the current one (the pool is of the slice's GPU) */
+                rc = cuDeviceGetDefaultMemPool(&pool, good());
+                return rc != CUDA_SUCCESS ? rc : cuDeviceSetMemPool(d, pool);
+        }
+        if (IS("cuDeviceGraphMemTrim")) return cuDeviceGraphMemTrim(d);
+        if (IS("cuDeviceGetGraphMemAttribute")) {
+                cuuint64_t x = 0;
+                return cuDeviceGetGraphMemAttribute(d, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &x);
+        }
+        if (IS("cuDeviceSetGraphMemAttribute")) {
+                cuuint64_t x = 0;
+                return cuDeviceSetGraphMemAttribute(d, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &x);
+        }
+        if (IS("cuMemAdvise") || IS("cuMemAdvise_v2") || IS("cuMemPrefetchAsync") || IS("cuMemPrefetchAsync_ptsz") ||
+            IS("cuMemPrefetchAsync_v2") || IS("cuMemPrefetchAsync_v2_ptsz") || IS("cuMemGetAccess")) {
+                /* managed memory made in a context of the slice's GPU, placed or asked about on d */
+                CUdeviceptr m = 0;
+                CUmemLocation l = p.location;
+                unsigned long long fl = 0;
+                if ((rc = cuDevicePrimaryCtxRetain(&c, good())) != CUDA_SUCCESS || (rc = cuCtxSetCurrent(c)) != CUDA_SUCCESS ||
+                    (rc = cuMemAllocManaged(&m, 1u << 20, CU_MEM_ATTACH_GLOBAL)) != CUDA_SUCCESS)
+                        return (CUresult)-2;
+                got[0] = '\0';
+                fakegpu_touched_uuid();
+                if (IS("cuMemAdvise")) rc = cuMemAdvise(m, 1u << 20, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, d);
+                else if (IS("cuMemAdvise_v2")) rc = cuMemAdvise_v2(m, 1u << 20, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, l);
+                else if (IS("cuMemPrefetchAsync")) rc = cuMemPrefetchAsync(m, 1u << 20, d, NULL);
+                else if (IS("cuMemPrefetchAsync_ptsz")) rc = cuMemPrefetchAsync_ptsz(m, 1u << 20, d, NULL);
+                else if (IS("cuMemPrefetchAsync_v2")) rc = cuMemPrefetchAsync_v2(m, 1u << 20, l, 0, NULL);
+                else if (IS("cuMemPrefetchAsync_v2_ptsz")) rc = cuMemPrefetchAsync_v2_ptsz(m, 1u << 20, l, 0, NULL);
+                else rc = cuMemGetAccess(&fl, &l, m);
+                snprintf(got, sizeof(got), "%s", fakegpu_touched_uuid());
+                cuMemFree_v2(m);
+                return rc;
+        }
+        if (IS("cuMemPoolSetAccess") || IS("cuMemPoolGetAccess")) {
+                CUmemAccessDesc a = {.location = p.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+                CUmemAccess_flags fl;
+                CUmemLocation l = p.location;
+                if (cuDeviceGetDefaultMemPool(&pool, good()) != CUDA_SUCCESS)
+                        return (CUresult)-2;
+                got[0] = '\0';
+                fakegpu_touched_uuid();
+                rc = IS("cuMemPoolSetAccess") ? cuMemPoolSetAccess(pool, &a, 1) : cuMemPoolGetAccess(&fl, pool, &l);
+                snprintf(got, sizeof(got), "%s", fakegpu_touched_uuid());
+                return rc;
+        }
+        if (IS("cuPointerGetAttribute") || IS("cuStreamGetDevice") || IS("cuStreamGetDevice_ptsz")) {
+                /* memory / the legacy stream of a context on d: the device the driver answers */
+                CUdeviceptr m = 0;
+                int ord = -1;
+                if ((rc = cuDevicePrimaryCtxRetain(&c, d)) != CUDA_SUCCESS)
+                        return rc;
+                cuCtxSetCurrent(c);
+                if (IS("cuPointerGetAttribute")) {
+                        if (cuMemAlloc_v2(&m, 1u << 20) != CUDA_SUCCESS)
+                                return (CUresult)-2;
+                        rc = cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, m);
+                        cuMemFree_v2(m);
+                        out = ord;
+                } else {
+                        rc = IS("cuStreamGetDevice") ? cuStreamGetDevice(NULL, &out) : cuStreamGetDevice_ptsz(NULL, &out);
+                }
+                if (rc == CUDA_SUCCESS)
+                        uuid_of(out);
+                return rc;
+        }
+        /* what the simulated GPU does not have: its device check, then CUDA_ERROR_NOT_SUPPORTED */
+        CUmemLocation l1 = p.location;
+        CUDA_ARRAY_MEMORY_REQUIREMENTS req;
+        CUatomicOperation op = CU_ATOMIC_OPERATION_INTEGER_ADD;
+        CUasyncCallbackHandle cb = NULL;
+        size_t zero = 0, one = 1 << 20;
+        CUdeviceptr dp = 0x1000;
+        if (IS("cuDeviceGetLuid")) return cuDeviceGetLuid(buf, &u32, d);
+        if (IS("cuDeviceGetTexture1DLinearMaxWidth")) return cuDeviceGetTexture1DLinearMaxWidth(&sz, CU_AD_FORMAT_FLOAT, 1, d);
+        if (IS("cuDeviceGetExecAffinitySupport")) return cuDeviceGetExecAffinitySupport(&v, CU_EXEC_AFFINITY_TYPE_SM_COUNT, d);
+        if (IS("cuDeviceGetNvSciSyncAttributes")) return cuDeviceGetNvSciSyncAttributes(buf, d, 0);
+        if (IS("cuDeviceGetHostAtomicCapabilities")) return cuDeviceGetHostAtomicCapabilities(&u32, &op, 1, d);
+        if (IS("cuDeviceGetP2PAtomicCapabilities")) {
+                rc = cuDeviceGetP2PAtomicCapabilities(&u32, &op, 1, d, good());
+                return rc != CUDA_ERROR_NOT_SUPPORTED ? rc : cuDeviceGetP2PAtomicCapabilities(&u32, &op, 1, good(), d);
+        }
+        if (IS("cuDeviceRegisterAsyncNotification")) return cuDeviceRegisterAsyncNotification(d, NULL, NULL, &cb);
+        if (IS("cuDeviceUnregisterAsyncNotification")) return cuDeviceUnregisterAsyncNotification(d, cb);
+        if (IS("cuKernelGetAttribute")) return cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, NULL, d);
+        if (IS("cuKernelSetAttribute")) return cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1, NULL, d);
+        if (IS("cuKernelSetCacheConfig")) return cuKernelSetCacheConfig(NULL, CU_FUNC_CACHE_PREFER_NONE, d);
+        if (IS("cuArrayGetMemoryRequirements")) return cuArrayGetMemoryRequirements(&req, NULL, d);
+        if (IS("cuMipmappedArrayGetMemoryRequirements")) return cuMipmappedArrayGetMemoryRequirements(&req, NULL, d);
+        if (IS("cuMulticastAddDevice")) return cuMulticastAddDevice(1, d);
+        if (IS("cuMulticastUnbind")) return cuMulticastUnbind(1, d, 0, 0);
+        if (IS("cuMemPrefetchBatchAsync")) return cuMemPrefetchBatchAsync(&dp, &one, 1, &l1, &zero, 1, 0, NULL);
+        if (IS("cuMemPrefetchBatchAsync_ptsz")) return cuMemPrefetchBatchAsync_ptsz(&dp, &one, 1, &l1, &zero, 1, 0, NULL);
+        if (IS("cuMemDiscardAndPrefetchBatchAsync"))
+                return cuMemDiscardAndPrefetchBatchAsync(&dp, &one, 1, &l1, &zero, 1, 0, NULL);
+        if (IS("cuMemDiscardAndPrefetchBatchAsync_ptsz"))
+                return cuMemDiscardAndPrefetchBatchAsync_ptsz(&dp, &one, 1, &l1, &zero, 1, 0, NULL);
+        if (IS("cuMemGetDefaultMemPool")) return cuMemGetDefaultMemPool(&pool, &l1, CU_MEM_ALLOCATION_TYPE_PINNED);
+        if (IS("cuMemGetMemPool")) return cuMemGetMemPool(&pool, &l1, CU_MEM_ALLOCATION_TYPE_PINNED);
+        if (IS("cuMemSetMemPool")) return cuMemSetMemPool(&l1, CU_MEM_ALLOCATION_TYPE_PINNED, NULL);
+        if (IS("cuMemGetAllocationPropertiesFromHandle") || IS("cuPointerGetAttributes")) {
+                /* a device returned inside a struct or an array: of memory made on d */
+                CUmemGenericAllocationHandle h = 0;
+                CUdeviceptr m = 0;
+                int ord = -1;
+                CUpointer_attribute at = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL;
+                void *data[1] = {&ord};
+                if (IS("cuMemGetAllocationPropertiesFromHandle")) {
+                        if ((rc = cuMemCreate(&h, 2u << 20, &p, 0)) != CUDA_SUCCESS)
+                                return rc;
+                        CUmemAllocationProp q;
+                        rc = cuMemGetAllocationPropertiesFromHandle(&q, h);
+                        cuMemRelease(h);
+                        if (rc == CUDA_SUCCESS)
+                                uuid_of(q.location.id);
+                        return rc;
+                }
+                if ((rc = cuDevicePrimaryCtxRetain(&c, d)) != CUDA_SUCCESS)
+                        return rc;
+                cuCtxSetCurrent(c);
+                if (cuMemAlloc_v2(&m, 1u << 20) != CUDA_SUCCESS)
+                        return (CUresult)-2;
+                rc = cuPointerGetAttributes(1, &at, data, m);
+                cuMemFree_v2(m);
+                if (rc == CUDA_SUCCESS)
+                        uuid_of(ord);
+                return rc;
+        }
 #undef IS
         return (CUresult)-1;
 }
@@ -161,9 +306,14 @@ int main(int argc, char **argv)
                           : cuInit(0);
         printf("init %d\n", (int)rc);
         int missing = 0;
+        int warm = 0;
+        cuDeviceGetCount(&warm); /* the interposer's map is made here, not inside the first call */
         for (int i = a + 2; i < argc; i++) {
                 got[0] = '\0';
+                fakegpu_touched_uuid();
                 CUresult r = run(argv[i], d);
+                if (got[0] == '\0')
+                        snprintf(got, sizeof(got), "%s", fakegpu_touched_uuid());
                 if ((int)r == -1) {
                         printf("nocase %s\n", argv[i]);
                         missing++;

@@ -33,6 +33,12 @@ declare -A HARMLESS=(
         [cuGraphNodeSetParams]="a memory-allocation node's parameters cannot be changed (cuda.h); no other node names a device"
         [cuGraphExecNodeSetParams]="a memory-allocation node's parameters cannot be changed (cuda.h); no other node names a device"
 )
+for n in cuMemcpyBatchAsync cuMemcpyBatchAsync_ptsz cuMemcpyBatchAsync_v2 cuMemcpyBatchAsync_v2_ptsz; do
+        HARMLESS[$n]="CUmemcpyAttributes' srcLocHint/dstLocHint are hints (cuda.h: ignored unless the memory is managed): the copy's memory is named by its pointers, nothing is placed on the hinted device"
+done
+for n in cuMemcpy3DBatchAsync cuMemcpy3DBatchAsync_ptsz cuMemcpy3DBatchAsync_v2 cuMemcpy3DBatchAsync_v2_ptsz; do
+        HARMLESS[$n]="a pointer operand's locHint is a hint (cuda.h: ignored unless the memory is managed): the copy's memory is named by its pointers and arrays"
+done
 NVML_ONE="takes one handle and names no other device: a handle comes only from the lookups, each of which is hooked"
 if HDRS=$("$SRC/tests/vgpu/toolkit_headers.sh" 2>"$TMP/hdr.err") && [ -n "$HDRS" ]; then
         exported=$(nm -D --defined-only "$LIB" | awk '$2 ~ /^[TW]$/ {print $3}')
@@ -57,81 +63,98 @@ else
         skip "NVIDIA's cuda.h and nvml.h could not be had, the header-derived list is not checked: $(tail -1 "$TMP/hdr.err")"
 fi
 
-# The entry points with a device among their parameters, from the ABI table.
+# The entry points with a device among their parameters, from our ABI table: each must be hooked;
+# those the simulated driver has are called below with made-up numbers.
 abi_with_device() {
         sed -n '/^#define GS_CUDA_FUNCTIONS(X)/,/^$/p' "$SRC/src/abi/cuda.h" | tr -d '\\\n' |
                 grep -oE 'X\([A-Za-z0-9_]+, *[A-Za-z_]+, *\([^)]*\)\)' |
-                grep -E '\bCUdevice\b|CUmemAllocationProp|CUmemAccessDesc|CUmemPoolProps' |
+                grep -E '\bCUdevice\b|CUmemAllocationProp|CUmemAccessDesc|CUmemPoolProps|CUmemLocation|CUpointer_attribute' |
                 sed -E 's/^X\(([A-Za-z0-9_]+),.*/\1/'
 }
-mapfile -t NAMES < <(abi_with_device)
+mapfile -t ABI < <(abi_with_device)
 hooked=$(sed -n '/GS_VGPU_CUDA_HOOKS(X)/,/^$/p' "$SRC/src/vgpu/hooks.h" | grep -oE 'X\([A-Za-z0-9_]+\)' | sed 's/X(//;s/)//')
-# Returns the current context's device: a context exists only on a device a hook let through.
-EXEMPT=" cuCtxGetDevice cuCtxGetDevice_v2 "
-[ ${#NAMES[@]} -ge 25 ] && ok "the ABI table lists ${#NAMES[@]} entry points that take or return a device" ||
-        not_ok "the ABI table gave only ${#NAMES[@]} entry points with a device: ${NAMES[*]}"
+[ ${#ABI[@]} -ge 50 ] && ok "the ABI table lists ${#ABI[@]} entry points that take or return a device" ||
+        not_ok "the ABI table gave only ${#ABI[@]} entry points with a device: ${ABI[*]}"
 unhooked=()
-for n in "${NAMES[@]}"; do
-        grep -qx "$n" <<<"$hooked" || [[ $EXEMPT == *" $n "* ]] || unhooked+=("$n")
-done
-[ ${#unhooked[@]} = 0 ] && ok "every one of them is hooked (or returns only what a hook let through)" ||
+for n in "${ABI[@]}"; do grep -qx "$n" <<<"$hooked" || unhooked+=("$n"); done
+[ ${#unhooked[@]} = 0 ] && ok "every one of them is hooked" ||
         not_ok "entry points that take a device but are not hooked: ${unhooked[*]}"
+fake_has=$(nm -D --defined-only "$FAKE/libcuda.so.1" | awk '{print $3}')
+NAMES=() absent=()
+for n in "${ABI[@]}"; do grep -qx "$n" <<<"$fake_has" && NAMES+=("$n") || absent+=("$n"); done
+[ ${#NAMES[@]} -ge 45 ] && ok "${#NAMES[@]} of them are called on the simulated GPU (not simulated: ${absent[*]:-none})" ||
+        not_ok "only ${#NAMES[@]} of them are simulated (not: ${absent[*]})"
 
-# probe NAME ENV... -- ARGS: the probe in a slice of GPU 1
+# probe NAME ENV... -- ARGS: the probe in a slice of GPU 1 (PRELOAD= in ENV: without the interposer)
 probe() {
         local name=$1; shift
-        local envs=()
+        local envs=(LD_PRELOAD="$LIB")
         while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$U1 GPUSLICE_MEMORY_LIMIT=1Gi \
+        env LD_LIBRARY_PATH="$FAKE" GPUSLICE_DEVICES=$U1 GPUSLICE_MEMORY_LIMIT=1Gi \
                 GPUSLICE_REGION="$TMP/r-$name" "${envs[@]}" "$PROBE" "$@" "${NAMES[@]}" >"$TMP/$name" 2>&1
-        echo "rc $?" >>"$TMP/$name"
+        echo "exit $?" >>"$TMP/$name"
 }
-# refused NAME: every entry point answered CUDA_ERROR_INVALID_DEVICE, or (a device it returned) U1
+# ran NAME DESC: the probe started the driver, had a case for every entry point and exited 0
+ran() {
+        local f=$TMP/$1
+        grep -q "^nocase " "$f" && { not_ok "$2: no case in device_probe.c for $(grep '^nocase' "$f" | cut -d' ' -f2 | tr '\n' ' ')"; return 1; }
+        grep -qx "init 0" "$f" && grep -qx "exit 0" "$f" && return 0
+        not_ok "$2: the probe did not run through"; sed 's/^/    # /' "$f" | tail -5; return 1
+}
+field() { grep -m1 "^$1 " "$2" | cut -d' ' -f"$3"; }
+# The host is not a device: CU_DEVICE_CPU (-1) is a valid target of these.
+HOST_OK=" cuMemAdvise cuMemPrefetchAsync cuMemPrefetchAsync_ptsz "
+# refused NAME DESC ORDINAL: every entry point answered CUDA_ERROR_INVALID_DEVICE and reached no GPU
 refused() {
         local f=$TMP/$1 bad=()
-        grep -q "^nocase " "$f" && { not_ok "$2: no case in device_probe.c for $(grep '^nocase' "$f" | cut -d' ' -f2 | tr '\n' ' ')"; return; }
-        grep -qx "init 0" "$f" || { not_ok "$2: the driver did not start"; sed 's/^/    # /' "$f"; return; }
+        ran "$1" "$2" || return
         for n in "${NAMES[@]}"; do
-                local line; line=$(grep -m1 "^$n " "$f")
-                local rc; rc=$(cut -d' ' -f3 <<<"$line")
-                local uuid; uuid=$(cut -d' ' -f4 <<<"$line")
-                { [ "$rc" = $INVALID_DEVICE ] || { [ "$rc" = 0 ] && [ "${uuid,,}" = "${U1,,}" ]; }; } || bad+=("$line")
+                local rc uuid; rc=$(field "$n" "$f" 3) uuid=$(field "$n" "$f" 4)
+                if [ "$3" = -1 ] && [[ $HOST_OK == *" $n "* ]]; then
+                        { [ "$rc" = 0 ] && [ -z "$uuid" ]; } || bad+=("$(grep -m1 "^$n " "$f") (the host: 0, no GPU)")
+                        continue
+                fi
+                { [ "$rc" = $INVALID_DEVICE ] && [ "${uuid,,}" != "${U0,,}" ]; } || bad+=("$(grep -m1 "^$n " "$f")")
         done
-        [ ${#bad[@]} = 0 ] && ok "$2: all ${#NAMES[@]} refused (CUDA_ERROR_INVALID_DEVICE) or answered GPU 1" ||
+        [ ${#bad[@]} = 0 ] && ok "$2: all ${#NAMES[@]} refused (CUDA_ERROR_INVALID_DEVICE), no GPU reached" ||
                 { not_ok "$2: reached past the slice:"; printf '    # %s\n' "${bad[@]}"; }
 }
-# allowed NAME: no entry point refused the slice's own device as foreign
-allowed() {
-        local f=$TMP/$1 bad=()
-        grep -qx "init 0" "$f" || { not_ok "$2: the driver did not start"; sed 's/^/    # /' "$f"; return; }
+# accepted NAME CONTROL DESC: every entry point answered as the bare driver does for GPU 1 (CONTROL:
+# the same calls without the interposer), and a call that succeeded reached GPU 1 (or returned it)
+accepted() {
+        local f=$TMP/$1 c=$TMP/$2 bad=() okn=0
+        ran "$1" "$3" || return
+        ran "$2" "$3 (control without the interposer)" || return
         for n in "${NAMES[@]}"; do
-                local line; line=$(grep -m1 "^$n " "$f")
-                local rc; rc=$(cut -d' ' -f3 <<<"$line")
-                # a device is not its own P2P peer: the driver refuses that pair itself; cuDeviceGet
-                # takes the slice's index (0), not the driver's ordinal (checked below)
-                [ "$rc" = $INVALID_DEVICE ] && [ "$n" != cuDeviceGetP2PAttribute ] && [ "$n" != cuDeviceGet ] && bad+=("$line")
-                [ "$n" = cuDeviceGet ] && [ "$1" != in0 ] && continue
-                [[ $n == cuDeviceGet || $n == cuCtxGetDevice* || $n == cuDeviceGetByPCIBusId ]] &&
-                        [ "$(cut -d' ' -f4 <<<"$line" | tr A-Z a-z)" != "${U1,,}" ] && bad+=("$line")
+                local rc crc uuid; rc=$(field "$n" "$f" 3) crc=$(field "$n" "$c" 3) uuid=$(field "$n" "$f" 4)
+                if [ "$rc" != "$crc" ]; then bad+=("$(grep -m1 "^$n " "$f") (the driver alone: $crc)"); continue; fi
+                [ "$rc" != 0 ] && continue
+                okn=$((okn + 1))
+                [ "${uuid,,}" = "${U1,,}" ] || bad+=("$(grep -m1 "^$n " "$f") (reached ${uuid:-no GPU}, not GPU 1)")
         done
-        [ ${#bad[@]} = 0 ] && ok "$2: the slice's own GPU is accepted by all ${#NAMES[@]}" ||
-                { not_ok "$2: the slice's own GPU refused:"; printf '    # %s\n' "${bad[@]}"; }
+        [ ${#bad[@]} = 0 ] && [ $okn -ge 40 ] &&
+                ok "$3: all ${#NAMES[@]} answer as the driver does for GPU 1 ($okn succeeded, each on GPU 1)" ||
+                { not_ok "$3: the slice's own GPU not answered as GPU 1 ($okn succeeded):"; printf '    # %s\n' "${bad[@]}"; }
 }
 
 # 1. The driver initialised through our cuInit: it has GPU 1 only, as ordinal 0.
-probe in0 -- 0 "$B1"; allowed in0 "through cuInit, ordinal 0"
-for o in 1 2 -1 99; do probe out$o -- $o "$B0"; refused out$o "through cuInit, made-up ordinal $o (bus id of GPU 0)"; done
-# 2. The driver initialised past the interposer: it shows both GPUs; the slice's is ordinal 1.
-probe rin1 GOOD=1 -- raw 1 "$B1"; allowed rin1 "past cuInit (the driver shows both), ordinal 1 = GPU 1"
-grep -qix "cuDeviceGet 0 0 $U1" <(env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$U1 GPUSLICE_REGION="$TMP/r-get" \
-        "$PROBE" raw 0 "$B1" cuDeviceGet) && ok "past cuInit: cuDeviceGet(0) is GPU 1 (the slice's index translated)" ||
-        not_ok "past cuInit: cuDeviceGet(0) is not GPU 1"
-grep -q "^cuDeviceGetUuid_v2 0 0" <(env LD_LIBRARY_PATH="$FAKE" "$PROBE" raw 0 "$B0" cuDeviceGetUuid_v2) &&
-        ok "control: without the interposer that driver answers ordinal 0 (GPU 0)" ||
+probe in0 -- 0 "$B1"
+probe cin0 LD_PRELOAD= CUDA_VISIBLE_DEVICES=$U1 -- 0 "$B1"
+accepted in0 cin0 "through cuInit, ordinal 0"
+for o in 1 2 -1 99; do probe out$o -- $o "$B0"; refused out$o "through cuInit, made-up ordinal $o (bus id of GPU 0)" $o; done
+# 2. The driver initialised past the interposer: it shows both GPUs; the program's numbers are still
+# the slice's (ordinal 0 is GPU 1, the driver's 1), translated both ways.
+probe rin0 -- raw 0 "$B1"
+probe crin1 LD_PRELOAD= GOOD=1 -- raw 1 "$B1"
+accepted rin0 crin1 "past cuInit (the driver shows both), ordinal 0 = GPU 1"
+grep -q "^cuDeviceGetUuid_v2 0 0 $U0" <(env LD_LIBRARY_PATH="$FAKE" "$PROBE" raw 0 "$B0" cuDeviceGetUuid_v2) &&
+        ok "control: without the interposer that driver answers ordinal 0 as GPU 0" ||
         not_ok "control: the driver initialised past cuInit does not show GPU 0"
-for o in 0 2 -1; do
-        probe rout$o GOOD=1 -- raw $o "$B0"; refused rout$o "past cuInit, ordinal $o (GPU 0's number and bus id)"
+for o in 1 2 -1; do
+        probe rout$o -- raw $o "$B0"; refused rout$o "past cuInit, ordinal $o (the driver's numbers of GPU 1 and GPU 0, GPU 0's bus id)" $o
 done
+# (A device the driver returns, cuDeviceGet's, cuCtxGetDevice's, a pointer's, a stream's, is read
+# back through cuDeviceGetUuid_v2 as the program would: only the slice's number 0 names GPU 1.)
 
 # 3. NVML: a GPU outside the slice is not found by UUID or bus id; the slice's is, with index 0.
 cat >"$TMP/nv.c" <<'C'
@@ -149,6 +172,13 @@ int main(int argc, char **argv)
                 printf("%s uuid=%d bus=%d index=%u\n", argv[i], u, p, u == 0 ? idx : 99);
                 i++;
         }
+        /* GPU 0's serial; the GPUs near GPU 1 and near CPU 0 (only the slice's in a slice) */
+        unsigned n0 = 0, n1 = 0;
+        nvmlReturn_t s = nvmlDeviceGetHandleBySerial("1320000000000", &h);
+        if (nvmlDeviceGetHandleByUUID(argv[argc - 2], &h) == 0)
+                nvmlDeviceGetTopologyNearestGpus(h, NVML_TOPOLOGY_SYSTEM, &n0, NULL);
+        nvmlSystemGetTopologyGpuSet(0, &n1, NULL);
+        printf("serial0=%d nearest=%u cpu0=%u\n", s, n0, n1);
         return 0;
 }
 C
@@ -160,6 +190,10 @@ if cc -I"$SRC/src" -o "$TMP/nv" "$TMP/nv.c" -L"$FAKE" -l:libnvidia-ml.so.1 2>"$T
                 { not_ok "NVML lookups of a GPU outside the slice"; sed 's/^/    # /' "$TMP/nvout" "$TMP/nvctl"; }
         grep -qx "$U1 uuid=0 bus=0 index=0" "$TMP/nvout" && ok "NVML: the slice's GPU is found, as index 0" ||
                 { not_ok "NVML lookups of the slice's GPU"; sed 's/^/    # /' "$TMP/nvout"; }
+        env LD_LIBRARY_PATH="$FAKE" "$TMP/nv" $U1 "00000000:86:00.0" >"$TMP/nvctl1" 2>&1
+        grep -qx "serial0=0 nearest=1 cpu0=2" "$TMP/nvctl1" && grep -qx "serial0=6 nearest=0 cpu0=1" "$TMP/nvout" &&
+                ok "NVML: GPU 0 by serial is not found in the slice, the GPUs near GPU 1 and near CPU 0 are the slice's only (found, 1 and 2 without it)" ||
+                { not_ok "NVML: serial and topology lists reach past the slice"; sed 's/^/    # /' "$TMP/nvout" "$TMP/nvctl1"; }
 else
         not_ok "NVML lookups: cc cannot build the probe ($(head -1 "$TMP/nv.log"))"
 fi
