@@ -38,9 +38,9 @@ mutation quota vgpu src/vgpu/hooks_cuda.c \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0 || 1) {' \
         "the memory quota never refuses an allocation (cuMemAlloc*'s charge is ignored)"
 mutation devices vgpu_devices src/vgpu/hooks_cuda.c \
-        'return dev < 0 || dev >= GS_VGPU_MAX_DEVICES || S.vis_of_cuda[dev] < 0;' \
-        'return false;' \
-        "a device number outside the slice reaches its GPU (no entry point refuses it)"
+        'CUdevice r = dev >= 0 ? translated(dev) : -1;' \
+        'CUdevice r = dev;' \
+        "where the driver shows more GPUs, a device number reaches the driver untranslated (GPU 0 for 0)"
 mutation gpunodes integration_configure src/container/configure.c \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor);' \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor); continue;' \
@@ -82,6 +82,19 @@ mutation limiter vgpu_compute src/vgpu/limiter.c \
         'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))' \
         'if (1)' \
         "the compute limiter never waits (the launch gate always open)"
+# issue 31 (devices)
+mutation devices_hook vgpu_devices src/vgpu/hooks_device.c \
+        'ONE_DEVICE(cuMulticastAddDevice, (CUmemGenericAllocationHandle mcHandle, CUdevice dev), dev, mcHandle, dev)' \
+        'GS_EXPORT CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev) { return REAL(cuMulticastAddDevice, mcHandle, dev); }' \
+        "a device-taking entry point (cuMulticastAddDevice) hooked but forwarding the device unchecked"
+mutation devices_out vgpu_devices src/vgpu/hooks_device.c \
+        'GS_EXPORT CUresult cuCtxGetDevice(CUdevice *device) { return device_out(REAL(cuCtxGetDevice, device), device); }' \
+        'GS_EXPORT CUresult cuCtxGetDevice(CUdevice *device) { return REAL(cuCtxGetDevice, device); }' \
+        "cuCtxGetDevice answers the driver's number of the slice's GPU (1), not the slice's (0)"
+mutation devices_nvml vgpu_devices src/vgpu/hooks_nvml.c \
+        'return slice_handle(NREAL(nvmlDeviceGetHandleBySerial, serial, &h), &h, device);' \
+        'return NREAL(nvmlDeviceGetHandleBySerial, serial, device);' \
+        "nvmlDeviceGetHandleBySerial hands out a GPU outside the slice"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
