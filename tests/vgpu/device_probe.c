@@ -12,6 +12,7 @@
  * cuDeviceGetByPCIBusId is asked for. Other arguments are valid where the call needs them, so that
  * a refusal of the device is what the result shows.
  */
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,9 +292,39 @@ static CUresult run(const char *name, CUdevice d)
         return (CUresult)-1;
 }
 
+/* proc NAME...: what cuGetProcAddress_v2 answers for each base name, at each CUDA version that
+ * introduced an entry point of ours and with either stream flag: "proc NAME VERSION FLAGS SYMBOL
+ * LIBRARY" (the exported name and file of the function it gave, by dladdr). */
+static int procs(int n, char **names)
+{
+        static const int versions[] = {2000, 4000, 7000, 8000, 10000, 10020, 11000, 11010, 11020, 11040,
+                                       11060, 12000, 12010, 12020, 12030, 12040, 12080, 13000};
+        int drv = 0;
+        cuDriverGetVersion(&drv);
+        for (int i = 0; i < n; i++)
+                for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]) && versions[v] <= drv; v++)
+                        for (cuuint64_t fl = 0; fl <= CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM; fl += 2) {
+                                void *fn = NULL;
+                                CUdriverProcAddressQueryResult st;
+                                Dl_info info;
+                                if (cuGetProcAddress_v2(names[i], &fn, versions[v], fl, &st) != CUDA_SUCCESS || fn == NULL)
+                                        continue;
+                                const char *lib = "?", *sym = "?";
+                                if (dladdr(fn, &info) != 0) {
+                                        lib = info.dli_fname != NULL ? strrchr(info.dli_fname, '/') : NULL;
+                                        lib = lib != NULL ? lib + 1 : (info.dli_fname != NULL ? info.dli_fname : "?");
+                                        sym = info.dli_sname != NULL && info.dli_saddr == fn ? info.dli_sname : "?";
+                                }
+                                printf("proc %s %d %d %s %s\n", names[i], versions[v], (int)fl, sym, lib);
+                        }
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         int a = 1;
+        if (argc > 2 && strcmp(argv[1], "proc") == 0)
+                return cuInit(0) == CUDA_SUCCESS ? procs(argc - 2, argv + 2) : 2;
         bool raw = argc > a && strcmp(argv[a], "raw") == 0;
         a += raw;
         if (argc < a + 3) {

@@ -85,6 +85,20 @@ for n in "${ABI[@]}"; do grep -qx "$n" <<<"$fake_has" && NAMES+=("$n") || absent
 [ ${#NAMES[@]} -ge 45 ] && ok "${#NAMES[@]} of them are called on the simulated GPU (not simulated: ${absent[*]:-none})" ||
         not_ok "only ${#NAMES[@]} of them are simulated (not: ${absent[*]})"
 
+# Every ABI version of each of them that cuGetProcAddress hands out is our wrapper of exactly that
+# version (the name the bare driver's answer has, in the interposer), at every CUDA version and with
+# the per-thread stream flag: a program that asks the driver for its entry points meets the same hooks.
+mapfile -t BASES < <(printf '%s\n' "${ABI[@]}" | sed -E 's/(_v[0-9]+)?(_ptsz)?$//' | sort -u)
+env LD_LIBRARY_PATH="$FAKE" "$PROBE" proc "${BASES[@]}" >"$TMP/proc.bare" 2>&1
+env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$U1 GPUSLICE_REGION="$TMP/r-proc" "$PROBE" proc "${BASES[@]}" >"$TMP/proc.ours" 2>&1
+want=$(awk '$1 == "proc" {print $2, $3, $4, $5, "libgpuslice-vgpu.so"}' "$TMP/proc.bare")
+got=$(awk '$1 == "proc"' "$TMP/proc.ours" | cut -d' ' -f2-)
+nv=$(grep -c . <<<"$want")
+missing=$(comm -23 <(sort <<<"$want") <(sort <<<"$got"))
+[ "$nv" -ge 100 ] && [ -z "$missing" ] &&
+        ok "cuGetProcAddress_v2: all $nv answers for the ${#BASES[@]} base names (each version, both stream flags) are our wrapper of that version" ||
+        { not_ok "cuGetProcAddress_v2 answers that are not our wrapper of the same version ($nv answers):"; printf '    # %s\n' $missing | paste -d' ' - - - - - | head -20; }
+
 # probe NAME ENV... -- ARGS: the probe in a slice of GPU 1 (PRELOAD= in ENV: without the interposer)
 probe() {
         local name=$1; shift
