@@ -320,9 +320,52 @@ static int procs(int n, char **names)
         return 0;
 }
 
+/* pool: in a slice of both GPUs with 1 GiB each, the current context on the slice's device 0:
+ * 768 MiB from a pool of device 1 (one made, then the device's default pool), then 768 MiB on
+ * device 0 (cuMemAlloc). Prints "pool RC0 RC1 FREE1" per pool: RC0 the pool allocation's, RC1 the
+ * device-0 allocation's, FREE1 device 1's free MiB (cuMemGetInfo in its context) after both. */
+static int pool_charge(void)
+{
+        CUcontext c0, c1;
+        if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&c0, 0) != CUDA_SUCCESS ||
+            cuDevicePrimaryCtxRetain(&c1, 1) != CUDA_SUCCESS)
+                return 2;
+        for (int k = 0; k < 2; k++) {
+                CUmemoryPool pool = NULL;
+                CUmemPoolProps pp;
+                memset(&pp, 0, sizeof(pp));
+                pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+                pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+                pp.location.id = 1;
+                if ((k == 0 ? cuMemPoolCreate(&pool, &pp) : cuDeviceGetDefaultMemPool(&pool, 1)) != CUDA_SUCCESS)
+                        return 2;
+                CUdeviceptr a = 0, b = 0;
+                size_t f = 0, t = 0;
+                cuCtxSetCurrent(c0);
+                CUresult r0 = cuMemAllocFromPoolAsync(&a, 1280u << 20, pool, NULL);
+                CUresult r1 = cuMemAlloc_v2(&b, 1280u << 20);
+                cuCtxSetCurrent(c1);
+                cuMemGetInfo_v2(&f, &t);
+                printf("pool %d %d %zu\n", (int)r0, (int)r1, f >> 20);
+                cuCtxSetCurrent(c0);
+                if (a != 0)
+                        cuMemFreeAsync(a, NULL);
+                if (b != 0)
+                        cuMemFree_v2(b);
+                cuCtxSynchronize();
+                if (k == 0)
+                        cuMemPoolDestroy(pool);
+                else
+                        cuMemPoolTrimTo(pool, 0);
+        }
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         int a = 1;
+        if (argc == 2 && strcmp(argv[1], "pool") == 0)
+                return pool_charge();
         if (argc > 2 && strcmp(argv[1], "proc") == 0)
                 return cuInit(0) == CUDA_SUCCESS ? procs(argc - 2, argv + 2) : 2;
         bool raw = argc > a && strcmp(argv[a], "raw") == 0;

@@ -39,7 +39,9 @@ done
 for n in cuMemcpy3DBatchAsync cuMemcpy3DBatchAsync_ptsz cuMemcpy3DBatchAsync_v2 cuMemcpy3DBatchAsync_v2_ptsz; do
         HARMLESS[$n]="a pointer operand's locHint is a hint (cuda.h: ignored unless the memory is managed): the copy's memory is named by its pointers and arrays"
 done
-NVML_ONE="takes one handle and names no other device: a handle comes only from the lookups, each of which is hooked"
+# A call on one handle is not wrapped: a handle comes from the lookups, each hooked (a handle forged
+# by pointer arithmetic is not caught there; in a container NVML has no other GPU's device node).
+NVML_ONE="takes one handle and names no other device"
 if HDRS=$("$SRC/tests/vgpu/toolkit_headers.sh" 2>"$TMP/hdr.err") && [ -n "$HDRS" ]; then
         exported=$(nm -D --defined-only "$LIB" | awk '$2 ~ /^[TW]$/ {print $3}')
         for inc in $HDRS; do
@@ -170,9 +172,19 @@ done
 # (A device the driver returns, cuDeviceGet's, cuCtxGetDevice's, a pointer's, a stream's, is read
 # back through cuDeviceGetUuid_v2 as the program would: only the slice's number 0 names GPU 1.)
 
+# 4. A pool's allocations count on the pool's GPU, not the current context's: 1280 MiB from GPU 1's
+# pool (one made, then its default) with GPU 0 current, then 1280 MiB on GPU 0: both fit their 2 GiB,
+# and GPU 1 shows the 1280 MiB (and its context) used. (Before: the second refused, GPU 1 1748 free.)
+env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$U0,$U1 GPUSLICE_MEMORY_LIMIT=2Gi \
+        GPUSLICE_REGION="$TMP/r-pool" "$PROBE" pool >"$TMP/pool" 2>&1
+[ "$(awk '$1 == "pool" && $2 == 0 && $3 == 0 && $4 <= 768' "$TMP/pool" | wc -l)" = 2 ] &&
+        ok "cuMemAllocFromPoolAsync counts on the pool's GPU (1280 MiB there, 1280 MiB on the current GPU, each within its 2 GiB)" ||
+        { not_ok "pool allocations charged to the wrong GPU (pool RC, current-GPU RC, pool GPU's free MiB)"; sed 's/^/    # /' "$TMP/pool"; }
+
 # 3. NVML: a GPU outside the slice is not found by UUID or bus id; the slice's is, with index 0.
 cat >"$TMP/nv.c" <<'C'
 #include <stdio.h>
+#include <stdlib.h>
 #include "abi/nvml.h"
 int main(int argc, char **argv)
 {
@@ -193,6 +205,22 @@ int main(int argc, char **argv)
                 nvmlDeviceGetTopologyNearestGpus(h, NVML_TOPOLOGY_SYSTEM, &n0, NULL);
         nvmlSystemGetTopologyGpuSet(0, &n1, NULL);
         printf("serial0=%d nearest=%u cpu0=%u\n", s, n0, n1);
+        /* a pair with GPU 0's handle, made by pointer arithmetic from GPU 1's (the distance the
+         * bare library shows, FORGE: bytes) as a program could guess it */
+        const char *forge = getenv("FORGE");
+        if (forge != NULL && nvmlDeviceGetHandleByUUID(argv[argc - 2], &h) == 0) {
+                nvmlDevice_t other = (nvmlDevice_t)((char *)h - atol(forge));
+                nvmlGpuTopologyLevel_t lvl;
+                nvmlGpuP2PStatus_t p2p;
+                int same;
+                printf("pairs=%d,%d,%d own=%d\n", nvmlDeviceGetTopologyCommonAncestor(h, other, &lvl),
+                       nvmlDeviceGetP2PStatus(other, h, NVML_P2P_CAPS_INDEX_READ, &p2p),
+                       nvmlDeviceOnSameBoard(h, other, &same), nvmlDeviceOnSameBoard(h, h, &same));
+        } else {
+                nvmlDevice_t h0;
+                if (nvmlDeviceGetHandleByIndex_v2(0, &h0) == 0 && nvmlDeviceGetHandleByIndex_v2(1, &h) == 0)
+                        printf("forge=%ld\n", (long)((char *)h - (char *)h0));
+        }
         return 0;
 }
 C
@@ -208,6 +236,12 @@ if cc -I"$SRC/src" -o "$TMP/nv" "$TMP/nv.c" -L"$FAKE" -l:libnvidia-ml.so.1 2>"$T
         grep -qx "serial0=0 nearest=1 cpu0=2" "$TMP/nvctl1" && grep -qx "serial0=6 nearest=0 cpu0=1" "$TMP/nvout" &&
                 ok "NVML: GPU 0 by serial is not found in the slice, the GPUs near GPU 1 and near CPU 0 are the slice's only (found, 1 and 2 without it)" ||
                 { not_ok "NVML: serial and topology lists reach past the slice"; sed 's/^/    # /' "$TMP/nvout" "$TMP/nvctl1"; }
+        forge=$(sed -n 's/^forge=//p' "$TMP/nvctl1")
+        env LD_LIBRARY_PATH="$FAKE" FORGE="$forge" "$TMP/nv" $U1 "00000000:86:00.0" >"$TMP/nvpair0" 2>&1
+        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$U1 FORGE="$forge" "$TMP/nv" $U1 "00000000:86:00.0" >"$TMP/nvpair" 2>&1
+        grep -qx "pairs=0,0,0 own=0" "$TMP/nvpair0" && grep -qx "pairs=2,2,2 own=0" "$TMP/nvpair" &&
+                ok "NVML: a pair with GPU 0 (its handle forged from GPU 1's) is NVML_ERROR_INVALID_ARGUMENT in the slice (answered without it); GPU 1 with itself is" ||
+                { not_ok "NVML: pairs with a GPU outside the slice"; sed 's/^/    # /' "$TMP/nvpair0" "$TMP/nvpair"; }
 else
         not_ok "NVML lookups: cc cannot build the probe ($(head -1 "$TMP/nv.log"))"
 fi
