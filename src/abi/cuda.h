@@ -638,6 +638,58 @@ typedef enum CUatomicOperation_enum {
     GS_CU_ATOMIC_OPERATION_FORCE_INT_ = 0x7FFFFFFF
 } CUatomicOperation;
 
+/* Batched copies (CUDA 12.8): where each operand is, as a location hint. */
+typedef enum CUmemcpySrcAccessOrder_enum {
+    CU_MEMCPY_SRC_ACCESS_ORDER_INVALID = 0x0,
+    CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 0x1,
+    GS_CU_MEMCPY_SRC_ACCESS_ORDER_FORCE_INT_ = 0x7FFFFFFF
+} CUmemcpySrcAccessOrder;
+
+typedef struct CUmemcpyAttributes_st {
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    CUmemLocation srcLocHint;
+    CUmemLocation dstLocHint;
+    unsigned int flags;
+} CUmemcpyAttributes;
+
+typedef enum CUmemcpy3DOperandType_enum {
+    CU_MEMCPY_OPERAND_TYPE_POINTER = 0x1,
+    CU_MEMCPY_OPERAND_TYPE_ARRAY = 0x2,
+    CU_MEMCPY_OPERAND_TYPE_MAX = 0x7FFFFFFF
+} CUmemcpy3DOperandType;
+
+typedef struct CUoffset3D_st {
+    size_t x, y, z;
+} CUoffset3D;
+
+typedef struct CUextent3D_st {
+    size_t width, height, depth;
+} CUextent3D;
+
+typedef struct CUmemcpy3DOperand_st {
+    CUmemcpy3DOperandType type;
+    union {
+        struct {
+            CUdeviceptr ptr;
+            size_t rowLength;
+            size_t layerHeight;
+            CUmemLocation locHint;               /* type CU_MEMCPY_OPERAND_TYPE_POINTER */
+        } ptr;
+        struct {
+            CUarray array;
+            CUoffset3D offset;
+        } array;
+    } op;
+} CUmemcpy3DOperand;
+
+typedef struct CUDA_MEMCPY3D_BATCH_OP_st {
+    CUmemcpy3DOperand src;
+    CUmemcpy3DOperand dst;
+    CUextent3D extent;
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    unsigned int flags;
+} CUDA_MEMCPY3D_BATCH_OP;
+
 /* cuGraphAddMemAllocNode, and the alloc member of CUgraphNodeParams (the _v2 layout is the same) */
 typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_st {
     CUmemPoolProps poolProps;                /* poolProps.location: where the memory is */
@@ -794,6 +846,28 @@ _Static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == 120, "CUDA_MEM_ALLOC_NODE_P
     X(cuMulticastAddDevice, CUresult, (CUmemGenericAllocationHandle mcHandle, CUdevice dev))      \
     X(cuMulticastUnbind, CUresult,                                                                \
       (CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size))        \
+    X(cuMemcpyBatchAsync, CUresult,                                                               \
+      (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, \
+       size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream))                    \
+    X(cuMemcpyBatchAsync_ptsz, CUresult,                                                          \
+      (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, \
+       size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream))                    \
+    X(cuMemcpyBatchAsync_v2, CUresult,                                                            \
+      (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, \
+       size_t *attrsIdxs, size_t numAttrs, CUstream hStream))                                     \
+    X(cuMemcpyBatchAsync_v2_ptsz, CUresult,                                                       \
+      (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, \
+       size_t *attrsIdxs, size_t numAttrs, CUstream hStream))                                     \
+    X(cuMemcpy3DBatchAsync, CUresult,                                                             \
+      (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long flags,  \
+       CUstream hStream))                                                                         \
+    X(cuMemcpy3DBatchAsync_ptsz, CUresult,                                                        \
+      (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long flags,  \
+       CUstream hStream))                                                                         \
+    X(cuMemcpy3DBatchAsync_v2, CUresult,                                                          \
+      (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream)) \
+    X(cuMemcpy3DBatchAsync_v2_ptsz, CUresult,                                                     \
+      (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream)) \
     X(cuGraphAddMemAllocNode, CUresult,                                                           \
       (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                 \
        size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams))                           \

@@ -112,7 +112,15 @@
         X(cuGraphAddMemAllocNode)                                                                 \
         X(cuGraphMemAllocNodeGetParams)                                                           \
         X(cuGraphAddNode)                                                                         \
-        X(cuGraphAddNode_v2)
+        X(cuGraphAddNode_v2)                                                                      \
+        X(cuMemcpyBatchAsync)                                                                     \
+        X(cuMemcpyBatchAsync_ptsz)                                                                \
+        X(cuMemcpyBatchAsync_v2)                                                                  \
+        X(cuMemcpyBatchAsync_v2_ptsz)                                                             \
+        X(cuMemcpy3DBatchAsync)                                                                   \
+        X(cuMemcpy3DBatchAsync_ptsz)                                                              \
+        X(cuMemcpy3DBatchAsync_v2)                                                                \
+        X(cuMemcpy3DBatchAsync_v2_ptsz)
 
 /* Launch paths and the synchronizations that wait for them (hooks_launch.c): handed out by
  * cuGetProcAddress / dlsym only when the slice has a compute limit; otherwise callers get the

@@ -414,3 +414,97 @@ GS_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, c
         free(freed);
         return rc;
 }
+
+/* ---- batched copies: each operand's location hint ------------------------------------------- */
+
+/* A copy of n elements of `size` bytes (local room, else malloc'ed; NULL: no memory). */
+static void *copy_of(const void *a, size_t n, size_t size, void *local, size_t room)
+{
+        void *c = n <= room ? local : (n > SIZE_MAX / size ? NULL : malloc(n * size));
+        if (c != NULL)
+                memcpy(c, a, n * size);
+        return c;
+}
+
+/* The attributes with their hints translated: `*out` a copy (local or malloc'ed), or the
+ * program's own array when there are none. CUDA_SUCCESS, INVALID_DEVICE, OUT_OF_MEMORY. */
+static CUresult attrs_in(CUmemcpyAttributes *attrs, size_t n, CUmemcpyAttributes *local, size_t room,
+                         CUmemcpyAttributes **out)
+{
+        *out = attrs;
+        if (attrs == NULL || n == 0)
+                return CUDA_SUCCESS;
+        CUmemcpyAttributes *c = copy_of(attrs, n, sizeof(*attrs), local, room);
+        if (c == NULL)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        for (size_t i = 0; i < n; i++)
+                if (gs_vgpu_loc_in(&c[i].srcLocHint) < 0 || gs_vgpu_loc_in(&c[i].dstLocHint) < 0) {
+                        if (c != local)
+                                free(c);
+                        return CUDA_ERROR_INVALID_DEVICE;
+                }
+        *out = c;
+        return CUDA_SUCCESS;
+}
+
+#define BATCH_COPY(name, failparam, failarg)                                                       \
+        GS_EXPORT CUresult name(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,     \
+                                CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs failparam \
+                                CUstream hStream)                                                  \
+        {                                                                                          \
+                CUmemcpyAttributes local[8], *mine;                                                \
+                CUresult rc = attrs_in(attrs, numAttrs, local, 8, &mine);                          \
+                if (rc != CUDA_SUCCESS)                                                            \
+                        return rc;                                                                 \
+                rc = REAL(name, dsts, srcs, sizes, count, mine, attrsIdxs, numAttrs failarg hStream); \
+                if (mine != local && mine != attrs)                                                \
+                        free(mine);                                                                \
+                return rc;                                                                         \
+        }
+#define GS_COMMA_ ,
+BATCH_COPY(cuMemcpyBatchAsync, GS_COMMA_ size_t *failIdx GS_COMMA_, GS_COMMA_ failIdx GS_COMMA_)
+BATCH_COPY(cuMemcpyBatchAsync_ptsz, GS_COMMA_ size_t *failIdx GS_COMMA_, GS_COMMA_ failIdx GS_COMMA_)
+BATCH_COPY(cuMemcpyBatchAsync_v2, GS_COMMA_, GS_COMMA_)
+BATCH_COPY(cuMemcpyBatchAsync_v2_ptsz, GS_COMMA_, GS_COMMA_)
+
+static int operand_in(CUmemcpy3DOperand *o)
+{
+        return o->type == CU_MEMCPY_OPERAND_TYPE_POINTER ? gs_vgpu_loc_in(&o->op.ptr.locHint) : 0;
+}
+
+static CUresult ops_in(CUDA_MEMCPY3D_BATCH_OP *ops, size_t n, CUDA_MEMCPY3D_BATCH_OP *local, size_t room,
+                       CUDA_MEMCPY3D_BATCH_OP **out)
+{
+        *out = ops;
+        if (ops == NULL || n == 0)
+                return CUDA_SUCCESS;
+        CUDA_MEMCPY3D_BATCH_OP *c = copy_of(ops, n, sizeof(*ops), local, room);
+        if (c == NULL)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        for (size_t i = 0; i < n; i++)
+                if (operand_in(&c[i].src) < 0 || operand_in(&c[i].dst) < 0) {
+                        if (c != local)
+                                free(c);
+                        return CUDA_ERROR_INVALID_DEVICE;
+                }
+        *out = c;
+        return CUDA_SUCCESS;
+}
+
+#define BATCH_3D(name, failparam, failarg)                                                         \
+        GS_EXPORT CUresult name(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList failparam unsigned long long flags, \
+                                CUstream hStream)                                                  \
+        {                                                                                          \
+                CUDA_MEMCPY3D_BATCH_OP local[4], *mine;                                            \
+                CUresult rc = ops_in(opList, numOps, local, 4, &mine);                             \
+                if (rc != CUDA_SUCCESS)                                                            \
+                        return rc;                                                                 \
+                rc = REAL(name, numOps, mine failarg flags, hStream);                              \
+                if (mine != local && mine != opList)                                               \
+                        free(mine);                                                                \
+                return rc;                                                                         \
+        }
+BATCH_3D(cuMemcpy3DBatchAsync, GS_COMMA_ size_t *failIdx GS_COMMA_, GS_COMMA_ failIdx GS_COMMA_)
+BATCH_3D(cuMemcpy3DBatchAsync_ptsz, GS_COMMA_ size_t *failIdx GS_COMMA_, GS_COMMA_ failIdx GS_COMMA_)
+BATCH_3D(cuMemcpy3DBatchAsync_v2, GS_COMMA_, GS_COMMA_)
+BATCH_3D(cuMemcpy3DBatchAsync_v2_ptsz, GS_COMMA_, GS_COMMA_)

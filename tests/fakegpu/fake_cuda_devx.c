@@ -381,3 +381,92 @@ EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, cons
     (void)dependencyData;
     return cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
 }
+
+/* ---- batched copies (CUDA 12.8): as the other copies, arguments and hints checked, no data
+ * moved; *failIdx is SIZE_MAX unless one copy's arguments are wrong (its index then). */
+static CUresult hint_ok(const CUmemLocation *l)
+{
+    if (l->type == CU_MEM_LOCATION_TYPE_DEVICE && !valid_dev(l->id))
+        return CUDA_ERROR_INVALID_DEVICE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult batch_copy(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                           const CUmemcpyAttributes *attrs, const size_t *attrsIdxs, size_t numAttrs, size_t *failIdx)
+{
+    ENTER();
+    if (failIdx != NULL)
+        *failIdx = SIZE_MAX;
+    if (dsts == NULL || srcs == NULL || sizes == NULL || count == 0 || attrs == NULL || attrsIdxs == NULL ||
+        numAttrs == 0 || numAttrs > count || attrsIdxs[0] != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < numAttrs; i++) {
+        CUresult rc = hint_ok(&attrs[i].srcLocHint);
+        if (rc == CUDA_SUCCESS)
+            rc = hint_ok(&attrs[i].dstLocHint);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
+    for (size_t i = 0; i < count; i++)
+        if (dsts[i] == 0 || srcs[i] == 0 || sizes[i] == 0) {
+            if (failIdx != NULL)
+                *failIdx = i;
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    return CUDA_SUCCESS;
+}
+
+ENTRY_POINT(cuMemcpyBatchAsync,
+            (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,
+             size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream),
+            ((void)hStream, batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx)))
+ENTRY_POINT(cuMemcpyBatchAsync_ptsz,
+            (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,
+             size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream),
+            ((void)hStream, batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx)))
+ENTRY_POINT(cuMemcpyBatchAsync_v2,
+            (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,
+             size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
+            ((void)hStream, batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL)))
+ENTRY_POINT(cuMemcpyBatchAsync_v2_ptsz,
+            (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,
+             size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
+            ((void)hStream, batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL)))
+
+static CUresult batch_3d(size_t numOps, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t *failIdx, unsigned long long flags)
+{
+    ENTER();
+    if (failIdx != NULL)
+        *failIdx = SIZE_MAX;
+    if (numOps == 0 || ops == NULL || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < numOps; i++) {
+        const CUmemcpy3DOperand *o[2] = {&ops[i].src, &ops[i].dst};
+        for (int k = 0; k < 2; k++) {
+            CUresult rc = o[k]->type == CU_MEMCPY_OPERAND_TYPE_POINTER ? hint_ok(&o[k]->op.ptr.locHint)
+                          : o[k]->type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? CUDA_SUCCESS
+                                                                        : CUDA_ERROR_INVALID_VALUE;
+            if (rc == CUDA_SUCCESS && o[k]->type == CU_MEMCPY_OPERAND_TYPE_POINTER && o[k]->op.ptr.ptr == 0)
+                rc = CUDA_ERROR_INVALID_VALUE;
+            if (rc != CUDA_SUCCESS) {
+                if (failIdx != NULL && rc == CUDA_ERROR_INVALID_VALUE)
+                    *failIdx = i;
+                return rc;
+            }
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+ENTRY_POINT(cuMemcpy3DBatchAsync,
+            (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long flags, CUstream hStream),
+            ((void)hStream, batch_3d(numOps, opList, failIdx, flags)))
+ENTRY_POINT(cuMemcpy3DBatchAsync_ptsz,
+            (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long flags, CUstream hStream),
+            ((void)hStream, batch_3d(numOps, opList, failIdx, flags)))
+ENTRY_POINT(cuMemcpy3DBatchAsync_v2,
+            (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream),
+            ((void)hStream, batch_3d(numOps, opList, NULL, flags)))
+ENTRY_POINT(cuMemcpy3DBatchAsync_v2_ptsz,
+            (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream),
+            ((void)hStream, batch_3d(numOps, opList, NULL, flags)))

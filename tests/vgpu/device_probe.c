@@ -260,6 +260,53 @@ static CUresult run(const char *name, CUdevice d)
         if (IS("cuMemGetDefaultMemPool")) return cuMemGetDefaultMemPool(&pool, &l1, CU_MEM_ALLOCATION_TYPE_PINNED);
         if (IS("cuMemGetMemPool")) return cuMemGetMemPool(&pool, &l1, CU_MEM_ALLOCATION_TYPE_PINNED);
         if (IS("cuMemSetMemPool")) return cuMemSetMemPool(&l1, CU_MEM_ALLOCATION_TYPE_PINNED, NULL);
+        if (IS("cuMemcpyBatchAsync") || IS("cuMemcpyBatchAsync_ptsz") || IS("cuMemcpyBatchAsync_v2") ||
+            IS("cuMemcpyBatchAsync_v2_ptsz")) {
+                /* a copy whose source hint is d */
+                CUdeviceptr dst = 0x2000, src = 0x1000;
+                size_t bytes = 4096, idx = 0, fail = 0;
+                CUmemcpyAttributes at;
+                memset(&at, 0, sizeof(at));
+                at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+                at.srcLocHint = l1;
+                at.dstLocHint.type = CU_MEM_LOCATION_TYPE_HOST;
+                if (IS("cuMemcpyBatchAsync")) return cuMemcpyBatchAsync(&dst, &src, &bytes, 1, &at, &idx, 1, &fail, NULL);
+                if (IS("cuMemcpyBatchAsync_ptsz"))
+                        return cuMemcpyBatchAsync_ptsz(&dst, &src, &bytes, 1, &at, &idx, 1, &fail, NULL);
+                if (IS("cuMemcpyBatchAsync_v2")) return cuMemcpyBatchAsync_v2(&dst, &src, &bytes, 1, &at, &idx, 1, NULL);
+                return cuMemcpyBatchAsync_v2_ptsz(&dst, &src, &bytes, 1, &at, &idx, 1, NULL);
+        }
+        if (IS("cuMemcpy3DBatchAsync") || IS("cuMemcpy3DBatchAsync_ptsz") || IS("cuMemcpy3DBatchAsync_v2") ||
+            IS("cuMemcpy3DBatchAsync_v2_ptsz")) {
+                /* pointer to array, the pointer's hint d */
+                CUDA_MEMCPY3D_BATCH_OP bop;
+                size_t fail = 0;
+                memset(&bop, 0, sizeof(bop));
+                bop.src.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+                bop.src.op.ptr.ptr = 0x1000;
+                bop.src.op.ptr.locHint = l1;
+                bop.dst.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+                bop.extent.width = bop.extent.height = bop.extent.depth = 1;
+                bop.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+                if (IS("cuMemcpy3DBatchAsync")) return cuMemcpy3DBatchAsync(1, &bop, &fail, 0, NULL);
+                if (IS("cuMemcpy3DBatchAsync_ptsz")) return cuMemcpy3DBatchAsync_ptsz(1, &bop, &fail, 0, NULL);
+                if (IS("cuMemcpy3DBatchAsync_v2")) return cuMemcpy3DBatchAsync_v2(1, &bop, 0, NULL);
+                return cuMemcpy3DBatchAsync_v2_ptsz(1, &bop, 0, NULL);
+        }
+        if (IS("cuGraphAddMemAllocNode") || IS("cuGraphAddNode") || IS("cuGraphAddNode_v2")) {
+                /* an allocation node on d (the simulated driver checks the device, then has no graph
+                 * memory: CUDA_ERROR_NOT_SUPPORTED) */
+                CUgraphNodeParams np;
+                CUgraphNode node = NULL;
+                memset(&np, 0, sizeof(np));
+                np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+                np.alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+                np.alloc.poolProps.location = l1;
+                np.alloc.bytesize = 2u << 20;
+                if (IS("cuGraphAddMemAllocNode")) return cuGraphAddMemAllocNode(&node, NULL, NULL, 0, &np.alloc);
+                if (IS("cuGraphAddNode")) return cuGraphAddNode(&node, NULL, NULL, 0, &np);
+                return cuGraphAddNode_v2(&node, NULL, NULL, NULL, 0, &np);
+        }
         if (IS("cuMemGetAllocationPropertiesFromHandle") || IS("cuPointerGetAttributes")) {
                 /* a device returned inside a struct or an array: of memory made on d */
                 CUmemGenericAllocationHandle h = 0;
