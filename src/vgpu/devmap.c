@@ -90,34 +90,27 @@ int gs_vgpu_locs_in(const CUmemLocation *locs, size_t count, CUmemLocation *loca
         return 0;
 }
 
-/* Pools by handle: a fixed table, entries claimed with a compare-and-swap and never removed (a
- * destroyed pool's handle names no pool; one the driver hands out again is recorded again). */
+/* Pools by handle: a fixed table, an entry claimed with a compare-and-swap of its handle and never
+ * removed (a destroyed pool's handle names no pool; one the driver hands out again is recorded
+ * again). real1 is the driver's device + 1, stored after the claim: 0 while not yet known. */
 #define GS_POOLS 256
 static struct {
         CUmemoryPool pool;
-        int real;
+        int real1;
 } pools[GS_POOLS];
 
 void gs_vgpu_pool_seen(CUmemoryPool pool, CUdevice real)
 {
-        if (pool == NULL)
+        if (pool == NULL || real < 0)
                 return;
         for (int i = 0; i < GS_POOLS; i++) {
                 CUmemoryPool p = __atomic_load_n(&pools[i].pool, __ATOMIC_ACQUIRE);
+                if (p == NULL && __atomic_compare_exchange_n(&pools[i].pool, &p, pool, false, __ATOMIC_ACQ_REL,
+                                                             __ATOMIC_ACQUIRE))
+                        p = pool;
                 if (p == pool) {
-                        __atomic_store_n(&pools[i].real, real, __ATOMIC_RELEASE);
+                        __atomic_store_n(&pools[i].real1, real + 1, __ATOMIC_RELEASE);
                         return;
-                }
-                CUmemoryPool none = NULL;
-                if (p == NULL) {
-                        __atomic_store_n(&pools[i].real, real, __ATOMIC_RELAXED);
-                        if (__atomic_compare_exchange_n(&pools[i].pool, &none, pool, false, __ATOMIC_ACQ_REL,
-                                                        __ATOMIC_ACQUIRE))
-                                return;
-                        if (none == pool) {
-                                __atomic_store_n(&pools[i].real, real, __ATOMIC_RELEASE);
-                                return;
-                        }
                 }
         }
 }
@@ -128,8 +121,9 @@ int gs_vgpu_pool_device(CUmemoryPool pool)
                 CUmemoryPool p = __atomic_load_n(&pools[i].pool, __ATOMIC_ACQUIRE);
                 if (p == NULL)
                         break;
-                if (p == pool)
-                        return gs_vgpu_visible_of(__atomic_load_n(&pools[i].real, __ATOMIC_ACQUIRE));
+                int real1 = p == pool ? __atomic_load_n(&pools[i].real1, __ATOMIC_ACQUIRE) : 0;
+                if (real1 > 0)
+                        return gs_vgpu_visible_of(real1 - 1);
         }
         return gs_vgpu_current_device();
 }

@@ -96,7 +96,7 @@ mutation devices_nvml vgpu_devices src/vgpu/hooks_nvml.c \
         'return NREAL(nvmlDeviceGetHandleBySerial, serial, device);' \
         "nvmlDeviceGetHandleBySerial hands out a GPU outside the slice"
 mutation devices_pool vgpu_devices src/vgpu/devmap.c \
-        'return gs_vgpu_visible_of(__atomic_load_n(&pools[i].real, __ATOMIC_ACQUIRE));' \
+        'return gs_vgpu_visible_of(real1 - 1);' \
         'return gs_vgpu_current_device();' \
         "cuMemAllocFromPoolAsync charges the current context's GPU, not the pool's"
 SLOW=(limiter)

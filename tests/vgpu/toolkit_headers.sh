@@ -15,6 +15,10 @@ set -uo pipefail
 CACHE=${GS_CUDA_CACHE:-/var/cache/gpuslice-cuda}
 VER="12.4.127~12.4.1-2"
 D=$CACHE/headers-12.4
+mkdir -p "$CACHE" || { echo "cannot make the cache $CACHE" >&2; exit 1; }
+# one download at a time (the build and the ASan build may run this test together)
+exec 9>"$CACHE/.headers.lock"
+flock -w 600 9 || { echo "another download into $CACHE did not finish in 10 min" >&2; exit 1; }
 if [ ! -s "$D/usr/include/cuda.h" ] || [ ! -s "$D/usr/include/nvml.h" ]; then
         A=$CACHE/apt-headers
         K=/usr/share/keyrings/debian-archive-keyring.gpg
