@@ -43,6 +43,9 @@
  *   fake_cuda_init.c    cuInit (config, device enumeration, CUDA_VISIBLE_DEVICES, address
  *                       space, shared state), fork, cuDriverGetVersion, cuGetExportTable
  *   fake_cuda_device.c  cuDeviceGet*, attributes, UUIDs, total memory, PCI bus ids
+ *   fake_cuda_devx.c    every other entry point that names a device (pools of a device, advice,
+ *                       prefetches, access by location, a pointer's / stream's device, batched
+ *                       copies, what is not simulated after its device check), fakegpu_touched_uuid
  *   fake_cuda_ctx.c     the per-thread context stack, primary and created contexts, the
  *                       contexts of green contexts, cuCtxSynchronize
  *   fake_cuda_green.c   green contexts: SM resources, splits, resource descriptors

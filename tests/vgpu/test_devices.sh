@@ -244,4 +244,36 @@ if cc -I"$SRC/src" -o "$TMP/nv" "$TMP/nv.c" -L"$FAKE" -l:libnvidia-ml.so.1 2>"$T
 else
         not_ok "NVML lookups: cc cannot build the probe ($(head -1 "$TMP/nv.log"))"
 fi
+
+# 5. MIG handles (the simulated 8-GPU host, GPU 2 with MIG on): a slice of one MIG device does not
+# get its parent GPU from it; a slice of the whole GPU gets its MIG devices.
+cat >"$TMP/mig.c" <<'C'
+#include <stdio.h>
+#include "abi/nvml.h"
+int main(int argc, char **argv)
+{
+        nvmlDevice_t h, m, parent;
+        nvmlInit_v2();
+        if (argc < 2 || nvmlDeviceGetHandleByUUID(argv[1], &h) != NVML_SUCCESS)
+                return 2;
+        unsigned mig = 0;
+        nvmlDeviceIsMigDeviceHandle(h, &mig);
+        if (mig)
+                printf("parent=%d\n", nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h, &parent));
+        else
+                printf("mig0=%d\n", nvmlDeviceGetMigDeviceHandleByIndex(h, 0, &m));
+        return 0;
+}
+C
+MIGCONF=$SRC/tests/fakegpu/configs/8gpu-mig.conf M0=MIG-8c5f0e2a-6d1b-5a7e-9f3c-4b2d1e0a9c87 G2=GPU-2c3d4e5f-6071-8293-a4b5-c6d7e8f90a12
+if cc -I"$SRC/src" -o "$TMP/mig" "$TMP/mig.c" -L"$FAKE" -l:libnvidia-ml.so.1 2>"$TMP/mig.log"; then
+        m() { env FAKEGPU_CONFIG="$MIGCONF" LD_LIBRARY_PATH="$FAKE" "$@" 2>&1; }
+        a=$(m "$TMP/mig" $M0) b=$(m LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$M0 "$TMP/mig" $M0)
+        c=$(m LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$G2 "$TMP/mig" $G2)
+        [ "$a" = parent=0 ] && [ "$b" = parent=6 ] && [ "$c" = mig0=0 ] &&
+                ok "NVML: a MIG slice's parent GPU is NVML_ERROR_NOT_FOUND from its MIG handle (found without the slice); a GPU slice gets its MIG devices" ||
+                not_ok "NVML MIG handles: bare '$a', MIG slice '$b', GPU slice '$c'"
+else
+        not_ok "NVML MIG handles: cc cannot build the probe ($(head -1 "$TMP/mig.log"))"
+fi
 finish
