@@ -1,6 +1,6 @@
 /*
- * Device numbers inside structs and arrays, and the devices of memory pools (devmap.h). The
- * scalar translation (gs_vgpu_dev_in/out) lives with the visibility hooks in hooks_cuda.c.
+ * Device numbers between the program and the driver (devmap.h): one by value, inside structs and
+ * arrays, and the devices of memory pools.
  */
 
 #include <stdlib.h>
@@ -9,6 +9,64 @@
 #include "vgpu/devmap.h"
 
 #define S gs_vgpu_state
+
+static bool hiding(void) { return S.cfg.devices[0] != '\0'; }
+
+/* Where the driver hides (initialised through our cuInit), its ordinals are the slice's: a
+ * number it does not show is outside the slice. Atomic loads only: no lock, no syscall. */
+static bool foreign(CUdevice dev)
+{
+        return dev < 0 || dev >= GS_VGPU_MAX_DEVICES || S.vis_of_cuda[dev] < 0;
+}
+
+CUdevice gs_vgpu_translated(int ordinal)
+{
+        for (int i = 0, k = 0; i < S.nvisible; i++)
+                if (S.cuda_of[i] >= 0 && k++ == ordinal)
+                        return S.cuda_of[i];
+        return -1;
+}
+
+/* Is there a map of an initialised driver (not NVML's, not before cuInit)? Then device numbers
+ * are ours to check; before cuInit the driver answers itself. */
+static bool mapped(void)
+{
+        if (!hiding())
+                return false;
+        gs_vgpu_map_devices();
+        return __atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0 && !S.nvml_mapped;
+}
+
+int gs_vgpu_dev_in(CUdevice dev, CUdevice *real)
+{
+        *real = dev;
+        if (!mapped())
+                return 0;
+        if (!S.driver_hides) {
+                CUdevice r = dev >= 0 ? gs_vgpu_translated(dev) : -1;
+                if (r < 0)
+                        return -1;
+                *real = r;
+                return 0;
+        }
+        return foreign(dev) ? -1 : 0;
+}
+
+CUdevice gs_vgpu_dev_out(CUdevice real)
+{
+        if (!mapped())
+                return real;
+        if (foreign(real))
+                return -1;
+        if (S.driver_hides)
+                return real;
+        int vis = S.vis_of_cuda[real], k = 0;
+        if (S.cuda_of[vis] != real)
+                return -1;
+        for (int i = 0; i < vis; i++)
+                k += S.cuda_of[i] >= 0;
+        return k;
+}
 
 int gs_vgpu_devx_in(CUdevice dev, CUdevice *real)
 {

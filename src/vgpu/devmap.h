@@ -14,6 +14,8 @@
 #include "abi/cuda.h"
 #include "vgpu/vgpu.h"
 
+/* Where the driver shows more: its ordinal of the slice's k-th device it has, or -1. */
+CUdevice gs_vgpu_translated(int ordinal) GS_HIDDEN;
 /* The driver's device for the program's number: 0 (*real set), -1 outside the slice. */
 int gs_vgpu_dev_in(CUdevice dev, CUdevice *real) GS_HIDDEN;
 /* The program's number for the driver's device; -1 for a GPU outside the slice. */

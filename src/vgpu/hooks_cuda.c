@@ -90,62 +90,6 @@ static bool translating(void)
         return __atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0 && !S.nvml_mapped && !S.driver_hides;
 }
 
-/* Where the driver hides (initialised through our cuInit), its ordinals are the slice's: a
- * number it does not show is outside the slice. Atomic loads only: no lock, no syscall. */
-static bool foreign(CUdevice dev)
-{
-        return dev < 0 || dev >= GS_VGPU_MAX_DEVICES || S.vis_of_cuda[dev] < 0;
-}
-
-static CUdevice translated(int ordinal)
-{
-        for (int i = 0, k = 0; i < S.nvisible; i++)
-                if (S.cuda_of[i] >= 0 && k++ == ordinal)
-                        return S.cuda_of[i];
-        return -1;
-}
-
-/* Is there a map of an initialised driver (not NVML's, not before cuInit)? Then device numbers
- * are ours to check; before cuInit the driver answers itself. */
-static bool mapped(void)
-{
-        if (!hiding())
-                return false;
-        gs_vgpu_map_devices();
-        return __atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0 && !S.nvml_mapped;
-}
-
-int gs_vgpu_dev_in(CUdevice dev, CUdevice *real)
-{
-        *real = dev;
-        if (!mapped())
-                return 0;
-        if (!S.driver_hides) {
-                CUdevice r = dev >= 0 ? translated(dev) : -1;
-                if (r < 0)
-                        return -1;
-                *real = r;
-                return 0;
-        }
-        return foreign(dev) ? -1 : 0;
-}
-
-CUdevice gs_vgpu_dev_out(CUdevice real)
-{
-        if (!mapped())
-                return real;
-        if (foreign(real))
-                return -1;
-        if (S.driver_hides)
-                return real;
-        int vis = S.vis_of_cuda[real], k = 0;
-        if (S.cuda_of[vis] != real)
-                return -1;
-        for (int i = 0; i < vis; i++)
-                k += S.cuda_of[i] >= 0;
-        return k;
-}
-
 /* A device the program passes, turned into the driver's in place; outside the slice: refused as
  * the driver refuses a device it does not have. */
 #define GUARD(dev)                                                                                 \
@@ -170,7 +114,7 @@ GS_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
         if (!translating())
                 return REAL(cuDeviceGet, device, ordinal);
-        CUdevice real = ordinal >= 0 ? translated(ordinal) : -1;
+        CUdevice real = ordinal >= 0 ? gs_vgpu_translated(ordinal) : -1;
         if (real < 0)
                 return device == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_DEVICE;
         CUdevice d = -1;

@@ -37,8 +37,8 @@ mutation quota vgpu src/vgpu/hooks_cuda.c \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {' \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0 || 1) {' \
         "the memory quota never refuses an allocation (cuMemAlloc*'s charge is ignored)"
-mutation devices vgpu_devices src/vgpu/hooks_cuda.c \
-        'CUdevice r = dev >= 0 ? translated(dev) : -1;' \
+mutation devices vgpu_devices src/vgpu/devmap.c \
+        'CUdevice r = dev >= 0 ? gs_vgpu_translated(dev) : -1;' \
         'CUdevice r = dev;' \
         "where the driver shows more GPUs, a device number reaches the driver untranslated (GPU 0 for 0)"
 mutation gpunodes integration_configure src/container/configure.c \
