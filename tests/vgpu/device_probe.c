@@ -57,7 +57,11 @@ static CUdevice good(void)
         return g != NULL ? atoi(g) : 0;
 }
 
-static CUresult run(const char *name, CUdevice d)
+#define NOCASE ((CUresult)-1)
+#define IS(n) (strcmp(name, n) == 0)
+
+/* the entry points of the first device table: devices, contexts, pools, VMM */
+static CUresult run_core(const char *name, CUdevice d)
 {
         char buf[128];
         CUuuid u;
@@ -69,7 +73,6 @@ static CUresult run(const char *name, CUdevice d)
         CUmemoryPool pool = NULL;
         CUmemAllocationProp p = prop_on(d);
         CUresult rc;
-#define IS(n) (strcmp(name, n) == 0)
         if (IS("cuDeviceGet")) {
                 rc = cuDeviceGet(&out, d);
                 if (rc == CUDA_SUCCESS)
@@ -150,6 +153,19 @@ static CUresult run(const char *name, CUdevice d)
                         cuMemPoolDestroy(pool);
                 return rc;
         }
+        return NOCASE;
+}
+
+/* properties, pools of a device, unified memory, access by location, devices returned */
+static CUresult run_more(const char *name, CUdevice d)
+{
+        unsigned int u32 = 0;
+        int v = 0;
+        CUcontext c = NULL;
+        CUdevice out = -1;
+        CUmemoryPool pool = NULL;
+        CUmemAllocationProp p = prop_on(d);
+        CUresult rc;
         if (IS("cuDevicePrimaryCtxSetFlags")) return cuDevicePrimaryCtxSetFlags(d, 0);
         if (IS("cuDevicePrimaryCtxSetFlags_v2")) return cuDevicePrimaryCtxSetFlags_v2(d, 0);
         if (IS("cuDeviceComputeCapability")) return cuDeviceComputeCapability(&v, (int *)&u32, d);
@@ -226,6 +242,19 @@ static CUresult run(const char *name, CUdevice d)
                         uuid_of(out);
                 return rc;
         }
+        return NOCASE;
+}
+
+/* what the simulated GPU checks the device of and does not have */
+static CUresult run_unsimulated(const char *name, CUdevice d)
+{
+        char buf[128];
+        size_t sz = 0;
+        unsigned int u32 = 0;
+        int v = 0;
+        CUmemoryPool pool = NULL;
+        CUmemAllocationProp p = prop_on(d);
+        CUresult rc;
         /* what the simulated GPU does not have: its device check, then CUDA_ERROR_NOT_SUPPORTED */
         CUmemLocation l1 = p.location;
         CUDA_ARRAY_MEMORY_REQUIREMENTS req;
@@ -260,6 +289,16 @@ static CUresult run(const char *name, CUdevice d)
         if (IS("cuMemGetDefaultMemPool")) return cuMemGetDefaultMemPool(&pool, &l1, CU_MEM_ALLOCATION_TYPE_PINNED);
         if (IS("cuMemGetMemPool")) return cuMemGetMemPool(&pool, &l1, CU_MEM_ALLOCATION_TYPE_PINNED);
         if (IS("cuMemSetMemPool")) return cuMemSetMemPool(&l1, CU_MEM_ALLOCATION_TYPE_PINNED, NULL);
+        return NOCASE;
+}
+
+/* devices in the structs of batched copies, graph allocation nodes, allocation properties */
+static CUresult run_structs(const char *name, CUdevice d)
+{
+        CUcontext c = NULL;
+        CUmemAllocationProp p = prop_on(d);
+        CUresult rc;
+        CUmemLocation l1 = prop_on(d).location;
         if (IS("cuMemcpyBatchAsync") || IS("cuMemcpyBatchAsync_ptsz") || IS("cuMemcpyBatchAsync_v2") ||
             IS("cuMemcpyBatchAsync_v2_ptsz")) {
                 /* a copy whose source hint is d */
@@ -335,8 +374,20 @@ static CUresult run(const char *name, CUdevice d)
                         uuid_of(ord);
                 return rc;
         }
+        return NOCASE;
+}
 #undef IS
-        return (CUresult)-1;
+
+/* One entry point called with device d: its result, or NOCASE when this file has no case for it. */
+static CUresult run(const char *name, CUdevice d)
+{
+        CUresult (*const groups[])(const char *, CUdevice) = {run_core, run_more, run_unsimulated, run_structs};
+        for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+                CUresult rc = groups[i](name, d);
+                if (rc != NOCASE)
+                        return rc;
+        }
+        return NOCASE;
 }
 
 /* proc NAME...: what cuGetProcAddress_v2 answers for each base name, at each CUDA version that
