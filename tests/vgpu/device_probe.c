@@ -60,6 +60,28 @@ static CUdevice good(void)
 #define NOCASE ((CUresult)-1)
 #define IS(n) (strcmp(name, n) == 0)
 
+/* 1 MiB of managed memory made in a context of the slice's GPU (0 on failure; never freed: the
+ * probe is short) */
+static CUdeviceptr managed_on_good(void)
+{
+        CUcontext c = NULL;
+        CUdeviceptr m = 0;
+        if (cuDevicePrimaryCtxRetain(&c, good()) != CUDA_SUCCESS || cuCtxSetCurrent(c) != CUDA_SUCCESS ||
+            cuMemAllocManaged(&m, 1u << 20, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
+                return 0;
+        return m;
+}
+
+/* Two 4 KiB device buffers in a context of the slice's GPU: 0, or -1. */
+static int device_buffers_on_good(CUdeviceptr b[2])
+{
+        CUcontext c = NULL;
+        if (cuDevicePrimaryCtxRetain(&c, good()) != CUDA_SUCCESS || cuCtxSetCurrent(c) != CUDA_SUCCESS ||
+            cuMemAlloc_v2(&b[0], 4096) != CUDA_SUCCESS || cuMemAlloc_v2(&b[1], 4096) != CUDA_SUCCESS)
+                return -1;
+        return 0;
+}
+
 /* the entry points of the first device table: devices, contexts, pools, VMM */
 static CUresult run_core(const char *name, CUdevice d)
 {
@@ -261,11 +283,11 @@ static CUresult run_unsimulated(const char *name, CUdevice d)
         CUatomicOperation op = CU_ATOMIC_OPERATION_INTEGER_ADD;
         CUasyncCallbackHandle cb = NULL;
         size_t zero = 0, one = 1 << 20;
-        CUdeviceptr dp = 0x1000;
+        CUdeviceptr dp = 0;
         if (IS("cuDeviceGetLuid")) return cuDeviceGetLuid(buf, &u32, d);
         if (IS("cuDeviceGetTexture1DLinearMaxWidth")) return cuDeviceGetTexture1DLinearMaxWidth(&sz, CU_AD_FORMAT_FLOAT, 1, d);
         if (IS("cuDeviceGetExecAffinitySupport")) return cuDeviceGetExecAffinitySupport(&v, CU_EXEC_AFFINITY_TYPE_SM_COUNT, d);
-        if (IS("cuDeviceGetNvSciSyncAttributes")) return cuDeviceGetNvSciSyncAttributes(buf, d, 0);
+        if (IS("cuDeviceGetNvSciSyncAttributes")) return cuDeviceGetNvSciSyncAttributes(NULL, d, 0);
         if (IS("cuDeviceGetHostAtomicCapabilities")) return cuDeviceGetHostAtomicCapabilities(&u32, &op, 1, d);
         if (IS("cuDeviceGetP2PAtomicCapabilities")) {
                 rc = cuDeviceGetP2PAtomicCapabilities(&u32, &op, 1, d, good());
@@ -280,6 +302,8 @@ static CUresult run_unsimulated(const char *name, CUdevice d)
         if (IS("cuMipmappedArrayGetMemoryRequirements")) return cuMipmappedArrayGetMemoryRequirements(&req, NULL, d);
         if (IS("cuMulticastAddDevice")) return cuMulticastAddDevice(1, d);
         if (IS("cuMulticastUnbind")) return cuMulticastUnbind(1, d, 0, 0);
+        if (strstr(name, "PrefetchBatchAsync") != NULL && (dp = managed_on_good()) == 0)
+                return (CUresult)-2;
         if (IS("cuMemPrefetchBatchAsync")) return cuMemPrefetchBatchAsync(&dp, &one, 1, &l1, &zero, 1, 0, NULL);
         if (IS("cuMemPrefetchBatchAsync_ptsz")) return cuMemPrefetchBatchAsync_ptsz(&dp, &one, 1, &l1, &zero, 1, 0, NULL);
         if (IS("cuMemDiscardAndPrefetchBatchAsync"))
@@ -295,6 +319,13 @@ static CUresult run_unsimulated(const char *name, CUdevice d)
 /* devices in the structs of batched copies, graph allocation nodes, allocation properties */
 static CUresult run_structs(const char *name, CUdevice d)
 {
+        CUdeviceptr bufs[2] = {0, 0};
+        CUarray arr = NULL;
+        CUDA_ARRAY_DESCRIPTOR ad = {.Width = 1, .Height = 1, .Format = CU_AD_FORMAT_UNSIGNED_INT8, .NumChannels = 1};
+        /* the copies' memory: real, in a context of the slice's GPU (a real driver copies it) */
+        if (strstr(name, "BatchAsync") != NULL &&
+            (device_buffers_on_good(bufs) != 0 || cuArrayCreate_v2(&arr, &ad) != CUDA_SUCCESS))
+                return (CUresult)-2;
         CUcontext c = NULL;
         CUmemAllocationProp p = prop_on(d);
         CUresult rc;
@@ -302,7 +333,7 @@ static CUresult run_structs(const char *name, CUdevice d)
         if (IS("cuMemcpyBatchAsync") || IS("cuMemcpyBatchAsync_ptsz") || IS("cuMemcpyBatchAsync_v2") ||
             IS("cuMemcpyBatchAsync_v2_ptsz")) {
                 /* a copy whose source hint is d */
-                CUdeviceptr dst = 0x2000, src = 0x1000;
+                CUdeviceptr dst = bufs[1], src = bufs[0];
                 size_t bytes = 4096, idx = 0, fail = 0;
                 CUmemcpyAttributes at;
                 memset(&at, 0, sizeof(at));
@@ -322,9 +353,10 @@ static CUresult run_structs(const char *name, CUdevice d)
                 size_t fail = 0;
                 memset(&bop, 0, sizeof(bop));
                 bop.src.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
-                bop.src.op.ptr.ptr = 0x1000;
+                bop.src.op.ptr.ptr = bufs[0];
                 bop.src.op.ptr.locHint = l1;
                 bop.dst.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+                bop.dst.op.array.array = arr;
                 bop.extent.width = bop.extent.height = bop.extent.depth = 1;
                 bop.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
                 if (IS("cuMemcpy3DBatchAsync")) return cuMemcpy3DBatchAsync(1, &bop, &fail, 0, NULL);
