@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Device hiding that holds: under a slice of GPU 1 of a two-GPU (simulated) host, every entry point
-# of our CUDA ABI table (src/abi/cuda.h) that takes or returns a device (a CUdevice, or a memory
-# location that names one) is called with made-up ordinals. The list is generated from the table,
-# so a new entry point cannot be missed: it must be hooked (src/vgpu/hooks.h) and have a case in
-# device_probe.c, or this test fails. Two ways the driver can be: initialised through our cuInit
-# (it shows only the slice's GPU: ordinal 0 is GPU 1) and initialised past it (it shows both: the
-# slice's GPU is ordinal 1, and 0 must be refused). Then NVML's lookups by UUID and bus id.
+# Device hiding that holds, under a slice of GPU 1 of a two-GPU (simulated) host:
+#  0. the entry points that take or return a device come from NVIDIA's own cuda.h and nvml.h (not
+#     our table): each must be exported by the interposer or listed harmless here, with the reason;
+#  1. each such entry point of our table (src/abi/cuda.h) is hooked, every ABI version cuGetProcAddress
+#     hands out is our wrapper of that version, and each is called with made-up device numbers
+#     (device_probe.c: a case for each, or this test fails), two ways the driver can be: initialised
+#     through our cuInit (it shows only the slice's GPU) and past it (it shows both: the program's
+#     0 must still be GPU 1, and the driver's numbers 1 and 0 refused). Accepted: the bare driver's
+#     answer for GPU 1, and on success GPU 1 reached (the simulated driver says which, or the device
+#     returned reads back as GPU 1); refused: CUDA_ERROR_INVALID_DEVICE and no GPU reached;
+#  2. a pool's allocations count on the pool's GPU;
+#  3. NVML: lookups by UUID, bus id and serial, topology lists, pairs, MIG handles.
 set -uo pipefail
 SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
 unset LD_LIBRARY_PATH LD_PRELOAD CUDA_VISIBLE_DEVICES
@@ -23,9 +28,9 @@ INVALID_DEVICE=101
 
 # 0. NVIDIA's own headers (Debian's nvidia-cuda-dev and libnvidia-ml-dev of CUDA 12.4, and a
 # toolkit installed here, CUDA 13.0 on the build machine): every entry point that takes or returns
-# a device (tests/vgpu/device_entry_points.py) must be exported by the interposer (then dlsym and
-# cuGetProcAddress answer our wrapper too: tests/vgpu/test_vgpu.sh), or be listed here as harmless
-# with the reason. Our own table cannot find a missing one; these headers can.
+# a device (tests/vgpu/device_entry_points.py) must be exported by the interposer (dlsym answers
+# our wrapper then; cuGetProcAddress: below), or be listed here as harmless with the reason. Our
+# own table cannot find a missing one; these headers can.
 declare -A HARMLESS=(
         [cuMulticastCreate]="CUmulticastObjectProp holds a count of devices, not a device"
         [cuMulticastGetGranularity]="CUmulticastObjectProp holds a count of devices, not a device"
@@ -35,7 +40,7 @@ declare -A HARMLESS=(
 )
 # A call on one handle is not wrapped: a handle comes from the lookups, each hooked (a handle forged
 # by pointer arithmetic is not caught there; in a container NVML has no other GPU's device node).
-NVML_ONE="takes one handle and names no other device"
+NVML_ONE="take one handle and name no other device"
 if HDRS=$("$SRC/tests/vgpu/toolkit_headers.sh" 2>"$TMP/hdr.err") && [ -n "$HDRS" ]; then
         exported=$(nm -D --defined-only "$LIB" | awk '$2 ~ /^[TW]$/ {print $3}')
         for inc in $HDRS; do
@@ -51,10 +56,11 @@ if HDRS=$("$SRC/tests/vgpu/toolkit_headers.sh" 2>"$TMP/hdr.err") && [ -n "$HDRS"
                         missing+=("$name($why)")
                 done <"$TMP/ep"
                 [ ${#missing[@]} = 0 ] &&
-                        ok "CUDA $ver headers: all $total entry points that take or return a device are hooked ($harmless harmless by the list, $nvone NVML calls on one handle)" ||
+                        ok "CUDA $ver headers: all $total entry points that take or return a device are hooked ($harmless harmless by the list, $nvone NVML calls that $NVML_ONE)" ||
                         { not_ok "CUDA $ver headers: ${#missing[@]} of $total entry points that take or return a device are not hooked"
                           printf '    # %s\n' "${missing[@]}"; }
         done
+        for n in "${!HARMLESS[@]}"; do echo "# harmless: $n: ${HARMLESS[$n]}"; done
 else
         skip "NVIDIA's cuda.h and nvml.h could not be had, the header-derived list is not checked: $(tail -1 "$TMP/hdr.err")"
 fi
@@ -152,12 +158,12 @@ accepted() {
                 { not_ok "$3: the slice's own GPU not answered as GPU 1 ($okn succeeded):"; printf '    # %s\n' "${bad[@]}"; }
 }
 
-# 1. The driver initialised through our cuInit: it has GPU 1 only, as ordinal 0.
+# 1a. The driver initialised through our cuInit: it has GPU 1 only, as ordinal 0.
 probe in0 -- 0 "$B1"
 probe cin0 LD_PRELOAD= CUDA_VISIBLE_DEVICES=$U1 -- 0 "$B1"
 accepted in0 cin0 "through cuInit, ordinal 0"
 for o in 1 2 -1 99; do probe out$o -- $o "$B0"; refused out$o "through cuInit, made-up ordinal $o (bus id of GPU 0)" $o; done
-# 2. The driver initialised past the interposer: it shows both GPUs; the program's numbers are still
+# 1b. The driver initialised past the interposer: it shows both GPUs; the program's numbers are still
 # the slice's (ordinal 0 is GPU 1, the driver's 1), translated both ways.
 probe rin0 -- raw 0 "$B1"
 probe crin1 LD_PRELOAD= GOOD=1 -- raw 1 "$B1"
@@ -171,7 +177,7 @@ done
 # (A device the driver returns, cuDeviceGet's, cuCtxGetDevice's, a pointer's, a stream's, is read
 # back through cuDeviceGetUuid_v2 as the program would: only the slice's number 0 names GPU 1.)
 
-# 4. A pool's allocations count on the pool's GPU, not the current context's: 1280 MiB from GPU 1's
+# 2. A pool's allocations count on the pool's GPU, not the current context's: 1280 MiB from GPU 1's
 # pool (one made, then its default) with GPU 0 current, then 1280 MiB on GPU 0: both fit their 2 GiB,
 # and GPU 1 shows the 1280 MiB (and its context) used. (Before: the second refused, GPU 1 1748 free.)
 env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_DEVICES=$U0,$U1 GPUSLICE_MEMORY_LIMIT=2Gi \
@@ -245,7 +251,7 @@ else
         not_ok "NVML lookups: cc cannot build the probe ($(head -1 "$TMP/nv.log"))"
 fi
 
-# 5. MIG handles (the simulated 8-GPU host, GPU 2 with MIG on): a slice of one MIG device does not
+# 3b. MIG handles (the simulated 8-GPU host, GPU 2 with MIG on): a slice of one MIG device does not
 # get its parent GPU from it; a slice of the whole GPU gets its MIG devices.
 cat >"$TMP/mig.c" <<'C'
 #include <stdio.h>
