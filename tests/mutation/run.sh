@@ -37,10 +37,10 @@ mutation quota vgpu src/vgpu/hooks_cuda.c \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {' \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0 || 1) {' \
         "the memory quota never refuses an allocation (cuMemAlloc*'s charge is ignored)"
-mutation devices vgpu_devices src/vgpu/hooks_cuda.c \
-        'return dev < 0 || dev >= GS_VGPU_MAX_DEVICES || S.vis_of_cuda[dev] < 0;' \
-        'return false;' \
-        "a device number outside the slice reaches its GPU (no entry point refuses it)"
+mutation devices vgpu_devices src/vgpu/devmap.c \
+        'CUdevice r = dev >= 0 ? gs_vgpu_translated(dev) : -1;' \
+        'CUdevice r = dev;' \
+        "where the driver shows more GPUs, a device number reaches the driver untranslated (GPU 0 for 0)"
 mutation gpunodes integration_configure src/container/configure.c \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor);' \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor); continue;' \
@@ -137,8 +137,23 @@ mutation slicelock integration_hostfiles src/slice/live.c \
         'gs_autoclose int lockfd = lock_slice(dirfd, regions_dir, id, err);' \
         'gs_autoclose int lockfd = dup(dirfd); flock(lockfd, LOCK_EX);' \
         "slice set locks the slice directory, which any user can lock, and waits for it forever"
-SLOW=(limiter)
-
+# issue 31 (devices)
+mutation devices_hook vgpu_devices src/vgpu/hooks_device.c \
+        'ONE_DEVICE(cuMulticastAddDevice, (CUmemGenericAllocationHandle mcHandle, CUdevice dev), dev, mcHandle, dev)' \
+        'GS_EXPORT CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev) { return REAL(cuMulticastAddDevice, mcHandle, dev); }' \
+        "a device-taking entry point (cuMulticastAddDevice) hooked but forwarding the device unchecked"
+mutation devices_out vgpu_devices src/vgpu/hooks_device.c \
+        'GS_EXPORT CUresult cuCtxGetDevice(CUdevice *device) { return device_out(REAL(cuCtxGetDevice, device), device); }' \
+        'GS_EXPORT CUresult cuCtxGetDevice(CUdevice *device) { return REAL(cuCtxGetDevice, device); }' \
+        "cuCtxGetDevice answers the driver's number of the slice's GPU (1), not the slice's (0)"
+mutation devices_nvml vgpu_devices src/vgpu/hooks_nvml.c \
+        'return slice_handle(NREAL(nvmlDeviceGetHandleBySerial, serial, &h), &h, device);' \
+        'return NREAL(nvmlDeviceGetHandleBySerial, serial, device);' \
+        "nvmlDeviceGetHandleBySerial hands out a GPU outside the slice"
+mutation devices_pool vgpu_devices src/vgpu/devmap.c \
+        'return gs_vgpu_visible_of(real1 - 1);' \
+        'return gs_vgpu_current_device();' \
+        "cuMemAllocFromPoolAsync charges the current context's GPU, not the pool's"
 # issue 31 (engines)
 mutation tomltable "unit_toml_tomllib integration_runtime_configure" src/engine/toml_parse.c \
         'struct gs_tnode *t = x->d->sections[sect].table;' \
@@ -148,6 +163,7 @@ mutation backupmode integration_runtime_configure src/engine/conffile.c \
         'if (fill(fd, out, old, f, err) < 0) {' \
         'if (fill(fd, out, old, &(struct gs_conffile){.mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1}, err) < 0) {' \
         "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)"
+SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
         [ -n "${FILE[$MUTATION_ONLY]:-}" ] || { echo "no mutation named $MUTATION_ONLY" >&2; exit 2; }
