@@ -11,14 +11,17 @@
 # <= 3 ms (a GPU). Needs root and runc. Without a GPU, pass a fake driver root
 # (tests/fakegpu/mkroot.sh --build BUILD tests/fakegpu/configs/2gpu.conf DIR). BUSYBOX=path and
 # RUNC=path as tests/gpu/run.sh passes them on the GPU host (python3 needed, not jq); HOOK_BIN=path
-# the gpuslice both hooks run (default BUILD/gpuslice; the GPU host passes a wrapper that sets the
-# LD_LIBRARY_PATH a hook's minimal environment lacks there).
+# the hook executable both hooks run (default BUILD/gpuslice-hook, the lean hook, as installed;
+# one named otherwise is a gpuslice, run as `gpuslice hook`; the GPU host passes a wrapper named
+# gpuslice-hook that sets the LD_LIBRARY_PATH a hook's minimal environment lacks there).
 set -uo pipefail
 BUILD=${1:-build} N=${2:-20} DRV=${3:-/}
 cd "$(dirname "$0")/.." || exit 1
 case $BUILD in /*) GS=$BUILD/gpuslice ;; *) GS=$PWD/$BUILD/gpuslice ;; esac
 [ -x "$GS" ] || { echo "bench/runtime_shim.sh: no $GS (build first)"; exit 1; }
-HOOK_BIN=${HOOK_BIN:-$GS}
+HOOK_BIN=${HOOK_BIN:-$GS-hook}
+# the hook's first words, as the shim writes them for that path (src/runtime/hook_exe.c)
+case ${HOOK_BIN##*/} in gpuslice-hook) HOOK_WORDS='"gpuslice-hook"' ;; *) HOOK_WORDS='"gpuslice", "hook"' ;; esac
 RUNC=${RUNC:-$(command -v runc || echo /usr/sbin/runc)}
 [ -x "$RUNC" ] || { echo "bench/runtime_shim.sh: no runc"; exit 1; }
 W=$(mktemp -d /tmp/gs-bench-shim.XXXXXX)
@@ -47,7 +50,7 @@ PY
         cp "$1/config.json" "$1/config.orig"
 }
 GPU='["NVIDIA_VISIBLE_DEVICES=0","NVIDIA_DRIVER_CAPABILITIES=compute,utility"]'
-HOOK="{\"prestart\": [{\"path\": \"$HOOK_BIN\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$W/config.toml\", \"prestart\"], \"env\": [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]}]}"
+HOOK="{\"prestart\": [{\"path\": \"$HOOK_BIN\", \"args\": [$HOOK_WORDS, \"--config\", \"$W/config.toml\", \"prestart\"], \"env\": [\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\"]}]}"
 spec "$W/plain" '[]' '{}'
 spec "$W/hooked" "$GPU" "$HOOK"
 spec "$W/gpu" "$GPU" '{}'

@@ -280,6 +280,11 @@ struct gs_slice_opts {
         const char *mps_root;      /* NULL: /run/gpuslice/mps */
         const char *mps_dir;       /* set by gs_configure for gs_slice_prepare: the client directory
                                       the slice connects through, or NULL */
+        bool user_set;             /* the container's process user is known (the hook: config.json's
+                                      process.user); its host files are then that user's and group's
+                                      (through the container's user namespace), else its root's */
+        uid_t user_uid;
+        gid_t user_gid;
 };
 
 /* True when the slice sets any limit. */

@@ -549,6 +549,176 @@ typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
     unsigned int Flags;
 } CUDA_ARRAY3D_DESCRIPTOR;
 
+/* cuArrayGetMemoryRequirements, cuMipmappedArrayGetMemoryRequirements (CUDA 11.6) */
+typedef struct CUDA_ARRAY_MEMORY_REQUIREMENTS_st {
+    size_t size;
+    size_t alignment;
+    unsigned int reserved[4];
+} CUDA_ARRAY_MEMORY_REQUIREMENTS;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Everything else that names a device (the interposer translates or refuses each one)        */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Device "numbers" that are not devices: the host (cuMemAdvise, cuMemPrefetchAsync, range
+ * attributes) and none. */
+#define CU_DEVICE_CPU     ((CUdevice)-1)
+#define CU_DEVICE_INVALID ((CUdevice)-2)
+
+typedef struct CUkern_st *CUkernel;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphEdgeData_st CUgraphEdgeData;   /* opaque here: passed through */
+typedef struct CUasyncCallbackEntry_st *CUasyncCallbackHandle;
+typedef struct CUasyncNotificationInfo_st CUasyncNotificationInfo;
+typedef void (*CUasyncCallback)(CUasyncNotificationInfo *info, void *userData, CUasyncCallbackHandle callback);
+
+/* cuDeviceGetProperties (deprecated, still exported) */
+typedef struct CUdevprop_st {
+    int maxThreadsPerBlock;
+    int maxThreadsDim[3];
+    int maxGridSize[3];
+    int sharedMemPerBlock;
+    int totalConstantMemory;
+    int SIMDWidth;
+    int memPitch;
+    int regsPerBlock;
+    int clockRate;
+    int textureAlign;
+} CUdevprop;
+
+typedef enum CUpointer_attribute_enum {
+    CU_POINTER_ATTRIBUTE_CONTEXT = 1,
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+    CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,
+    CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 6,
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,   /* an int: the device the memory is on */
+    GS_CU_POINTER_ATTRIBUTE_FORCE_INT_ = 0x7FFFFFFF
+} CUpointer_attribute;
+
+typedef enum CUmem_advise_enum {
+    CU_MEM_ADVISE_SET_READ_MOSTLY = 1,
+    CU_MEM_ADVISE_UNSET_READ_MOSTLY = 2,
+    CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3,
+    CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+    CU_MEM_ADVISE_SET_ACCESSED_BY = 5,
+    CU_MEM_ADVISE_UNSET_ACCESSED_BY = 6
+} CUmem_advise;
+
+/* Range attributes: 2 and 4 answer one int device (or CU_DEVICE_CPU / CU_DEVICE_INVALID), 3 an
+ * array of them, 6 and 8 a location id whose type 5 and 7 answer. */
+typedef enum CUmem_range_attribute_enum {
+    CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY = 1,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION = 2,
+    CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY = 3,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION = 4,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE = 5,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID = 6,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE = 7,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID = 8
+} CUmem_range_attribute;
+
+typedef enum CUgraphMem_attribute_enum {
+    CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT = 0,
+    CU_GRAPH_MEM_ATTR_USED_MEM_HIGH = 1,
+    CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT = 2,
+    CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3
+} CUgraphMem_attribute;
+
+typedef enum CUfunction_attribute_enum {
+    CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+    GS_CU_FUNC_ATTRIBUTE_FORCE_INT_ = 0x7FFFFFFF
+} CUfunction_attribute;
+
+typedef enum CUfunc_cache_enum {
+    CU_FUNC_CACHE_PREFER_NONE = 0x00
+} CUfunc_cache;
+
+typedef enum CUatomicOperation_enum {
+    CU_ATOMIC_OPERATION_INTEGER_ADD = 0,
+    GS_CU_ATOMIC_OPERATION_FORCE_INT_ = 0x7FFFFFFF
+} CUatomicOperation;
+
+/* Batched copies (CUDA 12.8): where each operand is, as a location hint. */
+typedef enum CUmemcpySrcAccessOrder_enum {
+    CU_MEMCPY_SRC_ACCESS_ORDER_INVALID = 0x0,
+    CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 0x1,
+    GS_CU_MEMCPY_SRC_ACCESS_ORDER_FORCE_INT_ = 0x7FFFFFFF
+} CUmemcpySrcAccessOrder;
+
+typedef struct CUmemcpyAttributes_st {
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    CUmemLocation srcLocHint;
+    CUmemLocation dstLocHint;
+    unsigned int flags;
+} CUmemcpyAttributes;
+
+typedef enum CUmemcpy3DOperandType_enum {
+    CU_MEMCPY_OPERAND_TYPE_POINTER = 0x1,
+    CU_MEMCPY_OPERAND_TYPE_ARRAY = 0x2,
+    CU_MEMCPY_OPERAND_TYPE_MAX = 0x7FFFFFFF
+} CUmemcpy3DOperandType;
+
+typedef struct CUoffset3D_st {
+    size_t x, y, z;
+} CUoffset3D;
+
+typedef struct CUextent3D_st {
+    size_t width, height, depth;
+} CUextent3D;
+
+typedef struct CUmemcpy3DOperand_st {
+    CUmemcpy3DOperandType type;
+    union {
+        struct {
+            CUdeviceptr ptr;
+            size_t rowLength;
+            size_t layerHeight;
+            CUmemLocation locHint;               /* type CU_MEMCPY_OPERAND_TYPE_POINTER */
+        } ptr;
+        struct {
+            CUarray array;
+            CUoffset3D offset;
+        } array;
+    } op;
+} CUmemcpy3DOperand;
+
+typedef struct CUDA_MEMCPY3D_BATCH_OP_st {
+    CUmemcpy3DOperand src;
+    CUmemcpy3DOperand dst;
+    CUextent3D extent;
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    unsigned int flags;
+} CUDA_MEMCPY3D_BATCH_OP;
+
+/* cuGraphAddMemAllocNode, and the alloc member of CUgraphNodeParams (the _v2 layout is the same) */
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_st {
+    CUmemPoolProps poolProps;                /* poolProps.location: where the memory is */
+    const CUmemAccessDesc *accessDescs;      /* peers that may access it */
+    size_t accessDescCount;
+    size_t bytesize;
+    CUdeviceptr dptr;                        /* out */
+} CUDA_MEM_ALLOC_NODE_PARAMS;
+
+typedef enum CUgraphNodeType_enum {
+    CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10
+} CUgraphNodeType;
+
+/* cuGraphAddNode: a tagged union of every node type's parameters (256 bytes). */
+typedef struct CUgraphNodeParams_st {
+    CUgraphNodeType type;
+    int reserved0[3];
+    union {
+        long long reserved1[29];
+        CUDA_MEM_ALLOC_NODE_PARAMS alloc;    /* type CU_GRAPH_NODE_TYPE_MEM_ALLOC */
+    };
+    long long reserved2;
+} CUgraphNodeParams;
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams: 256 bytes (CUDA 13.0 cuda.h)");
+_Static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == 120, "CUDA_MEM_ALLOC_NODE_PARAMS: 120 bytes");
+#endif
+
 /* ---------------------------------------------------------------------------------------- */
 /* Entry points: X(name, return type, parameter list)                                        */
 /* ---------------------------------------------------------------------------------------- */
@@ -586,6 +756,128 @@ typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
     X(cuDevicePrimaryCtxReset, CUresult, (CUdevice dev))                                          \
     X(cuDevicePrimaryCtxReset_v2, CUresult, (CUdevice dev))                                       \
     X(cuDevicePrimaryCtxGetState, CUresult, (CUdevice dev, unsigned int *flags, int *active))     \
+    X(cuDevicePrimaryCtxSetFlags, CUresult, (CUdevice dev, unsigned int flags))                   \
+    X(cuDevicePrimaryCtxSetFlags_v2, CUresult, (CUdevice dev, unsigned int flags))                \
+    /* more of a device's properties (each takes a device: translated or refused) */              \
+    X(cuDeviceComputeCapability, CUresult, (int *major, int *minor, CUdevice dev))                \
+    X(cuDeviceGetProperties, CUresult, (CUdevprop *prop, CUdevice dev))                           \
+    X(cuDeviceGetLuid, CUresult, (char *luid, unsigned int *deviceNodeMask, CUdevice dev))        \
+    X(cuDeviceGetTexture1DLinearMaxWidth, CUresult,                                               \
+      (size_t *maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev))    \
+    X(cuDeviceGetExecAffinitySupport, CUresult, (int *pi, CUexecAffinityType type, CUdevice dev)) \
+    X(cuDeviceGetNvSciSyncAttributes, CUresult, (void *nvSciSyncAttrList, CUdevice dev, int flags)) \
+    X(cuDeviceGetHostAtomicCapabilities, CUresult,                                                \
+      (unsigned int *capabilities, const CUatomicOperation *operations, unsigned int count,       \
+       CUdevice dev))                                                                             \
+    X(cuDeviceGetP2PAtomicCapabilities, CUresult,                                                 \
+      (unsigned int *capabilities, const CUatomicOperation *operations, unsigned int count,       \
+       CUdevice srcDevice, CUdevice dstDevice))                                                   \
+    X(cuDeviceRegisterAsyncNotification, CUresult,                                                \
+      (CUdevice device, CUasyncCallback callbackFunc, void *userData,                             \
+       CUasyncCallbackHandle *callback))                                                          \
+    X(cuDeviceUnregisterAsyncNotification, CUresult,                                              \
+      (CUdevice device, CUasyncCallbackHandle callback))                                          \
+    X(cuDeviceGetMemPool, CUresult, (CUmemoryPool *pool, CUdevice dev))                           \
+    X(cuDeviceSetMemPool, CUresult, (CUdevice dev, CUmemoryPool pool))                            \
+    X(cuDeviceGetGraphMemAttribute, CUresult,                                                     \
+      (CUdevice device, CUgraphMem_attribute attr, void *value))                                  \
+    X(cuDeviceSetGraphMemAttribute, CUresult,                                                     \
+      (CUdevice device, CUgraphMem_attribute attr, void *value))                                  \
+    X(cuDeviceGraphMemTrim, CUresult, (CUdevice device))                                          \
+    X(cuKernelGetAttribute, CUresult,                                                             \
+      (int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev))                      \
+    X(cuKernelSetAttribute, CUresult,                                                             \
+      (CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev))                      \
+    X(cuKernelSetCacheConfig, CUresult, (CUkernel kernel, CUfunc_cache config, CUdevice dev))     \
+    X(cuArrayGetMemoryRequirements, CUresult,                                                     \
+      (CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUarray array, CUdevice device))       \
+    X(cuMipmappedArrayGetMemoryRequirements, CUresult,                                            \
+      (CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUmipmappedArray mipmap,               \
+       CUdevice device))                                                                          \
+    X(cuStreamGetDevice, CUresult, (CUstream hStream, CUdevice *device))                          \
+    X(cuStreamGetDevice_ptsz, CUresult, (CUstream hStream, CUdevice *device))                     \
+    /* unified memory: advice, prefetches, range and pointer attributes */                         \
+    X(cuMemAdvise, CUresult, (CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device)) \
+    X(cuMemAdvise_v2, CUresult,                                                                   \
+      (CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location))            \
+    X(cuMemPrefetchAsync, CUresult,                                                               \
+      (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream))                   \
+    X(cuMemPrefetchAsync_ptsz, CUresult,                                                          \
+      (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream))                   \
+    X(cuMemPrefetchAsync_v2, CUresult,                                                            \
+      (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,              \
+       CUstream hStream))                                                                         \
+    X(cuMemPrefetchAsync_v2_ptsz, CUresult,                                                       \
+      (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,              \
+       CUstream hStream))                                                                         \
+    X(cuMemPrefetchBatchAsync, CUresult,                                                          \
+      (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,              \
+       size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream)) \
+    X(cuMemPrefetchBatchAsync_ptsz, CUresult,                                                     \
+      (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,              \
+       size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream)) \
+    X(cuMemDiscardAndPrefetchBatchAsync, CUresult,                                                \
+      (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,              \
+       size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream)) \
+    X(cuMemDiscardAndPrefetchBatchAsync_ptsz, CUresult,                                           \
+      (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,              \
+       size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream)) \
+    X(cuMemRangeGetAttribute, CUresult,                                                           \
+      (void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr,          \
+       size_t count))                                                                             \
+    X(cuMemRangeGetAttributes, CUresult,                                                          \
+      (void **data, size_t *dataSizes, CUmem_range_attribute *attributes, size_t numAttributes,   \
+       CUdeviceptr devPtr, size_t count))                                                         \
+    X(cuPointerGetAttribute, CUresult, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr)) \
+    X(cuPointerGetAttributes, CUresult,                                                           \
+      (unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr)) \
+    /* access to memory and pools by location, multicast, graph allocations */                    \
+    X(cuMemGetAccess, CUresult,                                                                   \
+      (unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr))                \
+    X(cuMemGetAllocationPropertiesFromHandle, CUresult,                                           \
+      (CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle))                           \
+    X(cuMemPoolSetAccess, CUresult, (CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)) \
+    X(cuMemPoolGetAccess, CUresult,                                                               \
+      (CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location))                  \
+    X(cuMemGetDefaultMemPool, CUresult,                                                           \
+      (CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type))                \
+    X(cuMemGetMemPool, CUresult, (CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type)) \
+    X(cuMemSetMemPool, CUresult, (CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool)) \
+    X(cuMulticastAddDevice, CUresult, (CUmemGenericAllocationHandle mcHandle, CUdevice dev))      \
+    X(cuMulticastUnbind, CUresult,                                                                \
+      (CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size))        \
+    X(cuMemcpyBatchAsync, CUresult,                                                               \
+      (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, \
+       size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream))                    \
+    X(cuMemcpyBatchAsync_ptsz, CUresult,                                                          \
+      (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, \
+       size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream))                    \
+    X(cuMemcpyBatchAsync_v2, CUresult,                                                            \
+      (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, \
+       size_t *attrsIdxs, size_t numAttrs, CUstream hStream))                                     \
+    X(cuMemcpyBatchAsync_v2_ptsz, CUresult,                                                       \
+      (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, \
+       size_t *attrsIdxs, size_t numAttrs, CUstream hStream))                                     \
+    X(cuMemcpy3DBatchAsync, CUresult,                                                             \
+      (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long flags,  \
+       CUstream hStream))                                                                         \
+    X(cuMemcpy3DBatchAsync_ptsz, CUresult,                                                        \
+      (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long flags,  \
+       CUstream hStream))                                                                         \
+    X(cuMemcpy3DBatchAsync_v2, CUresult,                                                          \
+      (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream)) \
+    X(cuMemcpy3DBatchAsync_v2_ptsz, CUresult,                                                     \
+      (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream)) \
+    X(cuGraphAddMemAllocNode, CUresult,                                                           \
+      (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                 \
+       size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams))                           \
+    X(cuGraphMemAllocNodeGetParams, CUresult, (CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)) \
+    X(cuGraphAddNode, CUresult,                                                                   \
+      (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                 \
+       size_t numDependencies, CUgraphNodeParams *nodeParams))                                    \
+    X(cuGraphAddNode_v2, CUresult,                                                                \
+      (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                 \
+       const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams)) \
     /* contexts */                                                                                \
     X(cuCtxCreate, CUresult, (CUcontext *pctx, unsigned int flags, CUdevice dev))                 \
     X(cuCtxCreate_v2, CUresult, (CUcontext *pctx, unsigned int flags, CUdevice dev))              \

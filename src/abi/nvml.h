@@ -196,6 +196,28 @@ typedef enum nvmlBrandType_enum {
     NVML_BRAND_COUNT
 } nvmlBrandType_t;
 
+/* Topology (nvmlDeviceGetTopologyNearestGpus & co): how far apart two GPUs are. */
+typedef enum nvmlGpuLevel_enum {
+    NVML_TOPOLOGY_INTERNAL = 0,
+    NVML_TOPOLOGY_SINGLE = 10,
+    NVML_TOPOLOGY_MULTIPLE = 20,
+    NVML_TOPOLOGY_HOSTBRIDGE = 30,
+    NVML_TOPOLOGY_NODE = 40,
+    NVML_TOPOLOGY_SYSTEM = 50
+} nvmlGpuTopologyLevel_t;
+
+typedef enum nvmlGpuP2PStatus_enum {
+    NVML_P2P_STATUS_OK = 0,
+    NVML_P2P_STATUS_NOT_SUPPORTED = 5,
+    NVML_P2P_STATUS_UNKNOWN = 6
+} nvmlGpuP2PStatus_t;
+
+typedef enum nvmlGpuP2PCapsIndex_enum {
+    NVML_P2P_CAPS_INDEX_READ = 0
+} nvmlGpuP2PCapsIndex_t;
+
+typedef struct nvmlUnit_st *nvmlUnit_t;
+
 /* Events (health: XID errors). Event type bits of nvmlDeviceRegisterEvents and
  * nvmlDeviceGetSupportedEventTypes. */
 #define nvmlEventTypeSingleBitEccError 0x0000000000000001ULL
@@ -270,6 +292,20 @@ typedef struct nvmlEventData_st {
     X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, nvmlReturn_t,                                 \
       (nvmlDevice_t migDevice, nvmlDevice_t *device))                                             \
     X(nvmlDeviceIsMigDeviceHandle, nvmlReturn_t, (nvmlDevice_t device, unsigned int *isMigDevice)) \
+    X(nvmlDeviceGetHandleBySerial, nvmlReturn_t, (const char *serial, nvmlDevice_t *device))      \
+    X(nvmlDeviceGetSerial, nvmlReturn_t, (nvmlDevice_t device, char *serial, unsigned int length)) \
+    X(nvmlDeviceGetTopologyNearestGpus, nvmlReturn_t,                                             \
+      (nvmlDevice_t device, nvmlGpuTopologyLevel_t level, unsigned int *count,                    \
+       nvmlDevice_t *deviceArray))                                                                \
+    X(nvmlSystemGetTopologyGpuSet, nvmlReturn_t,                                                  \
+      (unsigned int cpuNumber, unsigned int *count, nvmlDevice_t *deviceArray))                   \
+    X(nvmlUnitGetDevices, nvmlReturn_t, (nvmlUnit_t unit, unsigned int *deviceCount, nvmlDevice_t *devices)) \
+    X(nvmlDeviceGetTopologyCommonAncestor, nvmlReturn_t,                                          \
+      (nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuTopologyLevel_t *pathInfo))             \
+    X(nvmlDeviceGetP2PStatus, nvmlReturn_t,                                                       \
+      (nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuP2PCapsIndex_t p2pIndex,                \
+       nvmlGpuP2PStatus_t *p2pStatus))                                                            \
+    X(nvmlDeviceOnSameBoard, nvmlReturn_t, (nvmlDevice_t device1, nvmlDevice_t device2, int *onSameBoard)) \
     X(nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))          \
     X(nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))
 

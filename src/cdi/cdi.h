@@ -6,8 +6,9 @@
  *            the minimum cdiVersion, loading a spec file and its qualified device names, output
  *   yaml.c   YAML: a block-style emitter over the json-c tree, and a reader (libyaml) into json-c
  *
- * The createContainer hooks a spec names (`gpuslice cdi-hook create-symlinks / update-ldcache`) do
- * container work: they live in runtime/cdi_hook.c (runtime/cdi_hook.h).
+ * The createContainer hooks a spec names (`gpuslice-hook create-symlinks / update-ldcache`, or
+ * `gpuslice cdi-hook ...`) do container work: they live in runtime/cdi_hook.c (runtime/cdi_hook.h);
+ * which executable and words a hook names: runtime/hook_exe.h.
  *
  * Fallible functions return -1 (or NULL) and fill the caller's struct gs_error; err->stage is set
  * where the CLI should print a stage other than "cdi" (initialization, detection).
@@ -57,7 +58,8 @@ struct gs_cdi_opts {
         enum gs_cdi_strategy strategy;
         const struct gs_cdi_slice *slices;
         size_t nslices;
-        const char *hook_path;         /* absolute path of the gpuslice executable the hooks run */
+        const char *hook_path;         /* absolute path of the executable the hooks run: gpuslice-hook
+                                        * (its args "gpuslice-hook STAGE"), else gpuslice's verbs */
 };
 
 /* ------------------------------------------------------------------------------------------ */

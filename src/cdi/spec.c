@@ -6,14 +6,15 @@
  *   containerEdits (any device): env NVIDIA_VISIBLE_DEVICES=void (a legacy hook then does
  *       nothing); the driver's control nodes; bind mounts of every library (64-bit), binary and
  *       GSP firmware file (ro,nosuid,nodev) and IPC socket / MPS directory (nosuid,nodev,noexec);
- *       createContainer hooks `gpuslice cdi-hook create-symlinks` (libcuda.so -> libcuda.so.1 ...)
- *       and `gpuslice cdi-hook update-ldcache` (every library directory), with an explicit env.
+ *       createContainer hooks `gpuslice-hook create-symlinks` (libcuda.so -> libcuda.so.1 ...)
+ *       and `gpuslice-hook update-ldcache` (every library directory), with an explicit env
+ *       (`gpuslice cdi-hook ...` where the hook path names gpuslice: hook_exe.h).
  *   devices: one per GPU (in MIG mode too, as nvidia-ctk: the whole GPU's node), one per MIG
  *       device (parent node + the nvidia-caps nodes of its GI and CI access files), "all" (the
  *       union), and per --slice a "<gpu>-<slice>" (and "all-<slice>") device: that GPU's nodes,
- *       `gpuslice hook --memory=... [--compute-share=...] createRuntime` (the limits as the
- *       allocator's word: the container's env can only narrow them) and `poststop` hooks that put
- *       the slicing layer in and clean up after it, and the same limits as env
+ *       `gpuslice-hook --memory=... [--compute-share=...] createRuntime` (`gpuslice hook ...`: the
+ *       limits as the allocator's word, which the container's env can only narrow) and `poststop`
+ *       hooks that put the slicing layer in and clean up after it, and the same limits as env
  *       (GPUSLICE_MEMORY_LIMIT / GPUSLICE_COMPUTE_LIMIT ...) for the container's information.
  */
 #include <errno.h>
@@ -33,6 +34,7 @@
 #include "common/path.h"
 #include "common/strutil.h"
 #include "driver/context.h"
+#include "runtime/hook_exe.h"
 #include "select/caps.h"
 #include "vgpu/config.h"
 
@@ -422,6 +424,17 @@ static int add_mount(const struct build *b, struct edits *e, const char *path, b
         return arr_add(&e->mounts, m, err);
 }
 
+/* The first words of a hook's args for the executable the spec names (gpuslice-hook, or gpuslice's
+ * `hook` and `cdi-hook` verbs: hook_exe.h); returns how many. */
+static size_t hook_words(const struct build *b, bool cdi, const char **args)
+{
+        const char *w[2];
+        size_t n = gs_hook_exe_words(b->o->hook_path, cdi, w);
+        for (size_t i = 0; i < n; i++)
+                args[i] = w[i];
+        return n;
+}
+
 static int add_hook(const struct build *b, struct edits *e, const char *hook_name, const char *const *args, size_t n,
                     struct gs_error *err)
 {
@@ -545,9 +558,7 @@ static int driver_hooks(const struct build *b, struct edits *e, struct gs_error 
                 oom(err);
                 goto out;
         }
-        size_t n = 0;
-        args[n++] = "gpuslice";
-        args[n++] = "cdi-hook";
+        size_t n = hook_words(b, true, args);
         args[n++] = "create-symlinks";
         for (size_t k = 0; k < gs_nlib_links; k++) {
                 if (!(b->caps & links[k].caps))
@@ -573,9 +584,7 @@ static int driver_hooks(const struct build *b, struct edits *e, struct gs_error 
         if (strs.n > 0 && add_hook(b, e, "createContainer", args, n, err) < 0)
                 goto out;
 
-        n = 0;
-        args[n++] = "gpuslice";
-        args[n++] = "cdi-hook";
+        n = hook_words(b, true, args);
         args[n++] = "update-ldcache";
         for (size_t i = 0; i < libs->n; i++) {
                 char dir[PATH_MAX];
@@ -640,8 +649,8 @@ static int add_slice_device(const struct build *b, json_object *devices, const c
 {
         struct edits e = {0};
         char name[256], kv[4][128], opt[4][128];
-        const char *create[3 + 4] = {"gpuslice", "hook"};
-        size_t nopt = 0;
+        const char *create[2 + 4 + 1];
+        size_t nopt = 0, nc = hook_words(b, false, create);
         int rv = -1;
         snprintf(name, sizeof(name), "%s-%s", base_name, s->name);
         snprintf(kv[nopt], sizeof(kv[0]), "GPUSLICE_MEMORY_LIMIT=%s", s->memory);
@@ -658,18 +667,19 @@ static int add_slice_device(const struct build *b, json_object *devices, const c
                 snprintf(kv[nopt], sizeof(kv[0]), "GPUSLICE_COMPUTE_MODE=%s", s->compute_mode);
                 snprintf(opt[nopt++], sizeof(opt[0]), "--compute-mode=%s", s->compute_mode);
         }
-        /* gpuslice hook OPTIONS createRuntime: the stage last, as every `gpuslice hook` */
+        /* gpuslice-hook OPTIONS createRuntime: the stage last, as in every hook definition */
         for (size_t i = 0; i < nopt; i++) {
-                create[2 + i] = opt[i];
+                create[nc++] = opt[i];
                 if (arr_add_str(&e.env, kv[i], err) < 0)
                         goto out;
         }
-        create[2 + nopt] = "createRuntime";
+        create[nc++] = "createRuntime";
         if (add_nodes_of(b, &e, base, err) < 0)
                 goto out;
-        static const char *const stop[] = {"gpuslice", "hook", "poststop"};
-        if (add_hook(b, &e, "createRuntime", create, 3 + nopt, err) < 0 ||
-            add_hook(b, &e, "poststop", stop, GS_ARRAY_SIZE(stop), err) < 0)
+        const char *stop[3];
+        size_t ns = hook_words(b, false, stop);
+        stop[ns++] = "poststop";
+        if (add_hook(b, &e, "createRuntime", create, nc, err) < 0 || add_hook(b, &e, "poststop", stop, ns, err) < 0)
                 goto out;
         rv = add_device(devices, name, &e, err);
 out:

@@ -20,7 +20,7 @@ struct cli_globals {
         unsigned nvml_timeout_ms;
         bool load_kmods;
         bool no_pivot;
-        bool from_nvidia_name;  /* run as nvidia-container-runtime-hook */
+        bool from_nvidia_name;  /* run as nvidia-container-runtime-hook (or -runtime) */
         bool root_set, ldcache_set, user_set, timeout_set; /* given on the command line */
 };
 
@@ -104,6 +104,9 @@ int cmd_runtime(const struct cli_globals *g, int argc, char **argv);
 int cmd_runtime_configure(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi(const struct cli_globals *g, int argc, char **argv);
 int cmd_cdi_hook(const struct cli_globals *g, int argc, char **argv);
+/* `word` is one of cdi-hook's commands (create-symlinks, update-ldcache): gpuslice-hook takes them
+ * as its first argument. */
+bool cli_is_cdi_hook_command(const char *word);
 int cmd_mps(const struct cli_globals *g, int argc, char **argv);
 int cmd_slice(const struct cli_globals *g, int argc, char **argv);
 int cmd_metrics(const struct cli_globals *g, int argc, char **argv);

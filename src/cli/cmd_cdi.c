@@ -1,5 +1,5 @@
-/* gpuslice cdi generate | list, and gpuslice cdi-hook create-symlinks | update-ldcache: option
- * parsing and printing; the work is in src/cdi. */
+/* gpuslice cdi generate | list: option parsing and printing; the work is in src/cdi (the hooks a
+ * spec names: cmd_cdi_hook.c, cmd_hook.c). */
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "cdi/cdi.h"
 #include "cli/cli.h"
 #include "common/error.h"
-#include "runtime/cdi_hook.h"
+#include "runtime/hook_exe.h"
 
 static const char cdi_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] cdi COMMAND [OPTIONS]\n"
@@ -30,7 +30,8 @@ static const char generate_help[] =
         "Write a CDI spec for the GPUs, MIG devices and driver files found under the driver root\n"
         "(every capability; 32-bit libraries left out). Devices: one per GPU (a GPU in MIG mode is\n"
         "offered as its MIG devices), one per MIG device, 'all', and per --slice one more for each\n"
-        "GPU and for all. Its hooks run this gpuslice executable ('cdi-hook', 'hook').\n"
+        "GPU and for all. Its hooks run gpuslice-hook, the lean hook installed beside this\n"
+        "gpuslice (else this gpuslice's 'cdi-hook' and 'hook').\n"
         "\n"
         "  -o, --output=FILE         write FILE (atomically, mode 0644) instead of standard output\n"
         "      --format=json|yaml    default: from FILE's extension (.json: json), else yaml\n"
@@ -47,7 +48,9 @@ static const char generate_help[] =
         "                            PRIORITY (high, normal or low; default normal), all as the\n"
         "                            options of its createRuntime hook: a ceiling the container's\n"
         "                            env can only narrow; repeatable\n"
-        "      --hook-path=PATH      the gpuslice the hooks run (default: this executable)\n"
+        "      --hook-path=PATH      the executable the hooks run: a gpuslice-hook (args\n"
+        "                            'gpuslice-hook STAGE') or a gpuslice ('gpuslice hook STAGE');\n"
+        "                            default: the gpuslice-hook beside this executable, else this one\n"
         "  -h, --help\n";
 
 static const char list_help[] =
@@ -61,20 +64,6 @@ static const char list_help[] =
         "      --vendor, --class, --device-name-strategy, --slice\n"
         "                            as for generate (without a spec file)\n"
         "  -h, --help\n";
-
-static const char hook_help[] =
-        "Usage: gpuslice cdi-hook COMMAND [OPTIONS]\n"
-        "\n"
-        "The OCI createContainer hooks of a generated CDI spec. The runtime runs them with the OCI\n"
-        "state on standard input, in the container's mount namespace, before pivot_root; they act\n"
-        "on the rootfs named by the bundle's config.json and read nothing from the environment.\n"
-        "\n"
-        "Commands:\n"
-        "  create-symlinks --link=TARGET::LINK...\n"
-        "                 a symlink LINK -> TARGET in the rootfs (LINK resolved inside it; an existing\n"
-        "                 entry is left alone)\n"
-        "  update-ldcache [--folder=DIR]...\n"
-        "                 the host's ldconfig, sandboxed, on the rootfs, indexing each DIR too\n";
 
 static int cdi_fail(const struct gs_error *err)
 {
@@ -142,12 +131,10 @@ static json_object *generate(const struct cli_globals *g, struct gen_opts *go)
                 return NULL;
         }
         if (go->cdi.hook_path == NULL) {
-                ssize_t n = readlink("/proc/self/exe", go->exe, sizeof(go->exe) - 1);
-                if (n <= 0) {
-                        cli_error("cdi", "cannot find the gpuslice executable (/proc/self/exe); use --hook-path");
+                if (gs_hook_exe_default(go->exe, sizeof(go->exe), &err) < 0) {
+                        cli_error("cdi", "%s; use --hook-path", err.msg);
                         return NULL;
                 }
-                go->exe[n] = '\0';
                 go->cdi.hook_path = go->exe;
         } else if (go->cdi.hook_path[0] != '/') {
                 cli_error("cdi", "--hook-path must be an absolute path: %s", go->cdi.hook_path);
@@ -362,71 +349,4 @@ int cmd_cdi(const struct cli_globals *g, int argc, char **argv)
         if (strcmp(sub, "list") == 0)
                 return cdi_list(g, argc - 1, argv + 1);
         return cli_usage_error("cdi", "unknown cdi command '%s' (generate or list)", sub);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* cdi-hook */
-
-static int hook_args(int argc, char **argv, const char *verb, const char *opt, const char ***vals, size_t *n)
-{
-        const struct option opts[] = {
-                {opt, required_argument, NULL, 'v'},
-                {"help", no_argument, NULL, 'h'},
-                {0},
-        };
-        char where[64];
-        snprintf(where, sizeof(where), "cdi-hook %s", verb);
-        *vals = calloc((size_t)argc + 1, sizeof(**vals));
-        *n = 0;
-        if (*vals == NULL) {
-                cli_error("cdi-hook", "out of memory");
-                return CLI_EXIT_FAILURE;
-        }
-        int c;
-        while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-                switch (c) {
-                case 'v': (*vals)[(*n)++] = optarg; break;
-                case 'h':
-                        fputs(hook_help, stdout);
-                        return 0;
-                case ':':
-                        return cli_usage_error(where, "option '%s' needs a value", argv[optind - 1]);
-                default:
-                        return cli_usage_error(where, "unknown option '%s'", argv[optind - 1]);
-                }
-        }
-        if (optind < argc)
-                return cli_usage_error(where, "unexpected argument '%s'", argv[optind]);
-        return -1;
-}
-
-int cmd_cdi_hook(const struct cli_globals *g, int argc, char **argv)
-{
-        (void)g;
-        cli_hook_environment("cdi-hook");
-        int rc = cli_subcommand_help(argc, argv, hook_help);
-        if (rc >= 0)
-                return rc;
-        const char *sub = argv[1];
-        bool links = strcmp(sub, "create-symlinks") == 0;
-        if (!links && strcmp(sub, "update-ldcache") != 0)
-                return cli_usage_error("cdi-hook", "unknown cdi-hook command '%s' (create-symlinks or update-ldcache)",
-                                       sub);
-        optind = 0;
-        const char **vals = NULL;
-        size_t n = 0;
-        int rv = hook_args(argc - 1, argv + 1, sub, links ? "link" : "folder", &vals, &n);
-        if (rv < 0) {
-                struct gs_error err = {0};
-                int r = links ? gs_cdi_hook_create_symlinks(0, vals, n, &err)
-                              : gs_cdi_hook_update_ldcache(0, vals, n, &err);
-                if (r < 0) {
-                        cli_error(err.stage != NULL ? err.stage : "cdi-hook", "%s: %s", sub, err.msg);
-                        rv = CLI_EXIT_FAILURE;
-                } else {
-                        rv = 0;
-                }
-        }
-        free(vals);
-        return rv;
 }

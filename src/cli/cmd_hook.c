@@ -1,4 +1,5 @@
-/* gpuslice hook STAGE (and nvidia-container-runtime-hook STAGE): an OCI runtime hook. */
+/* gpuslice hook STAGE (and gpuslice-hook STAGE, nvidia-container-runtime-hook STAGE: the lean
+ * executable, src/cli/hook_main.c): an OCI runtime hook. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 
 static const char hook_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] hook [--config FILE] [SLICE OPTIONS] STAGE\n"
+        "       gpuslice-hook [--config FILE] [SLICE OPTIONS] STAGE\n"
         "       nvidia-container-runtime-hook STAGE\n"
+        "       gpuslice-hook create-symlinks|update-ldcache ...  (gpuslice cdi-hook's commands)\n"
         "\n"
         "An OCI runtime hook: reads the container state on stdin, loads <bundle>/config.json and\n"
         "gives the container what its environment asks for, through the configure pipeline:\n"
@@ -48,6 +51,10 @@ static const char hook_help[] =
         "                      where the runtime's CRI annotations name none (a DRA claim's CDI\n"
         "                      device gives them); never read from the container's env\n"
         "  -h, --help\n"
+        "\n"
+        "gpuslice-hook (and nvidia-container-runtime-hook, a link to it) is this hook in an\n"
+        "executable that loads only what the hooks use; it takes no global options (the host\n"
+        "config gives the driver root and the rest). The hooks gpuslice writes name it.\n"
         "\n"
         "The hook and everything it starts run with a fixed minimal environment: nothing in its\n"
         "environment (which some runtimes take from the image) is used. Errors go to stderr as\n"

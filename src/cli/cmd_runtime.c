@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "runtime/hook_exe.h"
 #include "runtime/hostconfig.h"
 
 static const char runtime_help[] =
@@ -23,11 +24,12 @@ static const char runtime_help[] =
         "asks for GPUs (NVIDIA_VISIBLE_DEVICES, cdi.k8s.io/* annotations, mounts under\n"
         "/var/run/nvidia-container-devices, a GPUSLICE_* or HAMi slice) it changes the spec per\n"
         "runtime.mode of the host config and writes it back atomically:\n"
-        "  legacy   add the `gpuslice hook prestart` hook\n"
+        "  legacy   add the `gpuslice-hook prestart` hook (gpuslice-hook: the lean hook beside\n"
+        "           this executable, else `gpuslice hook`; runtime.hook-path names another)\n"
         "  cdi      resolve CDI device names in runtime.cdi-spec-dirs and apply their edits\n"
         "  jit-cdi  the same with a spec made now for the requested GPUs\n"
         "  auto     cdi when the container names CDI devices, else legacy\n"
-        "A slice adds the `gpuslice hook createRuntime` and `poststop` hooks in cdi and jit-cdi.\n"
+        "A slice adds the `gpuslice-hook createRuntime` and `poststop` hooks in cdi and jit-cdi.\n"
         "Then it runs the first low-level runtime of runtime.runtimes (runc, crun) with the same\n"
         "arguments. Every other command goes to that runtime untouched; a container that asks for\n"
         "no GPU is not touched. Errors go to stderr and to the runtime's --log (--log-format json or\n"
@@ -65,15 +67,11 @@ static int shim_main(int argc, char **argv)
                 return CLI_EXIT_FAILURE;
         }
         if (a.creates) {
-                /* The hooks it adds are gpuslice's: this executable when it is gpuslice (`gpuslice
-                 * runtime`), else the gpuslice beside it (gpuslice-runtime, nvidia-container-runtime
-                 * and the links to them, installed in one directory). */
+                /* The hooks it adds run the lean hook beside this executable (gpuslice-hook,
+                 * installed in one directory with gpuslice-runtime, nvidia-container-runtime and
+                 * gpuslice), else the gpuslice there, else this executable (`gpuslice runtime`). */
                 char hookbin[PATH_MAX];
-                const char *slash = strrchr(self, '/');
-                int hn = slash != NULL && strcmp(slash + 1, "gpuslice") != 0
-                                ? snprintf(hookbin, sizeof(hookbin), "%.*s/gpuslice", (int)(slash - self), self)
-                                : -1;
-                if (hn < 0 || (size_t)hn >= sizeof(hookbin))
+                if (gs_hook_exe_default(hookbin, sizeof(hookbin), &err) < 0)
                         snprintf(hookbin, sizeof(hookbin), "%s", self);
                 struct gs_shim_opts o = {
                         .hc = &hc,
@@ -117,7 +115,12 @@ static const char configure_help[] =
         "config.toml (a runtime handler with BinaryName the shim; schema version 2 or 3, for a\n"
         "version 3 config a drop-in under /etc/containerd/conf.d that the config imports), CRI-O's\n"
         "drop-in crio.conf.d/99-gpuslice.toml. A file is written only when it changes, after a\n"
-        "backup beside it (<file>.<time>.bak); each change is printed. Restart the engine after.\n"
+        "backup beside it (<file>.<time>.bak, the original's owner and mode); a symlinked config is\n"
+        "edited through the link (its target replaced, the link kept). containerd reads each new\n"
+        "file (containerd --config FILE config dump) before it replaces the original; a file it\n"
+        "refuses is not written. A TOML shape the editor cannot change safely, or a daemon.json\n"
+        "value of the wrong type, is refused, naming it. Each change is printed. Restart the\n"
+        "engine after.\n"
         "With --kubernetes, also gpuslice's host config gets the values a Kubernetes node needs, where\n"
         "images and pod specs are the tenants': [hook] accept-nvidia-visible-devices-envvar-when-\n"
         "unprivileged = false (an unprivileged container's NVIDIA_VISIBLE_DEVICES, every CUDA image's\n"
@@ -144,13 +147,15 @@ static void print_result(const struct gs_engine_result *rs, size_t nr, bool dry_
 {
         if (json) {
                 json_object *root = json_object_new_object(), *files = json_object_new_array(),
-                            *changes = json_object_new_array();
+                            *changes = json_object_new_array(), *notes = json_object_new_array();
                 for (size_t k = 0; k < nr; k++) {
                         const struct gs_engine_result *r = &rs[k];
                         for (size_t i = 0; i < r->nfiles; i++) {
                                 json_object *f = json_object_new_object();
                                 json_object_object_add(f, "path", json_object_new_string(r->files[i].path));
                                 json_object_object_add(f, "changed", json_object_new_boolean(r->files[i].changed));
+                                if (r->files[i].cf.linked)
+                                        json_object_object_add(f, "target", json_object_new_string(r->files[i].cf.real));
                                 json_object_object_add(f, "backup", r->files[i].backup[0]
                                                                             ? json_object_new_string(r->files[i].backup)
                                                                             : NULL);
@@ -160,10 +165,13 @@ static void print_result(const struct gs_engine_result *rs, size_t nr, bool dry_
                         }
                         for (size_t i = 0; i < r->nchanges; i++)
                                 json_object_array_add(changes, json_object_new_string(r->changes[i]));
+                        for (size_t i = 0; i < r->nnotes; i++)
+                                json_object_array_add(notes, json_object_new_string(r->notes[i]));
                 }
                 json_object_object_add(root, "dry_run", json_object_new_boolean(dry_run));
                 json_object_object_add(root, "files", files);
                 json_object_object_add(root, "changes", changes);
+                json_object_object_add(root, "notes", notes);
                 cli_print_json(root);
                 return;
         }
@@ -178,9 +186,12 @@ static void print_result(const struct gs_engine_result *rs, size_t nr, bool dry_
                         else if (dry_run)
                                 printf("--- %s (new content) ---\n%s", f->path, f->after);
                         else
-                                printf("wrote %s%s%s%s\n", f->path, f->backup[0] ? " (backup " : "", f->backup,
+                                printf("wrote %s%s%s%s%s%s\n", f->path, f->cf.linked ? " -> " : "",
+                                       f->cf.linked ? f->cf.real : "", f->backup[0] ? " (backup " : "", f->backup,
                                        f->backup[0] ? ")" : "");
                 }
+                for (size_t i = 0; i < rs[k].nnotes; i++)
+                        printf("note: %s\n", rs[k].notes[i]);
         }
 }
 

@@ -50,9 +50,10 @@ static const char global_help[] =
         "\n"
         "Errors print 'gpuslice: <stage> error: <message>' and exit 1; usage errors exit 2.\n";
 
-/* Installed also as nvidia-container-runtime-hook: `nvidia-container-runtime-hook prestart` (docker
- * --gpus, podman hooks.d) is `gpuslice hook prestart`. NVIDIA's hook flags (-config, -debug) are
- * accepted by the hook verb. */
+/* Run as nvidia-container-runtime-hook: `nvidia-container-runtime-hook prestart` (docker --gpus,
+ * podman hooks.d) is `gpuslice hook prestart`. NVIDIA's hook flags (-config, -debug) are accepted
+ * by the hook verb. (The installed name links to gpuslice-hook, hook_main.c, which does the same;
+ * a link to gpuslice keeps working.) */
 static bool invoked_as(const char *argv0, const char *name)
 {
         const char *b = strrchr(argv0, '/');

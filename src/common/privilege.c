@@ -20,6 +20,7 @@ static const cap_value_t stage_cgroup[] = {CAP_KILL, CAP_SYS_ADMIN, CAP_DAC_OVER
 static const cap_value_t stage_ldcache[] = {CAP_KILL,       CAP_SETUID,          CAP_SETGID,     CAP_SYS_CHROOT,
                                             CAP_SYS_ADMIN,  CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_SETPCAP,
                                             CAP_DAC_OVERRIDE};
+static const cap_value_t stage_slice[] = {CAP_KILL, CAP_CHOWN};
 static const cap_value_t stage_shutdown[] = {CAP_KILL};
 
 static const struct {
@@ -32,6 +33,7 @@ static const struct {
         [GS_STAGE_MOUNT] = {stage_mount, GS_ARRAY_SIZE(stage_mount)},
         [GS_STAGE_CGROUP] = {stage_cgroup, GS_ARRAY_SIZE(stage_cgroup)},
         [GS_STAGE_LDCACHE] = {stage_ldcache, GS_ARRAY_SIZE(stage_ldcache)},
+        [GS_STAGE_SLICE] = {stage_slice, GS_ARRAY_SIZE(stage_slice)},
         [GS_STAGE_SHUTDOWN] = {stage_shutdown, GS_ARRAY_SIZE(stage_shutdown)},
 };
 

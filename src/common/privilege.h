@@ -14,6 +14,7 @@ enum gs_stage {
         GS_STAGE_MOUNT,     /* setns, mounts, nodes as the owner, /proc/driver/nvidia */
         GS_STAGE_CGROUP,    /* device cgroup: devices.allow or BPF programs */
         GS_STAGE_LDCACHE,   /* the ldconfig sandbox (namespaces, pivot_root, setuid) */
+        GS_STAGE_SLICE,     /* the slice's host files: given to the container's user (chown) */
         GS_STAGE_SHUTDOWN,  /* nothing left to do */
 };
 

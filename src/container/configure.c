@@ -501,7 +501,7 @@ static int stage_slice_prepare(struct run *x, struct gs_error *err)
                 x->mps(x->ctx, x->dev, &so, uuids, so.container_id != NULL ? so.container_id : pidid, owner, mps_dir,
                        sizeof(mps_dir), NULL, 0);
         so.mps_dir = mps_dir[0] != '\0' ? mps_dir : NULL;
-        if (gs_slice_prepare(&so, owner, uuids, &x->slice, err) < 0)
+        if (gs_caps_enter(GS_STAGE_SLICE, err) < 0 || gs_slice_prepare(&so, owner, uuids, &x->slice, err) < 0)
                 return fail(err, "slice");
         x->slice_ready = true;
         return 0;

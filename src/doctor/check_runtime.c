@@ -14,6 +14,7 @@
 
 #include "common/cleanup.h"
 #include "common/strutil.h"
+#include "runtime/hook_exe.h"
 
 static const char *base(const char *p)
 {
@@ -21,12 +22,13 @@ static const char *base(const char *p)
         return s != NULL ? s + 1 : p;
 }
 
-/* Is `path` gpuslice (itself or a link to it)? Sets *exists. */
+/* Is `path` gpuslice's hook (gpuslice-hook or gpuslice, itself or a link to it)? Sets *exists. */
 static bool is_gpuslice(const char *path, bool *exists)
 {
         char real[PATH_MAX];
         *exists = realpath(path, real) != NULL && access(real, X_OK) == 0;
-        return strcmp(base(*exists ? real : path), "gpuslice") == 0;
+        const char *b = base(*exists ? real : path);
+        return strcmp(b, "gpuslice") == 0 || gs_hook_exe_is_lean(b);
 }
 
 static bool has_stage(json_object *stages, const char *a, const char *b)
@@ -161,10 +163,10 @@ static void which(const char *name, const char *path, char *out, size_t len)
 void doctor_check_docker_hook(struct doctor *d, struct gs_doctor_result *r)
 {
         (void)d;
-        char found[PATH_MAX], self[PATH_MAX] = "/usr/bin/gpuslice";
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n > 0)
-                self[n] = '\0';
+        char found[PATH_MAX], self[PATH_MAX] = "/usr/bin/" GS_HOOK_EXE;
+        struct gs_error err = {0};
+        if (gs_hook_exe_default(self, sizeof(self), &err) < 0) /* the hook to link: the lean one */
+                snprintf(self, sizeof(self), "/usr/bin/%s", GS_HOOK_EXE);
         which(GS_DOCTOR_HOOK_NAME, GS_DOCTOR_DOCKER_PATH, found, sizeof(found));
         if (found[0] == '\0') {
                 doctor_set(r, GS_DOCTOR_WARN, "no %s on the PATH docker uses (%s): docker run --gpus fails "

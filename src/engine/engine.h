@@ -8,7 +8,12 @@
  *                   to an OCI spec in-process (as a CDI-enabled runtime applies them)
  *   shim.c          the runtime's argv (global options, command, --bundle, --log), the decision
  *                   (does the container ask for GPUs?), the modes, the low-level runtime's exec
- *   toml_edit.c     a line-based TOML table editor (keeps every other line and comment)
+ *   toml_parse.c    TOML 1.0 read for editing: each table and key with where the text defines it
+ *                   (toml_doc.h, for toml_edit.c only)
+ *   toml_edit.c     TOML edited as text: a value replaced where it stands, a key added where TOML
+ *                   lets its table grow (every other byte and comment kept), read back
+ *   conffile.c      an engine's config written safely: through a link, owner and mode kept, a
+ *                   backup, checked by the engine before it replaces the original
  *   engines.c       runtime configure: daemon.json, containerd's config.toml (v2, v3, drop-in),
  *                   CRI-O's drop-in
  *   hostconfig_edit.c  runtime configure --kubernetes: gpuslice's own host config, the values a
@@ -20,6 +25,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <gpuslice/gpuslice.h>
 
@@ -89,7 +95,8 @@ struct gs_shim_result {
 };
 struct gs_shim_opts {
         const struct gs_hostconfig *hc;
-        const char *self;         /* absolute path of the gpuslice executable (the hooks' path by default) */
+        const char *self;         /* the hooks' executable unless runtime.hook-path names one (absolute:
+                                   * gpuslice-hook, or gpuslice; runtime/hook_exe.h) */
         struct gs_config ctx;     /* jit-cdi: the driver root etc. */
 };
 /* Load the bundle's config.json; when the container asks for GPUs, change it per the mode and
@@ -108,19 +115,60 @@ int gs_shim_mode_parse(const char *s, enum gs_shim_mode *out);
 const char *gs_shim_mode_name(enum gs_shim_mode m);
 
 /* ------------------------------------------------------------------------------------------ */
-/* toml_edit.c: TOML edited as text. Headers [a."b.c".d] (bare, "basic" or 'literal' keys); keys
- * set are bare, their values one-line. Every other line is kept as it is. */
+/* toml_edit.c: TOML edited as text (toml_parse.c reads it: TOML 1.0, dotted keys, inline tables,
+ * multi-line strings and arrays). Path parts and keys are decoded names ("io.containerd.grpc.v1.cri"
+ * is one part). Errors name the line: "line 12: runtimes is a value, not a table; not edited". */
 
-/* The value text of `key` in table `path` (malloc'd), or NULL when it is not there. */
+/* The text is TOML this editor reads. */
+int gs_toml_check(const char *text, struct gs_error *err);
+/* The value text of `key` in table `path` as written (malloc'd), or NULL when it is not there
+ * (or the text is not TOML). */
 char *gs_toml_get(const char *text, const char *const *path, size_t npath, const char *key);
 /* A copy of `text` with `key = value` (value: TOML text, e.g. "\"x\"" or true) in table `path`:
- * the line replaced where the key is, else added after the table's header, else the table added
- * at the end. *changed says whether the text differs. NULL with GS_EFORMAT where the table is
- * defined twice or the key's old value spans lines. */
+ * the value replaced where it stands; else the key added where TOML lets the table grow (its
+ * [header]'s section, beside the dotted keys that define it, inside the inline table that holds
+ * it), else under a new [path] at the end. Read back before it is returned. *changed says whether
+ * the text differs. NULL with GS_EFORMAT where the text is not TOML, a part of the path is a value
+ * or an array of tables, or the key is a table. */
 char *gs_toml_set(const char *text, const char *const *path, size_t npath, const char *key, const char *value,
                   bool *changed, struct gs_error *err);
-/* A TOML basic string for `s` (quotes and escapes), malloc'd. */
+/* The decoded strings of the array path.key (none when the key is not there). Errors: not an
+ * array of strings. Free with gs_toml_strings_free. */
+int gs_toml_strings(const char *text, const char *const *path, size_t npath, const char *key, char ***out,
+                    size_t *n, struct gs_error *err);
+void gs_toml_strings_free(char ***list, size_t *n);
+/* A copy of `text` with `elem` (TOML text) appended to the array path.key (made when absent). */
+char *gs_toml_append(const char *text, const char *const *path, size_t npath, const char *key, const char *elem,
+                     struct gs_error *err);
 char *gs_toml_quote(const char *s);
+
+/* ------------------------------------------------------------------------------------------ */
+/* conffile.c: an engine's config file read and written safely */
+
+struct gs_conffile {
+        char path[4096];           /* as named (maybe a link) */
+        char real[4096];           /* the file itself, links resolved (the path when it is new) */
+        bool exists, linked;
+        mode_t mode;               /* the original's (0644 for a new file) */
+        uid_t uid;                 /* the original's ((uid_t)-1 for a new file: the caller's) */
+        gid_t gid;
+};
+/* Resolve `path` (a link followed to its file; a dangling link refused) and read it (*text: ""
+ * when there is no file), a regular file of at most 4 MiB. */
+int gs_conffile_read(const char *path, struct gs_conffile *f, char **text, struct gs_error *err);
+/* A check of the new text in the temporary file `tmp` (beside the original) before it replaces it. */
+typedef int (*gs_conffile_check_fn)(const char *tmp, void *arg, struct gs_error *err);
+/* Write `text` over f->real: a temporary file beside it (0600, then the original's owner and mode),
+ * fsync, check (NULL: none), a backup of `old` (<file>.<UTC time>.bak, the same owner and mode,
+ * its path in bak; none for a new file), rename. On failure the original is untouched and
+ * neither the temporary file nor the backup is left. */
+int gs_conffile_write(const struct gs_conffile *f, const char *text, const char *old, gs_conffile_check_fn check,
+                      void *arg, char *bak, size_t baklen, struct gs_error *err);
+/* `name` on PATH (an executable file) into out; -1 when there is none. */
+int gs_conffile_find_program(const char *name, char *out, size_t len);
+/* Run argv (argv[0] a path; stdin and stdout /dev/null) for at most 60 s: its exit status (128+N
+ * killed by signal N), the last line it wrote on stderr in `said`; -1 when it cannot be run. */
+int gs_conffile_run(char *const argv[], char *said, size_t len, struct gs_error *err);
 
 /* ------------------------------------------------------------------------------------------ */
 /* engines.c: `gpuslice runtime configure` */
@@ -138,10 +186,13 @@ struct gs_engine_opts {
 };
 
 #define GS_ENGINE_MAX_CHANGES 16
+#define GS_ENGINE_MAX_NOTES 4
 struct gs_engine_file {
-        char path[4096];
+        char path[4096];           /* as named */
+        struct gs_conffile cf;     /* the file written (cf.real: through a link), its owner and mode */
         char backup[4200];         /* "" when none was made */
         bool changed;
+        char *before;              /* the text as read (malloc'd) */
         char *after;               /* the new text (malloc'd) */
 };
 struct gs_engine_result {
@@ -149,10 +200,17 @@ struct gs_engine_result {
         size_t nfiles;
         char changes[GS_ENGINE_MAX_CHANGES][256];
         size_t nchanges;
+        char notes[GS_ENGINE_MAX_NOTES][4400]; /* e.g. "FILE: not checked by containerd (...)" */
+        size_t nnotes;
 };
 
 int gs_engine_parse(const char *s, enum gs_engine *out);
-/* Register the shim with the engine (nothing written with dry_run). */
+/* Register the shim with the engine (nothing written with dry_run). Each changed file is written
+ * by gs_conffile_write (through a link, owner and mode kept, a backup); containerd's files are
+ * first read by containerd itself (`containerd --config TMP config dump`; a drop-in before the
+ * config that imports it): when it refuses one, nothing of it replaces the original (a drop-in
+ * already written is put back) and the error quotes containerd; without containerd on PATH a note
+ * says the files were not checked. */
 int gs_engine_configure(const struct gs_engine_opts *o, struct gs_engine_result *r, struct gs_error *err);
 void gs_engine_result_release(struct gs_engine_result *r);
 

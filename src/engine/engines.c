@@ -2,28 +2,26 @@
  * `gpuslice runtime configure`: the shim registered as a runtime of docker (daemon.json),
  * containerd (config.toml, schema version 2 or 3, or a drop-in it imports) or CRI-O (a drop-in
  * under crio.conf.d). Everything else in a file is kept; a file is written only when it changes,
- * after a backup, atomically.
+ * through conffile.c (a link followed, owner and mode kept, a backup, atomically), containerd's
+ * after containerd itself has read the new text. A value of the wrong type where gpuslice must
+ * write is refused, never replaced.
  */
 #include "engine/engine.h"
 
 #include <errno.h>
-#include <fcntl.h>
+#include <fnmatch.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "cdi/cdi.h"
 #include "common/cleanup.h"
 #include "common/error.h"
 
 #define DEFAULT_NAME "nvidia"
 #define DEFAULT_PATH "/usr/bin/nvidia-container-runtime"
-#define MAX_FILE (4u << 20)
 
 int gs_engine_parse(const char *s, enum gs_engine *out)
 {
@@ -40,7 +38,8 @@ void gs_engine_result_release(struct gs_engine_result *r)
 {
         for (size_t i = 0; i < r->nfiles; i++) {
                 free(r->files[i].after);
-                r->files[i].after = NULL;
+                free(r->files[i].before);
+                r->files[i].after = r->files[i].before = NULL;
         }
         r->nfiles = 0;
 }
@@ -56,96 +55,74 @@ static void note(struct gs_engine_result *r, const char *fmt, ...)
         va_end(ap);
 }
 
-/* The file's text ("" when it does not exist). */
-static char *read_text(const char *path, struct gs_error *err)
+static void add_note(struct gs_engine_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(struct gs_engine_result *r, const char *fmt, ...)
 {
-        gs_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT)
-                return strdup("");
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0) {
-                gs_error_sys(err, "cannot open %s", path);
+        if (r->nnotes == GS_ENGINE_MAX_NOTES)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->notes[r->nnotes++], sizeof(r->notes[0]), fmt, ap);
+        va_end(ap);
+}
+
+/* The next file of the result, read (through a link; "" when it does not exist). */
+static struct gs_engine_file *add_file(struct gs_engine_result *r, const char *path, struct gs_error *err)
+{
+        struct gs_engine_file *f = &r->files[r->nfiles++];
+        snprintf(f->path, sizeof(f->path), "%s", path);
+        if (gs_conffile_read(path, &f->cf, &f->after, err) < 0)
                 return NULL;
-        }
-        if (!S_ISREG(st.st_mode) || st.st_size > (off_t)MAX_FILE) {
-                gs_error_set(err, GS_EFORMAT, "%s: not a regular file of at most 4 MiB", path);
-                return NULL;
-        }
-        char *t = calloc(1, (size_t)st.st_size + 1);
-        if (t == NULL) {
+        if ((f->before = strdup(f->after)) == NULL) {
                 gs_error_set(err, GS_ENOMEM, "out of memory");
                 return NULL;
         }
-        size_t n = 0;
-        while (n < (size_t)st.st_size) {
-                ssize_t r = read(fd, t + n, (size_t)st.st_size - n);
-                if (r <= 0)
-                        break;
-                n += (size_t)r;
-        }
-        t[n] = '\0';
-        if (strlen(t) != n) {
-                free(t);
-                gs_error_set(err, GS_EFORMAT, "%s: contains a NUL byte", path);
-                return NULL;
-        }
-        return t;
-}
-
-/* A copy of the old file beside it (<file>.<UTC time>.bak), then the new text through a
- * temporary file and rename (the old file's mode; 0644 for a new one). */
-static int write_file(struct gs_engine_file *f, struct gs_error *err)
-{
-        struct stat st;
-        mode_t mode = 0644;
-        char dir[4096];
-        snprintf(dir, sizeof(dir), "%s", f->path);
-        char *d = dirname(dir);
-        if (mkdir(d, 0755) < 0 && errno != EEXIST)
-                return gs_error_sys(err, "cannot create %s", d);
-        if (stat(f->path, &st) == 0) {
-                mode = st.st_mode & 07777;
-                time_t now = time(NULL);
-                struct tm tm;
-                gmtime_r(&now, &tm);
-                char ts[32];
-                strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
-                snprintf(f->backup, sizeof(f->backup), "%s.%s.bak", f->path, ts);
-                gs_autofree char *old = read_text(f->path, err);
-                if (old == NULL)
-                        return -1;
-                struct gs_error e2 = {0};
-                if (gs_cdi_write_file(f->backup, old, &e2) < 0)
-                        return gs_error_set(err, GS_ESYS, "cannot back up %s: %s", f->path, e2.msg);
-        }
-        if (gs_cdi_write_file(f->path, f->after, err) < 0)
-                return -1;
-        if (chmod(f->path, mode) < 0)
-                return gs_error_sys(err, "cannot set the mode of %s", f->path);
-        return 0;
+        return f;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* docker: daemon.json */
 
-static int docker(const struct gs_engine_opts *o, const char *name, const char *path, struct gs_engine_result *r,
-                  struct gs_error *err)
+static const char *json_type_word(json_object *v)
 {
-        struct gs_engine_file *f = &r->files[r->nfiles++];
-        snprintf(f->path, sizeof(f->path), "%s", o->config != NULL ? o->config : "/etc/docker/daemon.json");
-        gs_autofree char *text = read_text(f->path, err);
-        if (text == NULL)
-                return -1;
-        const char *p = text + strspn(text, " \t\r\n");
-        json_object *root = *p == '\0' ? json_object_new_object() : json_tokener_parse(text);
-        if (root == NULL || !json_object_is_type(root, json_type_object)) {
-                json_object_put(root);
-                return gs_error_set(err, GS_EFORMAT, "%s: not a JSON object", f->path);
+        switch (json_object_get_type(v)) {
+        case json_type_null: return "null";
+        case json_type_boolean: return "a boolean";
+        case json_type_double:
+        case json_type_int: return "a number";
+        case json_type_object: return "an object";
+        case json_type_array: return "an array";
+        default: return "a string";
         }
-        json_object *before = NULL;
-        json_object_deep_copy(root, &before, NULL);
-        json_object *rts, *rt;
-        if (!json_object_object_get_ex(root, "runtimes", &rts) || !json_object_is_type(rts, json_type_object)) {
+}
+
+/* root[key] when it is there: of type `want` (else refused, naming what it is), NULL when absent. */
+static int json_member(json_object *obj, const char *file, const char *what, const char *key, json_type want,
+                       json_object **out, struct gs_error *err)
+{
+        *out = NULL;
+        if (!json_object_object_get_ex(obj, key, out))
+                return 0;
+        if (*out == NULL || !json_object_is_type(*out, want)) {
+                const char *is = json_type_word(*out), *wants = want == json_type_object    ? "an object"
+                                                              : want == json_type_boolean ? "a boolean"
+                                                                                          : "a string";
+                return gs_error_set(err, GS_EFORMAT, "%s: %s is %s, not %s; fix it by hand (nothing was written)", file,
+                                    what, is, wants);
+        }
+        return 0;
+}
+
+/* daemon.json's members that gpuslice writes (runtimes.NAME; default-runtime with
+ * --set-as-default; features.cdi with --cdi.enabled): added, or replaced where they hold another
+ * value of the right type; a wrong type (null included) is refused. */
+static int docker_edit(const struct gs_engine_opts *o, const char *name, const char *path, json_object *root,
+                       const char *file, struct gs_engine_result *r, struct gs_error *err)
+{
+        json_object *rts, *rt, *v, *feat;
+        if (json_member(root, file, "runtimes", "runtimes", json_type_object, &rts, err) < 0)
+                return -1;
+        if (rts == NULL) {
                 rts = json_object_new_object();
                 json_object_object_add(root, "runtimes", rts);
         }
@@ -154,40 +131,71 @@ static int docker(const struct gs_engine_opts *o, const char *name, const char *
         json_object_object_add(want, "args", json_object_new_array());
         if (!json_object_object_get_ex(rts, name, &rt) || !json_object_equal(rt, want)) {
                 json_object_object_add(rts, name, json_object_get(want));
-                note(r, "%s: runtimes.%s = {\"path\": \"%s\", \"args\": []}", f->path, name, path);
+                note(r, "%s: runtimes.%s = {\"path\": \"%s\", \"args\": []}", file, name, path);
         }
         json_object_put(want);
-        json_object *v;
-        if (o->set_as_default && (!json_object_object_get_ex(root, "default-runtime", &v) ||
-                                  strcmp(json_object_get_string(v), name) != 0)) {
+        if (o->set_as_default && json_member(root, file, "default-runtime", "default-runtime", json_type_string, &v, err) < 0)
+                return -1;
+        if (o->set_as_default && (v == NULL || strcmp(json_object_get_string(v), name) != 0)) {
                 json_object_object_add(root, "default-runtime", json_object_new_string(name));
-                note(r, "%s: default-runtime = \"%s\"", f->path, name);
+                note(r, "%s: default-runtime = \"%s\"", file, name);
         }
-        if (o->cdi_enabled) {
-                json_object *feat;
-                if (!json_object_object_get_ex(root, "features", &feat) || !json_object_is_type(feat, json_type_object)) {
+        if (!o->cdi_enabled)
+                return 0;
+        if (json_member(root, file, "features", "features", json_type_object, &feat, err) < 0 ||
+            (feat != NULL && json_member(feat, file, "features.cdi", "cdi", json_type_boolean, &v, err) < 0))
+                return -1;
+        if (feat == NULL || v == NULL || !json_object_get_boolean(v)) {
+                if (feat == NULL) {
                         feat = json_object_new_object();
                         json_object_object_add(root, "features", feat);
                 }
-                if (!json_object_object_get_ex(feat, "cdi", &v) || !json_object_get_boolean(v) ||
-                    !json_object_is_type(v, json_type_boolean)) {
-                        json_object_object_add(feat, "cdi", json_object_new_boolean(1));
-                        note(r, "%s: features.cdi = true", f->path);
-                }
+                json_object_object_add(feat, "cdi", json_object_new_boolean(1));
+                note(r, "%s: features.cdi = true", file);
         }
-        f->changed = !json_object_equal(before, root);
+        return 0;
+}
+
+static int docker(const struct gs_engine_opts *o, const char *name, const char *path, struct gs_engine_result *r,
+                  struct gs_error *err)
+{
+        struct gs_engine_file *f = add_file(r, o->config != NULL ? o->config : "/etc/docker/daemon.json", err);
+        if (f == NULL)
+                return -1;
+        const char *p = f->before + strspn(f->before, " \t\r\n");
+        json_object *root = *p == '\0' ? json_object_new_object() : json_tokener_parse(f->before);
+        if (root == NULL || !json_object_is_type(root, json_type_object)) {
+                json_object_put(root);
+                return gs_error_set(err, GS_EFORMAT, "%s: not a JSON object", f->path);
+        }
+        json_object *before = NULL;
+        json_object_deep_copy(root, &before, NULL);
+        int rc = docker_edit(o, name, path, root, f->path, r, err);
+        f->changed = rc == 0 && !json_object_equal(before, root);
         const char *out = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                                        JSON_C_TO_STRING_NOSLASHESCAPE);
-        f->after = f->changed ? NULL : strdup(text);
-        if (f->changed && out != NULL)
-                (void)(asprintf(&f->after, "%s\n", out) < 0 ? (f->after = NULL) : 0);
+        if (f->changed) {
+                free(f->after);
+                if (out == NULL || asprintf(&f->after, "%s\n", out) < 0)
+                        f->after = NULL;
+        }
         json_object_put(before);
         json_object_put(root);
+        if (rc < 0)
+                return -1;
         return f->after != NULL ? 0 : gs_error_set(err, GS_ENOMEM, "out of memory");
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* TOML: containerd and CRI-O */
+
+/* err's message as "FILE: message<tail>". */
+static int in_file(struct gs_error *err, const char *file, const char *tail)
+{
+        char msg[sizeof(err->msg)];
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        return gs_error_set(err, err->code, "%s: %s%s", file, msg, tail);
+}
 
 /* text := text with path.key = value; a note when it changed. */
 static int tset(char **text, const char *file, const char *const *path, size_t n, const char *key, const char *value,
@@ -196,7 +204,7 @@ static int tset(char **text, const char *file, const char *const *path, size_t n
         bool changed;
         char *t = gs_toml_set(*text, path, n, key, value, &changed, err);
         if (t == NULL)
-                return gs_error_set(err, err->code, "%s: %s", file, err->msg);
+                return in_file(err, file, "");
         free(*text);
         *text = t;
         if (changed) {
@@ -206,6 +214,14 @@ static int tset(char **text, const char *file, const char *const *path, size_t n
                                  strchr(path[i], '.') ? "\"" : "", path[i], strchr(path[i], '.') ? "\"" : "");
                 note(r, "%s: [%s] %s = %s", file, where, key, value);
         }
+        return 0;
+}
+
+/* The file is TOML the editor reads (else refused, naming the line, before anything is changed). */
+static int tcheck(const char *text, const char *file, struct gs_error *err)
+{
+        if (gs_toml_check(text, err) < 0)
+                return in_file(err, file, "; nothing was written");
         return 0;
 }
 
@@ -246,36 +262,35 @@ static int containerd_tables(char **text, const char *file, unsigned version, co
         return 0;
 }
 
-/* imports = [...] of the main config names `dropin` (or the glob of its directory, "DIR/" "*.toml"). */
+/* imports = [...] of the main config covers `dropin` (an entry or a glob that matches it, relative
+ * entries from the config's directory, as containerd reads them); else it is appended. */
 static int ensure_import(char **text, const char *file, const char *dropin, struct gs_engine_result *r,
                          struct gs_error *err)
 {
-        gs_autofree char *cur = gs_toml_get(*text, NULL, 0, "imports");
-        char dir[4096], glob[4200];
-        snprintf(dir, sizeof(dir), "%s", dropin);
-        snprintf(glob, sizeof(glob), "\"%s/*.toml\"", dirname(dir));
-        gs_autofree char *q = gs_toml_quote(dropin);
-        if (cur != NULL && (strstr(cur, q) != NULL || strstr(cur, glob) != NULL))
-                return 0;
-        gs_autofree char *val = NULL;
-        if (cur == NULL || strcmp(cur, "[]") == 0) {
-                if (asprintf(&val, "[%s]", q) < 0)
-                        return gs_error_set(err, GS_ENOMEM, "out of memory");
-        } else {
-                size_t l = strlen(cur);
-                if (cur[0] != '[' || cur[l - 1] != ']')
-                        return gs_error_set(err, GS_EFORMAT, "%s: imports is not an array", file);
-                if (asprintf(&val, "%.*s, %s]", (int)(l - 1), cur, q) < 0)
-                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+        char **imp = NULL;
+        size_t n = 0;
+        if (gs_toml_strings(*text, NULL, 0, "imports", &imp, &n, err) < 0)
+                return in_file(err, file, "");
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%s", file);
+        const char *d = dirname(dir);
+        bool have = false;
+        for (size_t i = 0; i < n && !have; i++) {
+                char full[8300];
+                snprintf(full, sizeof(full), imp[i][0] == '/' ? "%.0s%s" : "%s/%s", d, imp[i]);
+                have = strcmp(full, dropin) == 0 || fnmatch(full, dropin, FNM_PATHNAME) == 0;
         }
-        return tset(text, file, NULL, 0, "imports", val, r, err);
-}
-
-static struct gs_engine_file *add_file(struct gs_engine_result *r, const char *path)
-{
-        struct gs_engine_file *f = &r->files[r->nfiles++];
-        snprintf(f->path, sizeof(f->path), "%s", path);
-        return f;
+        gs_toml_strings_free(&imp, &n);
+        if (have)
+                return 0;
+        gs_autofree char *q = gs_toml_quote(dropin);
+        char *t = q != NULL ? gs_toml_append(*text, NULL, 0, "imports", q, err) : NULL;
+        if (t == NULL)
+                return q == NULL ? gs_error_set(err, GS_ENOMEM, "out of memory") : in_file(err, file, "");
+        free(*text);
+        *text = t;
+        note(r, "%s: imports += %s", file, q);
+        return 0;
 }
 
 /* The edits of a containerd config `text` of schema `version` (2 or 3) and, with a drop-in, of it. */
@@ -293,30 +308,24 @@ static int containerd_edit(const struct gs_engine_opts *o, const char *name, con
                 return containerd_tables(text, file, version, o, name, qpath, systemd, r, err);
         if (ensure_import(text, file, dropin, r, err) < 0)
                 return -1;
-        struct gs_engine_file *d = add_file(r, dropin);
-        if ((d->after = read_text(dropin, err)) == NULL)
+        struct gs_engine_file *d = add_file(r, dropin, err);
+        if (d == NULL || tcheck(d->after, dropin, err) < 0)
                 return -1;
-        gs_autofree char *dorig = strdup(d->after);
         char vbuf[8];
         snprintf(vbuf, sizeof(vbuf), "%u", version);
-        if (dorig == NULL || tset(&d->after, dropin, NULL, 0, "version", vbuf, r, err) < 0 ||
+        if (tset(&d->after, dropin, NULL, 0, "version", vbuf, r, err) < 0 ||
             containerd_tables(&d->after, dropin, version, o, name, qpath, systemd, r, err) < 0)
                 return -1;
-        d->changed = strcmp(dorig, d->after) != 0;
+        d->changed = strcmp(d->before, d->after) != 0;
         return 0;
 }
 
 static int containerd(const struct gs_engine_opts *o, const char *name, const char *path, struct gs_engine_result *r,
                       struct gs_error *err)
 {
-        struct gs_engine_file *f = add_file(r, o->config != NULL ? o->config : "/etc/containerd/config.toml");
-        if ((f->after = read_text(f->path, err)) == NULL)
-                return -1;
-        gs_autofree char *orig = strdup(f->after);
+        struct gs_engine_file *f = add_file(r, o->config != NULL ? o->config : "/etc/containerd/config.toml", err);
         unsigned version = 0;
-        if (orig == NULL)
-                return gs_error_set(err, GS_ENOMEM, "out of memory");
-        if (toml_version(f->after, f->path, &version, err) < 0)
+        if (f == NULL || tcheck(f->after, f->path, err) < 0 || toml_version(f->after, f->path, &version, err) < 0)
                 return -1;
         if (version == 1)
                 return gs_error_set(err, GS_EFORMAT, "%s: config version 1 (containerd 1.4 and older) is not supported; "
@@ -326,20 +335,19 @@ static int containerd(const struct gs_engine_opts *o, const char *name, const ch
                 return -1;
         if (containerd_edit(o, name, path, &f->after, f->path, version, r, err) < 0)
                 return -1;
-        f->changed = strcmp(orig, f->after) != 0;
+        f->changed = strcmp(f->before, f->after) != 0;
         return 0;
 }
 
 static int crio(const struct gs_engine_opts *o, const char *name, const char *path, struct gs_engine_result *r,
                 struct gs_error *err)
 {
-        struct gs_engine_file *f = add_file(r, o->config != NULL ? o->config : "/etc/crio/crio.conf.d/99-gpuslice.toml");
-        if ((f->after = read_text(f->path, err)) == NULL)
+        struct gs_engine_file *f = add_file(r, o->config != NULL ? o->config : "/etc/crio/crio.conf.d/99-gpuslice.toml", err);
+        if (f == NULL || tcheck(f->after, f->path, err) < 0)
                 return -1;
-        gs_autofree char *orig = strdup(f->after);
         gs_autofree char *qpath = gs_toml_quote(path);
         gs_autofree char *qname = gs_toml_quote(name);
-        if (orig == NULL || qpath == NULL || qname == NULL)
+        if (qpath == NULL || qname == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
         if (f->after[0] == '\0') {
                 free(f->after);
@@ -354,7 +362,79 @@ static int crio(const struct gs_engine_opts *o, const char *name, const char *pa
                 return -1;
         if (o->set_as_default && tset(&f->after, f->path, rt, 2, "default_runtime", qname, r, err) < 0)
                 return -1;
-        f->changed = strcmp(orig, f->after) != 0;
+        f->changed = strcmp(f->before, f->after) != 0;
+        return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* writing, checked by containerd */
+
+struct ctr_check {
+        const char *prog;  /* containerd's path */
+        const char *file;  /* the file as named, for the message */
+};
+
+/* `containerd --config TMP config dump`: containerd reads the new text as it would at a restart. */
+static int containerd_check(const char *tmp, void *arg, struct gs_error *err)
+{
+        const struct ctr_check *c = arg;
+        char *const argv[] = {(char *)c->prog, "--config", (char *)tmp, "config", "dump", NULL};
+        char said[1024];
+        int rc = gs_conffile_run(argv, said, sizeof(said), err);
+        if (rc < 0)
+                return -1;
+        if (rc != 0)
+                return gs_error_set(err, GS_EFORMAT, "%s: containerd refuses the edited config (`%s --config FILE config dump`"
+                                    " exit %d: %s); the original is untouched", c->file, c->prog, rc, said[0] ? said : "no message");
+        return 0;
+}
+
+/* Put a file already written back as it was (its old text, or no file), its backup gone; when
+ * that fails, the error says so and where the backup is. */
+static void put_back(struct gs_engine_file *f, struct gs_error *err)
+{
+        struct gs_error e = {0};
+        char bak[4200] = "";
+        int rc = f->cf.exists ? gs_conffile_write(&f->cf, f->before, f->before, NULL, NULL, bak, sizeof(bak), &e)
+                              : unlink(f->cf.real) < 0 ? gs_error_sys(&e, "cannot remove %s", f->cf.real) : 0;
+        if (bak[0] != '\0')
+                unlink(bak);
+        if (rc == 0) {
+                if (f->backup[0] != '\0')
+                        unlink(f->backup);
+                f->backup[0] = '\0';
+                return;
+        }
+        char msg[sizeof(err->msg)];
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        gs_error_set(err, err->code, "%s; and %s, already written, could not be put back (%s)%s%s", msg, f->path, e.msg,
+                     f->backup[0] ? ": its old text is in " : "", f->backup);
+}
+
+static int write_files(const struct gs_engine_opts *o, struct gs_engine_result *r, struct gs_error *err)
+{
+        char prog[4096];
+        struct ctr_check cc = {.prog = prog};
+        bool check = o->engine == GS_ENGINE_CONTAINERD;
+        if (check && gs_conffile_find_program("containerd", prog, sizeof(prog)) < 0) {
+                check = false;
+                for (size_t i = 0; i < r->nfiles; i++)
+                        if (r->files[i].changed)
+                                add_note(r, "%s: not checked by containerd (containerd not found on PATH)", r->files[i].path);
+        }
+        for (size_t i = r->nfiles; i-- > 0;) { /* a drop-in before the config that imports it */
+                struct gs_engine_file *f = &r->files[i];
+                if (!f->changed)
+                        continue;
+                cc.file = f->path;
+                if (gs_conffile_write(&f->cf, f->after, f->before, check ? containerd_check : NULL, &cc, f->backup,
+                                      sizeof(f->backup), err) < 0) {
+                        for (size_t j = i + 1; j < r->nfiles; j++)
+                                if (r->files[j].changed)
+                                        put_back(&r->files[j], err);
+                        return -1;
+                }
+        }
         return 0;
 }
 
@@ -371,8 +451,5 @@ int gs_engine_configure(const struct gs_engine_opts *o, struct gs_engine_result 
                                                      : crio(o, name, path, r, err);
         if (rc < 0 || o->dry_run)
                 return rc;
-        for (size_t i = r->nfiles; i-- > 0;) /* a drop-in before the config that imports it */
-                if (r->files[i].changed && write_file(&r->files[i], err) < 0)
-                        return -1;
-        return 0;
+        return write_files(o, r, err);
 }

@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "runtime/hook_exe.h"
 #include "runtime/oci.h"
 #include "runtime/request.h"
 
@@ -382,33 +383,42 @@ static const char *hook_path(const struct gs_shim_opts *o)
         return o->hc->rt.hook_path[0] != '\0' ? o->hc->rt.hook_path : o->self;
 }
 
-/* hooks.<stage> += {path, args: gpuslice hook [--config F] <arg>, env}, unless one with the same
- * path and arguments is there. */
+/* One of gpuslice's hooks at `arg` (its last argument): args "gpuslice-hook ... <arg>" (the lean
+ * hook) or "gpuslice hook ... <arg>" (ours, from an older version, or a CDI slice device's). */
+static bool is_our_hook(json_object *h, const char *arg)
+{
+        json_object *a;
+        size_t n = json_object_object_get_ex(h, "args", &a) && json_object_is_type(a, json_type_array)
+                           ? json_object_array_length(a)
+                           : 0;
+        const char *a0 = n >= 2 ? json_object_get_string(json_object_array_get_idx(a, 0)) : NULL;
+        const char *a1 = n >= 3 ? json_object_get_string(json_object_array_get_idx(a, 1)) : NULL;
+        const char *al = n >= 2 ? json_object_get_string(json_object_array_get_idx(a, n - 1)) : NULL;
+        if (a0 == NULL || al == NULL || strcmp(al, arg) != 0)
+                return false;
+        return gs_hook_exe_is_lean(a0) || (a1 != NULL && strcmp(a1, "hook") == 0);
+}
+
+/* hooks.<stage> += {path, args: gpuslice-hook [--config F] <arg> (or gpuslice hook ...: the
+ * configured hook path's words), env}, unless one of ours at <arg> is there. */
 static void add_hook(const struct gs_shim_opts *o, json_object *oci, const char *stage, const char *arg)
 {
         json_object *arr = child(child(oci, "hooks", json_type_object), stage, json_type_array);
+        /* a `gpuslice-hook ... <arg>` already there (ours, or a CDI slice device's): not twice */
+        for (size_t i = 0; i < json_object_array_length(arr); i++)
+                if (is_our_hook(json_object_array_get_idx(arr, i), arg))
+                        return;
         json_object *args = json_object_new_array();
-        json_object_array_add(args, json_object_new_string("gpuslice"));
-        json_object_array_add(args, json_object_new_string("hook"));
+        const char *words[2];
+        size_t nw = gs_hook_exe_words(hook_path(o), false, words);
+        for (size_t i = 0; i < nw; i++)
+                json_object_array_add(args, json_object_new_string(words[i]));
         const char *cfg = secure_getenv("GPUSLICE_CONFIG");
         if (cfg != NULL && cfg[0] == '/') {
                 json_object_array_add(args, json_object_new_string("--config"));
                 json_object_array_add(args, json_object_new_string(cfg));
         }
         json_object_array_add(args, json_object_new_string(arg));
-        /* a `gpuslice hook ... <arg>` already there (ours, or a CDI slice device's): not twice */
-        for (size_t i = 0; i < json_object_array_length(arr); i++) {
-                json_object *h = json_object_array_get_idx(arr, i), *a;
-                size_t n = json_object_object_get_ex(h, "args", &a) && json_object_is_type(a, json_type_array)
-                                   ? json_object_array_length(a)
-                                   : 0;
-                const char *a1 = n >= 3 ? json_object_get_string(json_object_array_get_idx(a, 1)) : NULL;
-                const char *al = n >= 3 ? json_object_get_string(json_object_array_get_idx(a, n - 1)) : NULL;
-                if (a1 != NULL && al != NULL && strcmp(a1, "hook") == 0 && strcmp(al, arg) == 0) {
-                        json_object_put(args);
-                        return;
-                }
-        }
         json_object *h = json_object_new_object();
         json_object_object_add(h, "path", json_object_new_string(hook_path(o)));
         json_object_object_add(h, "args", args);

@@ -12,6 +12,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/strutil.h"
+#include "runtime/hook_exe.h"
 
 int gs_k8s_cdi_rebase(json_object *o, const char *root, const char *host_root, struct gs_error *err)
 {
@@ -79,11 +80,8 @@ int gs_k8s_cdi_write(struct gs_context *ctx, const struct gs_k8s_plan *p, const 
                         return -1;
         char exe[PATH_MAX];
         if (hook_path == NULL || hook_path[0] == '\0') {
-                ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-                if (l <= 0)
-                        return gs_error_sys(err, "cannot find the gpuslice executable (/proc/self/exe); set "
-                                                 "device-plugin.hook-path");
-                exe[l] = '\0';
+                if (gs_hook_exe_default(exe, sizeof(exe), err) < 0)
+                        return gs_error_wrap(err, "set device-plugin.hook-path");
                 hook_path = exe;
         }
         struct gs_cdi_opts o = {

@@ -17,7 +17,8 @@
 
 #include "k8s/resources.h"
 
-/* hook_path: the gpuslice the hooks run on the host ("" or NULL: this executable). */
+/* hook_path: the executable the hooks run on the host, gpuslice-hook or gpuslice ("" or NULL: the
+ * gpuslice-hook beside this executable, else this one: runtime/hook_exe.h). */
 int gs_k8s_cdi_write(struct gs_context *ctx, const struct gs_k8s_plan *p, const char *path, const char *hook_path,
                      const char *host_root, struct gs_error *err);
 

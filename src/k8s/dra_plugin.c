@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/strutil.h"
+#include "runtime/hook_exe.h"
 #include "k8s/dra_int.h"
 #include "k8s/dra_slices.h"
 #include "k8s/serve.h"
@@ -339,10 +340,8 @@ static int start(struct gs_dra *p, struct gs_error *err)
         static char exe[PATH_MAX];
         const char *hook = o->hc->dp.hook_path;
         if (hook[0] == '\0') {
-                ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-                if (l <= 0)
-                        return gs_error_sys(err, "cannot find the gpuslice executable (/proc/self/exe)");
-                exe[l] = '\0';
+                if (gs_hook_exe_default(exe, sizeof(exe), err) < 0)
+                        return -1;
                 hook = exe;
         }
         p->prep = (struct gs_dra_prep){.ctx = o->ctx, .dev = p->dev, .api = &p->api, .health = &p->health,

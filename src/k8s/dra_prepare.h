@@ -50,7 +50,7 @@ struct gs_dra_prep {
         const char *driver;
         const char *node;
         const char *cdi_dir;
-        const char *hook_path;  /* absolute; the gpuslice the CDI hooks run */
+        const char *hook_path;  /* absolute; the gpuslice-hook (or gpuslice) the CDI hooks run */
         const char *host_root;  /* the driver root as the host's runtime sees it ("" : the same) */
         char checkpoint[PATH_MAX];
         struct gs_driver_info drv;

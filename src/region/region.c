@@ -385,7 +385,7 @@ int gs_region_open(const char *path, unsigned ndevices, const uint64_t *limits,
                 errno = EINVAL;
                 return -1;
         }
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0660);
         if (fd < 0) {
                 int e = errno;
                 seterr(err, errlen, "cannot open usage region %s: %s", path, strerror(e));
@@ -460,7 +460,8 @@ int gs_region_open(const char *path, unsigned ndevices, const uint64_t *limits,
                         seterr(err, errlen, "cannot allocate usage region %s: %s", path, strerror(e));
                         goto fail;
                 }
-                (void)fchmod(fd, 0666); /* shared by every uid in the container; may be not ours */
+                /* (its mode stays its maker's: the hook makes a container's 0660, of the container's
+                 * user and group; never widened for any local user to write) */
         }
         map = mmap(NULL, GS_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (map == MAP_FAILED) {

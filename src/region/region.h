@@ -289,7 +289,8 @@ struct gs_region;
 
 /*
  * Open (or create) the region at `path` read-write and map it. If the file is new (or was left
- * uninitialized by a creator that died), it is created with mode 0666 and initialized with
+ * uninitialized by a creator that died), it is created with mode 0660 (less the umask; an existing
+ * file keeps its maker's mode and owner: never world-writable) and initialized with
  * `ndevices` (1..16), `limits` (bytes, 0 = unlimited; NULL = all unlimited) and `uuids` (NULL =
  * empty). If it exists, those arguments are ignored: the file's values win; compare them with
  * gs_region_limits_match() and decide. Refuses a file of another format/version/size with a

@@ -120,6 +120,9 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
         rq.opts.rootfs = cfg.rootfs;
         rq.opts.no_pivot = h->no_pivot;
         rq.opts.slice.container_id = st->id;
+        rq.opts.slice.user_set = true; /* (who owns its usage region and arbiter records) */
+        rq.opts.slice.user_uid = cfg.uid;
+        rq.opts.slice.user_gid = cfg.gid;
         gs_log_info("container %s: gpu=%s devices=%s caps=0x%x requirements=%zu slice=%s", st->id,
                     rq.gpu ? "yes" : "no", rq.opts.devices != NULL ? rq.opts.devices : "(none)", rq.opts.caps,
                     rq.opts.nrequires, gs_slice_requested(&rq.opts.slice) ? "yes" : "no");

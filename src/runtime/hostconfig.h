@@ -129,7 +129,8 @@ struct gs_hostconfig_rt {
         struct gs_hostconfig_list runtimes;   /* low-level runtimes, the first found runs */
         struct gs_hostconfig_list cdi_spec_dirs;
         struct gs_hostconfig_list env_cdi_kinds; /* the kinds a name from the env may resolve to */
-        char hook_path[GS_HOSTCONFIG_MAX_STR]; /* the gpuslice the added hooks run ("" = this one) */
+        char hook_path[GS_HOSTCONFIG_MAX_STR]; /* the gpuslice-hook (or gpuslice) the added hooks run ("" = the
+                                                 * gpuslice-hook beside the shim) */
         char log_file[GS_HOSTCONFIG_MAX_STR];  /* the shim's own log ("" = none) */
 };
 

@@ -303,7 +303,41 @@ static void record(int dirfd, const char *id, const struct gs_slice_limits *a, c
         closelog();
 }
 
-static int set_locked(int regfd, int dirfd, const char *id, const struct gs_slice_opts *change,
+/* The slice's lock: <slice dir>/.lock (made 0600: only its maker, root, can open it, so no other
+ * user can hold it; the slice directory itself is readable by all, and its flock was anyone's to
+ * hold), taken within GS_SLICE_LOCK_TIMEOUT_MS or a clear error. Its descriptor, or -1. */
+static int lock_slice(int dirfd, const char *regions_dir, const char *id, struct gs_error *err)
+{
+        int fd = openat(dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                gs_error_sys(err, "open %s/%s/.lock", regions_dir, id);
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                        return fd;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+                if ((errno != EWOULDBLOCK && errno != EINTR) || ms >= GS_SLICE_LOCK_TIMEOUT_MS) {
+                        if (errno == EWOULDBLOCK)
+                                gs_error_set(err, GS_ETIMEOUT, "slice %s is being changed by another process: its lock "
+                                             "%s/%s/.lock was held for %d s (try again)", id, regions_dir, id,
+                                             GS_SLICE_LOCK_TIMEOUT_MS / 1000);
+                        else
+                                gs_error_sys(err, "lock %s/%s/.lock", regions_dir, id);
+                        close(fd);
+                        return -1;
+                }
+                usleep(10000);
+        }
+}
+
+static int set_locked(const char *regions_dir, int regfd, int dirfd, const char *id, const struct gs_slice_opts *change,
                       struct gs_slice_limits *before, struct gs_slice_limits *after, struct gs_error *err)
 {
         int got = gs_slice_read_live(regfd, id, before);
@@ -320,7 +354,7 @@ static int set_locked(int regfd, int dirfd, const char *id, const struct gs_slic
                                                     "launches are not interposed, so a compute limit can be changed "
                                                     "live but not added (restart it with one)", id);
         after->generation = before->generation + 1;
-        if (gs_slice_write_live(dirfd, after, err) < 0)
+        if (gs_slice_update_arbiter(regions_dir, dirfd, id, after, err) < 0 || gs_slice_write_live(dirfd, after, err) < 0)
                 return -1;
         if (bump_region(dirfd) < 0)
                 gs_log_info("slice %s: no usage region to tell (its processes read the limits within 250 ms)", id);
@@ -345,10 +379,11 @@ int gs_slice_set(const char *regions_dir, const char *id, const struct gs_slice_
         if (dirfd < 0)
                 return gs_error_sys(err, "open %s/%s", regions_dir, id);
         /* One change at a time per slice (read, merge, replace). */
-        if (flock(dirfd, LOCK_EX) < 0)
-                return gs_error_sys(err, "lock %s/%s", regions_dir, id);
-        int rc = set_locked(regfd, dirfd, id, change, &b, &a, err);
-        flock(dirfd, LOCK_UN);
+        gs_autoclose int lockfd = lock_slice(dirfd, regions_dir, id, err);
+        if (lockfd < 0)
+                return -1;
+        int rc = set_locked(regions_dir, regfd, dirfd, id, change, &b, &a, err);
+        flock(lockfd, LOCK_UN);
         if (rc == 0 && before != NULL)
                 *before = b;
         if (rc == 0 && after != NULL)

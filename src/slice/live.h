@@ -22,6 +22,7 @@
 #include <gpuslice/gpuslice.h>
 
 #define GS_SLICE_LIVE_PATH GS_SLICE_LIVE_DIR "/limits"
+#define GS_SLICE_LOCK_TIMEOUT_MS 5000 /* gs_slice_set waits this long for another change to end */
 
 #define GS_SLICE_VALUE_MAX 32
 struct gs_slice_limits {
@@ -53,7 +54,8 @@ unsigned gs_slice_limits_compute(const struct gs_slice_limits *l, unsigned i);
  * compute, compute_dev, compute_mode, priority; NULL = unchanged; --memory replaces the per-device
  * values too, "unlimited"/"100" lift a limit). Refuses a slice whose container is gone, one without
  * a live file, and a compute limit for a slice that started without one. `before`/`after` (may be
- * NULL) get the limits on both sides. Logged with the caller's uid and pid. */
+ * NULL) get the limits on both sides. Logged with the caller's uid and pid. One change at a time:
+ * a change waits up to GS_SLICE_LOCK_TIMEOUT_MS for another one to end (then GS_ETIMEOUT). */
 int gs_slice_set(const char *regions_dir, const char *id, const struct gs_slice_opts *change,
                  struct gs_slice_limits *before, struct gs_slice_limits *after, struct gs_error *err);
 

@@ -22,6 +22,7 @@
 #include "common/unixsock.h"
 #include "region/region.h"
 #include "slice/live.h"
+#include "vgpu/arbiter.h"
 #include "vgpu/config.h"
 
 #if defined(__x86_64__)
@@ -91,11 +92,14 @@ static unsigned long long start_time(pid_t pid)
         return gs_region_proc_start_time((int)pid);
 }
 
-static int write_at(int dirfd, const char *name, const char *data, size_t len, mode_t mode, struct gs_error *err)
+/* Create `name` under dirfd with `data`, owned by uid:gid ((uid_t)-1: ours) and of `mode`. */
+static int write_owned(int dirfd, const char *name, const char *data, size_t len, mode_t mode, uid_t uid, gid_t gid,
+                       struct gs_error *err)
 {
         gs_autoclose int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0)
                 return gs_error_sys(err, "create %s", name);
+
         for (size_t off = 0; off < len;) {
                 ssize_t w = write(fd, data + off, len - off);
                 if (w < 0 && errno == EINTR)
@@ -106,7 +110,53 @@ static int write_at(int dirfd, const char *name, const char *data, size_t len, m
         }
         if (fchmod(fd, mode) < 0)
                 return gs_error_sys(err, "chmod %s", name);
+        if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0) /* (last: then it is no longer ours) */
+                return gs_error_sys(err, "chown %s", name);
         return 0;
+}
+
+static int write_at(int dirfd, const char *name, const char *data, size_t len, mode_t mode, struct gs_error *err)
+{
+        return write_owned(dirfd, name, data, len, mode, (uid_t)-1, (gid_t)-1, err);
+}
+
+/* `id` of the container (process.user) as the host sees it, through /proc/<pid>/uid_map or
+ * gid_map ("inside outside count" lines); (unsigned)-1 where it is not mapped. */
+static unsigned map_id(pid_t pid, const char *which, unsigned id)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, which);
+        FILE *f = fopen(path, "re");
+        if (f == NULL)
+                return (unsigned)-1;
+        unsigned long in, out, count, r = (unsigned)-1;
+        while (fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3)
+                if (id >= in && id - in < count) {
+                        r = out + (id - in);
+                        break;
+                }
+        fclose(f);
+        return (unsigned)r;
+}
+
+/* Who owns the container's writable host files (its usage region and arbiter records; docs/
+ * slicing.md): its process user and that user's group (the hook reads them from config.json;
+ * processes of other users in the container use them through the group), as the host sees them;
+ * else (unknown, or not mapped) its root, the owner of /proc/<pid>. */
+static void host_ids(const struct gs_slice_opts *s, pid_t pid, uid_t *uid, gid_t *gid)
+{
+        char path[32];
+        struct stat st;
+        snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+        *uid = stat(path, &st) == 0 ? st.st_uid : 0;
+        *gid = stat(path, &st) == 0 ? st.st_gid : 0;
+        if (!s->user_set)
+                return;
+        unsigned u = map_id(pid, "uid_map", (unsigned)s->user_uid), g = map_id(pid, "gid_map", (unsigned)s->user_gid);
+        if (u != (unsigned)-1 && g != (unsigned)-1) {
+                *uid = (uid_t)u;
+                *gid = (gid_t)g;
+        }
 }
 
 /* Remove `name` under parentfd, recursively, never following a symlink; bounded depth. */
@@ -204,10 +254,48 @@ static int open_gpu_arbiter(int rootfd, const char *uuid, bool create, struct gs
         return fd;
 }
 
-/* For each of the container's GPUs (`devices`, comma-separated UUIDs): its arbiter directory and,
- * in it, a fresh record named after the container (anything there by that name is replaced). */
-static int make_arbiter_files(struct gs_slice_host *h, const char *devices, struct gs_error *err)
+/* The arbiter's host record of the slice on its i-th device (vgpu/arbiter.h): its share there
+ * (basis points), class and mode, from the allocator's limits, never from the container. */
+static int host_record(const struct gs_slice_limits *l, unsigned i, struct gs_arb_host *r, struct gs_error *err)
 {
+        memset(r, 0, sizeof(*r));
+        r->magic = GS_ARB_HOST_MAGIC;
+        const char *v = i < GS_SLICE_MAX_DEVICES && l->compute_dev[i][0] != '\0' ? l->compute_dev[i] : l->compute;
+        double pct = *v != '\0' ? strtod(v, NULL) : 100.0;
+        r->weight = pct >= 100.0 ? 10000u : pct <= 0.01 ? 1u : (uint32_t)(pct * 100.0 + 0.5);
+        int prio = l->priority[0] != '\0' ? gs_vgpu_parse_priority(l->priority, false) : GS_ARB_PRIO_NORMAL;
+        if (prio < 0)
+                return gs_error_set(err, GS_EINVAL, "invalid slice priority '%s' (high, normal or low)", l->priority);
+        r->prio = (uint32_t)prio;
+        r->mode = strcmp(l->compute_mode, "share") == 0;
+        return 0;
+}
+
+/* Write (replace) the host record `.host-<id>` in the GPU's arbiter directory gfd: root's, 0644. */
+static int write_host_record(int gfd, const char *id, const struct gs_arb_host *r, struct gs_error *err)
+{
+        char name[GS_ARB_NAME_MAX + sizeof(GS_ARB_HOST_PREFIX)], tmp[sizeof(name) + 8];
+        snprintf(name, sizeof(name), GS_ARB_HOST_PREFIX "%s", id);
+        snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+        unlinkat(gfd, tmp, 0);
+        if (write_at(gfd, tmp, (const char *)r, sizeof(*r), 0644, err) < 0)
+                return -1;
+        if (renameat(gfd, tmp, gfd, name) < 0) {
+                unlinkat(gfd, tmp, 0);
+                return gs_error_sys(err, "rename %s", name);
+        }
+        return 0;
+}
+
+/* For each of the container's GPUs (`devices`, comma-separated UUIDs): its arbiter directory and,
+ * in it, a fresh record named after the container (anything there by that name is replaced),
+ * the container's to write (owned by uid:gid, 0660), and beside it the slice's host record. */
+static int make_arbiter_files(struct gs_slice_host *h, const struct gs_slice_opts *s, const char *devices, uid_t uid,
+                              gid_t gid, struct gs_error *err)
+{
+        struct gs_slice_limits l;
+        if (gs_slice_limits_from_opts(s, &l, err) < 0)
+                return -1;
         int made = gs_mkdir_p(h->arb_root, 0755, err);
         if (made < 0)
                 return -1;
@@ -222,9 +310,11 @@ static int make_arbiter_files(struct gs_slice_host *h, const char *devices, stru
                         gs_autoclose int gfd = open_gpu_arbiter(rootfd, uuid, true, err);
                         if (gfd < 0)
                                 return -1;
+                        struct gs_arb_host hr;
                         if (unlinkat(gfd, h->id, 0) < 0 && errno != ENOENT)
                                 return gs_error_sys(err, "remove %s/gpuslice-gpu-%s/%s", h->arb_root, uuid, h->id);
-                        if (write_at(gfd, h->id, zero, sizeof(zero), 0666, err) < 0)
+                        if (host_record(&l, h->narb, &hr, err) < 0 || write_host_record(gfd, h->id, &hr, err) < 0 ||
+                            write_owned(gfd, h->id, zero, sizeof(zero), 0660, uid, gid, err) < 0)
                                 return -1;
                         memcpy(h->arb_uuid[h->narb++], uuid, n + 1);
                 }
@@ -233,9 +323,11 @@ static int make_arbiter_files(struct gs_slice_host *h, const char *devices, stru
         return 0;
 }
 
-/* Remove the container's record from every GPU's arbiter directory. */
+/* Remove the container's record (and its host record) from every GPU's arbiter directory. */
 static void remove_arbiter_files(const char *arb_root, const char *id)
 {
+        char host[GS_ARB_NAME_MAX + sizeof(GS_ARB_HOST_PREFIX)];
+        snprintf(host, sizeof(host), GS_ARB_HOST_PREFIX "%s", id);
         int fd = open(arb_root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return;
@@ -251,8 +343,47 @@ static void remove_arbiter_files(const char *arb_root, const char *id)
                 gs_autoclose int gfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (gfd >= 0 && unlinkat(gfd, id, 0) < 0 && errno != ENOENT)
                         gs_log_warn("cannot remove %s/%s/%s: %s", arb_root, e->d_name, id, strerror(errno));
+                if (gfd >= 0)
+                        unlinkat(gfd, host, 0);
         }
         closedir(d);
+}
+
+int gs_slice_update_arbiter(const char *regions_dir, int dirfd, const char *id, const struct gs_slice_limits *l,
+                            struct gs_error *err)
+{
+        char arb[PATH_MAX], conf[8192];
+        if (arbiter_root(regions_dir, arb, sizeof(arb), err) < 0)
+                return -1;
+        gs_autoclose int fd = openat(dirfd, "slice.conf", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        ssize_t n = fd < 0 ? -1 : read(fd, conf, sizeof(conf) - 1);
+        if (n < 0)
+                return 0; /* (no slice file: an exec slice, whose processes keep their own) */
+        conf[n] = '\0';
+        const char *d = strstr(conf, "\nGPUSLICE_DEVICES=");
+        gs_autoclose int rootfd = open(arb, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (d == NULL || rootfd < 0)
+                return 0;
+        char host[GS_ARB_NAME_MAX + sizeof(GS_ARB_HOST_PREFIX)];
+        snprintf(host, sizeof(host), GS_ARB_HOST_PREFIX "%s", id);
+        d += strlen("\nGPUSLICE_DEVICES=");
+        for (unsigned i = 0; *d != '\0' && *d != '\n' && i < GS_MAX_GPUS; i++) {
+                size_t k = strcspn(d, ",\n");
+                char uuid[GS_STR_LONG];
+                if (k > 0 && k < sizeof(uuid)) {
+                        memcpy(uuid, d, k);
+                        uuid[k] = '\0';
+                        struct gs_error ignore = {0};
+                        gs_autoclose int gfd = open_gpu_arbiter(rootfd, uuid, false, &ignore);
+                        struct gs_arb_host r;
+                        struct stat st;
+                        if (gfd >= 0 && fstatat(gfd, host, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            (host_record(l, i, &r, err) < 0 || write_host_record(gfd, id, &r, err) < 0))
+                                return -1;
+                }
+                d += k + (d[k] == ',');
+        }
+        return 0;
 }
 
 /* Cap mode through MPS: the GPU's client directory gs_configure chose (runtime/mps.h). */
@@ -356,10 +487,14 @@ int gs_slice_prepare(const struct gs_slice_opts *s, pid_t owner_pid, const char 
         char owner[64];
         int on = snprintf(owner, sizeof(owner), "%d %llu\n", (int)owner_pid, st);
         struct gs_slice_limits live;
+        uid_t uid;
+        gid_t gid;
+        host_ids(s, owner_pid, &uid, &gid);
         if (write_at(h->dirfd, "owner", owner, (size_t)on, 0644, err) < 0 ||
-            (compute_limited(s) && (find_mps_pipe(s, devices, h), make_arbiter_files(h, devices, err) < 0)) ||
+            (compute_limited(s) && (find_mps_pipe(s, devices, h), make_arbiter_files(h, s, devices, uid, gid, err) < 0)) ||
             write_slice_conf(h->dirfd, s, devices, h, err) < 0 || gs_slice_limits_from_opts(s, &live, err) < 0 ||
-            gs_slice_write_live(h->dirfd, &live, err) < 0 || write_at(h->dirfd, "usage", "", 0, 0666, err) < 0)
+            gs_slice_write_live(h->dirfd, &live, err) < 0 ||
+            write_owned(h->dirfd, "usage", "", 0, 0660, uid, gid, err) < 0)
                 goto fail;
         return 0;
 fail:
@@ -399,7 +534,7 @@ int gs_slice_prepare_exec(const struct gs_slice_opts *s, const char *id, struct 
                 goto fail;
         }
         if (gs_slice_limits_from_opts(s, &live, err) < 0 || gs_slice_write_live(h->dirfd, &live, err) < 0 ||
-            write_at(h->dirfd, "usage", "", 0, 0666, err) < 0 || write_at(h->dirfd, "owner", owner, (size_t)on, 0644, err) < 0)
+            write_at(h->dirfd, "usage", "", 0, 0600, err) < 0 || write_at(h->dirfd, "owner", owner, (size_t)on, 0644, err) < 0)
                 goto fail;
         return 0;
 fail:

@@ -9,16 +9,19 @@
  *                  allocator's word (runtime/slice_rules.h)
  *   ld.so.preload  the image's own /etc/ld.so.preload lines, kept, plus the interposer's path;
  *                  mounted read-only over the container's /etc/ld.so.preload
- *   usage          the usage region (0666, sized by the first process), mounted read-write at
- *                  GS_SLICE_USAGE_PATH
+ *   usage          the usage region (sized by the first process), mounted read-write at
+ *                  GS_SLICE_USAGE_PATH; 0660, owned by the container's process user and group
+ *                  (the hook's config.json; mapped through its user namespace), else its root
  *   live/limits    the live limits (slice/live.h), replaced whole by `gpuslice slice set`; live/
  *                  is mounted read-only at GS_SLICE_LIVE_DIR
  *   changes        who changed the limits, when, old -> new (one line each; host-only)
  * and, for a compute-limited slice, in each of its GPUs' arbiter directories
  * <regions_dir>/../arbiter/gpuslice-gpu-<UUID>/ (sticky, world-writable: host slices of any user add
- * their own file there) a file named after the container (0666, 64 bytes): the directory is
- * mounted read-only at GS_SLICE_ARBITER_DIR/gpuslice-gpu-<UUID>, and only the container's own file
- * in it read-write, so a container can write its own turn-taking record and read the others'.
+ * their own file there) a file named after the container (0660, as the usage region, 64 bytes) and
+ * its host record `.host-<id>` (root's, 0644: the slice's share, class and mode on that GPU, all
+ * the others believe of it; vgpu/arbiter.h): the directory is mounted read-only at
+ * GS_SLICE_ARBITER_DIR/gpuslice-gpu-<UUID>, and only the container's own record in it read-write,
+ * so a container can write its own turn-taking record and read the others'.
  * A cap-mode slice on one GPU that goes through its GPU's `gpuslice mps` daemon (opts->mps_dir, as
  * runtime/mps.h's gs_mps_slice_attach chose it under slice.mps) gets the GPU's client directory,
  * mounted read-only at the same path, named in slice.conf.
@@ -79,6 +82,13 @@ int gs_slice_write_preload(struct gs_slice_host *h, const char *image, size_t le
 /* Undo gs_slice_prepare (on a failed configure): remove the directory if we created it. */
 void gs_slice_abort(struct gs_slice_host *h);
 void gs_slice_close(struct gs_slice_host *h);
+
+struct gs_slice_limits;
+/* A live change of the container's slice (gs_slice_set, before it replaces the live file): its
+ * arbiter host records rewritten with the new share, class and mode, on each of its GPUs that has
+ * one (`dirfd`: the slice's directory, whose slice file lists them). */
+int gs_slice_update_arbiter(const char *regions_dir, int dirfd, const char *id, const struct gs_slice_limits *l,
+                            struct gs_error *err);
 
 /* poststop: remove the container's directory and arbiter files (no error if they are gone). */
 int gs_slice_remove(const char *regions_dir, const char *id, struct gs_error *err);

@@ -31,6 +31,7 @@
 #define GS_ARB_LIST_NS 1000000000ull       /* the directory is listed at least this often */
 #define GS_ARB_SHARED_NS 1000000000ull     /* a peer that ticked this recently shares the GPU */
 #define GS_ARB_GONE_NS 60000000000ull      /* a slice silent this long is gone: its file is removed */
+#define GS_ARB_CHARGE_MAX_NS 10000000ull   /* a tick charges the others at most this much (a late one) */
 
 /* ----------------------------------------------------------------------------------------- */
 /* Files                                                                                     */
@@ -117,8 +118,9 @@ static void forget_peer(struct gs_arb_peer *p)
         p->valid = false;
 }
 
-/* Another slice's file: a regular file, opened without following links or blocking. */
-static int open_peer(int dirfd, const char *name)
+/* Another slice's file: a regular file, opened without following links or blocking; its owner in
+ * `uid` (may be NULL). */
+static int open_peer(int dirfd, const char *name, unsigned *uid)
 {
         int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         struct stat st;
@@ -126,9 +128,57 @@ static int open_peer(int dirfd, const char *name)
                 close(fd);
                 fd = -1;
         }
+        if (fd >= 0 && uid != NULL)
+                *uid = st.st_uid;
         return fd;
 }
 
+/* The name of slice `name`'s host record. */
+static bool host_name(const char *name, char *out, size_t len)
+{
+        return snprintf(out, len, GS_ARB_HOST_PREFIX "%s", name) < (int)len;
+}
+
+/* Slice `name`'s host record: true when it is a whole one of this version, written by root or by
+ * the owner of the slice's own record (`rec_uid`: a slice started on the host by a user is its own
+ * host side); `root` says whether root wrote it. */
+static bool read_host(int dirfd, const char *name, unsigned rec_uid, struct gs_arb_host *h, bool *root)
+{
+        char hn[GS_ARB_NAME_MAX + sizeof(GS_ARB_HOST_PREFIX)];
+        unsigned uid = 0;
+        int fd = host_name(name, hn, sizeof(hn)) ? open_peer(dirfd, hn, &uid) : -1;
+        if (fd < 0)
+                return false;
+        bool ok = (uid == 0 || uid == rec_uid) && pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) &&
+                  h->magic == GS_ARB_HOST_MAGIC && h->weight >= 1 && h->weight <= 10000 && h->prio <= GS_ARB_PRIO_LOW &&
+                  h->mode <= 1;
+        close(fd);
+        *root = uid == 0;
+        return ok;
+}
+
+/* Our host record: written where we may (a slice started on the host: its processes are its host
+ * side); else (a container: the directory is read-only there, the hook wrote it) read, and what it
+ * says is ours too, so that we judge our place in the turns as the others do. */
+static void sync_host(struct gs_arb *a)
+{
+        char hn[GS_ARB_NAME_MAX + sizeof(GS_ARB_HOST_PREFIX)];
+        if (!host_name(a->name, hn, sizeof(hn)))
+                return;
+        struct gs_arb_host h = {.magic = GS_ARB_HOST_MAGIC, .weight = a->weight, .prio = a->prio, .mode = a->guaranteed};
+        int fd = openat(a->dirfd, hn, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+        struct stat st;
+        bool wrote = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                     pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h);
+        if (fd >= 0)
+                close(fd);
+        bool root;
+        if (!wrote && read_host(a->dirfd, a->name, (unsigned)geteuid(), &h, &root)) {
+                a->weight = h.weight;
+                a->prio = h.prio == GS_ARB_PRIO_HIGH && !root ? GS_ARB_PRIO_NORMAL : h.prio;
+                a->guaranteed = h.mode == 1;
+        }
+}
 static bool peer_holds(const struct gs_arb_peer *p, uint64_t now);
 static bool peer_wants(const struct gs_arb_peer *p, uint64_t now);
 /* A slice's place in the order of turns: its class (a share-mode slice owed its share first, then
@@ -164,7 +214,8 @@ static void list_peers(struct gs_arb *a)
         while ((e = readdir(d)) != NULL) {
                 if (strcmp(e->d_name, a->name) == 0)
                         self = true;
-                if (!gs_name_is_safe(e->d_name, GS_ARB_NAME_MAX) || strcmp(e->d_name, a->name) == 0)
+                /* (".host-<name>": a slice's host record, not a slice) */
+                if (!gs_name_is_safe(e->d_name, GS_ARB_NAME_MAX) || e->d_name[0] == '.' || strcmp(e->d_name, a->name) == 0)
                         continue;
                 unsigned i = 0;
                 while (i < a->npeers && strcmp(a->peer[i].name, e->d_name) != 0)
@@ -193,12 +244,31 @@ static void list_peers(struct gs_arb *a)
                 remake_own(a);
 }
 
-/* Read every peer's record (pread: a truncated or odd file is a short read, never a fault). */
+static void judge_peers(struct gs_arb *a, uint64_t now);
+
+/* What we believe of a peer's weight, class and mode: its host record's, else (none, or one we do
+ * not trust) its record's weight, class normal at best, cap mode. */
+static void believe(struct gs_arb_peer *p, const struct gs_arb_rec *r)
+{
+        if (p->host_ok) {
+                p->weight = p->host.weight;
+                p->prio = p->host.prio == GS_ARB_PRIO_HIGH && !p->host_root ? GS_ARB_PRIO_NORMAL : p->host.prio;
+                p->share = p->host.mode == 1;
+        } else {
+                p->weight = r->weight;
+                p->prio = r->prio < GS_ARB_PRIO_NORMAL ? GS_ARB_PRIO_NORMAL : r->prio > GS_ARB_PRIO_LOW ? GS_ARB_PRIO_LOW : r->prio;
+                p->share = false;
+        }
+}
+
+/* Read every peer's record (pread: a truncated or odd file is a short read, never a fault), and
+ * at each listing its host record. */
 static void read_peers(struct gs_arb *a, uint64_t now)
 {
         struct stat st;
         int64_t mt = fstat(a->dirfd, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec : 0;
-        if (mt != a->dir_mtime_ns || now - a->listed_at > GS_ARB_LIST_NS) {
+        bool listed = mt != a->dir_mtime_ns || now - a->listed_at > GS_ARB_LIST_NS;
+        if (listed) {
                 a->dir_mtime_ns = mt;
                 a->listed_at = now;
                 list_peers(a);
@@ -206,8 +276,13 @@ static void read_peers(struct gs_arb *a, uint64_t now)
         uint64_t read_ns = gs_mono_ns();
         for (unsigned i = 0; i < a->npeers; i++) {
                 struct gs_arb_peer *p = &a->peer[i];
-                if (p->fd < 0 && (p->fd = open_peer(a->dirfd, p->name)) < 0)
-                        continue;
+                if (p->fd < 0) {
+                        if ((p->fd = open_peer(a->dirfd, p->name, &p->uid)) < 0)
+                                continue;
+                        p->host_ok = read_host(a->dirfd, p->name, p->uid, &p->host, &p->host_root);
+                } else if (listed) {
+                        p->host_ok = read_host(a->dirfd, p->name, p->uid, &p->host, &p->host_root);
+                }
                 struct gs_arb_rec r;
                 p->valid = pread(p->fd, &r, sizeof(r), 0) == (ssize_t)sizeof(r) && r.magic == GS_ARB_MAGIC &&
                            r.weight > 0 && r.weight <= 10000;
@@ -226,17 +301,23 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                 p->vtime = r.vtime;
                 p->since = r.since;
                 p->until = r.until;
-                p->weight = r.weight;
                 p->state = r.state;
                 p->alive_ns = r.alive_ns;
-                p->prio = r.prio <= GS_ARB_PRIO_LOW ? r.prio : GS_ARB_PRIO_LOW;
                 p->got_ns = r.got_ns;
                 p->flags = r.flags;
+                believe(p, &r);
+                if (r.state == GS_ARB_FREE || r.until <= now)
+                        p->free_seen = now;
                 /* (a record never alive is one being made: its maker stores alive_ns first) */
+                char hn[GS_ARB_NAME_MAX + sizeof(GS_ARB_HOST_PREFIX)];
                 if (collectable(p->name) && p->alive_ns != 0 && now > p->alive_ns + GS_ARB_GONE_NS && !peer_holds(p, now) &&
-                    unlinkat(a->dirfd, p->name, 0) == 0)
+                    unlinkat(a->dirfd, p->name, 0) == 0) {
+                        if (host_name(p->name, hn, sizeof(hn)))
+                                unlinkat(a->dirfd, hn, 0);
                         forget_peer(p); /* dropped from the table at the next listing */
+                }
         }
+        judge_peers(a, now);
         bool contended = false, shared = false, below = false;
         uint32_t mine = my_place(a).cls;
         for (unsigned i = 0; i < a->npeers; i++) {
@@ -258,7 +339,8 @@ int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char 
         memset(a, 0, sizeof(*a));
         a->dirfd = -1;
         atomic_flag_clear(&a->busy);
-        if (weight == 0 || weight > 10000 || prio > GS_ARB_PRIO_LOW || !gs_name_is_safe(name, GS_ARB_NAME_MAX)) {
+        if (weight == 0 || weight > 10000 || prio > GS_ARB_PRIO_LOW || !gs_name_is_safe(name, GS_ARB_NAME_MAX) ||
+            name[0] == '.') {
                 errno = EINVAL;
                 return -1;
         }
@@ -277,8 +359,9 @@ int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char 
         a->weight = weight;
         a->prio = prio;
         a->guaranteed = guaranteed;
-        atomic_store(&a->me->weight, weight);
-        atomic_store(&a->me->prio, prio);
+        sync_host(a);
+        atomic_store(&a->me->weight, a->weight);
+        atomic_store(&a->me->prio, a->prio);
         return 0;
 }
 
@@ -286,20 +369,22 @@ int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char 
 /* Turns                                                                                     */
 /* ----------------------------------------------------------------------------------------- */
 
+/* (An ignored peer neither wants nor holds the GPU for us: judge_peers.) */
 static bool peer_wants(const struct gs_arb_peer *p, uint64_t now)
 {
-        return p->valid && now - p->want_ns <= GS_ARB_WANT_NS;
+        return p->valid && !p->ignored && now - p->want_ns <= GS_ARB_WANT_NS;
 }
 
 /* (A record claiming more than a lease is not valid: read_peers.) */
 static bool peer_holds(const struct gs_arb_peer *p, uint64_t now)
 {
-        return p->valid && p->state != GS_ARB_FREE && p->until > now;
+        return p->valid && !p->ignored && p->state != GS_ARB_FREE && p->until > now;
 }
 
+/* (Its class and owed as we believe them: believe(), judge_peers(); its virtual time as it says.) */
 static struct place peer_place(const struct gs_arb_peer *p)
 {
-        return (struct place){(p->flags & GS_ARB_OWED) ? 0 : p->prio + 1, p->vtime};
+        return (struct place){p->owed ? 0 : p->prio + 1, p->vtime};
 }
 
 static struct place my_place(const struct gs_arb *a)
@@ -399,7 +484,9 @@ static int yield_to_holder(const struct gs_arb *a, uint64_t now)
                 if (!peer_holds(p, now))
                         continue;
                 struct place e = peer_place(p);
-                bool earlier = p->since < since || (p->since == since && strcmp(p->name, a->name) < 0);
+                /* (a holder we saw free after we took the GPU took it after us, whatever it says) */
+                bool earlier = (p->since < since || (p->since == since && strcmp(p->name, a->name) < 0)) &&
+                               p->free_seen <= since;
                 if (earlier && !cutting)
                         return YIELD_RACE;
                 if (earlier ? !cut_stands(mine, a->weight, e) : ((p->flags & GS_ARB_CUT) && cut_stands(e, p->weight, mine)))
@@ -532,22 +619,29 @@ static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t go
         a->win_tick = now;
         if (now - a->win_at >= GS_ARB_WINDOW_NS / GS_ARB_BUCKETS) {
                 if (a->win_at == 0) /* the first step: the whole window starts here */
-                        for (unsigned i = 0; i < GS_ARB_BUCKETS; i++)
+                        for (unsigned i = 0; i < GS_ARB_BUCKETS; i++) {
                                 a->win_got[i] = got_total, a->win_wanted[i] = a->win_want;
+                                for (unsigned k = 0; k < a->npeers; k++)
+                                        a->peer[k].win_ch[i] = a->peer[k].charged;
+                        }
                 a->win_at = now;
                 a->win_i = (a->win_i + 1) % GS_ARB_BUCKETS;
                 a->win_got[a->win_i] = got_total;
                 a->win_wanted[a->win_i] = a->win_want;
+                for (unsigned k = 0; k < a->npeers; k++)
+                        a->peer[k].win_ch[a->win_i] = a->peer[k].charged;
         }
         bool higher = false;
-        for (unsigned i = 0; i < a->npeers && !higher; i++) {
-                const struct gs_arb_peer *p = &a->peer[i];
-                higher = p->prio < a->prio && (peer_wants(p, now) || peer_holds(p, now));
+        for (unsigned i = 0; i < a->npeers && !higher; i++) { /* (one we ignore too: judge_peers) */
+                struct gs_arb_peer p = a->peer[i];
+                p.ignored = false;
+                higher = p.prio < a->prio && (peer_wants(&p, now) || peer_holds(&p, now));
         }
         unsigned oldest = (a->win_i + 1) % GS_ARB_BUCKETS;
         /* (a process of the slice that ended takes its GPU time with it: never below zero) */
         uint64_t got = got_total > a->win_got[oldest] ? got_total - a->win_got[oldest] : 0;
         uint64_t owed = (a->win_want - a->win_wanted[oldest]) / 10000u * a->weight;
+        a->short_of_share = got + GS_ARB_OWED_SLACK_NS < owed;
         bool was = atomic_load(&me->flags) & GS_ARB_OWED;
         bool is = a->guaranteed && higher && wanting && (was ? got < owed : got + GS_ARB_OWED_SLACK_NS < owed);
         if (is != was) {
@@ -555,6 +649,88 @@ static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t go
                         atomic_fetch_or(&me->flags, GS_ARB_OWED);
                 else
                         atomic_fetch_and(&me->flags, ~GS_ARB_OWED);
+        }
+}
+
+/* ----------------------------------------------------------------------------------------- */
+/* Liars: what a reader believes of the others                                               */
+/* ----------------------------------------------------------------------------------------- */
+
+/* A peer's record is its own to write: its class, weight and mode come from its host record
+ * (believe()), and what it says of its turns we weigh against what it cost us. Each tick while
+ * we want the GPU and do not hold it, the time since the last tick is charged to whoever kept us
+ * from it: the peers holding it, else the peers wanting it ahead of us (charge()). Over the owed
+ * window (GS_ARB_WINDOW_NS) a peer may cost us its share of the time we wanted the GPU (its
+ * weight, at most what our share leaves; a class above ours: all that our share leaves). While
+ * we are short of our own share by GS_ARB_OWED_SLACK_NS (judge_owed), a peer that cost us more
+ * than that by the slack (three times it for a class above ours, beside which the owed rule
+ * serves us first; never a class above ours when we are a cap-mode slice: no guarantee to keep)
+ * is ignored: its record takes no part in our turns (neither its lease, nor its demand, nor its
+ * cuts) until what it cost us is back the slack below its share (it is charged nothing while
+ * ignored: the window moves on, and our wanting raises its share). Whatever its record says (a lease never handed over, cuts, virtual time 0, first in
+ * line without taking the GPU), it cannot keep us below our share by much more than the slack
+ * per window. Honest slices do not get there: a slice over its share while we are short of ours
+ * is a fault of the turns. "Owed" (served first) we believe of a share-mode peer beside a higher
+ * class that has not cost us its share (plus twice the slack: what catching up on its own window
+ * may take). */
+static uint64_t cost_of(const struct gs_arb_peer *p, unsigned oldest)
+{
+        return p->charged > p->win_ch[oldest] ? p->charged - p->win_ch[oldest] : 0;
+}
+
+static void judge_peers(struct gs_arb *a, uint64_t now)
+{
+        (void)now;
+        unsigned oldest = (a->win_i + 1) % GS_ARB_BUCKETS;
+        uint64_t wanted = a->win_want > a->win_wanted[oldest] ? a->win_want - a->win_wanted[oldest] : 0;
+        for (unsigned i = 0; i < a->npeers; i++) {
+                struct gs_arb_peer *p = &a->peer[i];
+                /* (a class above ours may take all but our share, and the owed rule serves us
+                 * beside it first: for it, all but our share and a wider margin) */
+                bool above = p->prio < a->prio;
+                uint32_t w = !above && p->weight < 10000u - a->weight ? p->weight : 10000u - a->weight;
+                uint64_t cost = cost_of(p, oldest), allowed = wanted / 10000u * w;
+                uint64_t margin = above ? 3 * GS_ARB_OWED_SLACK_NS : GS_ARB_OWED_SLACK_NS;
+                if (p->ignored) /* (until it is back the slack within its own) */
+                        p->ignored = cost + GS_ARB_OWED_SLACK_NS > allowed;
+                else
+                        p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);
+                /* (owed: catching up on its window may take it a little past its share of ours) */
+                p->owed = p->valid && (p->flags & GS_ARB_OWED) && p->share && cost <= allowed + 2 * GS_ARB_OWED_SLACK_NS;
+        }
+        /* (owed only beside a higher class that wants or holds the GPU: us, or another peer) */
+        for (unsigned i = 0; i < a->npeers; i++) {
+                struct gs_arb_peer *p = &a->peer[i];
+                bool higher = a->prio < p->prio;
+                for (unsigned k = 0; k < a->npeers && p->owed && !higher; k++)
+                        higher = a->peer[k].prio < p->prio && (peer_wants(&a->peer[k], now) || peer_holds(&a->peer[k], now));
+                p->owed = p->owed && higher;
+        }
+}
+
+/* Charge the time since our last tick to whoever kept us from the GPU (judge_peers). */
+static void charge(struct gs_arb *a, uint64_t now, bool wanting)
+{
+        uint64_t dt = a->charge_at != 0 && now > a->charge_at ? now - a->charge_at : 0;
+        a->charge_at = now;
+        if (!wanting || dt == 0 || atomic_load(&a->me->state) != GS_ARB_FREE)
+                return;
+        if (dt > GS_ARB_CHARGE_MAX_NS)
+                dt = GS_ARB_CHARGE_MAX_NS;
+        bool held = false;
+        for (unsigned i = 0; i < a->npeers; i++)
+                if (peer_holds(&a->peer[i], now)) {
+                        a->peer[i].charged += dt;
+                        held = true;
+                }
+        if (held)
+                return;
+        struct place mine = my_place(a);
+        for (unsigned i = 0; i < a->npeers; i++) {
+                struct gs_arb_peer *p = &a->peer[i];
+                int b = before(peer_place(p), mine);
+                if (peer_wants(p, now) && (b > 0 || (b == 0 && strcmp(p->name, a->name) < 0)))
+                        p->charged += dt;
         }
 }
 
@@ -585,6 +761,7 @@ void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns,
         atomic_store(&me->alive_ns, now);
         bool waking = wanting && note_want(a, now);
         judge_owed(a, now, wanting, got_total);
+        charge(a, now, wanting);
         atomic_store(&me->got_ns, got_total);
         if (atomic_load(&me->state) != GS_ARB_FREE && atomic_load(&me->until) <= now) {
                 note(a, "expired");
@@ -668,6 +845,7 @@ void gs_arb_update(struct gs_arb *a, uint32_t weight, uint32_t prio, bool guaran
         a->weight = weight;
         a->prio = prio;
         a->guaranteed = guaranteed;
-        atomic_store(&a->me->weight, weight);
-        atomic_store(&a->me->prio, prio);
+        sync_host(a); /* (in a container: the host record `slice set` rewrote) */
+        atomic_store(&a->me->weight, a->weight);
+        atomic_store(&a->me->prio, a->prio);
 }

@@ -4,13 +4,17 @@
  * them, and each would get less than its share of throughput).
  *
  * One directory per GPU, `<dir>/gpuslice-gpu-<UUID>/`, and in it one small file per slice, named
- * after the slice (a container's id; `x-<key in hex>` for others). A slice writes only its
- * own file (mapped by its processes) and reads the others' with pread(), off the launch path: the
- * slices of a GPU need not trust each other. A file another slice truncates, fills with garbage or
- * replaces by a FIFO is skipped; nothing it writes can crash us or make us wait more than the
- * limiter's turn-wait bound. The hook makes the directory (sticky, world-writable on the host, so
- * that host slices of any user can add their file) and the container's own file, and mounts the
- * directory read-only into the container with only its own file writable.
+ * after the slice (a container's id; `x-<key in hex>` for others), and its host record
+ * `.host-<name>` (struct gs_arb_host). A slice writes only its own file (mapped by its processes)
+ * and reads the others' with pread(), off the launch path: the slices of a GPU need not trust each
+ * other. What a reader believes of another's record (arbiter.c, "Liars"): its share, class and
+ * mode only from its host record; "owed" only where it can check it; and a slice that cost the
+ * reader more than its share while the reader is short of its own is ignored. A file another
+ * slice truncates, fills with garbage or replaces by a FIFO is skipped; nothing it writes can crash
+ * us or keep us below our share by more than the owed slack a window. The hook makes the directory (sticky, world-writable on the host, so
+ * that host slices of any user can add their file), the container's own file (0660, the
+ * container user's) and its host record (root's, 0644), and mounts the directory read-only into
+ * the container with only its own file writable.
  *
  * Turns: a slice holds a lease on the GPU while others want it for up to a quantum; the next goes
  * to the wanting slice first in order: the higher priority class first, then the one that has
@@ -45,7 +49,10 @@
  *   32 until (lease good until)   40 weight (basis points)   44 state (0 free, 1 holding, 2 draining)
  *   48 alive_ns (its processes' last tick)   56 prio (0 high, 1 normal, 2 low)
  *   60 flags (bit 0: the lease was taken by cutting another slice's turn; bit 1: a share-mode
- *      slice owed its share over the window beside a higher class)
+ *      slice owed its share over the window beside a higher class: believed by readers only where
+ *      they can check it)
+ *   (weight at 40 and prio at 56 are the slice's own view, for the observer: readers take both
+ *   from its host record)
  *   64 got_ns (the GPU time the slice received, every process of it)   72..127 reserved (0)
  * A record of another version is no peer's (it takes no part in the turns).
  * The file of a slice without a name of its own ("x-<16 hex digits>", from its region) that has not
@@ -86,13 +93,45 @@ struct gs_arb_rec {
 };
 _Static_assert(sizeof(struct gs_arb_rec) == 128, "arbiter record");
 
+/* A slice's host record, `.host-<name>` beside its record: what its allocator gave it, written by
+ * the host side (the hook for a container, `gpuslice slice set` on a change; for a slice started
+ * on the host, its own processes) and never by a container (the directory is read-only there).
+ * Readers take a slice's weight, class and mode from here, never from the slice's own record. */
+#define GS_ARB_HOST_MAGIC 0x0100484252415347ull /* "GSARBH\0\1" little-endian */
+#define GS_ARB_HOST_PREFIX ".host-"
+struct gs_arb_host {
+        uint64_t magic;
+        uint32_t weight;          /* basis points, 1..10000 */
+        uint32_t prio;            /* GS_ARB_PRIO_* */
+        uint32_t mode;            /* 0 cap, 1 share (owed its share over a window) */
+        uint32_t reserved[3];
+};
+_Static_assert(sizeof(struct gs_arb_host) == 32, "arbiter host record");
+
 /* What we last read of another slice. */
 struct gs_arb_peer {
         char name[GS_ARB_NAME_MAX];
         int fd;
         bool valid;               /* the last read gave a whole record of this version */
         uint64_t want_ns, vtime, since, until, alive_ns, got_ns;
-        uint32_t weight, state, prio, flags;
+        uint32_t state, flags;    /* (as its record says: believed no further than arbiter.c says) */
+        /* From its host record (read at each listing), never from its own: its weight (basis
+         * points), class (GS_ARB_PRIO_*) and mode. Without a host record: the record's weight,
+         * class normal at best, cap mode; high only from a host record root wrote. */
+        uint32_t weight, prio;
+        bool share;
+        unsigned uid;             /* the owner of its record */
+        bool host_ok, host_root;  /* its host record, read at the last listing; root wrote it */
+        struct gs_arb_host host;
+        bool owed;                /* judged by us: it says so, is share-mode, beside a higher class,
+                                   * and has not had its share of the time we wanted the GPU */
+        /* What we saw it cost us: the time we wanted the GPU and did not hold it while it held the
+         * GPU or wanted it ahead of us (charged), cumulative, and at each step of the window. */
+        uint64_t charged, win_ch[GS_ARB_BUCKETS];
+        uint64_t free_seen;       /* when we last read it not holding the GPU (a take it claims
+                                   * from before that is no race with ours: yield_to_holder) */
+        bool ignored;             /* it cost us more than its share while we are short of ours:
+                                   * its record takes no part in our turns (arbiter.c, judge_peers) */
 };
 
 /* One slice's view of one GPU's arbiter. */
@@ -114,6 +153,9 @@ struct gs_arb {
         void (*note)(const struct gs_arb *a, const char *what);
         bool guaranteed;          /* share mode: owed its share over a window, whatever the classes */
         uint64_t win_tick, win_at, win_want;       /* the window: last tick, last step, time wanted */
+        bool short_of_share;      /* over the window we got less than our share of the time we
+                                   * wanted, by GS_ARB_OWED_SLACK_NS (arbiter.c) */
+        uint64_t charge_at;       /* our last charge of the others (gs_arb_tick) */
         unsigned win_i;
         uint64_t win_got[GS_ARB_BUCKETS], win_wanted[GS_ARB_BUCKETS];
         uint64_t read_at;         /* last refresh of the peers */

@@ -58,7 +58,69 @@
         X(cuCtxCreate)                                                                            \
         X(cuCtxCreate_v2)                                                                         \
         X(cuCtxCreate_v3)                                                                         \
-        X(cuCtxCreate_v4)
+        X(cuCtxCreate_v4)                                                                         \
+        /* hooks_device.c: every other entry point of cuda.h that names a device */              \
+        X(cuDevicePrimaryCtxSetFlags)                                                             \
+        X(cuDevicePrimaryCtxSetFlags_v2)                                                          \
+        X(cuDeviceComputeCapability)                                                              \
+        X(cuDeviceGetProperties)                                                                  \
+        X(cuDeviceGetLuid)                                                                        \
+        X(cuDeviceGetTexture1DLinearMaxWidth)                                                     \
+        X(cuDeviceGetExecAffinitySupport)                                                         \
+        X(cuDeviceGetNvSciSyncAttributes)                                                         \
+        X(cuDeviceGetHostAtomicCapabilities)                                                      \
+        X(cuDeviceGetP2PAtomicCapabilities)                                                       \
+        X(cuDeviceRegisterAsyncNotification)                                                      \
+        X(cuDeviceUnregisterAsyncNotification)                                                    \
+        X(cuDeviceGetMemPool)                                                                     \
+        X(cuDeviceSetMemPool)                                                                     \
+        X(cuDeviceGetGraphMemAttribute)                                                           \
+        X(cuDeviceSetGraphMemAttribute)                                                           \
+        X(cuDeviceGraphMemTrim)                                                                   \
+        X(cuKernelGetAttribute)                                                                   \
+        X(cuKernelSetAttribute)                                                                   \
+        X(cuKernelSetCacheConfig)                                                                 \
+        X(cuArrayGetMemoryRequirements)                                                           \
+        X(cuMipmappedArrayGetMemoryRequirements)                                                  \
+        X(cuMulticastAddDevice)                                                                   \
+        X(cuMulticastUnbind)                                                                      \
+        X(cuMemAdvise)                                                                            \
+        X(cuMemAdvise_v2)                                                                         \
+        X(cuMemPrefetchAsync)                                                                     \
+        X(cuMemPrefetchAsync_ptsz)                                                                \
+        X(cuMemPrefetchAsync_v2)                                                                  \
+        X(cuMemPrefetchAsync_v2_ptsz)                                                             \
+        X(cuMemPrefetchBatchAsync)                                                                \
+        X(cuMemPrefetchBatchAsync_ptsz)                                                           \
+        X(cuMemDiscardAndPrefetchBatchAsync)                                                      \
+        X(cuMemDiscardAndPrefetchBatchAsync_ptsz)                                                 \
+        X(cuCtxGetDevice)                                                                         \
+        X(cuCtxGetDevice_v2)                                                                      \
+        X(cuStreamGetDevice)                                                                      \
+        X(cuStreamGetDevice_ptsz)                                                                 \
+        X(cuPointerGetAttribute)                                                                  \
+        X(cuPointerGetAttributes)                                                                 \
+        X(cuMemRangeGetAttribute)                                                                 \
+        X(cuMemRangeGetAttributes)                                                                \
+        X(cuMemGetAllocationPropertiesFromHandle)                                                 \
+        X(cuMemGetAccess)                                                                         \
+        X(cuMemPoolSetAccess)                                                                     \
+        X(cuMemPoolGetAccess)                                                                     \
+        X(cuMemGetDefaultMemPool)                                                                 \
+        X(cuMemGetMemPool)                                                                        \
+        X(cuMemSetMemPool)                                                                        \
+        X(cuGraphAddMemAllocNode)                                                                 \
+        X(cuGraphMemAllocNodeGetParams)                                                           \
+        X(cuGraphAddNode)                                                                         \
+        X(cuGraphAddNode_v2)                                                                      \
+        X(cuMemcpyBatchAsync)                                                                     \
+        X(cuMemcpyBatchAsync_ptsz)                                                                \
+        X(cuMemcpyBatchAsync_v2)                                                                  \
+        X(cuMemcpyBatchAsync_v2_ptsz)                                                             \
+        X(cuMemcpy3DBatchAsync)                                                                   \
+        X(cuMemcpy3DBatchAsync_ptsz)                                                              \
+        X(cuMemcpy3DBatchAsync_v2)                                                                \
+        X(cuMemcpy3DBatchAsync_v2_ptsz)
 
 /* Launch paths and the synchronizations that wait for them (hooks_launch.c): handed out by
  * cuGetProcAddress / dlsym only when the slice has a compute limit; otherwise callers get the
@@ -87,6 +149,15 @@
         N(nvmlDeviceGetHandleByPciBusId_v2)                                                      \
         N(nvmlDeviceGetHandleByPciBusId)                                                         \
         N(nvmlDeviceGetIndex)                                                                    \
-        N(nvmlDeviceGetUtilizationRates)
+        N(nvmlDeviceGetUtilizationRates)                                                          \
+        N(nvmlDeviceGetHandleBySerial)                                                            \
+        N(nvmlDeviceGetTopologyNearestGpus)                                                       \
+        N(nvmlSystemGetTopologyGpuSet)                                                            \
+        N(nvmlUnitGetDevices)                                                                     \
+        N(nvmlDeviceGetTopologyCommonAncestor)                                                    \
+        N(nvmlDeviceGetP2PStatus)                                                                 \
+        N(nvmlDeviceOnSameBoard)                                                                  \
+        N(nvmlDeviceGetMigDeviceHandleByIndex)                                                    \
+        N(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)
 
 #endif

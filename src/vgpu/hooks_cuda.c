@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vgpu/devmap.h"
 #include "vgpu/mps_client.h"
 #include "vgpu/vgpu.h"
 
@@ -89,39 +90,13 @@ static bool translating(void)
         return __atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) >= 0 && !S.nvml_mapped && !S.driver_hides;
 }
 
-/* A CUdevice the program passes (a number it may have made up) names a GPU outside the slice:
- * under a slice, once the driver is initialised, only the driver's ordinals of the slice's devices
- * are valid (where the driver hides, every ordinal it has; where it shows more, the slice's only).
- * Before cuInit the driver answers itself. Atomic loads only: no lock, no syscall. */
-static bool foreign(CUdevice dev)
-{
-        if (!hiding())
-                return false;
-        gs_vgpu_map_devices();
-        if (__atomic_load_n(&S.nvisible, __ATOMIC_ACQUIRE) < 0 || S.nvml_mapped)
-                return false;
-        return dev < 0 || dev >= GS_VGPU_MAX_DEVICES || S.vis_of_cuda[dev] < 0;
-}
-
-static bool foreign_location(const CUmemLocation *loc)
-{
-        return loc != NULL && loc->type == CU_MEM_LOCATION_TYPE_DEVICE && foreign(loc->id);
-}
-
-/* Refuse a device outside the slice as the driver refuses one it does not have. */
+/* A device the program passes, turned into the driver's in place; outside the slice: refused as
+ * the driver refuses a device it does not have. */
 #define GUARD(dev)                                                                                 \
         do {                                                                                       \
-                if (foreign(dev))                                                                  \
+                if (gs_vgpu_dev_in((dev), &(dev)) < 0)                                             \
                         return CUDA_ERROR_INVALID_DEVICE;                                          \
         } while (0)
-
-static CUdevice translated(int ordinal)
-{
-        for (int i = 0, k = 0; i < S.nvisible; i++)
-                if (S.cuda_of[i] >= 0 && k++ == ordinal)
-                        return S.cuda_of[i];
-        return -1;
-}
 
 GS_EXPORT CUresult cuDeviceGetCount(int *count)
 {
@@ -139,10 +114,14 @@ GS_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
         if (!translating())
                 return REAL(cuDeviceGet, device, ordinal);
-        CUdevice real = ordinal >= 0 ? translated(ordinal) : -1;
+        CUdevice real = ordinal >= 0 ? gs_vgpu_translated(ordinal) : -1;
         if (real < 0)
                 return device == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_DEVICE;
-        return REAL(cuDeviceGet, device, real);
+        CUdevice d = -1;
+        CUresult rc = REAL(cuDeviceGet, device != NULL ? &d : NULL, real);
+        if (rc == CUDA_SUCCESS && device != NULL)
+                *device = gs_vgpu_dev_out(d);
+        return rc;
 }
 
 /* min(quota, physical) for the visible device behind real ordinal dev. */
@@ -242,7 +221,9 @@ GS_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
         CUresult rc = REAL(cuDeviceGetByPCIBusId, dev != NULL ? &d : NULL, pciBusId);
         if (rc != CUDA_SUCCESS || dev == NULL)
                 return rc;
-        GUARD(d);
+        d = gs_vgpu_dev_out(d);
+        if (d < 0)
+                return CUDA_ERROR_INVALID_DEVICE;
         *dev = d;
         return rc;
 }
@@ -295,7 +276,10 @@ GS_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
 GS_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
         GUARD(dev);
-        return REAL(cuDeviceGetDefaultMemPool, pool_out, dev);
+        CUresult rc = REAL(cuDeviceGetDefaultMemPool, pool_out, dev);
+        if (rc == CUDA_SUCCESS && pool_out != NULL)
+                gs_vgpu_pool_seen(*pool_out, dev);
+        return rc;
 }
 
 GS_EXPORT CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type)
@@ -313,24 +297,38 @@ GS_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, C
 GS_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                                  CUmemAllocationGranularity_flags option)
 {
-        if (prop != NULL && foreign_location(&prop->location))
-                return CUDA_ERROR_INVALID_DEVICE;
-        return REAL(cuMemGetAllocationGranularity, granularity, prop, option);
+        CUmemAllocationProp p;
+        if (prop != NULL) {
+                p = *prop;
+                if (gs_vgpu_loc_in(&p.location) < 0)
+                        return CUDA_ERROR_INVALID_DEVICE;
+        }
+        return REAL(cuMemGetAllocationGranularity, granularity, prop != NULL ? &p : NULL, option);
 }
 
 GS_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
-        for (size_t i = 0; desc != NULL && i < count; i++)
-                if (foreign_location(&desc[i].location))
-                        return CUDA_ERROR_INVALID_DEVICE;
-        return REAL(cuMemSetAccess, ptr, size, desc, count);
+        CUmemAccessDesc local[8], *mine = local;
+        if (gs_vgpu_access_in(desc, count, local, 8, &mine) < 0)
+                return mine == NULL ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_DEVICE;
+        CUresult rc = REAL(cuMemSetAccess, ptr, size, mine, count);
+        if (mine != local && mine != desc)
+                free(mine);
+        return rc;
 }
 
 GS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
-        if (poolProps != NULL && foreign_location(&poolProps->location))
-                return CUDA_ERROR_INVALID_DEVICE;
-        return REAL(cuMemPoolCreate, pool, poolProps);
+        CUmemPoolProps p;
+        if (poolProps != NULL) {
+                p = *poolProps;
+                if (gs_vgpu_loc_in(&p.location) < 0)
+                        return CUDA_ERROR_INVALID_DEVICE;
+        }
+        CUresult rc = REAL(cuMemPoolCreate, pool, poolProps != NULL ? &p : NULL);
+        if (rc == CUDA_SUCCESS && pool != NULL && poolProps != NULL && p.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+                gs_vgpu_pool_seen(*pool, p.location.id);
+        return rc;
 }
 
 /* The CUDA 2.x ABI's 32-bit sizes. The driver's answer first: the real one refuses it in a 64-bit
@@ -466,12 +464,16 @@ GS_EXPORT CUresult cuMemFree(gs_CUdeviceptr_v1 dptr) { FREE_TRACKED(GS_ALLOC_PTR
 GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                                unsigned long long flags)
 {
-        if (prop != NULL && foreign_location(&prop->location))
-                return CUDA_ERROR_INVALID_DEVICE;
-        if (handle == NULL || prop == NULL || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        CUmemAllocationProp p;
+        if (prop == NULL)
                 return REAL(cuMemCreate, handle, size, prop, flags);
-        int vis = gs_vgpu_visible_of(prop->location.id);
-        ALLOC_CHARGED(GS_ALLOC_HANDLE, vis, (uint64_t)size, *handle, REAL(cuMemCreate, handle, size, prop, flags));
+        p = *prop;
+        if (gs_vgpu_loc_in(&p.location) < 0)
+                return CUDA_ERROR_INVALID_DEVICE;
+        if (handle == NULL || p.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+                return REAL(cuMemCreate, handle, size, &p, flags);
+        int vis = gs_vgpu_visible_of(p.location.id);
+        ALLOC_CHARGED(GS_ALLOC_HANDLE, vis, (uint64_t)size, *handle, REAL(cuMemCreate, handle, size, &p, flags));
 }
 
 GS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
@@ -502,7 +504,7 @@ GS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, C
 {
         if (dptr == NULL)
                 return REAL(cuMemAllocFromPoolAsync, dptr, bytesize, pool, hStream);
-        int vis = gs_vgpu_current_device();
+        int vis = gs_vgpu_pool_device(pool);
         ALLOC_CHARGED(GS_ALLOC_PTR, vis, (uint64_t)bytesize, *dptr,
                       REAL(cuMemAllocFromPoolAsync, dptr, bytesize, pool, hStream));
 }
@@ -512,7 +514,7 @@ GS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesi
 {
         if (dptr == NULL)
                 return REAL(cuMemAllocFromPoolAsync_ptsz, dptr, bytesize, pool, hStream);
-        int vis = gs_vgpu_current_device();
+        int vis = gs_vgpu_pool_device(pool);
         ALLOC_CHARGED(GS_ALLOC_PTR, vis, (uint64_t)bytesize, *dptr,
                       REAL(cuMemAllocFromPoolAsync_ptsz, dptr, bytesize, pool, hStream));
 }

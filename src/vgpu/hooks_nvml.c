@@ -201,3 +201,126 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUt
                 utilization->gpu = pct;
         return rc;
 }
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleBySerial(const char *serial, nvmlDevice_t *device)
+{
+        nvmlDevice_t h = NULL;
+        if (device == NULL)
+                return NREAL(nvmlDeviceGetHandleBySerial, serial, device);
+        return slice_handle(NREAL(nvmlDeviceGetHandleBySerial, serial, &h), &h, device);
+}
+
+/* ---- lists of GPUs: only the slice's, with NVML's count contract (count 0: how many) -------- */
+
+static nvmlReturn_t filtered(nvmlReturn_t rc, const nvmlDevice_t *all, unsigned n, unsigned *count,
+                             nvmlDevice_t *out)
+{
+        if (rc != NVML_SUCCESS)
+                return rc;
+        unsigned k = 0;
+        for (unsigned i = 0; i < n; i++)
+                if (visible_of_handle(all[i]) >= 0) {
+                        if (out != NULL && k < *count)
+                                out[k] = all[i];
+                        k++;
+                }
+        if (*count == 0 || out == NULL) {
+                *count = k;
+                return NVML_SUCCESS;
+        }
+        if (k > *count) {
+                *count = k;
+                return NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        *count = k;
+        return NVML_SUCCESS;
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetTopologyNearestGpus(nvmlDevice_t device, nvmlGpuTopologyLevel_t level,
+                                                        unsigned int *count, nvmlDevice_t *deviceArray)
+{
+        if (!hiding() || count == NULL)
+                return NREAL(nvmlDeviceGetTopologyNearestGpus, device, level, count, deviceArray);
+        if (visible_of_handle(device) < 0)
+                return NVML_ERROR_INVALID_ARGUMENT;
+        nvmlDevice_t all[GS_VGPU_MAX_DEVICES];
+        unsigned n = GS_VGPU_MAX_DEVICES;
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetTopologyNearestGpus, device, level, &n, all);
+        return filtered(rc, all, n < GS_VGPU_MAX_DEVICES ? n : GS_VGPU_MAX_DEVICES, count, deviceArray);
+}
+
+GS_EXPORT nvmlReturn_t nvmlSystemGetTopologyGpuSet(unsigned int cpuNumber, unsigned int *count,
+                                                   nvmlDevice_t *deviceArray)
+{
+        if (!hiding() || count == NULL)
+                return NREAL(nvmlSystemGetTopologyGpuSet, cpuNumber, count, deviceArray);
+        nvmlDevice_t all[GS_VGPU_MAX_DEVICES];
+        unsigned n = GS_VGPU_MAX_DEVICES;
+        nvmlReturn_t rc = NREAL(nvmlSystemGetTopologyGpuSet, cpuNumber, &n, all);
+        return filtered(rc, all, n < GS_VGPU_MAX_DEVICES ? n : GS_VGPU_MAX_DEVICES, count, deviceArray);
+}
+
+GS_EXPORT nvmlReturn_t nvmlUnitGetDevices(nvmlUnit_t unit, unsigned int *deviceCount, nvmlDevice_t *devices)
+{
+        if (!hiding() || deviceCount == NULL)
+                return NREAL(nvmlUnitGetDevices, unit, deviceCount, devices);
+        nvmlDevice_t all[GS_VGPU_MAX_DEVICES];
+        unsigned n = GS_VGPU_MAX_DEVICES;
+        nvmlReturn_t rc = NREAL(nvmlUnitGetDevices, unit, &n, all);
+        return filtered(rc, all, n < GS_VGPU_MAX_DEVICES ? n : GS_VGPU_MAX_DEVICES, deviceCount, devices);
+}
+
+/* ---- pairs of GPUs: both the slice's ------------------------------------------------------- */
+
+static bool outside(nvmlDevice_t a, nvmlDevice_t b)
+{
+        return hiding() && (visible_of_handle(a) < 0 || visible_of_handle(b) < 0);
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                           nvmlGpuTopologyLevel_t *pathInfo)
+{
+        if (outside(device1, device2))
+                return NVML_ERROR_INVALID_ARGUMENT;
+        return NREAL(nvmlDeviceGetTopologyCommonAncestor, device1, device2, pathInfo);
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2,
+                                              nvmlGpuP2PCapsIndex_t p2pIndex, nvmlGpuP2PStatus_t *p2pStatus)
+{
+        if (outside(device1, device2))
+                return NVML_ERROR_INVALID_ARGUMENT;
+        return NREAL(nvmlDeviceGetP2PStatus, device1, device2, p2pIndex, p2pStatus);
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceOnSameBoard(nvmlDevice_t device1, nvmlDevice_t device2, int *onSameBoard)
+{
+        if (outside(device1, device2))
+                return NVML_ERROR_INVALID_ARGUMENT;
+        return NREAL(nvmlDeviceOnSameBoard, device1, device2, onSameBoard);
+}
+
+/* ---- MIG devices: one of the slice's, or one of a slice GPU; a parent only of the slice's ---- */
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                           nvmlDevice_t *migDevice)
+{
+        nvmlDevice_t h = NULL;
+        if (!hiding() || migDevice == NULL)
+                return NREAL(nvmlDeviceGetMigDeviceHandleByIndex, device, index, migDevice);
+        nvmlReturn_t rc = NREAL(nvmlDeviceGetMigDeviceHandleByIndex, device, index, &h);
+        if (rc != NVML_SUCCESS)
+                return rc;
+        if (visible_of_handle(h) < 0 && visible_of_handle(device) < 0)
+                return NVML_ERROR_NOT_FOUND;
+        *migDevice = h;
+        return rc;
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t *device)
+{
+        nvmlDevice_t h = NULL;
+        if (device == NULL)
+                return NREAL(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, migDevice, device);
+        return slice_handle(NREAL(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, migDevice, &h), &h, device);
+}

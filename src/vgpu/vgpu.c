@@ -243,8 +243,7 @@ void gs_vgpu_map_devices(void)
         gs_vgpu_log(3, "%d visible device(s)", nvis);
         if (leak)
                 gs_vgpu_log(1, "the driver shows GPUs outside the slice (it was initialised without the slice's "
-                               "CUDA_VISIBLE_DEVICES): cuDeviceGet and cuDeviceGetCount translate, but a program that "
-                               "passes a device number without cuDeviceGet may reach another GPU");
+                               "CUDA_VISIBLE_DEVICES): device numbers are translated to the slice's both ways");
 }
 
 void gs_vgpu_map_from_nvml(char (*uuids)[96], int n)
@@ -437,8 +436,7 @@ static void context_cache_write(int vis, uint64_t bytes)
                 return;
         int n = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)bytes);
         bool ok = write(fd, buf, (size_t)n) == n;
-        fchmod(fd, 0666);
-        close(fd);
+        close(fd); /* (0644: a local user must not plant a context size others start from) */
         if (!ok || rename(tmp, path) < 0)
                 unlink(tmp);
 }

@@ -39,7 +39,9 @@ gen() {
         for c in $names; do echo "    printf(\"$c %lld\\n\", (long long)(uintptr_t)($c));"; done
         for s in CUuuid CUmemLocation CUmemAllocationProp CUmemAccessDesc CUmemPoolProps CUDA_ARRAY_DESCRIPTOR \
                 CUDA_ARRAY3D_DESCRIPTOR CUexecAffinityParam CUctxCreateParams CUdevSmResource CUdevResource \
-                CUdevResource_v1 CUdevResourceType CUgreenCtx CUdevResourceDesc; do
+                CUdevResource_v1 CUdevResourceType CUgreenCtx CUdevResourceDesc CUdevprop CUDA_ARRAY_MEMORY_REQUIREMENTS \
+                CUDA_MEM_ALLOC_NODE_PARAMS CUgraphNodeParams CUmemcpyAttributes CUmemcpy3DOperand \
+                CUDA_MEMCPY3D_BATCH_OP CUpointer_attribute CUmem_range_attribute CUmem_advise; do
                 echo "    printf(\"sizeof($s) %zu\\n\", sizeof($s));"
         done
         for f in CUmemAllocationProp:type CUmemAllocationProp:requestedHandleTypes CUmemAllocationProp:location \
@@ -50,7 +52,13 @@ gen() {
                 CUDA_ARRAY3D_DESCRIPTOR:NumChannels CUDA_ARRAY3D_DESCRIPTOR:Flags CUmemAccessDesc:flags \
                 CUctxCreateParams:numExecAffinityParams CUctxCreateParams:cigParams \
                 CUdevSmResource:smCount CUdevSmResource:minSmPartitionSize CUdevSmResource:smCoscheduledAlignment \
-                CUdevResource:type CUdevResource:_internal_padding CUdevResource:sm CUdevResource:_oversize; do
+                CUdevResource:type CUdevResource:_internal_padding CUdevResource:sm CUdevResource:_oversize \
+                CUdevprop:textureAlign CUDA_MEM_ALLOC_NODE_PARAMS:accessDescs CUDA_MEM_ALLOC_NODE_PARAMS:accessDescCount \
+                CUDA_MEM_ALLOC_NODE_PARAMS:bytesize CUDA_MEM_ALLOC_NODE_PARAMS:dptr CUgraphNodeParams:alloc \
+                CUgraphNodeParams:reserved2 CUmemcpyAttributes:srcLocHint CUmemcpyAttributes:dstLocHint \
+                CUmemcpyAttributes:flags CUmemcpy3DOperand:op CUmemcpy3DOperand:op.ptr.locHint \
+                CUmemcpy3DOperand:op.array.offset CUDA_MEMCPY3D_BATCH_OP:dst CUDA_MEMCPY3D_BATCH_OP:extent \
+                CUDA_MEMCPY3D_BATCH_OP:srcAccessOrder CUDA_MEMCPY3D_BATCH_OP:flags; do
                 echo "    printf(\"offsetof(${f%%:*}.${f##*:}) %zu\\n\", __builtin_offsetof(${f%%:*}, ${f##*:}));"
         done
         echo '    return 0; }'

@@ -43,6 +43,9 @@
  *   fake_cuda_init.c    cuInit (config, device enumeration, CUDA_VISIBLE_DEVICES, address
  *                       space, shared state), fork, cuDriverGetVersion, cuGetExportTable
  *   fake_cuda_device.c  cuDeviceGet*, attributes, UUIDs, total memory, PCI bus ids
+ *   fake_cuda_devx.c    every other entry point that names a device (pools of a device, advice,
+ *                       prefetches, access by location, a pointer's / stream's device, batched
+ *                       copies, what is not simulated after its device check), fakegpu_touched_uuid
  *   fake_cuda_ctx.c     the per-thread context stack, primary and created contexts, the
  *                       contexts of green contexts, cuCtxSynchronize
  *   fake_cuda_green.c   green contexts: SM resources, splits, resource descriptors
@@ -363,9 +366,16 @@ static inline CUresult enter(const char *func)
 #define LOCK() pthread_mutex_lock(&g_mu)
 #define UNLOCK() pthread_mutex_unlock(&g_mu)
 
+/* The last device an entry point of this thread accepted (fakegpu_touched_uuid: the test's view
+ * of which GPU a call reached). */
+extern __thread int g_touched;
+
 static inline int valid_dev(CUdevice d)
 {
-    return d >= 0 && d < g_ndev;
+    int ok = d >= 0 && d < g_ndev;
+    if (ok)
+        g_touched = d;
+    return ok;
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -412,4 +412,10 @@ EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExpo
 /* The driver's cuInit under a name no interposer wraps: tests/vgpu/device_probe.c uses it to
  * initialise the driver as a program that reached it past the interposer would (the driver then
  * shows every GPU, whatever the slice). Not part of the real driver's ABI. */
-EXPORT CUresult fakegpu_cuInit_unhooked(unsigned int Flags) __attribute__((alias("cuInit")));
+/* A function of its own, not an alias: dladdr of cuInit's address must name cuInit (the
+ * cuGetProcAddress checks read it), whichever alias the symbol table lists first. -Bsymbolic binds
+ * the call to this library's cuInit. */
+EXPORT CUresult fakegpu_cuInit_unhooked(unsigned int Flags)
+{
+    return cuInit(Flags);
+}

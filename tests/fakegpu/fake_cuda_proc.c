@@ -18,6 +18,7 @@
 struct proc_version {
     int since;
     void *fn;
+    void *per_thread;   /* this version's own _ptsz (cuMemPrefetchAsync: _ptsz, _v2_ptsz), or NULL */
 };
 
 struct proc_entry {
@@ -27,7 +28,8 @@ struct proc_entry {
     int per_thread_since;
 };
 
-#define V(ver, f) { ver, (void *)(f) }
+#define V(ver, f) { ver, (void *)(f), NULL }
+#define VP(ver, f, pt) { ver, (void *)(f), (void *)(pt) }
 static const struct proc_entry g_procs[] = {
     { "cuInit", { V(2000, cuInit) }, NULL, 0 },
     { "cuDriverGetVersion", { V(2020, cuDriverGetVersion) }, NULL, 0 },
@@ -122,11 +124,66 @@ static const struct proc_entry g_procs[] = {
     { "cuStreamQuery", { V(2000, cuStreamQuery) }, (void *)cuStreamQuery_ptsz, 7000 },
     { "cuStreamDestroy", { V(2000, cuStreamDestroy), V(4000, cuStreamDestroy_v2) }, NULL, 0 },
     { "cuStreamSynchronize", { V(2000, cuStreamSynchronize) }, (void *)cuStreamSynchronize_ptsz, 7000 },
+    /* the other entry points that name a device (fake_cuda_devx.c) */
+    { "cuDevicePrimaryCtxSetFlags",
+      { V(7000, cuDevicePrimaryCtxSetFlags), V(11000, cuDevicePrimaryCtxSetFlags_v2) }, NULL, 0 },
+    { "cuDeviceComputeCapability", { V(2000, cuDeviceComputeCapability) }, NULL, 0 },
+    { "cuDeviceGetProperties", { V(2000, cuDeviceGetProperties) }, NULL, 0 },
+    { "cuDeviceGetLuid", { V(10000, cuDeviceGetLuid) }, NULL, 0 },
+    { "cuDeviceGetTexture1DLinearMaxWidth", { V(11010, cuDeviceGetTexture1DLinearMaxWidth) }, NULL, 0 },
+    { "cuDeviceGetExecAffinitySupport", { V(11040, cuDeviceGetExecAffinitySupport) }, NULL, 0 },
+    { "cuDeviceGetNvSciSyncAttributes", { V(10020, cuDeviceGetNvSciSyncAttributes) }, NULL, 0 },
+    { "cuDeviceGetHostAtomicCapabilities", { V(13000, cuDeviceGetHostAtomicCapabilities) }, NULL, 0 },
+    { "cuDeviceGetP2PAtomicCapabilities", { V(13000, cuDeviceGetP2PAtomicCapabilities) }, NULL, 0 },
+    { "cuDeviceRegisterAsyncNotification", { V(12040, cuDeviceRegisterAsyncNotification) }, NULL, 0 },
+    { "cuDeviceUnregisterAsyncNotification", { V(12040, cuDeviceUnregisterAsyncNotification) }, NULL, 0 },
+    { "cuDeviceGetMemPool", { V(11020, cuDeviceGetMemPool) }, NULL, 0 },
+    { "cuDeviceSetMemPool", { V(11020, cuDeviceSetMemPool) }, NULL, 0 },
+    { "cuDeviceGetGraphMemAttribute", { V(11040, cuDeviceGetGraphMemAttribute) }, NULL, 0 },
+    { "cuDeviceSetGraphMemAttribute", { V(11040, cuDeviceSetGraphMemAttribute) }, NULL, 0 },
+    { "cuDeviceGraphMemTrim", { V(11040, cuDeviceGraphMemTrim) }, NULL, 0 },
+    { "cuKernelGetAttribute", { V(12000, cuKernelGetAttribute) }, NULL, 0 },
+    { "cuKernelSetAttribute", { V(12000, cuKernelSetAttribute) }, NULL, 0 },
+    { "cuKernelSetCacheConfig", { V(12000, cuKernelSetCacheConfig) }, NULL, 0 },
+    { "cuArrayGetMemoryRequirements", { V(11060, cuArrayGetMemoryRequirements) }, NULL, 0 },
+    { "cuMipmappedArrayGetMemoryRequirements", { V(11060, cuMipmappedArrayGetMemoryRequirements) }, NULL, 0 },
+    { "cuStreamGetDevice", { V(12080, cuStreamGetDevice) }, (void *)cuStreamGetDevice_ptsz, 12080 },
+    { "cuMemAdvise", { V(8000, cuMemAdvise), V(12020, cuMemAdvise_v2) }, NULL, 0 },
+    { "cuMemPrefetchAsync",
+      { VP(8000, cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz), VP(12020, cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz) },
+      NULL, 0 },
+    { "cuMemPrefetchBatchAsync", { V(13000, cuMemPrefetchBatchAsync) }, (void *)cuMemPrefetchBatchAsync_ptsz, 13000 },
+    { "cuMemDiscardAndPrefetchBatchAsync", { V(13000, cuMemDiscardAndPrefetchBatchAsync) },
+      (void *)cuMemDiscardAndPrefetchBatchAsync_ptsz, 13000 },
+    { "cuMemRangeGetAttribute", { V(8000, cuMemRangeGetAttribute) }, NULL, 0 },
+    { "cuMemRangeGetAttributes", { V(8000, cuMemRangeGetAttributes) }, NULL, 0 },
+    { "cuPointerGetAttribute", { V(4000, cuPointerGetAttribute) }, NULL, 0 },
+    { "cuPointerGetAttributes", { V(7000, cuPointerGetAttributes) }, NULL, 0 },
+    { "cuMemGetAccess", { V(10020, cuMemGetAccess) }, NULL, 0 },
+    { "cuMemGetAllocationPropertiesFromHandle", { V(10020, cuMemGetAllocationPropertiesFromHandle) }, NULL, 0 },
+    { "cuMemPoolSetAccess", { V(11020, cuMemPoolSetAccess) }, NULL, 0 },
+    { "cuMemPoolGetAccess", { V(11020, cuMemPoolGetAccess) }, NULL, 0 },
+    { "cuMemGetDefaultMemPool", { V(13000, cuMemGetDefaultMemPool) }, NULL, 0 },
+    { "cuMemGetMemPool", { V(13000, cuMemGetMemPool) }, NULL, 0 },
+    { "cuMemSetMemPool", { V(13000, cuMemSetMemPool) }, NULL, 0 },
+    { "cuMulticastAddDevice", { V(12010, cuMulticastAddDevice) }, NULL, 0 },
+    { "cuMulticastUnbind", { V(12010, cuMulticastUnbind) }, NULL, 0 },
+    { "cuGraphAddMemAllocNode", { V(11040, cuGraphAddMemAllocNode) }, NULL, 0 },
+    { "cuGraphMemAllocNodeGetParams", { V(11040, cuGraphMemAllocNodeGetParams) }, NULL, 0 },
+    { "cuGraphAddNode", { V(12020, cuGraphAddNode), V(12030, cuGraphAddNode_v2) }, NULL, 0 },
+    { "cuMemcpyBatchAsync",
+      { VP(12080, cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz), VP(13000, cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz) },
+      NULL, 0 },
+    { "cuMemcpy3DBatchAsync",
+      { VP(12080, cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz),
+        VP(13000, cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz) },
+      NULL, 0 },
     { "cuMemcpyHtoD", { V(3020, cuMemcpyHtoD_v2) }, (void *)cuMemcpyHtoD_v2_ptds, 7000 },
     { "cuMemcpyDtoH", { V(3020, cuMemcpyDtoH_v2) }, (void *)cuMemcpyDtoH_v2_ptds, 7000 },
     { "cuMemsetD8", { V(3020, cuMemsetD8_v2) }, (void *)cuMemsetD8_v2_ptds, 7000 },
 };
 #undef V
+#undef VP
 
 /* The lookup shared by both entry points. Returns the status; *pfn = the function or NULL. */
 static CUdriverProcAddressQueryResult proc_lookup(const char *symbol, int cudaVersion, cuuint64_t flags,
@@ -142,15 +199,19 @@ static CUdriverProcAddressQueryResult proc_lookup(const char *symbol, int cudaVe
         /* A negative cudaVersion reads as "newest" on driver 580.159.04 (seen). */
         if (cudaVersion < 0)
             cudaVersion = INT_MAX;
+        void *pt = NULL;
         for (int k = 0; k < 4 && e->v[k].fn != NULL; k++)
             if (e->v[k].since <= cudaVersion) {
                 *pfn = e->v[k].fn;
+                pt = e->v[k].per_thread;
                 found = 1;
             }
         if (!found)
             return CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-        if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && e->per_thread != NULL &&
-            e->per_thread_since <= cudaVersion)
+        if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && pt != NULL)
+            *pfn = pt;
+        else if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && e->per_thread != NULL &&
+                 e->per_thread_since <= cudaVersion)
             *pfn = e->per_thread;
         return CU_GET_PROC_ADDRESS_SUCCESS;
     }

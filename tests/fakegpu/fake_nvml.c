@@ -1128,3 +1128,133 @@ EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, 
     ENTER();
     return event_wait(set, data, timeoutms, 0);
 }
+
+/* ---- serial numbers and topology ------------------------------------------------------------
+ * The fake's boards have serial "1320000000" followed by the GPU's index (three digits); every
+ * pair of GPUs meets at the system level (no NVLink, no shared switch), P2P reads are OK, no
+ * two GPUs share a board. MIG devices have no serial or topology of their own (NOT_SUPPORTED /
+ * INVALID_ARGUMENT, as the real driver answers for them). */
+EXPORT nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)
+{
+    ENTER();
+    RESOLVE(device, g, m);
+    if (serial == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (m != NULL)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (length < 14)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    snprintf(serial, length, "1320000000%03u", gpu_index(g));
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleBySerial(const char *serial, nvmlDevice_t *device)
+{
+    ENTER();
+    if (serial == NULL || device == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < g_cfg.ngpus; i++) {
+        char s[32];
+        snprintf(s, sizeof(s), "1320000000%03u", i);
+        if (strcmp(s, serial) == 0) {
+            if (gpu_lost(i))
+                return NVML_ERROR_GPU_IS_LOST;
+            *device = &g_gpu_handles[i];
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+/* GPUs other than `skip` (-1: all) at `level` or nearer: all of them from NVML_TOPOLOGY_SYSTEM. */
+static nvmlReturn_t gpu_list(int skip, nvmlGpuTopologyLevel_t level, unsigned int *count, nvmlDevice_t *out)
+{
+    unsigned n = 0;
+    if (count == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < g_cfg.ngpus && level >= NVML_TOPOLOGY_SYSTEM; i++)
+        if ((int)i != skip) {
+            if (out != NULL && n < *count)
+                out[n] = &g_gpu_handles[i];
+            n++;
+        }
+    if (*count == 0 || out == NULL) {
+        *count = n;
+        return NVML_SUCCESS;
+    }
+    if (n > *count) {
+        *count = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTopologyNearestGpus(nvmlDevice_t device, nvmlGpuTopologyLevel_t level,
+                                                     unsigned int *count, nvmlDevice_t *deviceArray)
+{
+    ENTER();
+    RESOLVE(device, g, m);
+    if (m != NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return gpu_list((int)gpu_index(g), level, count, deviceArray);
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetTopologyGpuSet(unsigned int cpuNumber, unsigned int *count, nvmlDevice_t *deviceArray)
+{
+    ENTER();
+    (void)cpuNumber; /* one NUMA node: every CPU is near every GPU */
+    return gpu_list(-1, NVML_TOPOLOGY_SYSTEM, count, deviceArray);
+}
+
+EXPORT nvmlReturn_t nvmlUnitGetDevices(nvmlUnit_t unit, unsigned int *deviceCount, nvmlDevice_t *devices)
+{
+    ENTER();
+    (void)unit; (void)deviceCount; (void)devices;
+    return NVML_ERROR_INVALID_ARGUMENT; /* no S-class units: no unit handle is valid */
+}
+
+/* Two whole GPUs (not the same one, no MIG device). */
+static nvmlReturn_t gpu_pair(nvmlDevice_t a, nvmlDevice_t b)
+{
+    const struct fg_gpu *ga, *gb;
+    const struct fg_mig *ma, *mb;
+    if (resolve(a, &ga, &ma) < 0 || resolve(b, &gb, &mb) < 0 || ma != NULL || mb != NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu_lost(gpu_index(ga)) || gpu_lost(gpu_index(gb)))
+        return NVML_ERROR_GPU_IS_LOST;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                        nvmlGpuTopologyLevel_t *pathInfo)
+{
+    ENTER();
+    nvmlReturn_t rc = gpu_pair(device1, device2);
+    if (rc != NVML_SUCCESS || pathInfo == NULL)
+        return rc != NVML_SUCCESS ? rc : NVML_ERROR_INVALID_ARGUMENT;
+    *pathInfo = device1 == device2 ? NVML_TOPOLOGY_INTERNAL : NVML_TOPOLOGY_SYSTEM;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuP2PCapsIndex_t p2pIndex,
+                                           nvmlGpuP2PStatus_t *p2pStatus)
+{
+    ENTER();
+    (void)p2pIndex;
+    nvmlReturn_t rc = gpu_pair(device1, device2);
+    if (rc != NVML_SUCCESS || p2pStatus == NULL)
+        return rc != NVML_SUCCESS ? rc : NVML_ERROR_INVALID_ARGUMENT;
+    *p2pStatus = NVML_P2P_STATUS_OK;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceOnSameBoard(nvmlDevice_t device1, nvmlDevice_t device2, int *onSameBoard)
+{
+    ENTER();
+    nvmlReturn_t rc = gpu_pair(device1, device2);
+    if (rc != NVML_SUCCESS || onSameBoard == NULL)
+        return rc != NVML_SUCCESS ? rc : NVML_ERROR_INVALID_ARGUMENT;
+    *onSameBoard = device1 == device2;
+    return NVML_SUCCESS;
+}

@@ -141,7 +141,7 @@ p, gs, ldlp = sys.argv[1:4]
 c = json.load(open(p))
 for hs in c.get("hooks", {}).values():
     for h in hs:
-        if h["path"] == gs:
+        if h["path"] in (gs, gs + "-hook"):
             h.setdefault("env", []).append(ldlp)
 json.dump(c, open(p, "w"), indent=2)
 PY
@@ -170,12 +170,12 @@ EOF
         mkbundle fill '["/bin/sh", "/fill.sh"]' && mkbundle compute '["/compute_shapes", "short", "3"]'
         check "the claim's device applied to two runc bundles (cdi_apply.py)" test -s "$W/fill/config.json" -a -s "$W/compute/config.json"
         cp "$W/fill/config.json" "$OUT/dra-fill-config.json" 2>/dev/null
-        check "... their config.json: the 4 Gi / 30 % env, the slice hooks (createRuntime, poststop), GPU 0's node" \
+        check "... their config.json: the 4 Gi / 30 % env, the slice hooks (gpuslice-hook createRuntime, poststop), GPU 0's node" \
                 python3 -c 'import json, sys
 c = json.load(open(sys.argv[1])); env = c["process"]["env"]
-hooks = {k: [h["args"][:2] + h["args"][-1:] for h in v] for k, v in c.get("hooks", {}).items()}  # options before the stage
+hooks = {k: [[h["args"][0], h["args"][-1]] for h in v] for k, v in c.get("hooks", {}).items()}  # options before the stage
 ok = "GPUSLICE_MEMORY_LIMIT=4Gi" in env and "GPUSLICE_COMPUTE_LIMIT=30" in env
-ok &= ["gpuslice", "hook", "createRuntime"] in hooks.get("createRuntime", []) and ["gpuslice", "hook", "poststop"] in hooks.get("poststop", [])
+ok &= ["gpuslice-hook", "createRuntime"] in hooks.get("createRuntime", []) and ["gpuslice-hook", "poststop"] in hooks.get("poststop", [])
 ok &= any(d["path"] == "/dev/nvidia0" for d in c["linux"].get("devices", []))
 sys.exit(not ok)' "$W/fill/config.json"
 fi

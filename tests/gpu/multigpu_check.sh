@@ -61,12 +61,15 @@ if [ -x "$DPROBE" ]; then
         for o in 0 1 2 -1; do x1 -- "$DPROBE" "$o" "$([ "$o" = 0 ] && echo "$B1" || echo "$B0")" "${NAMES[@]}" >"$O/dev$o.txt" 2>&1; done
         cat "$O/dev1.txt"
         own() { ! grep -qE '^(nocase|init [^0])' "$O/dev0.txt" &&
-                ! awk '$2 == 0 && $3 == 101 && $1 != "cuDeviceGetP2PAttribute"' "$O/dev0.txt" | grep -q . &&
+                ! awk '$2 == 0 && $3 == 101 && $1 != "cuDeviceGetP2PAttribute" && $1 != "cuDeviceGetP2PAtomicCapabilities"' "$O/dev0.txt" | grep -q . &&
                 [ "$(grep -c ' 0 ' "$O/dev0.txt")" -ge ${#NAMES[@]} ]; }
         check "ordinal 0 (GPU 1) is accepted by all ${#NAMES[@]} entry points with a device" own
         for o in 1 2 -1; do
+                # -1 is CU_DEVICE_CPU, the host, to cuMemAdvise and cuMemPrefetchAsync(_ptsz): 0 there
                 foreign() { grep -qx "init 0" "$O/dev$1.txt" && [ "$(grep -cE "^[A-Za-z0-9_]+ $1 " "$O/dev$1.txt")" = ${#NAMES[@]} ] &&
-                        ! awk -v u="${U1,,}" '$3 != 101 && !($3 == 0 && tolower($4) == u)' <(grep -E "^[A-Za-z0-9_]+ $1 " "$O/dev$1.txt") | grep -q .; }
+                        ! awk -v u="${U1,,}" -v o="$1" '$3 != 101 && !($3 == 0 && tolower($4) == u) &&
+                                !(o == -1 && $3 == 0 && $1 ~ /^cuMem(Advise|PrefetchAsync|PrefetchAsync_ptsz)$/)' \
+                                <(grep -E "^[A-Za-z0-9_]+ $1 " "$O/dev$1.txt") | grep -q .; }
                 check "made-up ordinal $o (GPU 0's bus id): all ${#NAMES[@]} refused (101) or answered GPU 1" foreign "$o"
         done
 else

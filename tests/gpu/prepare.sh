@@ -24,10 +24,11 @@ mkdir -p "$BUILD/runtime-libs" "$CARRY"
 for l in /usr/lib/x86_64-linux-gnu/libjson-c.so.5 /lib/x86_64-linux-gnu/libcap.so.2 /usr/lib/x86_64-linux-gnu/libcmocka.so.0; do
         cp -L "$l" "$BUILD/runtime-libs/"
 done
-# ... and whatever else gpuslice links (libseccomp, libyaml for CDI specs) that is not glibc, and
+# ... and whatever else gpuslice and gpuslice-hook (the hooks run it) link (libseccomp, libyaml for
+# CDI specs) that is not glibc, and
 # libcurl with what it links (the DRA plugin loads it: part dra).
 curl=$(ldconfig -p | awk '$1 == "libcurl.so.4" && /x86-64/ {print $NF; exit}')
-for l in $(ldd "$BUILD/gpuslice" ${curl:+"$curl"} | awk '$3 ~ /^\// {print $3}') $curl; do
+for l in $(ldd "$BUILD/gpuslice" "$BUILD/gpuslice-hook" ${curl:+"$curl"} | awk '$3 ~ /^\// {print $3}') $curl; do
         case ${l##*/} in libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*) ;; *) cp -L "$l" "$BUILD/runtime-libs/" ;; esac
 done
 [ -x /bin/busybox ] || apt-get install -y -q busybox-static >/dev/null

@@ -13,7 +13,9 @@
 # 4 GiB share, as a container), shim (issue 24: runc through the runtime shim, legacy and cdi modes,
 # a 4 GiB slice; bench/runtime_shim.sh), resize (issue 25: a running PyTorch slice resized live,
 # tests/gpu/resize_check.sh), dra (issue 23: gpuslice dra-plugin, a 4 Gi / 30 % claim prepared and
-# run under runc, tests/gpu/dra_check.sh), bench (bench/run.sh); the benchmark of a part
+# run under runc, tests/gpu/dra_check.sh), liar (issue 31: an honest share-50 slice beside a
+# neighbour lying in its arbiter record keeps 0.9 of its share, tests/gpu/liar_check.sh, ~40 s),
+# bench (bench/run.sh); the benchmark of a part
 # runs with it. A part asked for that cannot run (a carried binary, runc, the kubelet probe
 # missing) is a FAIL that names what is missing; a part not asked for is a counted SKIP; a part
 # that ran no check is a FAIL, and so is a run that ran none.
@@ -37,7 +39,7 @@ if [ -d "$BUILD/runtime-libs" ]; then
         done
 fi
 pass=0 fail=0 skipped=0
-PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize multigpu dra bench"
+PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize multigpu dra liar bench"
 only() { [ -z "${GS_GPU_ONLY:-}" ] || [[ ",$GS_GPU_ONLY," == *",$1,"* ]]; }
 check() {
         local name=$1; shift
@@ -342,7 +344,7 @@ PY
 fi
 
 # --- issue 8: the OCI hook and CDI on the real GPU ------------------------------------------
-# runc (Debian's, carried) runs three containers: (a) with `gpuslice hook` as prestart and
+# runc (Debian's, carried) runs three containers: (a) with `gpuslice-hook` (the lean hook) as prestart and
 # poststop hooks in config.json and the NVIDIA/slice env contract in process.env, then the same
 # without GPUSLICE_MEMORY_LIMIT (control); (b) with the edits of the CDI device
 # nvidia.com/gpu=0-4g from `gpuslice cdi generate`, applied by tests/gpu/cdi_apply.py as a
@@ -353,7 +355,7 @@ want_ct=0 can_ct=1
 for p in hook shim ctcompute k8s multigpu; do
         part "$p" || continue
         want_ct=1
-        have "$p" "$RUNC" "$CARRY/cuda_fill" "$CARRY/busybox" "$BUILD/libgpuslice-vgpu.so" || can_ct=0
+        have "$p" "$RUNC" "$CARRY/cuda_fill" "$CARRY/busybox" "$BUILD/libgpuslice-vgpu.so" "$BUILD/gpuslice-hook" || can_ct=0
 done
 if [ "$want_ct" = 1 ] && [ "$can_ct" = 1 ]; then
         HW=$(mktemp -d /tmp/gs-gpu-hook.XXXXXX)
@@ -377,9 +379,13 @@ if [ "$want_ct" = 1 ] && [ "$can_ct" = 1 ]; then
         HOSTMEM=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
         "$RUNC" --version | head -1
         # Hooks run with the environment their definition gives (here: PATH only). Where this host
-        # lacks a library gpuslice links (BUILD/runtime-libs), they also need LD_LIBRARY_PATH.
+        # lacks a library gpuslice or gpuslice-hook links (BUILD/runtime-libs), they also need
+        # LD_LIBRARY_PATH. The hooks are the lean gpuslice-hook, as the hook definitions gpuslice
+        # writes name it (GSH).
         HOOK_ENV='"PATH=/usr/sbin:/usr/bin:/sbin:/bin"'
-        if ! env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$GSA" --version >/dev/null 2>&1; then
+        GSH=$GSA-hook
+        if ! env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$GSA" --version >/dev/null 2>&1 ||
+                ! env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$GSH" --version >/dev/null 2>&1; then
                 HOOK_LDLP="LD_LIBRARY_PATH=$(readlink -f "$BUILD/runtime-libs")"
                 HOOK_ENV="$HOOK_ENV, \"$HOOK_LDLP\""
                 echo "  (gpuslice needs $HOOK_LDLP on this host: the hooks get it too)"
@@ -448,7 +454,7 @@ p, gs, ldlp = sys.argv[1:4]
 c = json.load(open(p))
 for hs in c.get("hooks", {}).values():
     for h in hs:
-        if h["path"] == gs:
+        if h["path"] in (gs, gs + "-hook"):
             h.setdefault("env", []).append(ldlp)
 json.dump(c, open(p, "w"), indent=2)
 PY
@@ -495,7 +501,7 @@ PY
                 local tag=$1 uuid=$2 what=$3 dpp rc id=gs-gpu-$1-$$
                 mkdir -p "$HW/$tag-dp"
                 { cat "$HW/config.toml"; printf '[device-plugin]\nsocket-dir = "%s"\nresource = ""\n' "$HW/$tag-dp"
-                  printf 'slices = ["4g=4Gi"]\ncdi-spec = "%s"\nhook-path = "%s"\nlabel-interval = 0\n' "$HW/$tag-cdi.json" "$GSA"
+                  printf 'slices = ["4g=4Gi"]\ncdi-spec = "%s"\nhook-path = "%s"\nlabel-interval = 0\n' "$HW/$tag-cdi.json" "$GSH"
                 } >"$HW/$tag.toml"
                 "$GSA" device-plugin --config "$HW/$tag.toml" 2>"$OUTDIR/$tag-plugin.log" &
                 dpp=$!
@@ -525,8 +531,8 @@ PY
         }
         KPROBE=$BUILD/tests/kubelet-probe
         NV='"NVIDIA_VISIBLE_DEVICES=0", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"'
-        HOOKS="{\"prestart\": [{\"path\": \"$GSA\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$HW/config.toml\", \"prestart\"], \"env\": [$HOOK_ENV]}],
-                \"poststop\": [{\"path\": \"$GSA\", \"args\": [\"gpuslice\", \"hook\", \"--config\", \"$HW/config.toml\", \"poststop\"], \"env\": [$HOOK_ENV]}]}"
+        HOOKS="{\"prestart\": [{\"path\": \"$GSH\", \"args\": [\"gpuslice-hook\", \"--config\", \"$HW/config.toml\", \"prestart\"], \"env\": [$HOOK_ENV]}],
+                \"poststop\": [{\"path\": \"$GSH\", \"args\": [\"gpuslice-hook\", \"--config\", \"$HW/config.toml\", \"poststop\"], \"env\": [$HOOK_ENV]}]}"
 
         if only hook; then
         mark=$((pass + fail))
@@ -571,9 +577,16 @@ print("links=%d" % len(links))
 smi = [m["containerPath"] for e in edits for m in e.get("mounts", []) if m["containerPath"].endswith("/nvidia-smi")]
 print("smi=%s" % (smi[0] if smi else "/usr/bin/nvidia-smi"))
 print("hook_names=%s" % ",".join(sorted(set(h["hookName"] for h in hooks))))
+print("hook_paths=%s" % ",".join(sorted(set(h["path"] for h in hooks))))
 PY
         cat "$HW/cdi-facts.txt"
         check "every hook in the spec has an explicit env" test "$(kv hooks_without_env "$HW/cdi-facts.txt")" = 0
+        check "every hook in the spec runs the lean hook beside gpuslice ($(kv hook_paths "$HW/cdi-facts.txt"))" \
+                test "$(kv hook_paths "$HW/cdi-facts.txt")" = "$GSH"
+        # what the lean hook maps on this host: its libraries (DT_NEEDED, resolved here)
+        ldd "$GSH" >"$OUTDIR/gpuslice-hook-ldd.txt" 2>&1; ldd "$GSA" >"$OUTDIR/gpuslice-ldd.txt" 2>&1
+        check "gpuslice-hook loads only libc, json-c, libcap, libseccomp here ($(awk '{print $1}' "$OUTDIR/gpuslice-hook-ldd.txt" | tr '\n' ' '))" \
+                test -z "$(awk '{print $1}' "$OUTDIR/gpuslice-hook-ldd.txt" | grep -vE '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|libc\.so\.6|libjson-c\.so\.5|libcap\.so\.2|libseccomp\.so\.2)$')"
         id=gs-gpu-cdi-$$
         if mkbundle cdi "$(kv smi "$HW/cdi-facts.txt")" 3 "" && cp "$HW/cdi-links.txt" "$HW/cdi/rootfs/links.txt" &&
                 python3 tests/gpu/cdi_apply.py "$HW/cdi/config.json" "$OUTDIR/cdi.json" -- nvidia.com/gpu=0-4g; then
@@ -590,7 +603,7 @@ PY
 
         if [ "${GS_GPU_BENCH:-1}" != 1 ]; then
                 skip "hook benchmark: GS_GPU_BENCH=$GS_GPU_BENCH"
-        elif have hook bench/hook.sh; then
+        elif have hook bench/hook.sh "$GSH"; then
                 BUSYBOX=$CARRY/busybox bash bench/hook.sh "$BUILD" 20 / | tee "$OUTDIR/bench_hook.txt"
                 check "hook benchmark: every hook and configure run succeeded" test "${PIPESTATUS[0]}" = 0
         fi
@@ -605,12 +618,14 @@ PY
         mark=$((pass + fail))
         mkdir -p "$HW/bin" "$HW/cdi-dir"
         ln -sf "$GSA-runtime" "$HW/bin/nvidia-container-runtime"
-        # the hooks the shim adds and the spec's hooks run GSW: gpuslice, with this host's
-        # LD_LIBRARY_PATH where it needs one (see HOOK_ENV)
-        GSW=$GSA
+        # the hooks the shim adds and the spec's hooks run GSW: gpuslice-hook, with this host's
+        # LD_LIBRARY_PATH where it needs one (see HOOK_ENV: a wrapper of that name, so the hooks
+        # get the lean hook's arguments)
+        GSW=$GSH
         if [ -n "${HOOK_LDLP:-}" ]; then
-                GSW=$HW/bin/gpuslice-ldlp
-                printf '#!/bin/sh\nexport %s\nexec "%s" "$@"\n' "$HOOK_LDLP" "$GSA" >"$GSW"; chmod +x "$GSW"
+                mkdir -p "$HW/bin/ldlp"
+                GSW=$HW/bin/ldlp/gpuslice-hook
+                printf '#!/bin/sh\nexport %s\nexec "%s" "$@"\n' "$HOOK_LDLP" "$GSH" >"$GSW"; chmod +x "$GSW"
         fi
         shim_cfg() { # MODE: HW/shim-MODE.toml, the hook config plus [runtime]
                 { cat "$HW/config.toml"; printf '[runtime]\nmode = "%s"\nruntimes = ["%s"]\ncdi-spec-dirs = ["%s"]\nhook-path = "%s"\n' \
@@ -625,7 +640,7 @@ PY
         fi
         quota_checks shimleg "runtime shim, legacy mode"
         check "runtime shim, legacy: it added the prestart hook" \
-                grep -q '"args":\["gpuslice","hook","--config","[^"]*shim-legacy.toml","prestart"\]' "$OUTDIR/shim-legacy-config.json"
+                grep -q '"args":\["gpuslice-hook","--config","[^"]*shim-legacy.toml","prestart"\]' "$OUTDIR/shim-legacy-config.json"
         "$GSA" cdi generate --format json --slice 4g=4Gi --hook-path "$GSW" --output "$HW/cdi-dir/nvidia.json" 2>"$OUTDIR/shim-cdi.err"
         check "runtime shim, cdi: cdi generate --slice 4g=4Gi into the shim's spec directory" test -s "$HW/cdi-dir/nvidia.json"
         smi=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); m=[x["containerPath"] for x in s.get("containerEdits",{}).get("mounts",[]) if x["containerPath"].endswith("/nvidia-smi")]; print(m[0] if m else "/usr/bin/nvidia-smi")' "$HW/cdi-dir/nvidia.json")
@@ -784,6 +799,13 @@ if only multigpu; then
         rc=${PIPESTATUS[0]}
         if [ "$rc" = 77 ]; then skip "multigpu: fewer than two GPUs on this host"
         else check "multigpu: a slice of GPU 1 only, per-device quotas and compute, NCCL, top/metrics, CDI on two GPUs" test "$rc" = 0; fi
+fi
+
+# --- issue 31: a neighbour lying in its arbiter record (tests/gpu/liar_check.sh) ---------------
+if part liar && have liar "$GS" "$CARRY/compute_shapes" "$BUILD/tests/vgpu/arb-liar"; then
+        bash tests/gpu/liar_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/liar_check.txt"
+        check "liar: an honest share-50 slice keeps >= 0.9 of its share beside a lying arbiter record, two liars" \
+                test "${PIPESTATUS[0]}" = 0
 fi
 
 # --- issue 10: gpuslice metrics against two slices --------------------------------------------

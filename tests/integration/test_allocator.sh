@@ -149,7 +149,7 @@ CDI_SPEC=/var/run/cdi/gpuslice-alloc-$$.json
 run gen -- "$GS" --root "$DRV" cdi generate --vendor "$VENDOR" --slice 1g=1Gi --slice c30=1Gi,30 --slice hi=1Gi,30,high -o "$CDI_SPEC"
 expect_rc gen 0 "cdi generate --slice 1g=1Gi --slice c30=1Gi,30 --slice hi=1Gi,30,high"
 jq -e '[.devices[] | select(.name == "0-c30") | .containerEdits.hooks[] | select(.hookName == "createRuntime") | .args]
-        == [["gpuslice", "hook", "--memory=1Gi", "--compute-share=30", "createRuntime"]]' "$CDI_SPEC" >/dev/null &&
+        == [["gpuslice-hook", "--memory=1Gi", "--compute-share=30", "createRuntime"]]' "$CDI_SPEC" >/dev/null &&
         ok "... the slice device's createRuntime hook carries its limits as options" ||
         not_ok "... hook args: $(jq -c '[.devices[] | select(.name == "0-c30") | .containerEdits.hooks]' "$CDI_SPEC")"
 if sanitized; then

@@ -25,7 +25,8 @@ cleanup() {
 }
 trap cleanup EXIT
 command -v jq >/dev/null || { not_ok "jq is not installed (make test-deps)"; finish; }
-HOOK_PATH=$(readlink -f "$GS")
+# the hooks run the lean hook beside gpuslice (gpuslice-hook STAGE, gpuslice-hook create-symlinks ...)
+HOOK_PATH=$(readlink -f "$BUILD/gpuslice-hook")
 
 # check.py FILE KIND HOOK_PATH EXPECTED-NAMES...: schema + content; one "FAIL: ..." line per problem.
 cat >"$TMP/check.py" <<'EOF'
@@ -61,7 +62,7 @@ for e in edits:
     for h in e.get("hooks", []):
         if not h.get("env"):
             problems.append("hook without env (the runtime would pass the image's): %s" % h.get("args"))
-        if h.get("path") != hook_path or h.get("args", [""])[0] != "gpuslice":
+        if h.get("path") != hook_path or h.get("args", [""])[0] != os.path.basename(hook_path):
             problems.append("hook path/args: %s %s" % (h.get("path"), h.get("args")))
 for p in problems:
     print("FAIL: " + p)
@@ -183,12 +184,12 @@ jq -r '.containerEdits.mounts[] | select(.containerPath | startswith("/usr/lib/"
 if [ "$(wc -l <"$TMP/r2.libs.want")" -ge 20 ] && diff -u "$TMP/r2.libs.want" "$TMP/r2.libs.got" >"$TMP/r2.libs.diff"; then
         ok "the spec mounts every driver library mkroot installed ($(wc -l <"$TMP/r2.libs.want")), from the root, and nothing else under /usr/lib"
 else not_ok "the spec's library mounts against the root's files"; sed 's/^/    # /' "$TMP/r2.libs.diff" | head -20; fi
-jqt "createContainer hooks: create-symlinks (libcuda.so -> libcuda.so.1), then update-ldcache" \
-        '[.containerEdits.hooks[] | {hookName, args: .args[0:3], env}] == [
-            {"hookName":"createContainer","args":["gpuslice","cdi-hook","create-symlinks"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
-            {"hookName":"createContainer","args":["gpuslice","cdi-hook","update-ldcache"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]}]
+jqt "createContainer hooks: gpuslice-hook create-symlinks (libcuda.so -> libcuda.so.1), then update-ldcache" \
+        '[.containerEdits.hooks[] | {hookName, args: .args[0:2], env}] == [
+            {"hookName":"createContainer","args":["gpuslice-hook","create-symlinks"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
+            {"hookName":"createContainer","args":["gpuslice-hook","update-ldcache"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]}]
          and (.containerEdits.hooks[0].args | index("libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so") != null)
-         and .containerEdits.hooks[1].args[3:] == ["--folder","/usr/lib/x86_64-linux-gnu"]'
+         and .containerEdits.hooks[1].args[2:] == ["--folder","/usr/lib/x86_64-linux-gnu"]'
 S=$TMP/r8.index.spec.json
 jqt "MIG device 2:1: the parent node and the caps nodes of GI 2 and CI 1" \
         '.devices[4].name == "2:1" and (.devices[4].containerEdits.deviceNodes | map(.path)) ==
@@ -212,14 +213,14 @@ jqt "slice *-lat: the limits and the priority (NAME=MEM,COMPUTE,PRIORITY, in low
          ["GPUSLICE_MEMORY_LIMIT=2Gi","GPUSLICE_COMPUTE_LIMIT=25","GPUSLICE_PRIORITY=high"])'
 jqt "only the slices given a priority carry one" '[.devices[].containerEdits.env[]? | select(startswith("GPUSLICE_PRIORITY"))] | length == 3'
 jqt "slice all-4g: both GPUs" '(.devices[] | select(.name == "all-4g") | .containerEdits.deviceNodes | map(.path)) == ["/dev/nvidia0","/dev/nvidia2"]'
-jqt "slice hooks: createRuntime (the limits as its options: the allocator's word) and poststop run gpuslice hook with an explicit env" \
+jqt "slice hooks: createRuntime (the limits as its options: the allocator's word) and poststop run gpuslice-hook with an explicit env" \
         '[.devices[] | select(.name == "0-4g") | .containerEdits.hooks[] | {hookName, args, env}] == [
-            {"hookName":"createRuntime","args":["gpuslice","hook","--memory=4Gi","--compute-share=50","createRuntime"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
-            {"hookName":"poststop","args":["gpuslice","hook","poststop"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]}]'
+            {"hookName":"createRuntime","args":["gpuslice-hook","--memory=4Gi","--compute-share=50","createRuntime"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
+            {"hookName":"poststop","args":["gpuslice-hook","poststop"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]}]'
 jqt "slice hooks: memory only, and a priority" \
-        '([.devices[] | select(.name == "1-half") | .containerEdits.hooks[0].args] == [["gpuslice","hook","--memory=20Gi","createRuntime"]])
+        '([.devices[] | select(.name == "1-half") | .containerEdits.hooks[0].args] == [["gpuslice-hook","--memory=20Gi","createRuntime"]])
          and ([.devices[] | select(.name == "all-lat") | .containerEdits.hooks[0].args]
-              == [["gpuslice","hook","--memory=2Gi","--compute-share=25","--priority=high","createRuntime"]])'
+              == [["gpuslice-hook","--memory=2Gi","--compute-share=25","--priority=high","createRuntime"]])'
 run slicelist -- "$GS" --root "$R2" cdi list --slice 4g=4Gi --device-name-strategy type-index
 expect_names slicelist $(qualify nvidia.com/gpu gpu0 gpu1 all gpu0-4g gpu1-4g all-4g)
 
@@ -254,6 +255,21 @@ mv "$TMP/weirdj.out" "$TMP/weird.json"
 same_doc "a hook path that YAML must quote" "$TMP/weird.yaml" "$TMP/weird.json"
 jq -e --arg p "$WEIRD" '[.containerEdits.hooks[].path] | all(. == $p)' "$TMP/weird.json" >/dev/null &&
         ok "--hook-path sets every hook's path" || not_ok "--hook-path"
+# --hook-path naming a gpuslice (an older node's, or a wrapper): its verbs, as specs were written
+# before the lean hook (they keep working: `gpuslice hook`, `gpuslice cdi-hook` stay)
+run oldhook -- "$GS" --root "$R2" cdi generate --json --slice 4g=4Gi --hook-path /usr/bin/gpuslice
+jq -e '[.containerEdits.hooks[] | .args[0:3]] == [["gpuslice","cdi-hook","create-symlinks"],["gpuslice","cdi-hook","update-ldcache"]]
+        and [.devices[] | select(.name == "0-4g") | .containerEdits.hooks[] | .path, .args] ==
+            ["/usr/bin/gpuslice", ["gpuslice","hook","--memory=4Gi","createRuntime"], "/usr/bin/gpuslice", ["gpuslice","hook","poststop"]]' \
+        "$TMP/oldhook.out" >/dev/null && ok "--hook-path /usr/bin/gpuslice: gpuslice cdi-hook ... and gpuslice hook STAGE" ||
+        not_ok "--hook-path /usr/bin/gpuslice: $(jq -c '[.containerEdits.hooks[].args[0:3]]' "$TMP/oldhook.out" 2>&1)"
+run leanhook -- "$GS" --root "$R2" cdi generate --json --slice 4g=4Gi --hook-path /opt/gs/bin/gpuslice-hook
+jq -e '[.containerEdits.hooks[], (.devices[] | select(.name == "0-4g") | .containerEdits.hooks[]) | [.path, .args[0:2]]] ==
+        [["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","create-symlinks"]], ["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","update-ldcache"]],
+         ["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","--memory=4Gi"]], ["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","poststop"]]]
+        and [.devices[] | select(.name == "0-4g") | .containerEdits.hooks[0].args[-1]] == ["createRuntime"]' \
+        "$TMP/leanhook.out" >/dev/null && ok "--hook-path .../gpuslice-hook: gpuslice-hook create-symlinks ... and gpuslice-hook STAGE" ||
+        not_ok "--hook-path .../gpuslice-hook: $(jq -c '[.containerEdits.hooks[].args[0:2]]' "$TMP/leanhook.out" 2>&1)"
 run dotclass -- "$GS" --root "$R1" cdi generate --json --class g.pu
 expect_err dotclass "needs cdiVersion 0.6.0" "a '.' in the class: cdiVersion 0.6.0, with a warning for podman 4"
 jq -e '.cdiVersion == "0.6.0"' "$TMP/dotclass.out" >/dev/null && ok "... and the spec says 0.6.0" || not_ok "dotted class version"
@@ -327,10 +343,21 @@ expect_rc badlink 1 "cdi-hook create-symlinks --link without '::'"
 expect_err badlink "expected TARGET::LINK" "... says so"
 run relfolder -- "$GS" cdi-hook update-ldcache --folder lib </dev/null
 expect_err relfolder "must be an absolute path" "cdi-hook update-ldcache --folder with a relative path"
+# the lean hook executable the specs name takes the same commands: gpuslice-hook COMMAND
+LH=$BUILD/gpuslice-hook
+run lnostate -- "$LH" create-symlinks --link a::/b </dev/null
+expect_rc lnostate 1 "gpuslice-hook create-symlinks without an OCI state on stdin"
+expect_err lnostate "invalid OCI state" "... says so"
+run lhelp -- "$LH" update-ldcache --help
+expect_rc lhelp 0 "gpuslice-hook update-ldcache --help"
+grep -q "^       gpuslice-hook COMMAND" "$TMP/lhelp.out" && ok "... prints cdi-hook's usage" || not_ok "... $(head -2 "$TMP/lhelp.out")"
+run lbad -- "$LH" frobnicate </dev/null
+expect_rc lbad 2 "gpuslice-hook frobnicate (neither a stage nor a CDI hook command)"
 
 # ---------------------------------------------------------------------------------------------
-# 3. cdi-hook against hostile rootfs trees (the process is already where a createContainer hook
-#    runs: the host's / is visible; everything must stay inside the rootfs)
+# 3. The CDI hooks against hostile rootfs trees (the process is already where a createContainer
+#    hook runs: the host's / is visible; everything must stay inside the rootfs), as the specs run
+#    them: gpuslice-hook create-symlinks | update-ldcache (the same code as gpuslice cdi-hook)
 
 # hook_bundle NAME: $TMP/NAME with config.json (root.path rootfs) and an empty rootfs
 hook_bundle() {
@@ -348,7 +375,7 @@ ln -s / "$H/usr/lib/x86_64-linux-gnu"          # parent is a link to /
 ln -s ../../../../../.. "$H/usr/up"             # a ../ chain
 ln -s "$CANARY" "$H/usr/canary"                 # an absolute host path
 ln -s "$CANARY/victim" "$H/usr/x/libcuda.so"    # the link itself exists, pointing out
-run h1 -- env -i "$GS" cdi-hook create-symlinks \
+run h1 -- env -i "$LH" create-symlinks \
         --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so \
         --link t::/usr/up/gs-cdi-evil \
         --link t::/usr/canary/gs-cdi-evil \
@@ -373,7 +400,7 @@ H=$TMP/h2/rootfs
 "$SRC/tests/integration/mkrootfs.sh" "$H" || { echo "mkrootfs failed" >&2; exit 1; }
 cp "$R2/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04" "$H/usr/lib/x86_64-linux-gnu/"
 mkdir -p "$H/opt/nv" && cp "$R2/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04" "$H/opt/nv/"
-run h2 -- env -i "$GS" cdi-hook update-ldcache --folder /opt/nv --folder /usr/lib/x86_64-linux-gnu --folder /missing < <(state h2)
+run h2 -- env -i "$LH" update-ldcache --folder /opt/nv --folder /usr/lib/x86_64-linux-gnu --folder /missing < <(state h2)
 expect_rc h2 0 "update-ldcache on a rootfs (a missing --folder is skipped)"
 chroot "$H" /sbin/ldconfig -p >"$TMP/h2.ldp" 2>&1
 grep -q "libnvidia-ml.so.1 (libc6,x86-64) => /opt/nv/libnvidia-ml.so.1" "$TMP/h2.ldp" &&
@@ -384,7 +411,7 @@ hook_bundle h3
 H=$TMP/h3/rootfs
 "$SRC/tests/integration/mkrootfs.sh" "$H" || { echo "mkrootfs failed" >&2; exit 1; }
 rm -rf "$H/etc" && ln -s "$CANARY" "$H/etc"
-run h3 -- env -i "$GS" cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu < <(state h3)
+run h3 -- env -i "$LH" update-ldcache --folder /usr/lib/x86_64-linux-gnu < <(state h3)
 # the hook ran to its end: done (exit 0), or refused with its own error (the sandboxed ldconfig
 # cannot write through a link that leads out of the rootfs); only then does "nothing" mean much
 if [ "$(rc_of h3)" = 0 ] || { [ "$(rc_of h3)" = 1 ] && grep -q "^gpuslice: cdi-hook error: update-ldcache" "$TMP/h3.err"; }; then

@@ -187,7 +187,8 @@ if ! "$GS" --root "$DRV" cdi generate --format json >"$TMP/cdi.json" 2>"$TMP/cdi
 else
         CDI_CC=$(jq -c '[.containerEdits.hooks[]?, (.devices[] | select(.name == "0") | .containerEdits.hooks[]?)]
                 | map(select(.hookName == "createContainer") | del(.hookName))' "$TMP/cdi.json")
-        if [ "$(jq -r 'map(.args[2]) | join(",")' <<<"$CDI_CC")" = "create-symlinks,update-ldcache" ] &&
+        if [ "$(jq -r 'map(if .args[1] == "cdi-hook" then .args[2] else .args[1] end) | join(",")' <<<"$CDI_CC")" = \
+                "create-symlinks,update-ldcache" ] &&
                 jq -e 'all(.env | length > 0)' <<<"$CDI_CC" >/dev/null; then
                 ok "cdi generate: createContainer hooks create-symlinks and update-ldcache, each with an explicit env"
         else not_ok "cdi generate: unexpected createContainer hooks: $CDI_CC"; fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What `docker run --gpus ...` does, reproduced exactly with runc (no Docker engine runs here),
-# with gpuslice installed as nvidia-container-runtime-hook.
+# with gpuslice installed as nvidia-container-runtime-hook (a link to the lean hook, gpuslice-hook,
+# as make install and the package make it).
 #
 # moby daemon/nvidia_linux.go (setNvidiaGPUs), for a device request that the "nvidia" driver
 # matched (registered when exec.LookPath("nvidia-container-runtime-hook") succeeds):
@@ -50,9 +51,9 @@ cleanup() {
 trap cleanup EXIT
 
 # The daemon found the hook on its PATH: a directory holding the nvidia-container-runtime-hook
-# symlink to gpuslice, first on PATH. LookPath returns the path as found (not resolved).
+# symlink to gpuslice-hook, first on PATH. LookPath returns the path as found (not resolved).
 mkdir -p "$TMP/bin"
-ln -s "$GS" "$TMP/bin/nvidia-container-runtime-hook"
+ln -s "$BUILD/gpuslice-hook" "$TMP/bin/nvidia-container-runtime-hook"
 export PATH=$TMP/bin:$PATH
 HOOK_PATH=$(command -v nvidia-container-runtime-hook)
 [ "$HOOK_PATH" = "$TMP/bin/nvidia-container-runtime-hook" ] && ok "LookPath finds nvidia-container-runtime-hook: $HOOK_PATH" ||
@@ -130,6 +131,13 @@ docker_case one 1
 expect_done one "--gpus 1"
 expect_gpu0 one "--gpus 1"
 hook_read one "gpu=yes devices=0 caps=0x3 requirements=0 slice=no" "--gpus 1: GPU 0"
+
+# the drop-in name linked to the whole gpuslice (as installed before gpuslice-hook) still works
+ln -sf "$GS" "$TMP/bin/nvidia-container-runtime-hook"
+docker_case oldlink 1
+expect_done oldlink "--gpus 1, nvidia-container-runtime-hook -> gpuslice"
+expect_gpu0 oldlink "--gpus 1, the old link"
+ln -sf "$BUILD/gpuslice-hook" "$TMP/bin/nvidia-container-runtime-hook"
 
 # --gpus 2: 0,1
 docker_case two 2

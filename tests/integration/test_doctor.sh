@@ -36,7 +36,7 @@ write_cfg() {
 write_cfg
 mount -t tmpfs tmpfs /usr/local/sbin || { echo "cannot mount a tmpfs on /usr/local/sbin"; exit 1; }
 HOOKBIN=/usr/local/sbin/nvidia-container-runtime-hook
-ln -s "$GS" "$HOOKBIN"
+ln -s "$BUILD/gpuslice-hook" "$HOOKBIN"  # as installed: the drop-in name is the lean hook
 jq --arg p "$HOOKBIN" '.hook.path = $p' "$SRC/packaging/oci-gpuslice-hook.json" >"$HOOKS/oci-gpuslice-hook.json"
 mount -t cgroup2 none "$CG" || { echo "cannot mount cgroup2"; exit 1; }
 "$GS" --root "$ROOT" cdi generate --output "$SPEC" 2>/dev/null || { echo "cdi generate failed"; exit 1; }
@@ -237,8 +237,11 @@ doctor dockernv
 expect dockernv docker-hook warn "docker run --gpus runs $HOOKBIN, which is not gpuslice" "remove NVIDIA's hook"
 ln -sf /nonexistent/gpuslice "$HOOKBIN"
 doctor dockergone
-expect dockergone docker-hook fail "$HOOKBIN cannot be run (a dangling link?)" "sudo ln -sf"
+expect dockergone docker-hook fail "$HOOKBIN cannot be run (a dangling link?)" "sudo ln -sf $(readlink -f "$BUILD")/gpuslice-hook $HOOKBIN"
 ln -sf "$GS" "$HOOKBIN"
+doctor dockerold
+expect dockerold docker-hook ok "docker run --gpus runs $HOOKBIN (gpuslice: $(readlink -f "$GS"))"
+ln -sf "$BUILD/gpuslice-hook" "$HOOKBIN"
 
 # ---- the engines' runtime shim -------------------------------------------------------------------
 DENGINE=$TMP/ctd-plain.toml doctor ctdplain

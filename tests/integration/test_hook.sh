@@ -392,8 +392,8 @@ markers() { # NAME: every marker poc.so or an evil program may have left
 }
 H_CC_POSTSTART='{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststart"], env: $hookenv}'
 H_CC_ENV='{path: "/usr/bin/env", args: ["env", "-0"], env: $hookenv}'
-# The createContainer hooks exactly as `gpuslice cdi generate` writes them (cdi-hook
-# create-symlinks, update-ldcache). The case below claims them: a failed generate, or a spec
+# The createContainer hooks exactly as `gpuslice cdi generate` writes them (gpuslice-hook
+# create-symlinks, update-ldcache; `gpuslice cdi-hook ...` before). The case below claims them: a failed generate, or a spec
 # without both, is a failure (the case would otherwise run without them and prove less).
 CDI_CC='[]'
 run cdigen -- "$GS" --root "$DRV" cdi generate --json
@@ -401,13 +401,15 @@ expect_rc cdigen 0 "cdi generate --json, for the generated createContainer hooks
 CDI_CC=$(jq -c '[.containerEdits.hooks[]?, .devices[].containerEdits.hooks[]?]
         | map(select(.hookName == "createContainer") | del(.hookName)) | unique' "$TMP/cdigen.out" 2>/dev/null)
 [ -n "$CDI_CC" ] || CDI_CC='[]' # no spec: the case runs without them, and the checks below say so
-# cdi_hooks_in JSON: the array holds cdi-hook create-symlinks and update-ldcache, each with an env
+# CDI_CMD: a jq function, the CDI hook command of a hook (gpuslice-hook CMD, gpuslice cdi-hook CMD)
+CDI_CMD='def cmd: if .args[1] == "cdi-hook" then .args[2] else .args[1] end;'
+# cdi_hooks_in JSON: the array holds the CDI hooks create-symlinks and update-ldcache, each with an env
 cdi_hooks_in() {
-        jq -e '(map(select(.args[1] == "cdi-hook") | .args[2]) | index("create-symlinks") != null and index("update-ldcache") != null)
+        jq -e "$CDI_CMD"' (map(cmd) | index("create-symlinks") != null and index("update-ldcache") != null)
                 and all(.env | length > 0)' <<<"$1" >/dev/null 2>&1
 }
 if cdi_hooks_in "$CDI_CC"; then
-        ok "cdi generate: $(jq length <<<"$CDI_CC") createContainer hooks ($(jq -r 'map(.args[2]) | join(", ")' <<<"$CDI_CC")), each with an explicit env"
+        ok "cdi generate: $(jq length <<<"$CDI_CC") createContainer hooks ($(jq -r "$CDI_CMD"' map(cmd) | join(", ")' <<<"$CDI_CC")), each with an explicit env"
 else not_ok "cdi generate: no create-symlinks + update-ldcache hooks with an explicit env: $CDI_CC"; fi
 # (A sanitizer build's createContainer hooks run in the container's pid namespace with the host's
 # /proc: the executable itself switches LeakSanitizer off where /proc/self is not its pid,
@@ -423,7 +425,7 @@ expect_done cve "poisoned image, our hooks with an explicit env (prestart, creat
 if cdi_hooks_in "$(jq -c '.hooks.createContainer // []' "$TMP/cve/config.json")"; then
         ok "poisoned image: the bundle's createContainer hooks include cdi-hook create-symlinks and update-ldcache"
 else not_ok "poisoned image: the bundle lacks the generated CDI hooks: $(jq -c '.hooks.createContainer' "$TMP/cve/config.json")"; fi
-links=$(jq -r '.[] | select(.args[2] == "create-symlinks") | .args[] | select(contains("::")) | sub(".*::"; "")
+links=$(jq -r "$CDI_CMD"' .[] | select(cmd == "create-symlinks") | .args[] | select(contains("::")) | sub(".*::"; "")
         | select(endswith("/libcuda.so") | not)' <<<"$CDI_CC")
 made=
 for l in $links; do [ -L "$TMP/cve/rootfs$l" ] && made="$made $l"; done
@@ -470,5 +472,56 @@ run envcheck -- env LD_LIBRARY_PATH=/nonexistent/evil "$GS" --root "$DRV" hook -
 expect_rc envcheck 0 "hook poststop with LD_LIBRARY_PATH in its environment"
 expect_err envcheck "LD_LIBRARY_PATH is set in the hook's environment (ignored): give the hook an explicit \"env\"" \
         "... warns that its definition should give it an explicit env"
+# 12. The lean hook. What a runtime starts at every GPU container is the executable gpuslice's
+#     hook definitions name: a CDI spec's hooks (here), the shim's (test_runtime.sh), the hooks.d
+#     file and the drop-in name (test_podman.sh, packaging). It holds only what the hooks use:
+#     DT_NEEDED libc, json-c, libcap, libseccomp (no TLS, HTTP/2, protobuf, terminal, HTTP-server,
+#     YAML or HTTP-client library; `gpuslice` itself has them for metrics, the plugins and top).
+#     And at run: the spec's own createRuntime and poststop hooks (path, args, env; --config added)
+#     on a runc container asking for GPU 0 and a 1 GiB slice, with LD_DEBUG=libs in their env:
+#     every object the hook processes loaded (the NVML helper's dlopen included) is one of those,
+#     or the driver's own library under the driver root.
+LEAN_LIBS='libc.so.6 libjson-c.so.5 libcap.so.2 libseccomp.so.2 ld-linux-x86-64.so.2'
+# (a sanitizer build links the sanitizers' runtimes too, and they what they need)
+sanitized && LEAN_LIBS="$LEAN_LIBS libasan.so.8 libubsan.so.1 libstdc++.so.6 libgcc_s.so.1 libm.so.6"
+lean_lib() { [[ " $LEAN_LIBS " == *" ${1##*/} "* ]]; }
+run leanspec -- "$GS" --root "$DRV" cdi generate --format json --slice 1g=1Gi
+expect_rc leanspec 0 "cdi generate --slice 1g=1Gi (the spec whose hooks run at every container)"
+lean_paths=$(jq -r '[.containerEdits.hooks[]?, .devices[].containerEdits.hooks[]?] | map(.path) | unique | .[]' "$TMP/leanspec.out")
+if [ "$(wc -w <<<"$lean_paths")" = 1 ] && [ -x "$lean_paths" ] &&
+        jq -e --arg p "$lean_paths" '[.containerEdits.hooks[]?, .devices[].containerEdits.hooks[]?] |
+                all(.path == $p and .args[0] == ($p | split("/") | last))' "$TMP/leanspec.out" >/dev/null; then
+        ok "the spec's hooks all run one executable, args[0] its name: $lean_paths"
+else not_ok "the spec's hooks run: $(echo $lean_paths)"; fi
+for exe in $lean_paths; do
+        libs=$(readelf -d "$exe" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+        extra=""
+        for l in $libs; do lean_lib "$l" || extra="$extra $l"; done
+        if [ -n "$libs" ] && [ -z "$extra" ]; then ok "the hook executable $exe needs only $libs"
+        else not_ok "the hook executable $exe needs${extra:- nothing (readelf read no DT_NEEDED)} besides $LEAN_LIBS"; fi
+done
+# the 0-1g device's hooks as the spec gives them, with --config CONF before the stage and LD_DEBUG
+mkdir -p "$TMP/lddebug"
+lean_hook() { # STAGE: the spec's hook of that stage (device 0-1g), for this test
+        jq -c --arg st "$1" --arg conf "$CONF" --arg out "$TMP/lddebug/$1" '.devices[] | select(.name == "0-1g") |
+                .containerEdits.hooks[] | select(.hookName == $st) | del(.hookName) |
+                .args = .args[:-1] + ["--config", $conf] + .args[-1:] | .env += ["LD_DEBUG=libs", "LD_DEBUG_OUTPUT=" + $out]' \
+                "$TMP/leanspec.out"
+}
+make_bundle lean '.process.env += ["NVIDIA_VISIBLE_DEVICES=0", "GPUSLICE_MEMORY_LIMIT=1Gi", "EXPECT_TOTAL_MIB=1024"]
+        | .hooks = {createRuntime: [$create], poststop: [$stop]}' \
+        --argjson create "$(lean_hook createRuntime)" --argjson stop "$(lean_hook poststop)"
+run_bundle lean
+expect_done lean "the spec's createRuntime hook, GPU 0 and a 1 GiB slice"
+expect_gpu0 lean "the spec's hook"
+expect_slice lean "the spec's hook" 1Gi 1024
+loaded=$(cat "$TMP"/lddebug/createRuntime.* "$TMP"/lddebug/poststop.* 2>/dev/null |
+        sed -n 's/.*calling init: \(.*\)$/\1/p' | sort -u)
+extra=""
+for l in $loaded; do lean_lib "$l" || [[ $l == "$DRV"/* ]] || extra="$extra $l"; done
+if [ -n "$loaded" ] && [ -z "$extra" ]; then
+        ok "at run the hook processes loaded only $(for l in $loaded; do printf '%s ' "${l##*/}"; done)(driver libraries from the driver root)"
+else not_ok "at run the hook loaded${extra:- nothing (no LD_DEBUG output: $(ls "$TMP/lddebug"))}"; fi
+no_container_left lean "the spec's hooks"
 no_slice_dirs "at the end"
 finish

@@ -2,9 +2,9 @@
 # gpuslice under podman (Debian's 4.3, with runc) through its hooks.d: the shipped
 # packaging/oci-gpuslice-hook.json (schema 1.0.0, as NVIDIA's oci-nvidia-hook.json: a prestart
 # hook injected into every container, "when": always; the hook itself decides from the env),
-# in a --hooks-dir of the test. A test copy points "path" at the build's
-# nvidia-container-runtime-hook symlink and gives the hook its configuration by argument
-# (["gpuslice", "hook", "--config", FILE, "prestart"]); one case runs the shipped arguments
+# in a --hooks-dir of the test. It runs the lean hook, gpuslice-hook. A test copy points "path"
+# at a link to the build's gpuslice-hook and gives the hook its configuration by argument
+# (["gpuslice-hook", "--config", FILE, "prestart"]); one case runs the shipped arguments
 # unchanged, with /etc/gpuslice bind-mounted in a private mount namespace.
 #
 # Podman here (ecosystem.md 1.6): --runtime runc (crun refuses hybrid cgroups), cgroupfs and
@@ -24,7 +24,7 @@ DRV=$(mkroot drv 2gpu.conf)
 CG=gs-it-podman-$$
 P=$TMP/podman
 mkdir -p "$P/hooks.d" "$P/hooks-shipped.d" "$TMP/bin" "$TMP/etc-gpuslice"
-ln -s "$GS" "$TMP/bin/nvidia-container-runtime-hook"
+ln -s "$BUILD/gpuslice-hook" "$TMP/bin/gpuslice-hook"
 CONF=$TMP/hook.toml
 hook_config "$CONF" "$DRV" "$TMP/slices"
 cp "$CONF" "$TMP/etc-gpuslice/config.toml"
@@ -49,14 +49,14 @@ trap cleanup EXIT
 
 # The test copies of the shipped hook file.
 jq -e '.version == "1.0.0" and .stages == ["prestart"] and .when.always == true
-       and .hook.args == ["nvidia-container-runtime-hook", "prestart"]
+       and .hook.path == "/usr/bin/gpuslice-hook" and .hook.args == ["gpuslice-hook", "prestart"]
        and (.hook.env | length) > 0' "$SHIPPED" >/dev/null &&
-        ok "packaging/oci-gpuslice-hook.json: schema 1.0.0, prestart, always, nvidia-container-runtime-hook prestart, explicit env" ||
+        ok "packaging/oci-gpuslice-hook.json: schema 1.0.0, prestart, always, gpuslice-hook prestart (the lean hook), explicit env" ||
         not_ok "packaging/oci-gpuslice-hook.json: $(jq -c . "$SHIPPED" 2>&1)"
-jq --arg path "$TMP/bin/nvidia-container-runtime-hook" --arg conf "$CONF" \
-        '.hook.path = $path | .hook.args = ["gpuslice", "hook", "--config", $conf, "prestart"]' \
+jq --arg path "$TMP/bin/gpuslice-hook" --arg conf "$CONF" \
+        '.hook.path = $path | .hook.args = ["gpuslice-hook", "--config", $conf, "prestart"]' \
         "$SHIPPED" >"$P/hooks.d/oci-gpuslice-hook.json" || { echo "jq failed"; exit 1; }
-jq --arg path "$TMP/bin/nvidia-container-runtime-hook" '.hook.path = $path' \
+jq --arg path "$TMP/bin/gpuslice-hook" '.hook.path = $path' \
         "$SHIPPED" >"$P/hooks-shipped.d/oci-gpuslice-hook.json" || { echo "jq failed"; exit 1; }
 
 # podman_cmd [--hooks DIR] [--etc] ARGS...: podman with the test's storage, in a private mount
@@ -141,14 +141,14 @@ expect_slice slicegpu "podman GPU + slice" 1Gi 1024
 [ -n "$slicedirs" ] && [ ! -e "$TMP/slices/$slicedirs" ] && ok "podman: the next hook run swept the dead container's slice directory" ||
         not_ok "podman: $TMP/slices/$slicedirs is still there"
 
-# 4. The shipped hook file with its own arguments (nvidia-container-runtime-hook prestart, which
-#    reads /etc/gpuslice/config.toml): only "path" differs.
+# 4. The shipped hook file with its own arguments (gpuslice-hook prestart, which reads
+#    /etc/gpuslice/config.toml): only "path" differs.
 # (the lock on /etc: see test_docker.sh)
 exec {etc_lock}</etc
 flock -w 150 "$etc_lock" || { echo "not ok - could not lock /etc for /etc/gpuslice"; exit 1; }
 [ -e /etc/gpuslice ] || { mkdir /etc/gpuslice && made_etc=1; }
 podman_case shipped --hooks "$P/hooks-shipped.d" --etc -e NVIDIA_VISIBLE_DEVICES=all
-expect_done shipped "the shipped hook arguments (nvidia-container-runtime-hook prestart), NVIDIA_VISIBLE_DEVICES=all"
+expect_done shipped "the shipped hook arguments (gpuslice-hook prestart), NVIDIA_VISIBLE_DEVICES=all"
 expect_all_gpus shipped "shipped hook arguments, NVIDIA_VISIBLE_DEVICES=all"
 if [ -n "$made_etc" ]; then
         [ -z "$(ls -A /etc/gpuslice)" ] && ok "the real /etc/gpuslice (made for the test) stayed empty" || not_ok "the real /etc/gpuslice changed"

@@ -68,7 +68,10 @@ expect_gpu0_cdi() { # NAME DESC
         expect_fact "$n" "SMI GPU 0: NVIDIA A100-SXM4-40GB (UUID: $GPU0_UUID)" "$d: nvidia-smi -L shows GPU 0"
 }
 sum() { sha256sum <"$1" | cut -d' ' -f1; }
-hooks_of() { jq -c '[.hooks // {} | to_entries[] | .key as $k | .value[] | select(.args[1] == "hook") | "\($k):\(.args[-1])"]' "$TMP/$1/config.json"; }
+# our stage hooks in NAME's config.json, "stage:last-arg": `gpuslice-hook ... STAGE` (not its CDI
+# commands) or `gpuslice hook ... STAGE`
+hooks_of() { jq -c '[.hooks // {} | to_entries[] | .key as $k | .value[] | select(.args[1] == "hook" or
+        (.args[0] == "gpuslice-hook" and (.args[1] | IN("create-symlinks", "update-ldcache") | not))) | "\($k):\(.args[-1])"]' "$TMP/$1/config.json"; }
 
 # 1. No GPU asked: config.json byte-identical, nothing of the driver inside.
 make_bundle plain
@@ -87,6 +90,11 @@ shim_bundle leg legacy
 expect_done leg "legacy, NVIDIA_VISIBLE_DEVICES=0"
 expect_gpu0 leg "legacy"
 check "legacy: config.json has our prestart hook" [ "$(hooks_of leg)" = '["prestart:prestart"]' ]
+# the hook it adds is the lean one installed beside the shim, with its own words and an explicit env
+got=$(jq -c '.hooks.prestart[0] | [.path, .args, (.env | length)]' "$TMP/leg/config.json")
+want=$(jq -nc --arg p "$BUILD/gpuslice-hook" --arg c "$TMP/shim-legacy.toml" '[$p, ["gpuslice-hook", "--config", $c, "prestart"], 1]')
+[ "$got" = "$want" ] && ok "legacy: the prestart hook runs the gpuslice-hook beside the shim: gpuslice-hook --config F prestart" ||
+        not_ok "legacy: the prestart hook added: $got, wanted $want"
 left=$(ls -A "$TMP/leg" | grep -v -x -e config.json -e rootfs)
 [ -z "$left" ] && ok "legacy: no temporary file left in the bundle" || not_ok "the bundle holds: $left"
 
@@ -356,13 +364,25 @@ exec "$@"' "$TMP/v1" "$SHIM" --root "$TMP/crun-state" run --bundle "$TMP/crun" "
 expect_done crun "crun through the shim, legacy, NVIDIA_VISIBLE_DEVICES=0"
 expect_gpu0 crun "crun"
 # What starts in front of every container loads little: the shim's executable needs no TLS,
-# HTTP/2, terminal or HTTP-client library, and gpuslice itself (every container's hook) no
-# libcurl (the DRA plugin loads it when it runs). Each once cost milliseconds per container.
+# HTTP/2, terminal or HTTP-client library; the hook it adds (legacy, case 2: the gpuslice-hook
+# beside it) needs only libc, json-c, libcap and libseccomp (no libyaml either: the hook reads no
+# CDI spec); and gpuslice itself no libcurl (the DRA plugin loads it when it runs). Each once
+# cost milliseconds per container.
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }
 shim_libs=$(needed "$BUILD/gpuslice-runtime") gs_libs=$(needed "$BUILD/gpuslice")
 [[ $shim_libs == *libc.so* ]] && ! [[ $shim_libs =~ gnutls|curl|nghttp2|ncurses|microhttpd|protobuf ]] &&
         ok "gpuslice-runtime links only what the shim needs: $shim_libs" || not_ok "gpuslice-runtime links: ${shim_libs:-nothing read}"
+leg_hook=$(jq -r '.hooks.prestart[0].path' "$TMP/leg/config.json")
+hook_libs=$(needed "$leg_hook" 2>/dev/null) extra=""
+for l in $hook_libs; do
+        case $l in libc.so.6 | libjson-c.so.5 | libcap.so.2 | libseccomp.so.2 | ld-linux-x86-64.so.2) ;;
+        libasan.so.* | libubsan.so.*) sanitized || extra="$extra $l" ;; # a sanitizer build's runtimes
+        *) extra="$extra $l" ;;
+        esac
+done
+[ -n "$hook_libs" ] && [ -z "$extra" ] && ok "the hook the shim adds ($leg_hook) links only $hook_libs" ||
+        not_ok "the hook the shim adds ($leg_hook) links${extra:- nothing read} besides libc, json-c, libcap, libseccomp"
 [[ $gs_libs == *libc.so* ]] && ! [[ $gs_libs == *curl* ]] &&
-        ok "gpuslice (the hook) does not link libcurl" || not_ok "gpuslice links: ${gs_libs:-nothing read}"
+        ok "gpuslice does not link libcurl" || not_ok "gpuslice links: ${gs_libs:-nothing read}"
 
 finish

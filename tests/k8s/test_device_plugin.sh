@@ -63,7 +63,7 @@ for e in $(kq '.registrations[].endpoint'); do
         [ -S "$DP/$e" ] && ok "endpoint $e is a socket in the kubelet's directory" || not_ok "no socket $DP/$e"
 done
 jq -e '[.devices[] | select(.name == "0-gpu-4g-25-x2") | .containerEdits.hooks[] | select(.hookName == "createRuntime")
-        | .args] == [["gpuslice", "hook", "--memory=8Gi", "--compute-share=50", "createRuntime"]]' "$CDI_SPEC" >/dev/null &&
+        | .args] == [["gpuslice-hook", "--memory=8Gi", "--compute-share=50", "createRuntime"]]' "$CDI_SPEC" >/dev/null &&
         ok "... the slice device of two shares: 8Gi / 50 % as its hook's options (the allocator's word)" ||
         not_ok "... two shares' hook: $(jq -c '[.devices[] | select(.name == "0-gpu-4g-25-x2") | .containerEdits.hooks]' "$CDI_SPEC")"
 [ -f "$CDI_SPEC" ] && "$GS" cdi list --spec "$CDI_SPEC" >"$TMP/cdinames" 2>&1 &&

@@ -320,10 +320,10 @@ grep -qx "$KIND=3-k8s-replica" "$TMP/names" && grep -qx "$KIND=2:2" "$TMP/names"
 d = yaml.safe_load(open(sys.argv[1]))
 dev = [x for x in d["devices"] if x["name"] == "3-k8s-replica"][0]
 env = dev["containerEdits"]["env"]
-hooks = [h["args"][1:] for h in dev["containerEdits"]["hooks"]]
+hooks = [h["args"] for h in dev["containerEdits"]["hooks"]]
 sys.exit(0 if env == ["GPUSLICE_MEMORY_LIMIT=20Gi", "GPUSLICE_COMPUTE_LIMIT=50", "GPUSLICE_PRIORITY=low"]
-         and ["hook", "--memory=20Gi", "--compute-share=50", "--priority=low", "createRuntime"] in hooks else 1)' \
-        "$TMP/cdi/spec.yaml" && ok "... the replica's slice device: 20Gi, 50 %, priority low (replica-priority) as its createRuntime hook's options" ||
+         and ["gpuslice-hook", "--memory=20Gi", "--compute-share=50", "--priority=low", "createRuntime"] in hooks else 1)' \
+        "$TMP/cdi/spec.yaml" && ok "... the replica's slice device: 20Gi, 50 %, priority low (replica-priority) as its createRuntime hook's options (gpuslice-hook)" ||
         not_ok "replica slice device in the spec"
 stop_kubelet
 stop_plugin

@@ -37,10 +37,10 @@ mutation quota vgpu src/vgpu/hooks_cuda.c \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {' \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0 || 1) {' \
         "the memory quota never refuses an allocation (cuMemAlloc*'s charge is ignored)"
-mutation devices vgpu_devices src/vgpu/hooks_cuda.c \
-        'return dev < 0 || dev >= GS_VGPU_MAX_DEVICES || S.vis_of_cuda[dev] < 0;' \
-        'return false;' \
-        "a device number outside the slice reaches its GPU (no entry point refuses it)"
+mutation devices vgpu_devices src/vgpu/devmap.c \
+        'CUdevice r = dev >= 0 ? gs_vgpu_translated(dev) : -1;' \
+        'CUdevice r = dev;' \
+        "where the driver shows more GPUs, a device number reaches the driver untranslated (GPU 0 for 0)"
 mutation gpunodes integration_configure src/container/configure.c \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor);' \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor); continue;' \
@@ -77,6 +77,10 @@ mutation liverw integration_resize_hook src/container/configure.c \
         '{"live", GS_SLICE_LIVE_DIR, GS_NODE_DIR, GS_MNT_PROC},' \
         '{"live", GS_SLICE_LIVE_DIR, GS_NODE_DIR, GS_MNT_IPC},' \
         "the live limits directory is mounted writable: the container rewrites its own limits"
+mutation leanhook integration_runtime src/runtime/hook_exe.c \
+        'if (beside(self, GS_HOOK_EXE, out, len) || beside(self, "gpuslice", out, len))' \
+        'if (beside(self, "gpuslice", out, len))' \
+        "the hooks gpuslice writes run the whole gpuslice (TLS, HTTP/2, protobuf, ncurses mapped at every container start), not gpuslice-hook"
 # Too slow for every CI run (vgpu_compute takes ~100 s, twice): MUTATION_ONLY=limiter runs it.
 mutation limiter vgpu_compute src/vgpu/limiter.c \
         'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))' \
@@ -112,6 +116,53 @@ mutation labelsenv observe_hook src/runtime/hook.c \
         'gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, given, &lerr)' \
         'gs_slice_write_labels(s->regions_dir, id, cfg->env, cfg->nenv, given, &lerr)' \
         "a slice's labels read from the container's env (its image's ENV, the pod spec): it passes for another pod"
+# issue 31 (arbiter)
+mutation arbclass unit_arbiter src/vgpu/arbiter.c \
+        'p->prio = p->host.prio == GS_ARB_PRIO_HIGH && !p->host_root ? GS_ARB_PRIO_NORMAL : p->host.prio;' \
+        'p->prio = r->prio;' \
+        "a slice's class on the arbiter is read from its own record (a container claims high), not its host record"
+mutation arbowed unit_arbiter src/vgpu/arbiter.c \
+        'return (struct place){p->owed ? 0 : p->prio + 1, p->vtime};' \
+        'return (struct place){(p->flags & GS_ARB_OWED) ? 0 : p->prio + 1, p->vtime};' \
+        "\"owed\" is what a slice's record claims, not what its readers judge"
+mutation arbcost "unit_arbiter vgpu_liar" src/vgpu/arbiter.c \
+        'p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);' \
+        'p->ignored = false;' \
+        "a peer that costs a slice more than its share while the slice is short of its own is still obeyed (a liar holds it)"
+mutation regionmode integration_hostfiles src/slice/slice.c \
+        'write_owned(h->dirfd, "usage", "", 0, 0660, uid, gid, err) < 0)' \
+        'write_owned(h->dirfd, "usage", "", 0, 0666, uid, gid, err) < 0)' \
+        "a container's usage region is world-writable on the host (any local user wedges its accounting)"
+mutation slicelock integration_hostfiles src/slice/live.c \
+        'gs_autoclose int lockfd = lock_slice(dirfd, regions_dir, id, err);' \
+        'gs_autoclose int lockfd = dup(dirfd); flock(lockfd, LOCK_EX);' \
+        "slice set locks the slice directory, which any user can lock, and waits for it forever"
+# issue 31 (devices)
+mutation devices_hook vgpu_devices src/vgpu/hooks_device.c \
+        'ONE_DEVICE(cuMulticastAddDevice, (CUmemGenericAllocationHandle mcHandle, CUdevice dev), dev, mcHandle, dev)' \
+        'GS_EXPORT CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev) { return REAL(cuMulticastAddDevice, mcHandle, dev); }' \
+        "a device-taking entry point (cuMulticastAddDevice) hooked but forwarding the device unchecked"
+mutation devices_out vgpu_devices src/vgpu/hooks_device.c \
+        'GS_EXPORT CUresult cuCtxGetDevice(CUdevice *device) { return device_out(REAL(cuCtxGetDevice, device), device); }' \
+        'GS_EXPORT CUresult cuCtxGetDevice(CUdevice *device) { return REAL(cuCtxGetDevice, device); }' \
+        "cuCtxGetDevice answers the driver's number of the slice's GPU (1), not the slice's (0)"
+mutation devices_nvml vgpu_devices src/vgpu/hooks_nvml.c \
+        'return slice_handle(NREAL(nvmlDeviceGetHandleBySerial, serial, &h), &h, device);' \
+        'return NREAL(nvmlDeviceGetHandleBySerial, serial, device);' \
+        "nvmlDeviceGetHandleBySerial hands out a GPU outside the slice"
+mutation devices_pool vgpu_devices src/vgpu/devmap.c \
+        'return gs_vgpu_visible_of(real1 - 1);' \
+        'return gs_vgpu_current_device();' \
+        "cuMemAllocFromPoolAsync charges the current context's GPU, not the pool's"
+# issue 31 (engines)
+mutation tomltable "unit_toml_tomllib integration_runtime_configure" src/engine/toml_parse.c \
+        'struct gs_tnode *t = x->d->sections[sect].table;' \
+        'struct gs_tnode *t = x->d->root;' \
+        "the TOML editor reads a dotted key of a [table] as a key of the document, so it writes keys into the wrong table (a duplicate table containerd and tomllib refuse)"
+mutation backupmode integration_runtime_configure src/engine/conffile.c \
+        'if (fill(fd, out, old, f, err) < 0) {' \
+        'if (fill(fd, out, old, &(struct gs_conffile){.mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1}, err) < 0) {' \
+        "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)"
 # issue 31 (alloc): the allocator's word is the slice's ceiling (src/runtime/slice_rules.c)
 mutation allocceiling "unit_runtime integration_allocator" src/runtime/slice_rules.c \
         'dev = tightest(al, env_dev);' \

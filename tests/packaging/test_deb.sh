@@ -119,6 +119,12 @@ got=$(in_root gpuslice --version 2>&1)
 check "gpuslice --version: $got" '[ "$got" = "gpuslice ${version%-*} (commit $commit)" ]'
 got=$(in_root nvidia-container-runtime-hook --help 2>&1 | head -1)
 check "nvidia-container-runtime-hook is gpuslice hook" '[ "$got" = "Usage: gpuslice [GLOBAL OPTIONS] hook [--config FILE] STAGE" ]'
+got=$(in_root gpuslice-hook --version 2>&1)
+check "gpuslice-hook --version: $got" '[ "$got" = "gpuslice-hook ${version%-*} (commit $commit)" ]'
+# the lean hook as packaged: only libc, json-c, libcap and libseccomp (the package build's own link)
+hook_libs=$(readelf -d "$R/usr/bin/gpuslice-hook" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
+check "the packaged gpuslice-hook links only libc, json-c, libcap, libseccomp: $hook_libs" \
+        '[ "$hook_libs" = "ld-linux-x86-64.so.2 libc.so.6 libcap.so.2 libjson-c.so.5 libseccomp.so.2 " ]'
 in_root gpuslice --root /srv/gpu info >"$T/info.out" 2>"$T/info.err"
 check "gpuslice --root /srv/gpu info: the simulated GPUs" 'diff -u "$SRC/tests/integration/expected/2gpu.info.txt" "$T/info.out" >"$T/info.diff"'
 [ -s "$T/info.diff" ] && sed 's/^/    # /' "$T/info.diff" "$T/info.err" | head -20
@@ -140,7 +146,7 @@ gone=$(while IFS= read -r f; do [ -e "$R$f" ] || [ -L "$R$f" ] || echo "$f"; don
 check "every path dpkg -L lists is installed" '[ -z "$gone" ]'
 ma=$(gcc -print-multiarch)
 missing=""
-for f in /usr/bin/gpuslice /etc/gpuslice/config.toml /usr/share/containers/oci/hooks.d/oci-gpuslice-hook.json \
+for f in /usr/bin/gpuslice /usr/bin/gpuslice-hook /etc/gpuslice/config.toml /usr/share/containers/oci/hooks.d/oci-gpuslice-hook.json \
         /lib/systemd/system/gpuslice-cdi.service /lib/systemd/system/gpuslice-cdi.path \
         /lib/systemd/system/gpuslice-metrics.service /lib/systemd/system/gpuslice-mps.service \
         "/usr/lib/$ma/gpuslice/libgpuslice-vgpu.so" \
@@ -152,7 +158,7 @@ done
 check "the packages hold the binary, config, hooks.d file, units, interposer, library, header, .pc, completion, man pages" \
         '[ -z "$missing" ]'
 [ -n "$missing" ] && echo "    # not in the packages:$missing"
-check "nvidia-container-runtime-hook -> gpuslice" '[ "$(readlink "$R/usr/bin/nvidia-container-runtime-hook")" = gpuslice ]'
+check "nvidia-container-runtime-hook -> gpuslice-hook" '[ "$(readlink "$R/usr/bin/nvidia-container-runtime-hook")" = gpuslice-hook ]'
 check "/etc/gpuslice/config.toml is a conffile" 'in_root dpkg-query -W -f="\${Conffiles}" gpuslice | grep -q "^ /etc/gpuslice/config.toml "'
 check "postinst enabled gpuslice-cdi.path and .service, not gpuslice-metrics.service nor gpuslice-mps.service" \
         '[ -L "$R/etc/systemd/system/multi-user.target.wants/gpuslice-cdi.path" ] &&
@@ -191,6 +197,8 @@ pre=$(sed -n 's/^ExecStartPre=//p' "$unit") start=$(sed -n 's/^ExecStart=//p' "$
 if in_root sh -c "set -a; GPUSLICE_OPTIONS= GPUSLICE_CDI_OPTIONS=; . /etc/default/gpuslice-cdi; set +a; $pre && $start" \
         >"$T/cdi.log" 2>&1; then
         ok "gpuslice-cdi.service's command wrote /var/run/cdi/nvidia.yaml ($(grep -o 'wrote [0-9]* devices' "$T/cdi.log"))"
+        hooks=$(grep -E '^ *path: ' "$R/run/cdi/nvidia.yaml" | grep -v '^ *path: /dev/' | sort -u | tr -s ' ')
+        check "... its hooks run the installed lean hook: $hooks" '[ "$hooks" = " path: /usr/bin/gpuslice-hook" ]'
 else
         not_ok "gpuslice-cdi.service's command: $(cat "$T/cdi.log")"
 fi

@@ -26,7 +26,7 @@ expected() {
         {
                 echo etc/gpuslice/config.toml
                 for u in "$SRC"/packaging/systemd/*; do u=${u##*/}; echo "${unitdir#/}/${u%.in}"; done
-                printf '%s\n' usr/bin/gpuslice usr/bin/gpuslice-runtime usr/bin/nvidia-container-runtime usr/bin/nvidia-container-runtime-hook usr/include/gpuslice/gpuslice.h \
+                printf '%s\n' usr/bin/gpuslice usr/bin/gpuslice-hook usr/bin/gpuslice-runtime usr/bin/nvidia-container-runtime usr/bin/nvidia-container-runtime-hook usr/include/gpuslice/gpuslice.h \
                         "usr/lib/$ma/gpuslice/libgpuslice-vgpu.so" "usr/lib/$ma/libgpuslice.so" \
                         "usr/lib/$ma/libgpuslice.so.0" "usr/lib/$ma/libgpuslice.so.$version" \
                         "usr/lib/$ma/pkgconfig/gpuslice.pc" usr/share/bash-completion/completions/gpuslice \
@@ -44,10 +44,12 @@ if diff <(expected) <(files_in "$D") >"$T/files.diff"; then
 else
         not_ok "make install PREFIX=/usr installed other files:"; sed 's/^/    # /' "$T/files.diff"
 fi
-[ "$(readlink "$D/usr/bin/nvidia-container-runtime-hook")" = gpuslice ] &&
-        ok "nvidia-container-runtime-hook -> gpuslice" || not_ok "nvidia-container-runtime-hook is not a link to gpuslice"
-[ "$(jq -r .hook.path "$D/usr/share/containers/oci/hooks.d/oci-gpuslice-hook.json")" = /usr/bin/nvidia-container-runtime-hook ] &&
-        ok "hooks.d file runs /usr/bin/nvidia-container-runtime-hook" || not_ok "hooks.d file: $(jq -c .hook "$D"/usr/share/containers/oci/hooks.d/*.json)"
+[ "$(readlink "$D/usr/bin/nvidia-container-runtime-hook")" = gpuslice-hook ] &&
+        ok "nvidia-container-runtime-hook -> gpuslice-hook (the lean hook)" || not_ok "nvidia-container-runtime-hook is not a link to gpuslice-hook"
+[ "$(jq -c '[.hook.path, .hook.args]' "$D/usr/share/containers/oci/hooks.d/oci-gpuslice-hook.json")" = '["/usr/bin/gpuslice-hook",["gpuslice-hook","prestart"]]' ] &&
+        ok "hooks.d file runs /usr/bin/gpuslice-hook prestart" || not_ok "hooks.d file: $(jq -c .hook "$D"/usr/share/containers/oci/hooks.d/*.json)"
+"$D/usr/bin/gpuslice-hook" --version >"$T/hversion" 2>&1 && grep -Eq "^gpuslice-hook $version " "$T/hversion" &&
+        ok "installed gpuslice-hook --version: $(cat "$T/hversion")" || not_ok "installed gpuslice-hook --version: $(cat "$T/hversion")"
 grep -qx 'ExecStart=/usr/bin/gpuslice $GPUSLICE_OPTIONS cdi generate --output=/var/run/cdi/nvidia.yaml $GPUSLICE_CDI_OPTIONS' \
         "$D$unitdir/gpuslice-cdi.service" && ok "gpuslice-cdi.service runs /usr/bin/gpuslice" ||
         not_ok "gpuslice-cdi.service ExecStart: $(grep ExecStart= "$D$unitdir/gpuslice-cdi.service")"
@@ -99,8 +101,8 @@ fi
 # ---- PREFIX=/usr/local -------------------------------------------------------------------------
 D=$T/local
 mk local.log install DESTDIR="$D" PREFIX=/usr/local || exit 1
-[ "$(jq -r .hook.path "$D/etc/containers/oci/hooks.d/oci-gpuslice-hook.json" 2>/dev/null)" = /usr/local/bin/nvidia-container-runtime-hook ] &&
-        ok "PREFIX=/usr/local: hooks.d file in /etc/containers/oci/hooks.d, running /usr/local/bin/nvidia-container-runtime-hook" ||
+[ "$(jq -r .hook.path "$D/etc/containers/oci/hooks.d/oci-gpuslice-hook.json" 2>/dev/null)" = /usr/local/bin/gpuslice-hook ] &&
+        ok "PREFIX=/usr/local: hooks.d file in /etc/containers/oci/hooks.d, running /usr/local/bin/gpuslice-hook" ||
         not_ok "PREFIX=/usr/local hooks.d file: $(cd "$D" && find . -name '*.json')"
 [ -f "$D/etc/gpuslice/config.toml" ] && [ -f "$D/usr/local/lib/$ma/gpuslice/libgpuslice-vgpu.so" ] &&
         grep -q '^ExecStart=/usr/local/bin/gpuslice ' "$D/usr/local/lib/systemd/system/gpuslice-cdi.service" &&

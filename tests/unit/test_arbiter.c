@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -132,6 +134,76 @@ static void test_poll_fresh_view(void **state)
         assert_true(gs_arb_poll(&a, true));
 }
 
+/* What a container can write of its slice's record, all of it lying: class high, owed its share,
+ * a lease taken before anyone's by cutting a turn and renewed, virtual time 0, weight 100 %. */
+static void lie(struct gs_arb *x, uint64_t now)
+{
+        atomic_store(&x->me->prio, GS_ARB_PRIO_HIGH);
+        atomic_store(&x->me->weight, 10000);
+        atomic_store(&x->me->flags, GS_ARB_CUT | GS_ARB_OWED);
+        atomic_store(&x->me->vtime, 0);
+        atomic_store(&x->me->want_ns, now);
+        atomic_store(&x->me->alive_ns, now);
+        atomic_store(&x->me->since, 1);
+        atomic_store(&x->me->until, now + 80000000u);
+        atomic_store(&x->me->state, GS_ARB_HOLDING);
+}
+
+/* A slice's class and mode are its host record's (here: b's processes, on the host, wrote low and
+ * cap), not what its own record claims: b claiming high, owed and a cut from before a's turn
+ * cannot take a's turn (it did: a normal slice gave its turn up to any record saying so). */
+static void test_class_from_host_record(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        assert_int_equal(gs_arb_open(&b, dir, "GPU-test", "x-00000000000000bb", 5000, GS_ARB_PRIO_LOW, false), 0);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        assert_true(gs_arb_may_launch(&a));
+        usleep(1000);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* (a sees b free after its take) */
+        lie(&b, gs_mono_ns());
+        assert_true(gs_arb_poll(&a, true));
+        assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        assert_true(gs_arb_may_launch(&a));
+        /* a host record we trust says share mode and high: then b's claims are believed */
+        gs_arb_update(&b, 5000, GS_ARB_PRIO_HIGH, true);
+        lie(&b, gs_mono_ns());
+        usleep(20000); /* (read again at a's next listing: the directory's time moved) */
+        char path[256];
+        snprintf(path, sizeof(path), "%s/gpuslice-gpu-GPU-test/.host-x-00000000000000bb", dir);
+        assert_int_equal(utimensat(AT_FDCWD, path, NULL, 0), 0);
+        a.listed_at = 0;
+        assert_true(gs_arb_poll(&a, true));
+        assert_false(gs_arb_may_launch(&a));
+}
+
+/* A share-50 slice beside one that lies in everything it can write and holds the GPU all the time
+ * (over 1.5 s of ticks every millisecond): it gets at least 0.9 of its share of the time it wants
+ * the GPU over the last second (it got none). */
+static void test_liar_costs_its_share(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        uint64_t t0 = gs_mono_ns(), last = t0, got = 0, got_at_1s = 0, now;
+        while ((now = gs_mono_ns()) - t0 < 1500000000u) {
+                lie(&b, now);
+                bool ran = gs_arb_may_launch(&a);
+                uint64_t dt = now - last;
+                if (ran)
+                        got += dt;
+                gs_arb_tick(&a, now, true, ran ? dt : 0, got, false, false, false);
+                if (now - t0 < 500000000u)
+                        got_at_1s = got;
+                last = now;
+                usleep(1000);
+        }
+        uint64_t span = now - t0 - 500000000u;
+        print_message("a got %.3f of the last second\n", (double)(got - got_at_1s) / (double)span);
+        assert_true((got - got_at_1s) * 10 >= span * 5 * 9 / 10);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -139,6 +211,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_remade_file_keeps_turn, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fresh_turn_kept, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_poll_fresh_view, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_class_from_host_record, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_liar_costs_its_share, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -226,44 +226,25 @@ run "a peer claiming the GPU for an hour, files truncated under the reader: the 
         { grep -q "ignoring the arbiter" "$TMP/out" && not_ok "a lease claimed an hour ahead made the slice wait" ||
                 ok "... without waiting for it: a claim past two quanta is no lease"; }
 hostile_stop
-# The bound a hostile peer leaves the slice, from the mechanism (src/vgpu/limiter.c,
-# check_turn_wait): a stretch of waiting for turns is judged once it is 2 s old
-# (GS_LIMITER_TURN_WAIT_NS; the waiting launcher looks every 0.1 ms): if the slice got an eighth
-# of its share s of it (s/8 = 0.0375 at 30 %) a new stretch begins, else the arbiter is ignored
-# for 5 s, in which the slice, alone on the GPU, runs at its cap s. So every part of a run is in
-# a stretch that gave s/8 or more, in a failed stretch followed by seconds at s, or in the last
-# stretch, cut off by the run's end after at most 2 s, which may give nothing. Over a run of D s, then, the slice gets at
-# least s/8 * (D - 2) / D: not an eighth of its share in the run itself (no run length holds that
-# against a last stretch that gives nothing), but an eighth in each stretch that ends within it.
-# D = 6 s: 0.0375 * 4/6 = 0.025 (a 4 s run guarantees only 0.019; an ASan CI run under load got
-# 0.0196 there). The upper bound 0.24 (all three peers): the peer does hold the slice back; with
-# a peer that never lapses, 2 s of waiting then the cap for the rest: 0.30 * 4/6 + s/8 * 2/6 = 0.21.
+# The bound a hostile peer leaves the slice (issue 31): a reader charges each peer the time it
+# kept the reader from the GPU (held it, or wanted it ahead of the reader) and ignores a peer that
+# cost it more than the peer's share (at most what the reader's share leaves: 70 % here) by 20 ms
+# over the last second while the reader was short of its own (src/vgpu/arbiter.c, judge_peers).
+# So the slice keeps 0.9 of its share or more (less what CPU stalls of its run cost it) whatever
+# the peer writes, and no longer needs the limiter's last resort (ignore the arbiter after 2 s
+# below an eighth of the share: before, these runs gave 0.025-0.24; a peer that let the slice have
+# a little more than an eighth never triggered it: tests/vgpu/test_liar.sh).
 S=30 D=6
-LO=$(awk -v s=$S -v d=$D 'BEGIN { printf "%.4f", s / 100 / 8 * (d - 2) / d }')
-# A peer that renews its lease and never hands it over: the slice waits 2 s for its turn, then
-# ignores the arbiter for 5 s (6 s run: about two thirds of its 30 %), and says so. (On a loaded
-# machine the peer's renewals come late now and then and the slice takes a brief turn: the stretch
-# of waiting goes on across those, and the bound above holds.)
-hostile_start renew
-run "a peer renewing its lease forever: the slice waits 2 s, then takes its share" "$LO" 0.24 \
-        GPUSLICE_COMPUTE_LIMIT=$S GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel $D 500
-grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
-        not_ok "no log of the stuck lease"
-hostile_stop
-# A peer that always wants the GPU first and never takes it: its record lapses now and then (on a
-# loaded machine often) and the slice gets a brief turn; the stretch of waiting goes on across
-# those, and after 2 s of it with less than an eighth of its share the slice ignores the arbiter.
-# A peer that cuts every turn (a fresh lease marked as a cut every millisecond, the least virtual
-# time, high priority): the slice gives the GPU up each time and waits for a turn. The same bound.
-declare -A hostile_what=([want]="wanting the GPU first forever, never taking it" [cut]="cutting every turn forever")
-for mode in want cut; do
+LO=$(awk -v s=$S 'BEGIN { printf "%.4f", s / 100 * 0.9 }')
+# A peer that renews its lease and never hands it over; one that always wants the GPU first and
+# never takes it; one that cuts every turn (a fresh lease marked as a cut every millisecond, the
+# least virtual time, high priority).
+declare -A hostile_what=([renew]="renewing its lease forever" [want]="wanting the GPU first forever, never taking it"
+        [cut]="cutting every turn forever")
+for mode in renew want cut; do
         hostile_start $mode
-        run "a peer ${hostile_what[$mode]}: an eighth of its share in each 2 s stretch, $LO of the run or more" "$LO" 0.24 \
+        run "a peer ${hostile_what[$mode]}: the slice keeps 0.9 of its share or more" "$LO" 0.34 \
                 GPUSLICE_COMPUTE_LIMIT=$S GPUSLICE_LOG_LEVEL=1 "$PROBE" kernel $D 500
-        if [ $mode = cut ]; then
-                grep -q "ignoring the arbiter for 5 s" "$TMP/out" && ok "... and says why it ignores the arbiter" ||
-                        not_ok "no log of the cutting peer"
-        fi
         hostile_stop
 done
 

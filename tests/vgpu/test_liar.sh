@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A neighbour that lies in its arbiter record (issue 31): everything a container's processes can
+# write there (class high, owed, virtual time 0, weight 100 %, a lease taken by a cut and renewed,
+# always wanting), beside an honest share-50 slice on the simulated GPU for 10 s. Its host record
+# (what the hook writes for a container: share 50, normal, share mode) it cannot change. The liar
+# runs no GPU work: what the honest slice gets is the arbiter's doing alone. The honest slice must
+# keep at least 0.9 of its share (0.45 of the GPU), less what CPU stalls of its own run cost it.
+set -uo pipefail
+SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
+unset LD_LIBRARY_PATH LD_PRELOAD
+LIB=$BUILD/libgpuslice-vgpu.so
+PROBE=$BUILD/tests/vgpu/compute-probe
+LIAR=$BUILD/tests/vgpu/arb-liar
+FAKE=$BUILD/tests/fakegpu
+TMP=$(mktemp -d /tmp/gs-liar.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
+export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
+UUID=GPU-6b1fe2a6-3b64-d9c1-4a3e-5f0b2c7d8e91
+. "$SRC/tests/lib/check.sh"
+. "$SRC/tests/lib/probe.sh"
+SECONDS_RUN=${GS_LIAR_SECONDS:-10}
+n=0
+# liar_case NAME HOLD_MS FREE_MS: the liar and the honest slice side by side for SECONDS_RUN
+liar_case() {
+        n=$((n + 1))
+        export FAKEGPU_STATE=$TMP/state.$n FAKEGPU_SHARED_TIMELINE=$TMP/timeline.$n GPUSLICE_ARBITER_DIR=$TMP/arb.$n
+        mkdir -p "$GPUSLICE_ARBITER_DIR"
+        LIAR_HOST=5000,1,1 "$LIAR" "$GPUSLICE_ARBITER_DIR" $UUID liar $((SECONDS_RUN + 1)) "$2" "$3" >"$TMP/liar.$n" 2>&1 &
+        local l=$!
+        sleep 0.2
+        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_REGION="$TMP/region.$n" GPUSLICE_ARBITER_NAME=honest \
+                GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=share GPUSLICE_LOG_LEVEL=1 \
+                "$PROBE" kernel "$SECONDS_RUN" 2000 >"$TMP/honest.$n" 2>&1
+        wait $l
+        local frac lo
+        frac=$(probe_field fraction "$TMP/honest.$n")
+        lo=$(probe_lo 0.45 "$TMP/honest.$n")
+        if [ -n "$frac" ] && awk -v f="$frac" -v lo="$lo" 'BEGIN { exit !(f >= lo) }'; then
+                ok "$1: the honest share-50 slice got $frac of the GPU over ${SECONDS_RUN} s (>= $lo)"
+        else
+                not_ok "$1: the honest share-50 slice got ${frac:-nothing} of the GPU over ${SECONDS_RUN} s (want >= $lo)"
+                tail -n 4 "$TMP/honest.$n" "$TMP/liar.$n"
+        fi
+}
+
+liar_case "a liar that holds the GPU 90 ms of every 100" 90 10
+liar_case "a liar that wants the GPU first in line all the time and never takes it" 0 1
+liar_case "a liar that holds the GPU all the time" 1000 0
+finish
