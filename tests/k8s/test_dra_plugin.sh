@@ -116,8 +116,10 @@ jq -e --arg n "$U1-gpu-0" '.kind == "'"$KIND"'" and [.devices[].name] == [$n]
         and (.devices[0].containerEdits.env | index("GPUSLICE_MEMORY_LIMIT=4Gi") != null
              and index("GPUSLICE_COMPUTE_LIMIT=30") != null and index("GPUSLICE_PRIORITY=high") != null)
         and ([.devices[0].containerEdits.deviceNodes[].path] | index("/dev/nvidia0") != null and index("/dev/nvidia2") == null)
-        and ([.devices[0].containerEdits.hooks[] | [.args[0], .args[-1]]] == [["gpuslice-hook", "createRuntime"], ["gpuslice-hook", "poststop"]])' "$SPEC1" >/dev/null &&
-        ok "... its CDI spec: one device, GPU 0's node, 4Gi / 30 % / the claim's priority (its class's bound), the slice hooks (gpuslice-hook)" ||
+        and ([.devices[0].containerEdits.hooks[] | [.args[0], .args[-1]]] == [["gpuslice-hook", "createRuntime"], ["gpuslice-hook", "poststop"]])
+        and (.devices[0].containerEdits.hooks[0].args | index("--memory=4Gi") != null and index("--compute-share=30") != null
+             and index("--priority=high") != null)' "$SPEC1" >/dev/null &&
+        ok "... its CDI spec: one device, GPU 0's node, 4Gi / 30 % / the claim's priority (its class's bound) as the slice hook's options (the allocator's word), the slice hooks (gpuslice-hook)" ||
         not_ok "spec $SPEC1: $(jq -c '.devices' "$SPEC1" 2>&1 | head -c 600)"
 # issue 31: the slice's labels on its hook's command line, where the container cannot write them
 jq -e '.devices[0].containerEdits | ([.hooks[] | select(.hookName == "createRuntime") | .args[]] as $a
@@ -288,7 +290,7 @@ kexpect "a claim narrowing its class (class: up to high, share; claim: low, cap)
 jq -e '.devices[0].containerEdits | ((.env // []) + [.hooks[]? | select(.hookName == "createRuntime") | .args[]]) as $w
         | ($w | index("GPUSLICE_PRIORITY=low") != null or index("--priority=low") != null)
           and ($w | index("GPUSLICE_COMPUTE_MODE=cap") != null or index("--compute-mode=cap") != null)
-          and ($w | map(select(test("high|share"))) == [])' "$CDI_DIR/$DRIVER-claim-$UN.json" >/dev/null &&
+          and ($w | map(select(test("=high$|=share$"))) == [])' "$CDI_DIR/$DRIVER-claim-$UN.json" >/dev/null &&
         ok "... its spec: priority low and compute mode cap (the claim's, narrower than the class's)" ||
         not_ok "narrow spec: $(jq -c '.devices[0].containerEdits | {env, hooks}' "$CDI_DIR/$DRIVER-claim-$UN.json" 2>&1 | head -c 600)"
 dra unprepare "$SOCK" v1 "ml/narrow/$UN"

@@ -163,6 +163,23 @@ mutation backupmode integration_runtime_configure src/engine/conffile.c \
         'if (fill(fd, out, old, f, err) < 0) {' \
         'if (fill(fd, out, old, &(struct gs_conffile){.mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1}, err) < 0) {' \
         "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)"
+# issue 31 (alloc): the allocator's word is the slice's ceiling (src/runtime/slice_rules.c)
+mutation allocceiling "unit_runtime integration_allocator" src/runtime/slice_rules.c \
+        'dev = tightest(al, env_dev);' \
+        'dev = env_dev.s != NULL ? env_dev : al;' \
+        "env widens the allocator's limit (a per-device variable wins over the allocator's value)"
+mutation envraise "unit_runtime integration_allocator" src/runtime/slice_rules.c \
+        '} else if (mode == GS_COMPUTE_OFF && !may_raise) {' \
+        '} else if (0) {' \
+        "without an allocator the env turns the compute gate off unasked (no env-may-raise, unprivileged)"
+mutation oneslice integration_allocator src/runtime/hook.c \
+        'if (same)' \
+        'if (1)' \
+        "two slice devices of one container that differ: the first hook's slice holds for every GPU (maybe the wider)"
+mutation slicemounts "unit_runtime k8s_device_plugin_env" src/runtime/request.c \
+        'if (alloc == NULL && hc->accept_volume_mounts) {' \
+        'if (0) {' \
+        "a volume-mounts answer's slice (the kubelet's slice/ mounts) is not the ceiling: the pod's env replaces its limits"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
