@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The counting of the real-GPU scripts (sourced by tests/gpu/run.sh and every sub-script it runs).
 # A sub-script prints one line per check ("PASS desc", "FAIL desc", "SKIP desc") through `check`
 # and `skip`, and ends with `finish`: its count "N passed, N failed, N skipped" as a line of its
