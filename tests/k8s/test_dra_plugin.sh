@@ -248,11 +248,16 @@ ready() {
                 (.conditions[] | select(.type == "Ready") | .status + " " + .reason + " " + .message)' \
                 "$API_STATE/claims/ml/$1.json" 2>/dev/null
 }
+# no_checkpoint_entry UID: the plugin's checkpoint is there, a JSON object with a "claims" object,
+# and has no entry for UID (a checkpoint missing, empty or damaged is not "no entry")
+no_checkpoint_entry() {
+        jq -e --arg u "$1" '(.claims | type) == "object" and (.claims | has($u) | not)' "$PLUG/checkpoint.json" >/dev/null 2>&1
+}
 bad() { # NAME UID WANT-TEXT DESC [REASON: the claim's status must say Ready False, REASON, the error]
         local before; before=$(speccount)
         dra prepare "$SOCK" v1 "ml/$1/$2"
         if [ "$(kq ".ok and (.claims[\"$2\"].devices // []) == [] and (.claims[\"$2\"].error | contains(\"$3\"))")" = true ] &&
-           [ "$(speccount)" = "$before" ] && ! jq -e --arg u "$2" '.claims | has($u)' "$PLUG/checkpoint.json" >/dev/null; then
+           [ "$(speccount)" = "$before" ] && no_checkpoint_entry "$2"; then
                 ok "$4: refused ($(kq ".claims[\"$2\"].error" | head -c 150)); no spec, no checkpoint entry"
         else not_ok "$4: $(head -c 400 "$TMP/k.json") (specs $before -> $(speccount))"; return; fi
         [ -e "$API_STATE/claims/ml/$1.json" ] || return 0
@@ -350,8 +355,9 @@ if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-whole.json")" ] && [ "$(get
 else not_ok "emptied spec: $(head -c 300 "$TMP/k.json"), GETs $n2 -> $(gets ml whole-1), spec $(head -c 100 "$SPEC2")"; fi
 dra unprepare "$SOCK" v1 "ml/slice-4g-30/$U1"
 kexpect "NodeUnprepareResources: no error" ".ok and (.claims[\"$U1\"].error // \"\") == \"\""
-[ ! -e "$SPEC1" ] && ! jq -e --arg u "$U1" '.claims | has($u)' "$PLUG/checkpoint.json" >/dev/null &&
-        ok "... the claim's spec and checkpoint entry are gone" || not_ok "after unprepare: $(ls "$CDI_DIR" | grep "$U1")"
+[ ! -e "$SPEC1" ] && no_checkpoint_entry "$U1" &&
+        ok "... the claim's spec and checkpoint entry are gone" ||
+        not_ok "after unprepare: $(ls "$CDI_DIR" | grep "$U1"); checkpoint: $(head -c 300 "$PLUG/checkpoint.json" 2>&1)"
 dra unprepare "$SOCK" v1beta1 "ml/slice-4g-30/$U1"
 kexpect "... unprepared again (v1beta1): no error (idempotent)" ".ok and (.claims[\"$U1\"].error // \"\") == \"\""
 

@@ -49,6 +49,10 @@ mutation rollback integration_configure src/container/configure.c \
         'rollback(x);' \
         'if (0) rollback(x); /* mutation */' \
         "a failed configure leaves its mounts and files in the container (rollback skipped)"
+mutation failinject integration_configure src/container/fail_inject.c \
+        '#if GS_FAILURE_INJECTION' \
+        '#if 1 /* mutation */' \
+        "a build without failure injection (a release build) still honours GPUSLICE_TEST_FAIL_AT"
 mutation void unit_runtime src/runtime/request.c \
         'if (l == 4 && strncmp(t, "void", 4) == 0) {' \
         'if (0) {' \
