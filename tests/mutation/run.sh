@@ -19,14 +19,16 @@
 # the default run).
 #
 # A mutation is: NAME, TESTS (space-separated meson test names), FILE, OLD, NEW, the behaviour it
-# breaks and, optionally, CHECK: a piece of the name of the check meant for it. Pick OLD as small
-# as can be while unique; the point is the behaviour, not the text.
+# breaks and, optionally, CHECK: a piece of the name of the check meant for it (a check.sh line's
+# text, a cmocka test's name). Pick OLD as small as can be while unique; the point is the
+# behaviour, not the text.
 #
 # Killed means killed by the test meant for it, for the reason meant: a named test fails (FAIL,
 # TIMEOUT, ERROR: a SKIP kills nothing) and, where the mutation gives CHECK, one of that test's
-# "not ok - " lines contains CHECK (a test that failed elsewhere, or timed out before it got
-# there, did not kill it: "SURVIVED (failed elsewhere)"). Each kill prints the first failing check
-# it saw, so that a reader can judge the rest.
+# failed checks ("not ok - " lines, cmocka's "[  FAILED  ] NAME") contains CHECK (a test that
+# failed elsewhere, or crashed or timed out before it got there, did not kill it: "SURVIVED
+# (failed elsewhere)"). Each kill prints the first failing check it saw, so that a reader can
+# judge the rest.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 t0=$SECONDS
@@ -252,10 +254,11 @@ run_tests() {
         [ -s "$BUILD/meson-logs/testlog.json" ] || return 1
         jq -r '"\(.result) \(.name | sub(".* / "; ""))"' "$BUILD/meson-logs/testlog.json"
 }
-# failed_checks TEST: the "not ok - " lines of TEST's output in the last run (testlog.json)
+# failed_checks TEST: the failed checks in TEST's output in the last run (testlog.json): check.sh's
+# "not ok - " lines, cmocka's "[  FAILED  ] NAME" (not its summary)
 failed_checks() {
         jq -r --arg t "$1" 'select((.name | sub(".* / "; "")) == $t) | (.stdout // "") + (.stderr // "")' \
-                "$BUILD/meson-logs/testlog.json" | grep -a '^not ok - '
+                "$BUILD/meson-logs/testlog.json" | grep -aE '^not ok - |^\[  FAILED  \] [A-Za-z_]' | awk '!seen[$0]++'
 }
 
 all_tests=()
