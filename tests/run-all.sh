@@ -92,6 +92,18 @@ if [ -z "${FUZZ_ONLY:-}" ]; then
                 failed=$((failed + 1)); failures+=("release: libgpuslice-vgpu.so exports")
         fi
 fi
+# Failure injection stays out of a release build (-Dtests=false, so -Dfailure_injection=auto is
+# off): its gpuslice does not contain the variable's name (tests/integration/test_configure.sh
+# runs the same check, and the variable ignored, on the test build's gpuslice-noinject).
+if [ -z "${FUZZ_ONLY:-}" ]; then
+        echo "=== release build of gpuslice: no failure injection"
+        if [ -f build-release/build.ninja ] && ninja -C build-release gpuslice >/dev/null && [ -s build-release/gpuslice ] &&
+                ! grep -qa GPUSLICE_TEST_FAIL_AT build-release/gpuslice; then
+                passed=$((passed + 1))
+        else
+                failed=$((failed + 1)); failures+=("release: gpuslice built without GPUSLICE_TEST_FAIL_AT (failure injection)")
+        fi
+fi
 
 echo "=== fuzz: configure + build ($BUILD_FUZZ)"
 if { [ -f "$BUILD_FUZZ/build.ninja" ] || CC=clang meson setup "$BUILD_FUZZ" -Dfuzz=true -Dtests=true \

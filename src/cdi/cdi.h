@@ -38,12 +38,18 @@ enum gs_cdi_strategy {
 
 enum gs_cdi_format { GS_CDI_YAML, GS_CDI_JSON };
 
-/* --slice NAME=MEM[,COMPUTE[,PRIORITY]]: a device <gpu-name>-<NAME> per GPU device (and all). */
+/* --slice NAME=MEM[,COMPUTE[,PRIORITY]]: a device <gpu-name>-<NAME> per GPU device (and all).
+ * Its limits are the allocator's word: the args of its createRuntime hook (`gpuslice hook
+ * --memory=MEM [--compute-share=COMPUTE] [--priority=P] [--compute-mode=M] createRuntime`), the
+ * ceiling of the container's slice (runtime/slice_rules.h), and, for the container's information
+ * only, the same values as env (GPUSLICE_MEMORY_LIMIT, ...), which can only narrow them. */
 struct gs_cdi_slice {
         char name[64];    /* [A-Za-z0-9_.-]+, ending in a letter or digit */
-        char memory[64];  /* as gs_vgpu_parse_size accepts it, > 0 */
+        char memory[64];  /* as gs_vgpu_parse_size accepts it, > 0 ("0": no quota, from the plugins) */
         unsigned compute; /* percent 1..100, 0 = not set */
-        char priority[8]; /* "high", "normal", "low"; "" = not set (the container's env decides) */
+        char priority[8]; /* "high", "normal", "low"; "" = not set (normal; the container may lower it) */
+        char compute_mode[8]; /* "cap", "share", "off"; "" = not set (cap; the container may not widen it) */
+        bool gpus_only;   /* no "all-<NAME>" device */
 };
 
 struct gs_cdi_opts {

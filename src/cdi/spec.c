@@ -12,8 +12,10 @@
  *   devices: one per GPU (in MIG mode too, as nvidia-ctk: the whole GPU's node), one per MIG
  *       device (parent node + the nvidia-caps nodes of its GI and CI access files), "all" (the
  *       union), and per --slice a "<gpu>-<slice>" (and "all-<slice>") device: that GPU's nodes,
- *       GPUSLICE_MEMORY_LIMIT / GPUSLICE_COMPUTE_LIMIT, and `gpuslice-hook createRuntime` /
- *       `poststop` hooks (`gpuslice hook ...`) that put the slicing layer in and clean up after it.
+ *       `gpuslice-hook --memory=... [--compute-share=...] createRuntime` (`gpuslice hook ...`: the
+ *       limits as the allocator's word, which the container's env can only narrow) and `poststop`
+ *       hooks that put the slicing layer in and clean up after it, and the same limits as env
+ *       (GPUSLICE_MEMORY_LIMIT / GPUSLICE_COMPUTE_LIMIT ...) for the container's information.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -639,32 +641,43 @@ static int driver_edits(const struct build *b, struct edits *e, struct gs_error 
         return 0;
 }
 
-/* A slice device: `base`'s nodes, the limits, and the hooks that bring the slicing layer. */
+/* A slice device: `base`'s nodes, the limits (the createRuntime hook's args: the allocator's
+ * word; the env beside them only informs the container), and the hooks that bring the slicing
+ * layer. */
 static int add_slice_device(const struct build *b, json_object *devices, const char *base_name,
                             const struct edits *base, const struct gs_cdi_slice *s, struct gs_error *err)
 {
         struct edits e = {0};
-        char name[256], kv[128];
+        char name[256], kv[4][128], opt[4][128];
+        const char *create[2 + 4 + 1];
+        size_t nopt = 0, nc = hook_words(b, false, create);
         int rv = -1;
         snprintf(name, sizeof(name), "%s-%s", base_name, s->name);
-        snprintf(kv, sizeof(kv), "GPUSLICE_MEMORY_LIMIT=%s", s->memory);
-        if (arr_add_str(&e.env, kv, err) < 0)
-                goto out;
+        snprintf(kv[nopt], sizeof(kv[0]), "GPUSLICE_MEMORY_LIMIT=%s", s->memory);
+        snprintf(opt[nopt++], sizeof(opt[0]), "--memory=%s", s->memory);
         if (s->compute != 0) {
-                snprintf(kv, sizeof(kv), "GPUSLICE_COMPUTE_LIMIT=%u", s->compute);
-                if (arr_add_str(&e.env, kv, err) < 0)
-                        goto out;
+                snprintf(kv[nopt], sizeof(kv[0]), "GPUSLICE_COMPUTE_LIMIT=%u", s->compute);
+                snprintf(opt[nopt++], sizeof(opt[0]), "--compute-share=%u", s->compute);
         }
         if (s->priority[0] != '\0') {
-                snprintf(kv, sizeof(kv), "GPUSLICE_PRIORITY=%s", s->priority);
-                if (arr_add_str(&e.env, kv, err) < 0)
+                snprintf(kv[nopt], sizeof(kv[0]), "GPUSLICE_PRIORITY=%s", s->priority);
+                snprintf(opt[nopt++], sizeof(opt[0]), "--priority=%s", s->priority);
+        }
+        if (s->compute_mode[0] != '\0') {
+                snprintf(kv[nopt], sizeof(kv[0]), "GPUSLICE_COMPUTE_MODE=%s", s->compute_mode);
+                snprintf(opt[nopt++], sizeof(opt[0]), "--compute-mode=%s", s->compute_mode);
+        }
+        /* gpuslice-hook OPTIONS createRuntime: the stage last, as in every hook definition */
+        for (size_t i = 0; i < nopt; i++) {
+                create[nc++] = opt[i];
+                if (arr_add_str(&e.env, kv[i], err) < 0)
                         goto out;
         }
+        create[nc++] = "createRuntime";
         if (add_nodes_of(b, &e, base, err) < 0)
                 goto out;
-        const char *create[3], *stop[3];
-        size_t nc = hook_words(b, false, create), ns = hook_words(b, false, stop);
-        create[nc++] = "createRuntime";
+        const char *stop[3];
+        size_t ns = hook_words(b, false, stop);
         stop[ns++] = "poststop";
         if (add_hook(b, &e, "createRuntime", create, nc, err) < 0 || add_hook(b, &e, "poststop", stop, ns, err) < 0)
                 goto out;
@@ -762,7 +775,7 @@ json_object *gs_cdi_spec_build(struct gs_context *ctx, const struct gs_device_in
                         if (add_slice_device(&b, devices, name, &gpus[i], &o->slices[s], err) < 0)
                                 goto fail;
                 }
-                if (add_slice_device(&b, devices, "all", &all, &o->slices[s], err) < 0)
+                if (!o->slices[s].gpus_only && add_slice_device(&b, devices, "all", &all, &o->slices[s], err) < 0)
                         goto fail;
         }
         json_object_object_add(spec, "devices", gs_steal_ptr(&devices));

@@ -8,7 +8,7 @@
 #include "common/strutil.h"
 #include "runtime/hostconfig.h"
 #include "runtime/mps.h"
-#include "vgpu/config.h"
+#include "runtime/slice_rules.h"
 
 static const char configure_help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] configure [OPTIONS] ROOTFS\n"
@@ -57,7 +57,7 @@ static const char configure_help[] =
         "Errors: 'gpuslice: <stage> error: <message>' with nvidia-container-cli's stage names.\n";
 
 enum { O_COMPAT32 = 0x100, O_MIGCONF, O_MIGMON, O_IMEX, O_NOCG, O_NODEVBIND, O_NOPERS, O_NOFM, O_NOGSP, O_COMPAT,
-       O_MEMORY, O_SLICEID, O_REGIONS, O_MPSROOT, O_CSHARE, O_CMODE, O_PRIORITY, O_MPS, O_CONFIG };
+       O_SLICEID, O_REGIONS, O_MPSROOT, O_MPS, O_CONFIG };
 
 static const struct option opts[] = {
         {"pid", required_argument, NULL, 'p'},
@@ -80,10 +80,6 @@ static const struct option opts[] = {
         {"no-fabricmanager", no_argument, NULL, O_NOFM},
         {"no-gsp-firmware", no_argument, NULL, O_NOGSP},
         {"cuda-compat-mode", required_argument, NULL, O_COMPAT},
-        {"memory", required_argument, NULL, O_MEMORY},
-        {"compute-share", required_argument, NULL, O_CSHARE},
-        {"compute-mode", required_argument, NULL, O_CMODE},
-        {"priority", required_argument, NULL, O_PRIORITY},
         {"mps-root", required_argument, NULL, O_MPSROOT},
         {"mps", required_argument, NULL, O_MPS},
         {"config", required_argument, NULL, O_CONFIG},
@@ -98,21 +94,10 @@ struct args {
         struct gs_configure_opts o;
         const char *requires[GS_MAX_REQUIRES];
         char *devices, *imex;
-        char **argv; /* argv without the --memory-<i> and --compute-share-<i> options */
+        char **argv; /* argv without the slice's options (runtime/slice_rules.h) */
         const char *config;
         struct gs_hostconfig hc; /* slice.mps and slice.mps-root, when --mps or --mps-root are not given */
 };
-
-#define SIZE_HINT "(bytes, or K/M/G/T or Ki/Mi/Gi/Ti)"
-
-/* A compute share: 0, or a usage error's exit code. */
-static int check_share(const char *opt, const char *v)
-{
-        unsigned pct;
-        if (v != NULL && (gs_vgpu_parse_percent(v, &pct) < 0 || pct == 0))
-                return cli_usage_error("configure", "invalid %s: %s (a percentage, 1..100)", opt, v);
-        return 0;
-}
 
 /* One option (not the slice's sizes or the ones that only set a flag); -1 to go on, else the
  * exit code. */
@@ -120,7 +105,6 @@ static int take_option(struct args *a, int c, char **argv)
 {
         struct gs_configure_opts *o = &a->o;
         unsigned long long pid;
-        uint64_t bytes;
         switch (c) {
         case 'p':
                 if (gs_parse_uint(optarg, 0x3fffffff, &pid) < 0 || pid == 0)
@@ -150,26 +134,6 @@ static int take_option(struct args *a, int c, char **argv)
                         o->compat_mode = GS_COMPAT_DISABLED;
                 else
                         return cli_usage_error("configure", "invalid --cuda-compat-mode: %s", optarg);
-                return -1;
-        case O_MEMORY:
-                if (gs_vgpu_parse_size(optarg, &bytes) < 0)
-                        return cli_usage_error("configure", "invalid --memory: %s " SIZE_HINT, optarg);
-                o->slice.memory = optarg;
-                return -1;
-        case O_CSHARE:
-                if (check_share("--compute-share", optarg) != 0)
-                        return CLI_EXIT_USAGE;
-                o->slice.compute = optarg;
-                return -1;
-        case O_CMODE:
-                if (gs_vgpu_parse_compute_mode(optarg) < 0)
-                        return cli_usage_error("configure", "invalid --compute-mode: %s (cap, share or off)", optarg);
-                o->slice.compute_mode = optarg;
-                return -1;
-        case O_PRIORITY:
-                if (gs_vgpu_parse_priority(optarg, false) < 0)
-                        return cli_usage_error("configure", "invalid --priority: %s (high, normal or low)", optarg);
-                o->slice.priority = optarg;
                 return -1;
         case O_REGIONS:
                 if (optarg[0] != '/')
@@ -203,28 +167,18 @@ static int take_option(struct args *a, int c, char **argv)
 static int parse_args(struct args *a, int argc, char **argv)
 {
         struct gs_configure_opts *o = &a->o;
-        /* --memory-<i> is not a fixed option name: take it out of argv before getopt runs. */
+        /* the slice's options: one parser for configure and the hook (runtime/slice_rules.h) */
         a->argv = calloc((size_t)argc + 1, sizeof(char *));
         if (a->argv == NULL) {
                 cli_error("input", "out of memory");
                 return CLI_EXIT_FAILURE;
         }
-        argc = cli_take_indexed("configure", argc, argv, a->argv, "memory", o->slice.memory_dev, GS_SLICE_MAX_DEVICES);
-        if (argc >= 0)
-                argc = cli_take_indexed("configure", argc, a->argv, a->argv, "compute-share", o->slice.compute_dev,
-                                        GS_SLICE_MAX_DEVICES);
+        struct gs_error err = {0};
+        unsigned given;
+        argc = gs_slice_args_take(argc, argv, a->argv, &o->slice, &given, &err);
         if (argc < 0)
-                return CLI_EXIT_USAGE;
+                return cli_usage_error("configure", "%s", err.msg);
         argv = a->argv;
-        for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++) {
-                uint64_t bytes;
-                char opt[40];
-                if (o->slice.memory_dev[i] != NULL && gs_vgpu_parse_size(o->slice.memory_dev[i], &bytes) < 0)
-                        return cli_usage_error("configure", "invalid --memory-%d: %s " SIZE_HINT, i, o->slice.memory_dev[i]);
-                snprintf(opt, sizeof(opt), "--compute-share-%d", i);
-                if (check_share(opt, o->slice.compute_dev[i]) != 0)
-                        return CLI_EXIT_USAGE;
-        }
         int c;
         while ((c = getopt_long(argc, argv, "+:p:d:r:l:cuvgDnh", opts, NULL)) != -1) {
                 switch (c) {

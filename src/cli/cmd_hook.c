@@ -6,14 +6,16 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "runtime/hook.h"
 #include "runtime/hostconfig.h"
+#include "runtime/slice_rules.h"
 #include "slice/slice.h"
 
 static const char hook_help[] =
-        "Usage: gpuslice [GLOBAL OPTIONS] hook [--config FILE] STAGE\n"
-        "       gpuslice-hook [--config FILE] STAGE\n"
+        "Usage: gpuslice [GLOBAL OPTIONS] hook [--config FILE] [SLICE OPTIONS] STAGE\n"
+        "       gpuslice-hook [--config FILE] [SLICE OPTIONS] STAGE\n"
         "       nvidia-container-runtime-hook STAGE\n"
         "       gpuslice-hook create-symlinks|update-ldcache ...  (gpuslice cdi-hook's commands)\n"
         "\n"
@@ -26,6 +28,16 @@ static const char hook_help[] =
         "  GPUSLICE_COMPUTE_LIMIT[_<i>] / CUDA_DEVICE_SM_LIMIT[_<i>] (percent) and its mode\n"
         "  GPUSLICE_COMPUTE_MODE / GPU_CORE_UTILIZATION_POLICY (cap|force, share|default, off|disable)\n"
         "  and its priority GPUSLICE_PRIORITY / CUDA_TASK_PRIORITY (high|0, normal|1, low|2 or more).\n"
+        "  Of all these names the tightest value wins; mode off and priority high need the host's\n"
+        "  slice.env-may-raise or a privileged container.\n"
+        "\n"
+        "SLICE OPTIONS: the allocator's slice (a CDI slice device's hook, before or after STAGE),\n"
+        "checked as configure checks them. Any of them given: they are the container's ceiling, and\n"
+        "its env can only narrow them (less memory or compute, cap for share, a lower priority);\n"
+        "wider env values are ignored (and logged).\n"
+        "      --memory=SIZE  --memory-<i>=SIZE  (a per-device value wins over --memory)\n"
+        "      --compute-share=PCT  --compute-share-<i>=PCT  (1..100)\n"
+        "      --compute-mode=cap|share|off (default cap)  --priority=high|normal|low (default normal)\n"
         "\n"
         "STAGE: prestart or createRuntime (configure the container: same semantics), poststart\n"
         "(nothing), poststop (remove the container's slice directory). Every run also removes the\n"
@@ -80,8 +92,22 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
                 {0},
         };
         const char *config = NULL, *stage_name = NULL;
+        struct gs_hook_opts h = {.state_fd = 0};
         struct gs_slice_labels labels = {0};
         int c;
+        /* the allocator's slice options (a CDI slice device's hook args), before or after STAGE */
+        gs_autofree char **av = calloc((size_t)argc + 1, sizeof(char *));
+        struct gs_error aerr = {0};
+        unsigned given = 0;
+        if (av == NULL) {
+                cli_error("hook", "out of memory");
+                return CLI_EXIT_FAILURE;
+        }
+        argc = gs_slice_args_take(argc, argv, av, &h.alloc, &given, &aerr);
+        if (argc < 0)
+                return cli_usage_error("hook", "%s", aerr.msg);
+        argv = av;
+        h.alloc_given = given > 0;
         if (g->from_nvidia_name) {
                 int rc = nvidia_args(argc, argv, &stage_name);
                 if (rc != 0)
@@ -110,7 +136,7 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
         }
         if (stage_name == NULL)
                 return cli_usage_error("hook", "missing STAGE (prestart, createRuntime, poststart or poststop)");
-        struct gs_hook_opts h = {.state_fd = 0, .labels = labels};
+        h.labels = labels;
         if (gs_hook_stage_parse(stage_name, &h.stage) < 0)
                 return cli_usage_error("hook", "unknown STAGE '%s' (prestart, createRuntime, poststart or poststop)",
                                        stage_name);

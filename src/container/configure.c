@@ -40,6 +40,7 @@
 #include "common/strutil.h"
 #include "container/cgroup.h"
 #include "container/container.h"
+#include "container/fail_inject.h"
 #include "container/ldconfig.h"
 #include "container/mount.h"
 #include "driver/context.h"
@@ -81,13 +82,13 @@ static int fail(struct gs_error *err, const char *stage)
         return -1;
 }
 
-/* Test hook (GPUSLICE_TEST_FAIL_AT=N): make the Nth mount operation fail, to prove rollback. */
+/* Test hook (fail_inject.h: a test build's GPUSLICE_TEST_FAIL_AT=N): make the Nth mount operation
+ * fail, to prove rollback. */
 static int count_op(struct run *x, const char *what, struct gs_error *err)
 {
         x->ops++;
         if (x->fail_after != 0 && x->ops >= x->fail_after)
-                return gs_error_set(err, GS_EINVAL, "injected failure before %s (GPUSLICE_TEST_FAIL_AT=%lu)", what,
-                                    x->fail_after);
+                return gs_error_set(err, GS_EINVAL, "injected failure before %s (operation %lu)", what, x->fail_after);
         return 0;
 }
 
@@ -671,9 +672,7 @@ int gs_configure_pipeline(struct gs_context *ctx, const struct gs_configure_opts
         x->c.ns_fd = x->c.self_ns_fd = -1;
         x->slice.dirfd = -1;
         x->caps = gs_caps_expand(o->caps);
-        const char *fa = secure_getenv("GPUSLICE_TEST_FAIL_AT");
-        if (fa != NULL)
-                x->fail_after = strtoul(fa, NULL, 10);
+        x->fail_after = gs_fail_inject_at(); /* 0 unless a test build and GPUSLICE_TEST_FAIL_AT */
 
         int rv = run_stages(x, err);
         if (x->rootfs_open) {

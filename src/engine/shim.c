@@ -280,8 +280,8 @@ static int mounts_ask(const struct gs_oci_config *cfg, struct ask *k, struct gs_
 {
         for (size_t i = 0; i < cfg->ndevice_mounts; i++) {
                 const char *dev = cfg->device_mounts[i];
-                if (strncmp(dev, "imex/", 5) == 0)
-                        continue;
+                if (strncmp(dev, "imex/", 5) == 0 || strncmp(dev, GS_REQUEST_SLICE_MOUNTS, strlen(GS_REQUEST_SLICE_MOUNTS)) == 0)
+                        continue; /* (slice/: the allocator's slice, for the hook: runtime/request.h) */
                 if (strncmp(dev, "cdi/", 4) == 0) {
                         /* cdi/<vendor>/<class>/<name> */
                         char buf[512];
@@ -472,7 +472,9 @@ static void drop_device_mounts(json_object *oci)
                 snprintf(db, sizeof(db), "%s", json_object_get_string(dst));
                 gs_oci_path_clean(sb);
                 gs_oci_path_clean(db);
-                if (strcmp(sb, "/dev/null") == 0 && strncmp(db, prefix, sizeof(prefix) - 1) == 0)
+                /* (slice/: the allocator's slice, for the slice's hook: runtime/request.h) */
+                if (strcmp(sb, "/dev/null") == 0 && strncmp(db, prefix, sizeof(prefix) - 1) == 0 &&
+                    strncmp(db + sizeof(prefix) - 1, GS_REQUEST_SLICE_MOUNTS, strlen(GS_REQUEST_SLICE_MOUNTS)) != 0)
                         json_object_array_del_idx(mounts, i, 1);
         }
 }
@@ -577,6 +579,9 @@ static int modify(const struct gs_shim_opts *o, json_object *oci, const struct g
         bool gpu_env, s;
         if (request_asks(oci, cfg, !any, o->hc, &gpu_env, &s, err) < 0)
                 goto out;
+        /* the allocator's slice as volume mounts (runtime/request.h), kept for the slice's hook */
+        for (size_t i = 0; !s && o->hc->accept_volume_mounts && i < cfg->ndevice_mounts; i++)
+                s = strncmp(cfg->device_mounts[i], GS_REQUEST_SLICE_MOUNTS, strlen(GS_REQUEST_SLICE_MOUNTS)) == 0;
         if (!any && !s) {
                 rc = 0;
                 goto out;

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/strutil.h"
 #include "runtime/oci.h"
+#include "runtime/request.h"
 
 /* A zeroed, initialised message of type T in arena a (NULL when out of memory). */
 #define NEW(a, T, INIT)                                                                            \
@@ -86,6 +87,36 @@ static int env(struct answer *an, const char *key, const char *value)
         return e->key != NULL && e->value != NULL ? 0 : -1;
 }
 
+/* A read-only mount of /dev/null onto GS_OCI_DEVICES_DIR/<name> (room for `cap` in the answer). */
+static int null_mount(struct answer *an, const char *name, size_t cap)
+{
+        V1beta1__ContainerAllocateResponse *o = an->out;
+        if (o->mounts == NULL && (o->mounts = gs_k8s_arena_alloc(an->a, cap * sizeof(*o->mounts))) == NULL)
+                return -1;
+        V1beta1__Mount *m = NEW(an->a, V1beta1__Mount, V1BETA1__MOUNT__INIT);
+        if (m == NULL || (m->container_path = gs_k8s_arena_printf(an->a, "%s/%s", GS_OCI_DEVICES_DIR, name)) == NULL ||
+            (m->host_path = gs_k8s_arena_strdup(an->a, "/dev/null")) == NULL)
+                return -1;
+        m->read_only = 1;
+        o->mounts[o->n_mounts++] = m;
+        return 0;
+}
+
+/* The mounts of a volume-mounts answer: its devices and its slice's values. */
+#define MAX_MOUNTS(ng) ((ng) + GS_REQUEST_SLICE_ARGS)
+
+/* One slice value of a hook answer: env KEY=VALUE (env answers), or the mount slice/OPT=VALUE
+ * (volume-mounts answers: only the kubelet makes those, so the hook takes them as the
+ * allocator's word, runtime/request.h). */
+static int slice_put(struct answer *an, bool mounts, size_t ng, const char *key, const char *opt, const char *value)
+{
+        if (!mounts)
+                return env(an, key, value);
+        char name[128];
+        snprintf(name, sizeof(name), GS_REQUEST_SLICE_MOUNTS "%s=%s", opt, value);
+        return null_mount(an, name, MAX_MOUNTS(ng));
+}
+
 /* One share's limits times k. */
 static void slice_values(const struct gs_k8s_resource *r, unsigned k, char *mem, size_t mlen, char *cpu, size_t clen)
 {
@@ -102,8 +133,11 @@ static bool limited(const struct gs_k8s_resource *r, const struct group *g)
         return r->shared && g->mig < 0 && (r->memory != 0 || r->compute != 0);
 }
 
-/* The slice env: global when every group is one share (CDI: the slice device sets it; env: we
- * do), else per device (i: the group's place among all of the container's devices). */
+/* The slice of an env or volume-mounts answer (the hook reads it): global values when every group
+ * has the same shares, else per device (i: the group's place among all of the container's
+ * devices); env answers as env (GPUSLICE_MEMORY_LIMIT[_<i>], ...), volume-mounts answers as slice
+ * mounts (slice/memory[-<i>]=..., the allocator's word). A CDI answer has none: its slice devices
+ * carry the limits in their hooks' args. */
 static int slice_env(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resource *r, const struct group *g,
                      size_t ng, struct answer *an, struct gs_error *err)
 {
@@ -113,19 +147,18 @@ static int slice_env(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resou
                 nlim += limited(r, &g[i]);
                 uniform &= g[i].k == g[0].k;
         }
-        if (nlim == 0)
+        bool cdi = x->plan->mode == GS_K8S_ALLOC_CDI || x->plan->mode == GS_K8S_ALLOC_CDI_ANNOTATIONS;
+        bool mounts = x->plan->mode == GS_K8S_ALLOC_VOLUME_MOUNTS;
+        if (nlim == 0 || cdi)
                 return 0;
         uniform &= nlim == ng;
-        bool cdi = x->plan->mode == GS_K8S_ALLOC_CDI || x->plan->mode == GS_K8S_ALLOC_CDI_ANNOTATIONS;
-        char mem[32], cpu[16], key[64];
-        /* the priority is the container's, not a device's: CDI's slice device carries it */
-        if (!cdi && r->priority[0] != '\0' && env(an, "GPUSLICE_PRIORITY", r->priority) < 0)
+        char mem[32], cpu[16], key[64], opt[32];
+        if (r->priority[0] != '\0' && slice_put(an, mounts, ng, "GPUSLICE_PRIORITY", "priority", r->priority) < 0)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
-        if (uniform && (!cdi || g[0].k == 1)) {
-                if (cdi)
-                        return 0;
+        if (uniform) {
                 slice_values(r, g[0].k, mem, sizeof(mem), cpu, sizeof(cpu));
-                if ((mem[0] && env(an, "GPUSLICE_MEMORY_LIMIT", mem) < 0) || (cpu[0] && env(an, "GPUSLICE_COMPUTE_LIMIT", cpu) < 0))
+                if ((mem[0] && slice_put(an, mounts, ng, "GPUSLICE_MEMORY_LIMIT", "memory", mem) < 0) ||
+                    (cpu[0] && slice_put(an, mounts, ng, "GPUSLICE_COMPUTE_LIMIT", "compute-share", cpu) < 0))
                         return gs_error_set(err, GS_ENOMEM, "out of memory");
                 return 0;
         }
@@ -137,13 +170,27 @@ static int slice_env(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resou
                         continue;
                 slice_values(r, g[i].k, mem, sizeof(mem), cpu, sizeof(cpu));
                 snprintf(key, sizeof(key), "GPUSLICE_MEMORY_LIMIT_%zu", i);
-                if (mem[0] && env(an, key, mem) < 0)
+                snprintf(opt, sizeof(opt), "memory-%zu", i);
+                if (mem[0] && slice_put(an, mounts, ng, key, opt, mem) < 0)
                         return gs_error_set(err, GS_ENOMEM, "out of memory");
                 snprintf(key, sizeof(key), "GPUSLICE_COMPUTE_LIMIT_%zu", i);
-                if (cpu[0] && env(an, key, cpu) < 0)
+                snprintf(opt, sizeof(opt), "compute-share-%zu", i);
+                if (cpu[0] && slice_put(an, mounts, ng, key, opt, cpu) < 0)
                         return gs_error_set(err, GS_ENOMEM, "out of memory");
         }
         return 0;
+}
+
+/* The share count of the CDI slice devices of a CDI answer: a container's slice is made by the
+ * first slice hook that runs, with that device's limits for every GPU of the container, so the
+ * devices all name the fewest shares any limited group has (never more than a GPU was given). */
+static unsigned cdi_shares(const struct gs_k8s_resource *r, const struct group *g, size_t ng)
+{
+        unsigned k = 0;
+        for (size_t i = 0; i < ng; i++)
+                if (limited(r, &g[i]) && (k == 0 || g[i].k < k))
+                        k = g[i].k;
+        return k;
 }
 
 static int cdi_names(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resource *r, const struct group *g,
@@ -155,11 +202,15 @@ static int cdi_names(const struct gs_k8s_alloc_ctx *x, const struct gs_k8s_resou
         V1beta1__CDIDevice **devs = gs_k8s_arena_alloc(an->a, ng * sizeof(*devs));
         if (names == NULL || devs == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
+        char slice_dev[GS_K8S_MAX_NAME] = "";
+        if (cdi_shares(r, g, ng) > 0 && gs_k8s_slice_device(r, cdi_shares(r, g, ng), slice_dev, sizeof(slice_dev)) < 0)
+                return gs_error_set(err, GS_EINVAL, "slice name too long: %s", r->cdi_slice);
         for (size_t i = 0; i < ng; i++) {
                 const struct gs_gpu *gpu = &p->dev->gpus[g[i].gpu];
                 char dev[GS_K8S_MAX_NAME];
                 gs_cdi_device_name(GS_CDI_NAME_INDEX, gpu, g[i].mig >= 0 ? &gpu->migs[g[i].mig] : NULL, dev, sizeof(dev));
-                const char *slice = g[i].mig < 0 ? r->cdi_slice : ""; /* no slice device for MIG */
+                /* no slice device for MIG, nor for a resource without limits */
+                const char *slice = g[i].mig < 0 && limited(r, &g[i]) ? slice_dev : "";
                 char *q = gs_k8s_arena_printf(an->a, "%s/%s=%s%s%s", p->cdi_vendor, p->cdi_class, dev,
                                               slice[0] ? "-" : "", slice);
                 devs[i] = NEW(an->a, V1beta1__CDIDevice, V1BETA1__CDIDEVICE__INIT);
@@ -212,19 +263,6 @@ static int device_spec(const struct gs_k8s_alloc_ctx *x, struct answer *an, V1be
 }
 
 /* volume-mounts: a mount of /dev/null onto GS_OCI_DEVICES_DIR/<id> per device. */
-static int device_mount(struct answer *an, const char *id, size_t max)
-{
-        V1beta1__ContainerAllocateResponse *o = an->out;
-        if (o->mounts == NULL && (o->mounts = gs_k8s_arena_alloc(an->a, max * sizeof(*o->mounts))) == NULL)
-                return -1;
-        V1beta1__Mount *m = NEW(an->a, V1beta1__Mount, V1BETA1__MOUNT__INIT);
-        if (m == NULL || (m->container_path = gs_k8s_arena_printf(an->a, "%s/%s", GS_OCI_DEVICES_DIR, id)) == NULL ||
-            (m->host_path = gs_k8s_arena_strdup(an->a, "/dev/null")) == NULL)
-                return -1;
-        m->read_only = 1;
-        o->mounts[o->n_mounts++] = m;
-        return 0;
-}
 
 /* env and volume-mounts: the devices for the OCI hook (NVIDIA_VISIBLE_DEVICES=<UUIDs>, or a
  * mount per UUID and NVIDIA_VISIBLE_DEVICES=GS_OCI_DEVICES_DIR), and device specs of the
@@ -249,7 +287,7 @@ static int hook_mode(const struct gs_k8s_alloc_ctx *x, const struct group *g, si
                 if (i > 0)
                         strcat(vis, ",");
                 strcat(vis, id);
-                if (mounts && device_mount(an, id, ng) < 0)
+                if (mounts && null_mount(an, id, MAX_MOUNTS(ng)) < 0)
                         return gs_error_set(err, GS_ENOMEM, "out of memory");
                 char node[64];
                 snprintf(node, sizeof(node), "/dev/nvidia%u", gpu->minor);

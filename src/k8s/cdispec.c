@@ -44,24 +44,40 @@ int gs_k8s_cdi_rebase(json_object *o, const char *root, const char *host_root, s
         return 0;
 }
 
+/* The slice devices of resource r: one share (<gpu>-<slice>) and each larger count a GPU offers
+ * (<gpu>-<slice>-x<k>: k shares' limits, the allocator's word in its hook's args). */
+static int add_slices(const struct gs_k8s_plan *p, const struct gs_k8s_resource *r, struct gs_cdi_slice *slices,
+                      size_t *n, struct gs_error *err)
+{
+        unsigned most = 1;
+        for (unsigned g = 0; g < p->dev->ngpus; g++)
+                most = gs_k8s_shares_of(r, g) > most ? gs_k8s_shares_of(r, g) : most;
+        for (unsigned k = 1; k <= most && k <= 64; k++) {
+                struct gs_cdi_slice *sl = &slices[(*n)++];
+                memset(sl, 0, sizeof(*sl));
+                if (gs_k8s_slice_device(r, k, sl->name, sizeof(sl->name)) < 0)
+                        return gs_error_set(err, GS_EINVAL, "slice name too long: %s", r->cdi_slice);
+                gs_k8s_format_size(r->memory * k, sl->memory, sizeof(sl->memory));
+                if (r->memory == 0) /* a compute-only share: the slice needs a memory value; 0 = none */
+                        snprintf(sl->memory, sizeof(sl->memory), "0");
+                sl->compute = r->compute * k < 100 ? r->compute * k : (r->compute != 0 ? 100 : 0);
+                gs_strlcpy(sl->priority, r->priority, sizeof(sl->priority));
+                sl->gpus_only = k > 1;
+        }
+        return 0;
+}
+
 int gs_k8s_cdi_write(struct gs_context *ctx, const struct gs_k8s_plan *p, const char *path, const char *hook_path,
                      const char *host_root, struct gs_error *err)
 {
-        struct gs_cdi_slice slices[GS_K8S_MAX_RESOURCES];
+        /* (a share count per resource, up to 64: device-plugin.replicas' most) */
+        gs_autofree struct gs_cdi_slice *slices = calloc(GS_K8S_MAX_RESOURCES * 64, sizeof(*slices));
         size_t n = 0;
-        for (size_t i = 0; i < p->nres; i++) {
-                const struct gs_k8s_resource *r = &p->res[i];
-                if (r->cdi_slice[0] == '\0')
-                        continue;
-                memset(&slices[n], 0, sizeof(slices[n]));
-                gs_strlcpy(slices[n].name, r->cdi_slice, sizeof(slices[n].name));
-                gs_k8s_format_size(r->memory, slices[n].memory, sizeof(slices[n].memory));
-                slices[n].compute = r->compute;
-                gs_strlcpy(slices[n].priority, r->priority, sizeof(slices[n].priority));
-                if (r->memory == 0) /* a compute-only share: the slice env needs a memory value; 0 = none */
-                        snprintf(slices[n].memory, sizeof(slices[n].memory), "0");
-                n++;
-        }
+        if (slices == NULL)
+                return gs_error_set(err, GS_ENOMEM, "out of memory");
+        for (size_t i = 0; i < p->nres; i++)
+                if (p->res[i].cdi_slice[0] != '\0' && add_slices(p, &p->res[i], slices, &n, err) < 0)
+                        return -1;
         char exe[PATH_MAX];
         if (hook_path == NULL || hook_path[0] == '\0') {
                 if (gs_hook_exe_default(exe, sizeof(exe), err) < 0)

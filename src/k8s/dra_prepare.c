@@ -254,6 +254,8 @@ static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim 
                         snprintf(sl.memory, sizeof(sl.memory), "0"); /* compute only */
                 sl.compute = c->r[i].compute < 100 ? c->r[i].compute : 0;
                 gs_strlcpy(sl.priority, c->r[i].priority, sizeof(sl.priority));
+                gs_strlcpy(sl.compute_mode, c->r[i].compute_mode, sizeof(sl.compute_mode));
+                sl.gpus_only = true;
                 nsl = 1;
         }
         struct gs_cdi_opts o = {.vendor = vendor, .class = "claim", .strategy = GS_CDI_NAME_INDEX,
@@ -286,15 +288,6 @@ static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim 
                 }
                 snprintf(name, sizeof(name), "%s-%s", c->uid, c->r[i].device);
                 json_object_object_add(copy, "name", json_object_new_string(name));
-                json_object *edits = NULL, *env = NULL;
-                if (pl[i].slice && json_object_object_get_ex(copy, "containerEdits", &edits) &&
-                    json_object_object_get_ex(edits, "env", &env)) {
-                        char kv[300];
-                        if (c->r[i].compute_mode[0] != '\0') {
-                                snprintf(kv, sizeof(kv), "GPUSLICE_COMPUTE_MODE=%s", c->r[i].compute_mode);
-                                json_object_array_add(env, json_object_new_string(kv));
-                        }
-                }
                 if (pl[i].slice)
                         label_args(copy, c);
                 json_object_array_add(mine, copy);

@@ -267,6 +267,12 @@ const struct gs_k8s_device *gs_k8s_find(const struct gs_k8s_resource *r, const c
         return NULL;
 }
 
+int gs_k8s_slice_device(const struct gs_k8s_resource *r, unsigned k, char *buf, size_t len)
+{
+        int n = k > 1 ? snprintf(buf, len, "%s-x%u", r->cdi_slice, k) : snprintf(buf, len, "%s", r->cdi_slice);
+        return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 unsigned gs_k8s_shares_of(const struct gs_k8s_resource *r, unsigned gpu)
 {
         unsigned n = 0;

@@ -89,6 +89,10 @@ const struct gs_k8s_device *gs_k8s_find(const struct gs_k8s_resource *r, const c
 /* How many shares of GPU `gpu` resource r offers (0 for whole-GPU resources). */
 unsigned gs_k8s_shares_of(const struct gs_k8s_resource *r, unsigned gpu);
 
+/* The CDI slice device (its name after "<gpu>-") of k shares of resource r in the plugin's spec:
+ * r->cdi_slice for one share, "<cdi_slice>-x<k>" for more. -1 when it does not fit len. */
+int gs_k8s_slice_device(const struct gs_k8s_resource *r, unsigned k, char *buf, size_t len);
+
 /* A size for the slice env: "<n>Gi" / "<n>Mi" when exact, else bytes. */
 void gs_k8s_format_size(uint64_t bytes, char *buf, size_t len);
 

@@ -1,12 +1,16 @@
 /* gpuslice hook: OCI state + config.json -> one configure request (see hook.h). */
 #include "runtime/hook.h"
 
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/oci.h"
 #include "runtime/request.h"
+#include "slice/live.h"
 #include "slice/slice.h"
 
 int gs_hook_stage_parse(const char *name, enum gs_hook_stage *out)
@@ -44,6 +48,42 @@ static void write_labels(const struct gs_slice_opts *s, const char *id, const st
                 gs_log_warn("container %s: no labels for the observer: %s", id, lerr.msg);
 }
 
+static const char *or_default(const char *v, const char *dflt)
+{
+        return v[0] != '\0' ? v : dflt;
+}
+
+/* A container's slice is made by the first slice hook that runs (one per CDI slice device: a
+ * device per GPU, or two slice resources); the later ones find it made. One whose allocator said
+ * something else is refused: one slice per container, never the wider of two. 0: none made yet,
+ * or the same slice; -1 with err. */
+static int one_slice(const struct gs_hook_opts *h, const struct gs_oci_state *st, const struct gs_slice_opts *s,
+                     struct gs_error *err)
+{
+        if (!h->alloc_given || !gs_slice_requested(s))
+                return 0;
+        gs_autoclose int regfd = open(s->regions_dir != NULL ? s->regions_dir : GS_SLICE_REGIONS_DIR,
+                                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        pid_t pid = 0;
+        struct gs_slice_limits have, want;
+        if (regfd < 0 || gs_slice_owner_alive(regfd, st->id, &pid) != 1 || pid != st->pid ||
+            gs_slice_read_live(regfd, st->id, &have) != 1)
+                return 0;
+        if (gs_slice_limits_from_opts(s, &want, err) < 0)
+                return -1;
+        bool same = strcmp(or_default(have.compute_mode, "cap"), or_default(want.compute_mode, "cap")) == 0 &&
+                    strcmp(or_default(have.priority, "normal"), or_default(want.priority, "normal")) == 0;
+        for (unsigned i = 0; same && i < GS_SLICE_MAX_DEVICES; i++)
+                same = gs_slice_limits_memory(&have, i) == gs_slice_limits_memory(&want, i) &&
+                       gs_slice_limits_compute(&have, i) == gs_slice_limits_compute(&want, i);
+        if (same)
+                return 0;
+        char d[512];
+        gs_slice_limits_diff(&have, &want, d, sizeof(d));
+        return gs_error_set(err, GS_EINVAL, "container %s has a slice already, and this slice hook's allocator gives "
+                            "another (%s): one slice per container, its slice devices must agree", st->id, d);
+}
+
 /* prestart / createRuntime: the container's env -> request -> configure. */
 static int configure_container(const struct gs_hook_opts *h, const struct gs_oci_state *st, struct gs_error *err)
 {
@@ -57,16 +97,23 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
                 return hook_error(err);
         struct gs_request rq;
         int rv = -1;
-        if (gs_request_from_oci(&rq, &cfg, h->hc, err) < 0) {
+        if (gs_request_from_oci(&rq, &cfg, h->alloc_given ? &h->alloc : NULL, h->hc, err) < 0) {
                 gs_oci_config_release(&cfg);
                 return hook_error(err);
         }
         if (rq.env_refused)
                 gs_log_warn("container %s: ignoring the GPUs NVIDIA_VISIBLE_DEVICES asks for (not privileged, "
                             "hook.accept-nvidia-visible-devices-envvar-when-unprivileged = false)", st->id);
+        if (rq.slice.ignored[0] != '\0')
+                gs_log_warn("container %s: the env asked for a wider slice than it may have: ignored %s", st->id,
+                            rq.slice.ignored);
         if (!rq.gpu && !gs_slice_requested(&rq.opts.slice)) {
                 gs_log_info("container %s asks for no GPU and no slice: nothing to do", st->id);
                 rv = 0;
+                goto out;
+        }
+        if (one_slice(h, st, &rq.opts.slice, err) < 0) {
+                err->stage = "slice";
                 goto out;
         }
         rq.opts.pid = st->pid;

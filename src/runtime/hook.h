@@ -2,6 +2,8 @@
  * `gpuslice hook`: an OCI runtime hook that applies the NVIDIA / HAMi env contract of the
  * container's config.json through the one configure pipeline.
  *   prestart, createRuntime   runtime namespace, the container's pid in the state: configure it
+ *                             (the slice: the allocator's options on the hook's command line as
+ *                             the ceiling, the container's env narrowing it: runtime/slice_rules.h)
  *   poststart                 nothing (accepted, as nvidia-container-runtime-hook accepts it)
  *   poststop                  remove the container's slice directory
  * Every run first sweeps slice directories of containers that are gone.
@@ -27,6 +29,8 @@ struct gs_hook_opts {
         const struct gs_hostconfig *hc; /* host defaults */
         struct gs_config ctx;           /* driver root etc. (the command line over the host config) */
         bool load_kmods, no_pivot;
+        struct gs_slice_opts alloc;     /* the allocator's slice options (runtime/slice_rules.h) ... */
+        bool alloc_given;               /* ... when it gave any: its values are the slice's ceiling */
         struct gs_slice_labels labels;  /* --k8s-claim/-namespace/-pod: the host's names for the
                                            slice's labels ("" unset; CRI annotations win) */
 };

@@ -76,6 +76,7 @@ static const struct key keys[] = {
         STR(SEC_SLICE, "regions-dir", regions_dir, V_ABSOLUTE),
         STR(SEC_SLICE, "mps-root", mps_root, V_ABSOLUTE),
         STR(SEC_SLICE, "mps", mps, 0), /* T_STRING, checked: off, auto or on */
+        BOOL(SEC_SLICE, "env-may-raise", env_may_raise),
         STR(SEC_DP, "socket-dir", dp.socket_dir, V_ABSOLUTE),
         STR(SEC_DP, "resource", dp.resource, 0),
         UINT(SEC_DP, "replicas", dp.replicas, 1, 64),

@@ -42,6 +42,10 @@
  *   slice.mps                string   "off"          off | auto | on: cap slices on one GPU through
  *                                                    its MPS daemon (runtime/mps.h); the hook,
  *                                                    configure and exec follow it
+ *   slice.env-may-raise      bool     false          without an allocator (a plain hook), may the
+ *                                                    container's env turn the compute gate off or
+ *                                                    ask priority high? (runtime/slice_rules.h;
+ *                                                    privileged containers may)
  * and for `gpuslice device-plugin` (src/k8s), in [device-plugin]:
  *   socket-dir               string   "/var/lib/kubelet/device-plugins"  the kubelet's directory
  *   resource                 string   "nvidia.com/gpu"  whole GPUs and MIG devices ("" = not offered)
@@ -150,6 +154,7 @@ struct gs_hostconfig {
         char regions_dir[GS_HOSTCONFIG_MAX_STR];
         char mps_root[GS_HOSTCONFIG_MAX_STR];
         char mps[32];                           /* slice.mps: off, auto or on */
+        bool env_may_raise;                     /* slice.env-may-raise */
         struct gs_hostconfig_dp dp;
         struct gs_hostconfig_rt rt;
 };

@@ -9,7 +9,6 @@
 #include "common/error.h"
 #include "common/strutil.h"
 #include "runtime/oci.h"
-#include "vgpu/config.h"
 
 /* Go's strconv.ParseBool true values (what NVIDIA_DISABLE_REQUIRE is read with). */
 static bool go_true(const char *v)
@@ -26,99 +25,6 @@ static int fail(struct gs_error *err, const char *stage)
         if (err != NULL)
                 err->stage = stage;
         return -1;
-}
-
-/* Our name wins over HAMi's. */
-static const char *either(char *const *env, size_t nenv, const char *ours, const char *hami, const char **used)
-{
-        const char *v = gs_env_get(env, nenv, ours);
-        *used = ours;
-        if (v == NULL && hami != NULL) {
-                v = gs_env_get(env, nenv, hami);
-                *used = hami;
-        }
-        return v;
-}
-
-static int slice_value(char *out, size_t len, const char *name, const char *v, bool compute, struct gs_error *err)
-{
-        if (v == NULL)
-                return 0;
-        if (compute) {
-                unsigned long long pct;
-                if (gs_parse_uint(v, 100, &pct) < 0)
-                        return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (a percentage, 0..100)", name, v);
-                if (pct != 0)
-                        snprintf(out, len, "%llu", pct);
-                return 0;
-        }
-        uint64_t bytes;
-        if (gs_vgpu_parse_size(v, &bytes) < 0)
-                return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (a size: bytes, or K/M/G/T or Ki/Mi/Gi/Ti)", name, v);
-        if (bytes != 0 && !gs_strlcpy(out, v, len))
-                return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (too long)", name, v);
-        return 0;
-}
-
-static int slice_from_env(struct gs_request *rq, char *const *env, size_t nenv, struct gs_error *err)
-{
-        static const struct {
-                const char *ours, *hami;
-                bool compute;
-        } keys[] = {
-                {"GPUSLICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT", false},
-                {"GPUSLICE_COMPUTE_LIMIT", "CUDA_DEVICE_SM_LIMIT", true},
-        };
-        for (size_t k = 0; k < 2; k++) {
-                for (int i = -1; i < GS_SLICE_MAX_DEVICES; i++) {
-                        char ours[64], hami[64];
-                        const char *used;
-                        if (i < 0) {
-                                snprintf(ours, sizeof(ours), "%s", keys[k].ours);
-                                snprintf(hami, sizeof(hami), "%s", keys[k].hami);
-                        } else {
-                                snprintf(ours, sizeof(ours), "%s_%d", keys[k].ours, i);
-                                snprintf(hami, sizeof(hami), "%s_%d", keys[k].hami, i);
-                        }
-                        const char *v = either(env, nenv, ours, hami, &used);
-                        char *out = keys[k].compute ? rq->compute[i + 1] : rq->memory[i + 1];
-                        size_t len = keys[k].compute ? sizeof(rq->compute[0]) : sizeof(rq->memory[0]);
-                        if (slice_value(out, len, used, v, keys[k].compute, err) < 0)
-                                return -1;
-                }
-        }
-        const char *used;
-        const char *mode = either(env, nenv, "GPUSLICE_COMPUTE_MODE", "GPU_CORE_UTILIZATION_POLICY", &used);
-        if (mode != NULL && *mode != '\0') {
-                static const char *const names[][2] = {{"cap", "cap"},     {"share", "share"},     {"off", "off"},
-                                                       {"force", "cap"},   {"default", "share"},   {"disable", "off"}};
-                const char *m = NULL;
-                for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-                        if (strcasecmp(mode, names[i][0]) == 0)
-                                m = names[i][1];
-                if (m == NULL)
-                        return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (cap, share or off)", used, mode);
-                snprintf(rq->compute_mode, sizeof(rq->compute_mode), "%s", m);
-        }
-        const char *prio = either(env, nenv, "GPUSLICE_PRIORITY", "CUDA_TASK_PRIORITY", &used);
-        if (prio != NULL && *prio != '\0') {
-                bool hami = strcmp(used, "CUDA_TASK_PRIORITY") == 0;
-                int p = gs_vgpu_parse_priority(prio, hami);
-                if (p < 0)
-                        return gs_error_set(err, GS_EINVAL, "invalid %s '%s' (%s)", used, prio,
-                                            hami ? "0 high, 1 normal, 2 or more low" : "high, normal or low");
-                snprintf(rq->priority, sizeof(rq->priority), "%s", gs_vgpu_priority_name(p));
-        }
-        struct gs_slice_opts *s = &rq->opts.slice;
-        s->memory = rq->memory[0][0] != '\0' ? rq->memory[0] : NULL;
-        s->compute = rq->compute[0][0] != '\0' ? rq->compute[0] : NULL;
-        for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++) {
-                s->memory_dev[i] = rq->memory[i + 1][0] != '\0' ? rq->memory[i + 1] : NULL;
-                s->compute_dev[i] = rq->compute[i + 1][0] != '\0' ? rq->compute[i + 1] : NULL;
-        }
-        s->compute_mode = rq->compute_mode[0] != '\0' ? rq->compute_mode : NULL;
-        s->priority = rq->priority[0] != '\0' ? rq->priority : NULL;
-        return 0;
 }
 
 static int caps_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool legacy,
@@ -260,7 +166,8 @@ static bool mount_devices(char *const *mounts, size_t nmounts, const char *prefi
         out[0] = '\0';
         for (size_t i = 0; i < nmounts; i++) {
                 bool cdi = strncmp(mounts[i], "cdi/", 4) == 0, imex = strncmp(mounts[i], "imex/", 5) == 0;
-                if (want_prefix ? strncmp(mounts[i], prefix, pl) != 0 : cdi || imex)
+                bool slice = strncmp(mounts[i], GS_REQUEST_SLICE_MOUNTS, strlen(GS_REQUEST_SLICE_MOUNTS)) == 0;
+                if (want_prefix ? strncmp(mounts[i], prefix, pl) != 0 : cdi || imex || slice)
                         continue;
                 const char *d = mounts[i] + (want_prefix ? pl : 0);
                 int w = snprintf(out + n, len - n, "%s%s", n ? "," : "", d);
@@ -298,6 +205,39 @@ static const char *devices_asked(struct gs_request *rq, const struct gs_request_
         return NULL;
 }
 
+/* The allocator's slice as volume mounts, where the host takes them (the device plugin's
+ * volume-mounts answers): slice/<option>=<value> under GS_OCI_DEVICES_DIR, each a slice option
+ * of the hook's (runtime/slice_rules.h), into rq->mount_alloc. 1 some, 0 none, -1 on a bad one. */
+static int mount_slice(struct gs_request *rq, const struct gs_request_src *in, struct gs_error *err)
+{
+        char *args[GS_REQUEST_SLICE_ARGS + 2], *rest[GS_REQUEST_SLICE_ARGS + 2];
+        size_t pl = strlen(GS_REQUEST_SLICE_MOUNTS);
+        int n = 0;
+        args[n++] = "mounts";
+        for (size_t i = 0; i < in->ndevice_mounts; i++) {
+                const char *m = in->device_mounts[i];
+                if (strncmp(m, GS_REQUEST_SLICE_MOUNTS, pl) != 0)
+                        continue;
+                if (n > GS_REQUEST_SLICE_ARGS || strchr(m + pl, '=') == NULL ||
+                    (size_t)snprintf(rq->mount_slice[n - 1], sizeof(rq->mount_slice[0]), "--%s", m + pl) >=
+                            sizeof(rq->mount_slice[0]))
+                        return gs_error_set(err, GS_EINVAL, "invalid slice mount %s/%s", GS_OCI_DEVICES_DIR, m);
+                args[n] = rq->mount_slice[n - 1];
+                n++;
+        }
+        args[n] = NULL;
+        if (n == 1)
+                return 0;
+        unsigned given;
+        int left = gs_slice_args_take(n, args, rest, &rq->mount_alloc, &given, err);
+        if (left < 0)
+                return gs_error_wrap(err, "slice mounts under %s", GS_OCI_DEVICES_DIR);
+        if (left != 1)
+                return gs_error_set(err, GS_EINVAL, "invalid slice mount %s/%s%s (not a slice option)", GS_OCI_DEVICES_DIR,
+                                    GS_REQUEST_SLICE_MOUNTS, rest[1] + 2);
+        return 1;
+}
+
 int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool privileged,
                         const struct gs_hostconfig *hc, struct gs_error *err)
 {
@@ -305,11 +245,12 @@ int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bo
         return gs_request_from_src(rq, &in, hc, err);
 }
 
-int gs_request_from_oci(struct gs_request *rq, const struct gs_oci_config *cfg, const struct gs_hostconfig *hc,
-                        struct gs_error *err)
+int gs_request_from_oci(struct gs_request *rq, const struct gs_oci_config *cfg, const struct gs_slice_opts *alloc,
+                        const struct gs_hostconfig *hc, struct gs_error *err)
 {
         struct gs_request_src in = {.env = cfg->env, .nenv = cfg->nenv, .privileged = cfg->privileged,
-                                    .device_mounts = cfg->device_mounts, .ndevice_mounts = cfg->ndevice_mounts};
+                                    .device_mounts = cfg->device_mounts, .ndevice_mounts = cfg->ndevice_mounts,
+                                    .alloc = alloc};
         return gs_request_from_src(rq, &in, hc, err);
 }
 
@@ -344,7 +285,14 @@ int gs_request_from_src(struct gs_request *rq, const struct gs_request_src *in, 
         if (rq->gpu && !none)
                 o->devices = rq->devices;
         o->no_gpu = !rq->gpu;
-        if (slice_from_env(rq, env, nenv, err) < 0)
+        const struct gs_slice_opts *alloc = in->alloc;
+        if (alloc == NULL && hc->accept_volume_mounts) {
+                int got = mount_slice(rq, in, err);
+                if (got < 0)
+                        return fail(err, "slice");
+                alloc = got > 0 ? &rq->mount_alloc : NULL;
+        }
+        if (gs_slice_rules_apply(alloc, env, nenv, hc->env_may_raise || privileged, &rq->slice, &o->slice, err) < 0)
                 return fail(err, "slice");
         if (!rq->gpu)
                 return 0;

@@ -30,7 +30,8 @@
  *     `gpuslice runtime configure --kubernetes` sets it false): otherwise the env asks for no GPU
  *   - NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices (the volume-mount strategy's
  *     value) asks for nothing by itself
- * The slice contract (gpuslice and HAMi names; ours win when both are set):
+ * The slice contract (gpuslice and HAMi names; the tightest value of all of them wins, and an
+ * allocator's options are the ceiling: runtime/slice_rules.h):
  *   GPUSLICE_MEMORY_LIMIT[_<i>]  / CUDA_DEVICE_MEMORY_LIMIT[_<i>]   memory quota (all / visible device i)
  *   GPUSLICE_COMPUTE_LIMIT[_<i>] / CUDA_DEVICE_SM_LIMIT[_<i>]       compute share in percent (1..100)
  *   GPUSLICE_COMPUTE_MODE        / GPU_CORE_UTILIZATION_POLICY      cap|share|off (force|default|disable)
@@ -47,7 +48,16 @@
 
 #include "runtime/hostconfig.h"
 #include "runtime/oci.h"
+#include "runtime/slice_rules.h"
 #include "select/caps.h"
+
+/* The allocator's slice as volume mounts: /dev/null onto GS_OCI_DEVICES_DIR/slice/<option>=<value>
+ * (memory=8Gi, memory-1=4Gi, compute-share=50, compute-mode=cap, priority=high: the hook's slice
+ * options), taken where the host takes volume mounts (hook.accept-nvidia-visible-devices-as-
+ * volume-mounts) and the hook's command line gives no slice: only the kubelet makes such mounts
+ * (the device plugin's volume-mounts answers), so they are an allocator's word. */
+#define GS_REQUEST_SLICE_MOUNTS "slice/"
+#define GS_REQUEST_SLICE_ARGS (4 + 2 * GS_SLICE_MAX_DEVICES)
 
 struct gs_request {
         struct gs_configure_opts opts; /* points into the storage below */
@@ -58,10 +68,9 @@ struct gs_request {
         char mount_devices[4096], mount_imex[1024]; /* what the volume mounts ask for */
         const char *devices_from;      /* "volume mounts", "NVIDIA_VISIBLE_DEVICES" or NULL (none) */
         bool env_refused;              /* the env asked for GPUs and the host refused it (unprivileged) */
-        char memory[GS_SLICE_MAX_DEVICES + 1][64];  /* [0] all devices, [1 + i] visible device i */
-        char compute[GS_SLICE_MAX_DEVICES + 1][16];
-        char compute_mode[16];
-        char priority[8];
+        struct gs_slice_want slice;    /* the slice's values; slice.ignored: what the env asked and did not get */
+        char mount_slice[GS_REQUEST_SLICE_ARGS][80]; /* the slice mounts as options ("--memory=8Gi") ... */
+        struct gs_slice_opts mount_alloc;             /* ... parsed: the allocator's slice, from mounts */
         char container_id[256];
         char regions_dir[4096];
         char vgpu_lib[4096];
@@ -74,9 +83,11 @@ struct gs_request {
  * an invalid slice value (stage "slice"), ... */
 int gs_request_from_env(struct gs_request *rq, char *const *env, size_t nenv, bool privileged,
                         const struct gs_hostconfig *hc, struct gs_error *err);
-/* The same from everything config.json says: env, privileged, the device mounts. */
-int gs_request_from_oci(struct gs_request *rq, const struct gs_oci_config *cfg, const struct gs_hostconfig *hc,
-                        struct gs_error *err);
+/* The same from everything config.json says (env, privileged, the device mounts) and the
+ * allocator's slice options (the hook's command line; NULL: no allocator), the ceiling of the
+ * slice (runtime/slice_rules.h). */
+int gs_request_from_oci(struct gs_request *rq, const struct gs_oci_config *cfg, const struct gs_slice_opts *alloc,
+                        const struct gs_hostconfig *hc, struct gs_error *err);
 /* What a request is made of (gs_request_from_env: no device mounts). */
 struct gs_request_src {
         char *const *env;
@@ -84,6 +95,7 @@ struct gs_request_src {
         bool privileged;
         char *const *device_mounts; /* struct gs_oci_config's */
         size_t ndevice_mounts;
+        const struct gs_slice_opts *alloc; /* the allocator's slice options, or NULL (none) */
 };
 int gs_request_from_src(struct gs_request *rq, const struct gs_request_src *in, const struct gs_hostconfig *hc,
                         struct gs_error *err);

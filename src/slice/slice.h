@@ -3,8 +3,10 @@
  * the files the container gets from it (all made by root on the host, none from the container):
  *   owner          "<pid> <start time>" of the container's init: who this directory belongs to
  *   slice.conf     the limits (KEY=VALUE, read by libgpuslice-vgpu.so), mounted read-only at
- *                  GS_SLICE_FILE_PATH; it marks itself enforced, so the container's own
- *                  environment can lower a limit but never raise it
+ *                  GS_SLICE_FILE_PATH; it marks itself enforced, so no variable of the
+ *                  container's processes changes a limit (vgpu/config.h); what the container's
+ *                  env asked at its start is already in it, only where it narrowed the
+ *                  allocator's word (runtime/slice_rules.h)
  *   ld.so.preload  the image's own /etc/ld.so.preload lines, kept, plus the interposer's path;
  *                  mounted read-only over the container's /etc/ld.so.preload
  *   usage          the usage region (sized by the first process), mounted read-write at

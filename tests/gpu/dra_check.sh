@@ -11,7 +11,8 @@
 #     30 +- 2 % of the native rate measured before and after, on the host);
 #   - unprepare removes the spec; SIGTERM removes the ResourceSlice.
 #   tests/gpu/dra_check.sh BUILD OUTDIR   (as root; PASS/FAIL/SKIP lines, then "N passed, N failed,
-#                                          N skipped"; exits 1 on a FAIL, 77 without a GPU)
+#                                          N skipped" (tests/gpu/lib.sh); exits 1 on a FAIL, 77
+#                                          without a GPU)
 # DRA_ROOT=DIR: the plugin on that driver root instead (the simulated GPU, tests/fakegpu/mkroot.sh):
 # everything up to the bundles is checked, the containers are not run (SKIP lines): this script's
 # own check where there is no GPU. Needs BUILD/tests/dra-probe (-Dtests=true), BUILD/gpu-carry
@@ -29,10 +30,7 @@ if [ -z "$SIM" ] && { [ ! -e /dev/nvidiactl ] || ! command -v nvidia-smi >/dev/n
 fi
 [ -d "$BUILD/runtime-libs" ] && export LD_LIBRARY_PATH=$BUILD/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$OUT"
-pass=0 fails=0 skips=0
-check() { local d=$1; shift; if "$@"; then echo "PASS $d"; pass=$((pass + 1)); else echo "FAIL $d"; fails=$((fails + 1)); fi; }
-skip() { echo "SKIP $1"; skips=$((skips + 1)); }
-finish() { echo "$pass passed, $fails failed, $skips skipped"; [ "$fails" = 0 ] && [ "$pass" -gt 0 ]; exit $?; }
+. tests/gpu/lib.sh
 kv() { awk -v k="$1" 'index($0, k "=") == 1 {print substr($0, length(k) + 2); exit}' "$2"; }
 wait_for() { local t=$1; shift; for _ in $(seq $((t * 10))); do "$@" && return 0; sleep 0.1; done; return 1; }
 
@@ -48,7 +46,7 @@ cleanup() {
         for id in "${ids[@]}"; do rm -rf "/run/gpuslice/slices/$id"; rmdir "/sys/fs/cgroup/$id" 2>/dev/null; done
         rm -rf "$W"
 }
-trap cleanup EXIT
+finish_trap cleanup
 
 missing=()
 for f in "$GS" "$PROBE"; do [ -x "$f" ] || missing+=("$f"); done
@@ -202,7 +200,8 @@ elif [ "$bins_ok" = 1 ]; then
                 grep -q '^filled .*first refusal: cudaErrorMemoryAllocation' "$OUT/dra-fill.txt"
         check "claim container: NVML's count for the process reaches the quota and stays in it ($((Q - 41)) <= ${used:-?} <= $Q MiB)" \
                 test "${used:-0}" -ge $((Q - 41)) -a "${used:-99999}" -le $Q
-        check "claim container: poststop removed the slice directory" test ! -e "/run/gpuslice/slices/$id"
+        check "claim container: the slice directory existed while it ran" test "$slice_during" = yes
+        check "claim container: poststop removed the slice directory" test "$slice_during" = yes -a ! -e "/run/gpuslice/slices/$id"
 
         rate() { sed -n 's/.* rate=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
         "$CARRY/compute_shapes" short 3 >"$OUT/dra-native1.txt" 2>&1

@@ -8,17 +8,18 @@
 # 100 (on the code before issue 31 the simulated GPU gave the honest slice 0.09 of it), one always
 # first in line and never taking it. The honest slice must keep >= 0.9 of its share: a rate of
 # >= 0.45 of compute_shapes' native rate, measured first.
-#   bash tests/gpu/liar_check.sh BUILD OUTDIR       (exit 0: both held)
+#   bash tests/gpu/liar_check.sh BUILD OUTDIR       (PASS/FAIL lines, then "N passed, N failed,
+#                                                    N skipped" (tests/gpu/lib.sh); exit 0: both held)
 set -uo pipefail
 BUILD=${1:-build} OUTDIR=${2:-$(mktemp -d)}
+. "$(dirname "$0")/lib.sh"
 GS=$BUILD/gpuslice CARRY=$BUILD/gpu-carry LIAR=$BUILD/tests/vgpu/arb-liar
-for f in "$GS" "$CARRY/compute_shapes" "$LIAR"; do [ -x "$f" ] || { echo "FAIL liar: $f missing"; exit 1; }; done
+for f in "$GS" "$CARRY/compute_shapes" "$LIAR"; do [ -x "$f" ] || { check "liar: $f is there" false; finish; }; done
 UUID=$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i 0 | head -1)
 rate() { sed -n 's/.* rate=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 "$CARRY/compute_shapes" short 3 >"$OUTDIR/liar-native.txt" 2>&1
 native=$(rate "$OUTDIR/liar-native.txt")
 echo "native rate: ${native:-none}"
-bad=0
 for c in "90 10" "0 1"; do
         set -- $c
         D=$(mktemp -d /tmp/gs-liar-gpu.XXXXXX)
@@ -30,13 +31,8 @@ for c in "90 10" "0 1"; do
         wait $l
         r=$(rate "$OUTDIR/liar-$1-$2.txt")
         frac=$(awk -v r="${r:-0}" -v n="${native:-0}" 'BEGIN { if (n > 0) printf "%.3f", r / n; else print 0 }')
-        if awk -v f="$frac" 'BEGIN { exit !(f >= 0.45) }'; then
-                echo "PASS liar holding $1 ms of every $(($1 + $2)) (0: first in line, never taking): the honest share-50 slice ran at $frac of native (>= 0.45)"
-        else
-                echo "FAIL liar holding $1 ms of every $(($1 + $2)): the honest share-50 slice ran at $frac of native (want >= 0.45)"
-                tail -3 "$OUTDIR/liar-$1-$2.txt"
-                bad=1
-        fi
+        check "liar holding $1 ms of every $(($1 + $2)) (0: first in line, never taking): the honest share-50 slice ran at $frac of native (want >= 0.45)" \
+                awk -v f="$frac" 'BEGIN { exit !(f >= 0.45) }' || tail -3 "$OUTDIR/liar-$1-$2.txt"
         rm -rf "$D"
 done
-exit $bad
+finish

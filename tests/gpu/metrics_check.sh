@@ -5,16 +5,17 @@
 # While both run, one scrape (--once) is compared with the truth: A's memory with nvidia-smi's
 # per-process count (within 1 %), B's compute used ratio with the share B measured for itself
 # (its rate / the native rate, within 2 points).
-#   tests/gpu/metrics_check.sh BUILD OUTDIR    (GPU host; prints PASS/FAIL lines, exits 1 on a FAIL)
+#   tests/gpu/metrics_check.sh BUILD OUTDIR    (GPU host; PASS/FAIL lines, then "N passed, N failed,
+#                                               N skipped" (tests/gpu/lib.sh); exits 1 on a FAIL)
 set -u
 BUILD=${1:-build} OUT=${2:-$(mktemp -d)}
 cd "$(dirname "$0")/../.."
+. tests/gpu/lib.sh
 GS=$PWD/$BUILD/gpuslice CARRY=$PWD/$BUILD/gpu-carry
 [ -d "$BUILD/runtime-libs" ] && export LD_LIBRARY_PATH=$PWD/$BUILD/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 W=$(mktemp -d /tmp/gs-metrics.XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$W"' EXIT
-fails=0
-check() { local d=$1; shift; if "$@"; then echo "PASS $d"; else echo "FAIL $d"; fails=$((fails + 1)); fi; }
+cleanup() { kill $(jobs -p) 2>/dev/null; rm -rf "$W"; }
+finish_trap cleanup
 rate() { sed -n 's/.* rate=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 
 "$CARRY/compute_shapes" short 3 >"$W/native1.txt" 2>&1
@@ -44,4 +45,4 @@ share_b=$(awk -v b="$(rate "$OUT/metrics-b.txt")" -v n1="$(rate "$W/native1.txt"
 echo "B: compute used ${used_b:-?} in /metrics, measured share ${share_b:-?}"
 check "slice B's compute used in /metrics matches its measured share within 2 points" \
         awk -v u="${used_b:--1}" -v s="${share_b:--9}" 'BEGIN { d = u - s; if (d < 0) d = -d; exit !(u >= 0 && d <= 0.02) }'
-exit $((fails > 0))
+finish

@@ -15,14 +15,18 @@
 #      start_server, shutdown_server, quit); a client there, one with the pipe directory mounted
 #      read-only, one through a read-only directory holding a hard link of the control socket
 #      (gpuslice's <mps-root>/<GPU-UUID>/client/), one through a bind of the socket alone
+# A record of facts; what it needs and the fact `gpuslice mps supervise` is built on (once the
+# faulting client and its peers are gone, the daemon serves new clients) are checked: PASS/FAIL
+# lines, then "N passed, N failed, N skipped" (tests/gpu/lib.sh); exit 1 on a FAIL.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/gpu/lib.sh
 export PATH=$PATH:/usr/local/cuda/bin
 R=$(mktemp -d /tmp/gs-mpsfault.XXXXXX)
 OUTDIR=${OUT:-$R/out}
 mkdir -p "$OUTDIR" "$R/pipe" "$R/log"
 chmod 755 "$R" "$R/pipe" "$R/log"
-nvcc -O2 -o "$R/client.bin" tests/gpu/mps_fault.cu || { echo "nvcc failed"; exit 1; }
+check "nvcc builds tests/gpu/mps_fault.cu" nvcc -O2 -o "$R/client.bin" tests/gpu/mps_fault.cu || { rm -rf "$R"; finish; }
 chmod 755 "$R/client.bin"
 UUID=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), GPU $UUID"
@@ -49,14 +53,15 @@ cleanup() {
         cp -r "$R/log" "$OUTDIR/mps-log" 2>/dev/null
         rm -rf "$R"
 }
-trap cleanup EXIT
+finish_trap cleanup
 
-CUDA_VISIBLE_DEVICES=$UUID nvidia-cuda-mps-control -d || { echo "cannot start the daemon"; exit 1; }
+check "nvidia-cuda-mps-control -d starts the daemon" env CUDA_VISIBLE_DEVICES="$UUID" nvidia-cuda-mps-control -d || finish
 for _ in $(seq 50); do [ -S "$R/pipe/control" ] && [ -e "$R/pipe/nvidia-cuda-mps-control.pid" ] && break; sleep 0.1; done
 echo "== pipe directory with the daemon up"; ls -la "$R/pipe"
 
 echo "######## A. one client's fault"
-"$R/client.bin" sms; echo "(warm-up client rc=$?)"
+"$R/client.bin" sms; rc=$?; echo "(warm-up client rc=$rc)"
+check "a first client runs through the daemon (exit $rc)" test "$rc" = 0
 state "after a first client, before the fault"
 S1=$(servers)
 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 timeout 60 "$R/client.bin" serve 14 >"$R/a.out" 2>&1 &
@@ -82,6 +87,7 @@ for i in 1 2 3 4 5 6; do
         [ $rc = 0 ] && break
         sleep 1
 done
+check "A and B gone, a new client is served again (exit $rc, check $i of 6)" test "$rc" = 0
 echo "server pids: before the fault: $S1, now: $(servers)"
 echo "---- control.log so far"; cat "$R/log/control.log"
 echo "---- server.log so far"; cat "$R/log/server.log"
@@ -170,3 +176,4 @@ unshare -m --propagation private -- sh -c "
         CUDA_MPS_PIPE_DIRECTORY='$R/only' CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=20 '$R/client.bin' sms; echo \"(rc=\$?)\"
 "
 state "at the end"
+finish

@@ -4,20 +4,22 @@
 # the fallback, the restart), with the metrics. Needs the build (gpuslice, libgpuslice-vgpu.so)
 # and nvcc; stops what it starts.
 #   tests/gpu/mps_slice_check.sh [BUILD_DIR]      (on the GPU host, as root; OUT=DIR keeps the outputs)
+# PASS/FAIL lines, then "N passed, N failed, N skipped" (tests/gpu/lib.sh); exit 1 on a FAIL.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/../.."
+. tests/gpu/lib.sh
 export PATH=$PATH:/usr/local/cuda/bin
 GS=$PWD/$BUILD/gpuslice
 [ -d "$BUILD/runtime-libs" ] && export LD_LIBRARY_PATH=$PWD/$BUILD/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 R=$(mktemp -d /tmp/gs-mpss.XXXXXX)
 chmod 755 "$R"
-nvcc -O2 -o "$R/client.bin" tests/gpu/mps_fault.cu || { echo "nvcc failed"; exit 1; }
+if ! nvcc -O2 -o "$R/client.bin" tests/gpu/mps_fault.cu; then
+        rm -rf "$R"; check "nvcc builds tests/gpu/mps_fault.cu" false; finish
+fi
 UUID=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
 M=$R/m C=$R/m/$UUID/client P=$R/m/$UUID/pipe
 printf '[slice]\nmps-root = "%s"\nmps = "auto"\nregions-dir = "%s"\n' "$M" "$R/regions" >"$R/auto.toml"
-pass=0 fail=0
-check() { local d=$1; shift; if "$@"; then pass=$((pass + 1)); echo "PASS $d"; else fail=$((fail + 1)); echo "FAIL $d"; fi; }
 x() { "$GS" exec --config "$R/auto.toml" --device 0 --compute 30 -- env GPUSLICE_LOG_LEVEL=1 "$@"; }
 ui() { echo "$*" | CUDA_MPS_PIPE_DIRECTORY=$P nvidia-cuda-mps-control 2>&1; }
 sup=""
@@ -29,9 +31,8 @@ cleanup() {
         echo "== server.log (tail)"; tail -40 "$M/$UUID/log/server.log" 2>/dev/null
         [ -n "${OUT:-}" ] && cp -r "$M/$UUID/log" "$OUT/mps-slice-log" 2>/dev/null
         rm -rf "$R"
-        echo "$pass passed, $fail failed"
 }
-trap cleanup EXIT
+finish_trap cleanup
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $UUID"
 
 "$GS" mps supervise --device 0 --mps-root "$M" --interval 0.5 2>"$R/sup.log" &
@@ -74,4 +75,4 @@ x "$R/client.bin" sms >"$R/f.out" 2>&1; cat "$R/f.out"
 check "after the restart: through MPS again (38)" grep -q "sms=38 " "$R/f.out"
 "$GS" metrics --once --no-nvml --no-hami --window 0.2 --config "$R/auto.toml" 2>/dev/null | grep '^gpuslice_mps_' | tee "$R/m2.txt"
 check "metric: one fault, one restart, not poisoned" grep -q '^gpuslice_mps_daemon_restarts_total{UUID="'"$UUID"'"} 1$' "$R/m2.txt"
-[ "$fail" = 0 ]
+finish

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two GPUs (issue 25), on the GPU host as root:  tests/gpu/multigpu_check.sh [BUILD_DIR]
 # (OUT=DIR keeps the outputs). With fewer than two GPUs it prints one SKIP line and exits 77.
+# PASS/FAIL/SKIP lines, then "N passed, N failed, N skipped" (tests/gpu/lib.sh); exit 1 on a FAIL.
 #   1. a slice of GPU 1 only (`gpuslice exec --device 1 --memory 4Gi`): CUDA (a literal CUdevice
 #      0, and every entry point of our ABI table that takes a device, with made-up ordinals:
 #      build/tests/vgpu/device-probe), PyTorch and nvidia-smi inside see one GPU, GPU 1, with the
@@ -25,19 +26,17 @@ PROBE=$PWD/$BUILD/tests/vgpu/vgpu-probe DPROBE=$PWD/$BUILD/tests/vgpu/device-pro
 # The probes are linked against the simulated driver (RUNPATH build/tests/fakegpu): the real
 # libcuda.so.1's directory goes first, so that they load the real one
 realcuda=$(ldconfig -p | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')
-[ -n "$realcuda" ] && export LD_LIBRARY_PATH=$(dirname "$(readlink -f "$realcuda")"):$LD_LIBRARY_PATH
-pass=0 fail=0 skipped=0
-check() { local d=$1; shift; if "$@"; then pass=$((pass + 1)); echo "PASS $d"; else fail=$((fail + 1)); echo "FAIL $d"; fi; }
-skip() { skipped=$((skipped + 1)); echo "SKIP $1"; }
+[ -n "$realcuda" ] && export LD_LIBRARY_PATH=$(dirname "$(readlink -f "$realcuda")")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. tests/gpu/lib.sh
 n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "$n" -lt 2 ]; then
-        echo "SKIP multigpu: this host has $n GPU(s); the checks need two"
-        echo "0 passed, 0 failed, 1 skipped"
-        exit 77
+        skip "multigpu: this host has $n GPU(s); the checks need two"
+        finish # (exit 77)
 fi
 T=$(mktemp -d /tmp/gs-multigpu.XXXXXX)
 O=${OUT:-$T}
-trap 'rm -rf "$T"; echo "$pass passed, $fail failed, $skipped skipped"' EXIT
+cleanup() { rm -rf "$T"; }
+finish_trap cleanup
 mapfile -t UU < <(nvidia-smi --query-gpu=uuid --format=csv,noheader)
 mapfile -t BB < <(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader)
 U0=${UU[0]} U1=${UU[1]}
@@ -77,8 +76,12 @@ else
 fi
 x1 -- nvidia-smi --query-gpu=uuid,memory.total --format=csv,noheader,nounits >"$O/smi.txt" 2>&1; cat "$O/smi.txt"
 check "nvidia-smi inside: one GPU, GPU 1, at 4096 MiB" test "$(tr -d ' ' <"$O/smi.txt")" = "$U1,4096"
-x1 -- nvidia-smi -i "$U0" -L >"$O/smi0.txt" 2>&1; rc=$?; cat "$O/smi0.txt"
-check "nvidia-smi -i <GPU 0's UUID> inside finds nothing (exit $rc)" test "$rc" != 0 -a -z "$(grep -i "$U0" "$O/smi0.txt")"
+x1 -- nvidia-smi -L >"$O/smiL.txt" 2>&1; rcl=$?
+x1 -- nvidia-smi -i "$U0" -L >"$O/smi0.txt" 2>&1; rc=$?; cat "$O/smiL.txt" "$O/smi0.txt"
+# (behind nvidia-smi -L in the same slice listing GPU 1 alone: proof that the slice and nvidia-smi ran)
+check "nvidia-smi -L inside lists GPU 1 alone (exit $rcl), and -i <GPU 0's UUID> finds nothing (exit $rc)" \
+        test "$rcl" = 0 -a "$(grep -c '^GPU ' "$O/smiL.txt")" = 1 -a -n "$(grep -i "$U1" "$O/smiL.txt")" \
+        -a "$rc" != 0 -a -z "$(grep -i "$U0" "$O/smi0.txt")"
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         x1 -- python3 tests/gpu/multigpu_torch.py info >"$O/torch1.txt" 2>&1; cat "$O/torch1.txt"
         check "PyTorch inside: one device, its total the quota ($Q)" test "$(grep -c '^dev ' "$O/torch1.txt") $(grep -oE 'total=[0-9]+' "$O/torch1.txt")" = "1 total=$Q"
@@ -201,3 +204,4 @@ if command -v nvidia-cuda-mps-control >/dev/null && nvcc -O2 -o "$T/sms.bin" tes
 else
         skip "MPS per GPU: no nvidia-cuda-mps-control or nvcc on this host"
 fi
+finish

@@ -6,18 +6,17 @@
 # holds, nothing is freed or killed, a new allocation is refused (torch's OutOfMemoryError), `slice
 # show` and the over-quota metric say so, and once it frees, allocations are granted again.
 #   tests/gpu/resize_check.sh BUILD [OUTDIR]   (GPU host, python3 with torch; PASS/FAIL lines,
-#                                              then "N passed, N failed"; exit 1 on a FAIL)
+#                                              then "N passed, N failed, N skipped" (tests/gpu/lib.sh);
+#                                              exit 1 on a FAIL)
 set -u
 BUILD=${1:-build} OUT=${2:-$(mktemp -d)}
 cd "$(dirname "$0")/../.."
+. tests/gpu/lib.sh
 GS=$PWD/$BUILD/gpuslice LIB=$PWD/$BUILD/libgpuslice-vgpu.so
 [ -d "$BUILD/runtime-libs" ] && export LD_LIBRARY_PATH=$PWD/$BUILD/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 W=$(mktemp -d /tmp/gs-resize.XXXXXX)
-passed=0 failed=0
-check() { local d=$1; shift; if "$@"; then echo "PASS $d"; passed=$((passed + 1)); else echo "FAIL $d"; failed=$((failed + 1)); fi; }
-finish() { echo "$passed passed, $failed failed"; [ "$failed" = 0 ]; exit $?; }
 cleanup() { exec 4>&- 2>/dev/null; kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$W"; }
-trap cleanup EXIT
+finish_trap cleanup
 if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         check "python3 with a CUDA-capable torch is there" false; finish
 fi

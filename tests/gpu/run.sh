@@ -17,8 +17,12 @@
 # neighbour lying in its arbiter record keeps 0.9 of its share, tests/gpu/liar_check.sh, ~40 s),
 # bench (bench/run.sh); the benchmark of a part
 # runs with it. A part asked for that cannot run (a carried binary, runc, the kubelet probe
-# missing) is a FAIL that names what is missing; a part not asked for is a counted SKIP; a part
-# that ran no check is a FAIL, and so is a run that ran none.
+# missing; multigpu named in GS_GPU_ONLY on a host of one GPU) is a FAIL that names what is
+# missing; a part not asked for is a counted SKIP, and so is multigpu in a run of every part on a
+# host of one GPU (what the host cannot have); a part that ran no check is a FAIL, and so is a run
+# that ran none. The sub-scripts (tests/gpu/*_check.sh) count their own checks (tests/gpu/lib.sh):
+# each of their PASS/FAIL/SKIP lines is counted here, and an exit status that disagrees with their
+# count (a crash, an early exit, 0 after a FAIL) is one FAIL more.
 # Without an NVIDIA GPU it exits 77, which meson (and `make test`) report as SKIPPED.
 # Results and raw outputs go to $OUT (or a temp dir); the last line is
 # "N passed, N failed, N skipped".
@@ -38,14 +42,9 @@ if [ -d "$BUILD/runtime-libs" ]; then
                 ldconfig -p | grep -q "$(basename "$l")" || { export LD_LIBRARY_PATH="$PWD/$BUILD/runtime-libs:${LD_LIBRARY_PATH:-}"; break; }
         done
 fi
-pass=0 fail=0 skipped=0
+. tests/gpu/lib.sh # check, skip, sub; the totals pass, fail, skipped
 PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize multigpu dra liar bench"
 only() { [ -z "${GS_GPU_ONLY:-}" ] || [[ ",$GS_GPU_ONLY," == *",$1,"* ]]; }
-check() {
-        local name=$1; shift
-        if "$@"; then pass=$((pass + 1)); echo "PASS $name"; else fail=$((fail + 1)); echo "FAIL $name"; fi
-}
-skip() { skipped=$((skipped + 1)); echo "SKIP $1"; }
 # part NAME: whether part NAME was asked for (GS_GPU_ONLY names it, or is unset); one not asked
 # for is a counted SKIP
 part() { only "$1" && return 0; skip "part $1: not asked for (GS_GPU_ONLY=$GS_GPU_ONLY)"; return 1; }
@@ -67,6 +66,14 @@ for p in ${GS_GPU_ONLY//,/ }; do
 done
 
 echo "== host: $(uname -r), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+# multigpu needs two GPUs: on a host of one, named in GS_GPU_ONLY it is a part asked for that
+# cannot run (a FAIL), in a run of every part a SKIP; either way neither of its halves runs
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+MULTIGPU=0
+if only multigpu && [ "$NGPU" -ge 2 ]; then MULTIGPU=1
+elif [ -n "$GS_GPU_ONLY" ] && only multigpu; then
+        check "multigpu: cannot run: this host has $NGPU GPU(s), the part needs two (GS_GPU_ONLY=$GS_GPU_ONLY asks for it)" false
+elif only multigpu; then skip "part multigpu: this host has $NGPU GPU(s), the part needs two"; fi
 
 # --- issue 2: info agrees with nvidia-smi -q ------------------------------------------------
 if part list; then
@@ -354,6 +361,7 @@ RUNC=${GS_RUNC:-$(readlink -f "$CARRY")/runc/runc}
 want_ct=0 can_ct=1
 for p in hook shim ctcompute k8s multigpu; do
         part "$p" || continue
+        [ "$p" = multigpu ] && [ "$MULTIGPU" = 0 ] && continue
         want_ct=1
         have "$p" "$RUNC" "$CARRY/cuda_fill" "$CARRY/busybox" "$BUILD/libgpuslice-vgpu.so" "$BUILD/gpuslice-hook" || can_ct=0
 done
@@ -662,7 +670,7 @@ PY
         # (f) issue 25 (GS_GPU_ONLY=multigpu), on a host of two GPUs or more: the hook with
         # NVIDIA_VISIBLE_DEVICES=1 and a 4 GiB slice, and the device plugin's 4 GiB share of GPU 1:
         # the quota checks, and only GPU 1 inside
-        if only multigpu && [ "$(nvidia-smi -L | grep -c '^GPU ')" -ge 2 ]; then
+        if [ "$MULTIGPU" = 1 ]; then
                 mark=$((pass + fail))
                 id=gs-gpu-mg-$$
                 NV1='"NVIDIA_VISIBLE_DEVICES=1", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"'
@@ -682,8 +690,6 @@ PY
                                 test "$(kv smi_uuids "$OUTDIR/hook-k8s2.txt")" = "$u1 "
                 fi
                 part_done multigpu "$mark"
-        elif only multigpu; then
-                skip "multigpu: the container of GPU 1: this host has fewer than two GPUs"
         fi
 
         # (d) issue 12 (GS_GPU_ONLY=k8s): gpuslice device-plugin on this GPU: its Allocate answer
@@ -747,11 +753,17 @@ PY
                         cat "$OUTDIR/ct-mps-start.txt"; check "containers: gpuslice mps start" false
                 fi
         fi
+        # What the containers left, before hook_cleanup removes everything: runc deleted each on
+        # its exit (no state under HSTATE), the poststop hook removed each slice directory (the
+        # hook config's regions-dir, and the default one the CDI hooks use)
+        left=()
+        for id in "${hook_ids[@]}"; do
+                for d in "$HSTATE/$id" "$HW/regions/$id" "$SLICES/$id"; do [ -e "$d" ] && left+=("$d"); done
+        done
+        check "issue 8 cleaned up: ${#hook_ids[@]} containers left no runc state, no slice directory (${left[*]:-none left})" \
+                test "${#hook_ids[@]}" -gt 0 -a "${#left[@]}" = 0
         hook_cleanup
         trap - EXIT
-        left=0
-        for d in "$SLICES"/gs-gpu-*-$$; do [ -e "$d" ] && left=$((left + 1)); done
-        check "issue 8 cleaned up: no runc state, no slice directory left ($left)" test ! -e "$HW" -a "$left" = 0
 fi
 
 # --- issue 9: the compute limiter ----------------------------------------------------------
@@ -785,49 +797,42 @@ fi
 # --- issue 20: MPS by the host setting, a raise attempt, a poisoned server (tests/gpu/mps_slice_check.sh)
 if part mps; then
         if command -v nvidia-cuda-mps-control >/dev/null && [ -x "$GS" ]; then
-                OUT=$OUTDIR bash tests/gpu/mps_slice_check.sh "$BUILD" | tee "$OUTDIR/mps_slice_check.txt"
-                check "mps: slice.mps = auto, the raise refused, a poisoned server detected, fallen back from, restarted" \
-                        test "${PIPESTATUS[0]}" = 0
+                # slice.mps = auto, the raise refused, a poisoned server detected, fallen back from, restarted
+                OUT=$OUTDIR sub mps tests/gpu/mps_slice_check.sh "$BUILD"
         else
                 check "mps: nvidia-cuda-mps-control and $GS are there" false
         fi
 fi
 
 # --- issue 25: two GPUs (the container of GPU 1 runs with the other runc checks above) ----------
-if only multigpu; then
-        OUT=$OUTDIR bash tests/gpu/multigpu_check.sh "$BUILD" | tee "$OUTDIR/multigpu_check.txt"
-        rc=${PIPESTATUS[0]}
-        if [ "$rc" = 77 ]; then skip "multigpu: fewer than two GPUs on this host"
-        else check "multigpu: a slice of GPU 1 only, per-device quotas and compute, NCCL, top/metrics, CDI on two GPUs" test "$rc" = 0; fi
+# (a slice of GPU 1 only, per-device quotas and compute, NCCL, top/metrics, CDI on two GPUs)
+if [ "$MULTIGPU" = 1 ]; then
+        OUT=$OUTDIR sub multigpu tests/gpu/multigpu_check.sh "$BUILD"
 fi
 
 # --- issue 31: a neighbour lying in its arbiter record (tests/gpu/liar_check.sh) ---------------
 if part liar && have liar "$GS" "$CARRY/compute_shapes" "$BUILD/tests/vgpu/arb-liar"; then
-        bash tests/gpu/liar_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/liar_check.txt"
-        check "liar: an honest share-50 slice keeps >= 0.9 of its share beside a lying arbiter record, two liars" \
-                test "${PIPESTATUS[0]}" = 0
+        # an honest share-50 slice keeps >= 0.9 of its share beside a lying arbiter record, two liars
+        sub liar tests/gpu/liar_check.sh "$BUILD" "$OUTDIR"
 fi
 
 # --- issue 10: gpuslice metrics against two slices --------------------------------------------
 if part metrics && have metrics "$CARRY/compute_shapes" "$CARRY/cuda_fill"; then
-        bash tests/gpu/metrics_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/metrics_check.txt"
-        check "metrics: memory matches nvidia-smi within 1 %, compute matches the measured share within 2 points" \
-                test "${PIPESTATUS[0]}" = 0
+        # memory matches nvidia-smi within 1 %, compute matches the measured share within 2 points
+        sub metrics tests/gpu/metrics_check.sh "$BUILD" "$OUTDIR"
 fi
 
 # --- issue 25: live resize of a running PyTorch slice -----------------------------------------
 if part resize && have resize "$GS" "$BUILD/libgpuslice-vgpu.so"; then
-        bash tests/gpu/resize_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/resize_check.txt"
-        check "resize: 4 GiB -> 8 GiB seen by torch.cuda.mem_get_info within 1 s; shrink below usage refuses new allocations" \
-                test "${PIPESTATUS[0]}" = 0
+        # 4 GiB -> 8 GiB seen by torch.cuda.mem_get_info within 1 s; shrink below usage refuses new allocations
+        sub resize tests/gpu/resize_check.sh "$BUILD" "$OUTDIR"
 fi
 
 # --- issue 23: gpuslice dra-plugin: a 4 Gi / 30 % claim prepared, its CDI spec run by runc -------
 if part dra && have dra "$BUILD/tests/dra-probe" "$RUNC" "$CARRY/busybox" "$CARRY/cuda_fill" "$CARRY/compute_shapes" \
         "$BUILD/libgpuslice-vgpu.so"; then
-        GS_RUNC=$RUNC bash tests/gpu/dra_check.sh "$BUILD" "$OUTDIR" | tee "$OUTDIR/dra_check.txt"
-        check "dra: the claim's container sees 4096 MiB, OOM at the quota, compute 30 +- 2 % of native" \
-                test "${PIPESTATUS[0]}" = 0
+        # the claim's container sees 4096 MiB, OOM at the quota, compute 30 +- 2 % of native
+        GS_RUNC=$RUNC sub dra tests/gpu/dra_check.sh "$BUILD" "$OUTDIR"
 fi
 
 # --- speed (issue 2) -------------------------------------------------------------------------

@@ -213,10 +213,14 @@ jqt "slice *-lat: the limits and the priority (NAME=MEM,COMPUTE,PRIORITY, in low
          ["GPUSLICE_MEMORY_LIMIT=2Gi","GPUSLICE_COMPUTE_LIMIT=25","GPUSLICE_PRIORITY=high"])'
 jqt "only the slices given a priority carry one" '[.devices[].containerEdits.env[]? | select(startswith("GPUSLICE_PRIORITY"))] | length == 3'
 jqt "slice all-4g: both GPUs" '(.devices[] | select(.name == "all-4g") | .containerEdits.deviceNodes | map(.path)) == ["/dev/nvidia0","/dev/nvidia2"]'
-jqt "slice hooks: createRuntime and poststop run gpuslice-hook with an explicit env" \
+jqt "slice hooks: createRuntime (the limits as its options: the allocator's word) and poststop run gpuslice-hook with an explicit env" \
         '[.devices[] | select(.name == "0-4g") | .containerEdits.hooks[] | {hookName, args, env}] == [
-            {"hookName":"createRuntime","args":["gpuslice-hook","createRuntime"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
+            {"hookName":"createRuntime","args":["gpuslice-hook","--memory=4Gi","--compute-share=50","createRuntime"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]},
             {"hookName":"poststop","args":["gpuslice-hook","poststop"],"env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]}]'
+jqt "slice hooks: memory only, and a priority" \
+        '([.devices[] | select(.name == "1-half") | .containerEdits.hooks[0].args] == [["gpuslice-hook","--memory=20Gi","createRuntime"]])
+         and ([.devices[] | select(.name == "all-lat") | .containerEdits.hooks[0].args]
+              == [["gpuslice-hook","--memory=2Gi","--compute-share=25","--priority=high","createRuntime"]])'
 run slicelist -- "$GS" --root "$R2" cdi list --slice 4g=4Gi --device-name-strategy type-index
 expect_names slicelist $(qualify nvidia.com/gpu gpu0 gpu1 all gpu0-4g gpu1-4g all-4g)
 
@@ -256,13 +260,14 @@ jq -e --arg p "$WEIRD" '[.containerEdits.hooks[].path] | all(. == $p)' "$TMP/wei
 run oldhook -- "$GS" --root "$R2" cdi generate --json --slice 4g=4Gi --hook-path /usr/bin/gpuslice
 jq -e '[.containerEdits.hooks[] | .args[0:3]] == [["gpuslice","cdi-hook","create-symlinks"],["gpuslice","cdi-hook","update-ldcache"]]
         and [.devices[] | select(.name == "0-4g") | .containerEdits.hooks[] | .path, .args] ==
-            ["/usr/bin/gpuslice", ["gpuslice","hook","createRuntime"], "/usr/bin/gpuslice", ["gpuslice","hook","poststop"]]' \
+            ["/usr/bin/gpuslice", ["gpuslice","hook","--memory=4Gi","createRuntime"], "/usr/bin/gpuslice", ["gpuslice","hook","poststop"]]' \
         "$TMP/oldhook.out" >/dev/null && ok "--hook-path /usr/bin/gpuslice: gpuslice cdi-hook ... and gpuslice hook STAGE" ||
         not_ok "--hook-path /usr/bin/gpuslice: $(jq -c '[.containerEdits.hooks[].args[0:3]]' "$TMP/oldhook.out" 2>&1)"
 run leanhook -- "$GS" --root "$R2" cdi generate --json --slice 4g=4Gi --hook-path /opt/gs/bin/gpuslice-hook
 jq -e '[.containerEdits.hooks[], (.devices[] | select(.name == "0-4g") | .containerEdits.hooks[]) | [.path, .args[0:2]]] ==
         [["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","create-symlinks"]], ["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","update-ldcache"]],
-         ["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","createRuntime"]], ["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","poststop"]]]' \
+         ["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","--memory=4Gi"]], ["/opt/gs/bin/gpuslice-hook", ["gpuslice-hook","poststop"]]]
+        and [.devices[] | select(.name == "0-4g") | .containerEdits.hooks[0].args[-1]] == ["createRuntime"]' \
         "$TMP/leanhook.out" >/dev/null && ok "--hook-path .../gpuslice-hook: gpuslice-hook create-symlinks ... and gpuslice-hook STAGE" ||
         not_ok "--hook-path .../gpuslice-hook: $(jq -c '[.containerEdits.hooks[].args[0:2]]' "$TMP/leanhook.out" 2>&1)"
 run dotclass -- "$GS" --root "$R1" cdi generate --json --class g.pu
@@ -530,16 +535,24 @@ grep -q "^preload=.*libgpuslice-vgpu.so" "$TMP/pslice.out" && grep -qx "slicefil
 if [ -n "$sdir" ]; then
         [ ! -e "$sdir" ] && ok "... and poststop removed the slice's host directory" || not_ok "... host state left: $sdir"
 fi
-# A slice device with a priority: its env edit wins over the container's own variables (podman
-# applies CDI edits after --env), so the slice file says high whatever the container asks.
+# A slice device with a priority: its hook's options are the ceiling; the container may lower it
+# (its own CUDA_TASK_PRIORITY=2), never raise it (test_allocator.sh tries every name).
 run pprio -- timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
         --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" \
         run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \
         --device "$VENDOR/gpu=0-lat" -e GPUSLICE_PRIORITY=low -e CUDA_TASK_PRIORITY=2 --rootfs "$P" /bin/sh /slice.sh
 expect_rc pprio 0 "podman run --device $VENDOR/gpu=0-lat (lat=2Gi,25,high) -e GPUSLICE_PRIORITY=low"
-grep -qx "priority=GPUSLICE_PRIORITY=high" "$TMP/pprio.out" && grep -qx "slicefile=GPUSLICE_MEMORY_LIMIT=2Gi" "$TMP/pprio.out" &&
-        ok "... the slice file holds the slice device's priority (high), not the container's (low)" ||
+grep -qx "priority=GPUSLICE_PRIORITY=low" "$TMP/pprio.out" && grep -qx "slicefile=GPUSLICE_MEMORY_LIMIT=2Gi" "$TMP/pprio.out" &&
+        ok "... the container lowered the slice device's priority (high) to its own (low)" ||
         not_ok "... slice device priority: $(tr '\n' ' ' <"$TMP/pprio.out")"
+run pprio2 -- timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
+        --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" \
+        run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \
+        --device "$VENDOR/gpu=0-4g" -e GPUSLICE_PRIORITY=high -e CUDA_TASK_PRIORITY=0 --rootfs "$P" /bin/sh /slice.sh
+expect_rc pprio2 0 "podman run --device $VENDOR/gpu=0-4g (no priority) -e GPUSLICE_PRIORITY=high -e CUDA_TASK_PRIORITY=0"
+grep -qx "priority=GPUSLICE_PRIORITY=normal" "$TMP/pprio2.out" &&
+        ok "... a slice device without a priority is normal: the container cannot raise it" ||
+        not_ok "... slice device priority: $(tr '\n' ' ' <"$TMP/pprio2.out")"
 run podman-bad -- timeout 120 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
         --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" \
         run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 \

@@ -124,6 +124,18 @@ done
 [ "$rolled" = $((n - 1)) ] && [ "$n" -gt 10 ] && ok "failure injected at each of $((n - 1)) steps: fully rolled back every time" ||
         not_ok "rollback: $rolled of $((n - 1)) clean"
 expect_rc "fail$n" 0 "with no failure injected the same configure succeeds"
+# A build without failure injection (-Dfailure_injection off, as every release build: build/
+# gpuslice-noinject, its fail_inject.c compiled without it) ignores GPUSLICE_TEST_FAIL_AT=1, at
+# which the test build's gpuslice failed above (fail1)
+R2N=$(container c2n)
+run noinj -- env GPUSLICE_TEST_FAIL_AT=1 "$BUILD/gpuslice-noinject" --root "$DRV" configure --pid "$(cpid c2n)" \
+        --compute --utility --device 0 "$R2N"
+if [ "$(rc_of fail1)" != 0 ] && [ "$(rc_of noinj)" = 0 ] && ! grep -q "injected failure" "$TMP/noinj.err" 2>/dev/null; then
+        ok "a build without failure injection ignores GPUSLICE_TEST_FAIL_AT=1 (configure succeeds; the test build's failed)"
+else not_ok "GPUSLICE_TEST_FAIL_AT=1: test build exit $(rc_of fail1), build without injection exit $(rc_of noinj): $(head -c 300 "$TMP/noinj.err" 2>&1)"; fi
+if grep -qa GPUSLICE_TEST_FAIL_AT "$GS" && [ -s "$BUILD/gpuslice-noinject" ] && ! grep -qa GPUSLICE_TEST_FAIL_AT "$BUILD/gpuslice-noinject"; then
+        ok "... and does not contain the name GPUSLICE_TEST_FAIL_AT (the test build's gpuslice does)"
+else not_ok "the name GPUSLICE_TEST_FAIL_AT: in the test build $(grep -ca GPUSLICE_TEST_FAIL_AT "$GS") time(s), in the build without injection $(grep -ca GPUSLICE_TEST_FAIL_AT "$BUILD/gpuslice-noinject" 2>&1)"; fi
 
 # CUDA forward compatibility: the image's newer libcuda in /usr/local/cuda/compat.
 compat_container() { # NAME MAJOR: a container whose image ships compat libcuda.so.<MAJOR>.10.01

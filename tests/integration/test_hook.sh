@@ -302,9 +302,16 @@ expect_fact_re priodef "^PROBE .*compute limit on device 0: 30\.00 % \(share, pr
 prio_bundle priohami GPUSLICE_COMPUTE_LIMIT=30 CUDA_TASK_PRIORITY=5
 expect_done priohami "compute 30 %, CUDA_TASK_PRIORITY=5 (HAMi)"
 expect_fact priohami "SLICE GPUSLICE_PRIORITY=low" "priority: HAMi's CUDA_TASK_PRIORITY=5 is low in slice.conf"
+# High raises a slice over its neighbours: without an allocator only where the host allows it
+# (slice.env-may-raise) or in a privileged container (runtime/slice_rules.h; test_allocator.sh).
 prio_bundle priohigh GPUSLICE_COMPUTE_LIMIT=30 CUDA_TASK_PRIORITY=0 GPUSLICE_PRIORITY=high
-expect_fact priohigh "SLICE GPUSLICE_PRIORITY=high" "priority: GPUSLICE_PRIORITY=high in slice.conf"
-expect_fact_re priohigh "^PROBE .*compute limit on device 0: 30\.00 % \(cap, priority high\)" "priority: ... and the slice runs at high"
+expect_no_fact priohigh "SLICE GPUSLICE_PRIORITY=high" "priority: GPUSLICE_PRIORITY=high is not the env's to ask (unprivileged)"
+expect_fact_re priohigh "^PROBE .*compute limit on device 0: 30\.00 % \(cap, priority normal\)" "priority: ... the slice runs at normal"
+hook_config "$TMP/raise.toml" "$DRV" "$SLICES"
+printf 'env-may-raise = true\n' >>"$TMP/raise.toml"
+CONF=$TMP/raise.toml prio_bundle priohigh2 GPUSLICE_COMPUTE_LIMIT=30 CUDA_TASK_PRIORITY=0 GPUSLICE_PRIORITY=high
+expect_fact priohigh2 "SLICE GPUSLICE_PRIORITY=high" "priority: with slice.env-may-raise, GPUSLICE_PRIORITY=high in slice.conf"
+expect_fact_re priohigh2 "^PROBE .*compute limit on device 0: 30\.00 % \(cap, priority high\)" "priority: ... and the slice runs at high"
 gpu_case priobad NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_PRIORITY=urgent
 expect_fail priobad "invalid GPUSLICE_PRIORITY 'urgent' (high, normal or low)" "GPUSLICE_PRIORITY=urgent"
 gpu_case priobadh NVIDIA_VISIBLE_DEVICES=0 GPUSLICE_COMPUTE_LIMIT=30 CUDA_TASK_PRIORITY=high

@@ -136,8 +136,12 @@ grep -qx "GPUSLICE_MPS_PIPE_DIRECTORY=$CLIENT" "$SLICES/cauto/slice.conf" &&
         ok "configure follows the host config's slice.mps = auto: the slice goes through the GPU's daemon" ||
         not_ok "configure, auto: $(cat "$SLICES/cauto/slice.conf")"
 cfg coff "$TMP/off.toml"
-grep -q "MPS" "$SLICES/coff/slice.conf" && not_ok "configure, off: $(cat "$SLICES/coff/slice.conf")" ||
-        ok "configure follows slice.mps = off: no MPS"
+# (slice.conf must be there and be the slice's: a missing file names no MPS either)
+if ! grep -qx "GPUSLICE_SLICE_ENFORCED=1" "$SLICES/coff/slice.conf" 2>/dev/null ||
+        ! grep -q "^GPUSLICE_COMPUTE_LIMIT=" "$SLICES/coff/slice.conf"; then
+        not_ok "configure, off: no slice.conf with the 30 % slice: $(cat "$SLICES/coff/slice.conf" 2>&1)"
+elif grep -q "MPS" "$SLICES/coff/slice.conf"; then not_ok "configure, off: $(cat "$SLICES/coff/slice.conf")"
+else ok "configure follows slice.mps = off: slice.conf names no MPS"; fi
 cfg cflag "$TMP/off.toml" --mps auto
 grep -qx "GPUSLICE_MPS_PIPE_DIRECTORY=$CLIENT" "$SLICES/cflag/slice.conf" && ok "configure --mps auto wins over the config" ||
         not_ok "configure --mps auto: $(cat "$SLICES/cflag/slice.conf")"
@@ -160,6 +164,16 @@ if [ -d $CLIENT ]; then ls -A $CLIENT | tr '\n' ' ' | sed 's/^/CLIENT_LS /'; ech
 echo DONE"
 H_PRESTART='{path: $gs, args: ["gpuslice", "--root", $drv, "hook", "--config", $conf, "prestart"], env: $hookenv}'
 H_POSTSTOP='{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststop"], env: $hookenv}'
+# no_mps NAME DESC: the container printed its slice.conf (it is there, the slice's) and it names no
+# MPS pipe directory (a missing slice.conf names none either)
+no_mps() {
+        if ! grep -qx "SLICE GPUSLICE_SLICE_ENFORCED=1" "$TMP/$1.out"; then
+                not_ok "$2: the container's /etc/gpuslice/slice.conf is missing or not the slice's"
+                sed 's/^/    # /' "$TMP/$1.out" | head -10
+        elif grep -q "^SLICE GPUSLICE_MPS_PIPE_DIRECTORY=" "$TMP/$1.out"; then
+                not_ok "$2: $(grep "^SLICE GPUSLICE_MPS_PIPE_DIRECTORY=" "$TMP/$1.out")"
+        else ok "$2"; fi
+}
 ct() { # NAME CONFIG ENV...: a container on GPU 0 running CT_SCRIPT
         local name=$1; CONF=$2; shift 2
         make_bundle "$name" '.process.env += $env | .process.args = ["/bin/sh", "-c", $script]
@@ -171,7 +185,7 @@ ct() { # NAME CONFIG ENV...: a container on GPU 0 running CT_SCRIPT
 }
 start_daemon
 ct hoff "$TMP/off.toml" GPUSLICE_COMPUTE_LIMIT=30
-expect_no_fact hoff "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$CLIENT" "hook, slice.mps = off, a daemon running: no MPS in slice.conf"
+no_mps hoff "hook, slice.mps = off, a daemon running: no MPS in slice.conf"
 expect_fact hoff "PROBE init=0 sms=108 intercepted=1" "... the time limiter"
 ct hauto "$TMP/auto.toml" GPUSLICE_COMPUTE_LIMIT=30
 expect_fact hauto "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$CLIENT" "hook, slice.mps = auto: slice.conf names the GPU's client directory"
@@ -183,11 +197,11 @@ expect_fact hauto "CLIENT_LS control " "... the client directory holds the contr
 expect_fact hauto "CLIENT_WRITE refused" "... and is read-only in the container"
 expect_fact hauto "PIPE hidden" "... the daemon's pipe directory is not in the container"
 ct hshare "$TMP/auto.toml" GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share
-expect_no_fact hshare "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$CLIENT" "hook, slice.mps = auto, share mode: no MPS (share mode takes turns)"
+no_mps hshare "hook, slice.mps = auto, share mode: no MPS (share mode takes turns)"
 expect_fact hshare "PROBE init=0 sms=108 intercepted=1" "... the time limiter"
 stop_daemon
 ct hnone "$TMP/auto.toml" GPUSLICE_COMPUTE_LIMIT=30
-expect_no_fact hnone "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$CLIENT" "hook, slice.mps = auto, no daemon: no MPS"
+no_mps hnone "hook, slice.mps = auto, no daemon: no MPS"
 expect_fact hnone "PROBE init=0 sms=108 intercepted=1" "... the time limiter"
 ct hon "$TMP/on.toml" GPUSLICE_COMPUTE_LIMIT=30
 expect_fact hon "SLICE GPUSLICE_MPS_PIPE_DIRECTORY=$CLIENT" "hook, slice.mps = on, no daemon: the hook starts one, slice.conf names it"

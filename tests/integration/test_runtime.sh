@@ -290,6 +290,28 @@ expect_fact kvolj "HAS /dev/nvidia2" "k8s node, jit-cdi volume mount: GPU 1"
 expect_fact kvolj "NO /dev/nvidia0" "k8s node, jit-cdi volume mount: not GPU 0"
 check "k8s node, jit-cdi: the device mount is consumed (no legacy hook could add it again)" \
         [ "$(jq '[.mounts[] | select(.destination | startswith("/var/run/nvidia-container-devices"))] | length' "$TMP/kvolj/config.json")" = 0 ]
+# ... a device plugin's volume-mounts answer with a slice (slice/memory=1Gi: the allocator's word),
+# the image's env asking for more: the slice's hook keeps the slice mounts and the quota holds
+for m in k8s-jit-cdi k8s-legacy; do
+        make_bundle "kvs-$m" '.process.env += $env
+                | .mounts += [{destination: "/var/run/nvidia-container-devices/'"$GPU0_UUID"'", type: "bind", source: "/dev/null", options: ["rbind", "ro"]},
+                              {destination: "/var/run/nvidia-container-devices/slice/memory=1Gi", type: "bind", source: "/dev/null", options: ["rbind", "ro"]}]' \
+                --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices GPUSLICE_MEMORY_LIMIT=40Gi \
+                        GPUSLICE_MEMORY_LIMIT_0=40Gi EXPECT_TOTAL_MIB=1024)"
+        shim_bundle "kvs-$m" "$m"
+        expect_done "kvs-$m" "k8s node, ${m#k8s-}, a volume mount of GPU 0 and slice/memory=1Gi, the image's env asking 40Gi"
+        expect_fact "kvs-$m" "HAS /dev/nvidia0" "k8s node, ${m#k8s-}: the volume mount's GPU 0"
+        expect_fact "kvs-$m" "NO /dev/nvidia2" "k8s node, ${m#k8s-}: not GPU 1"
+        expect_fact "kvs-$m" "SLICE GPUSLICE_MEMORY_LIMIT=1Gi" "k8s node, ${m#k8s-}: the slice mount's 1Gi in slice.conf"
+        expect_fact "kvs-$m" "PROBE_M ok total is the quota (1024 MiB)" "k8s node, ${m#k8s-}: cuMemGetInfo total = 1024 MiB"
+done
+make_bundle kvs-plain '.process.env += $env
+        | .mounts += [{destination: "/var/run/nvidia-container-devices/'"$GPU0_UUID"'", type: "bind", source: "/dev/null", options: ["rbind", "ro"]},
+                      {destination: "/var/run/nvidia-container-devices/slice/memory=1Gi", type: "bind", source: "/dev/null", options: ["rbind", "ro"]}]' \
+        --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices EXPECT_TOTAL_MIB=1024)"
+shim_bundle kvs-plain k8s-jit-cdi
+expect_done kvs-plain "k8s node, jit-cdi, a volume mount of GPU 0 and slice/memory=1Gi, no slice in the env"
+expect_fact kvs-plain "SLICE GPUSLICE_MEMORY_LIMIT=1Gi" "k8s node, jit-cdi: the slice mount alone makes the slice (the shim adds its hook)"
 # ... a mount there whose source is not /dev/null (an image's VOLUME) names nothing
 make_bundle kvolx '.mounts += [{destination: "/var/run/nvidia-container-devices/all", type: "tmpfs", source: "tmpfs", options: ["nosuid"]}]'
 shim_bundle kvolx k8s-auto

@@ -62,9 +62,14 @@ kexpect "Register: version v1beta1, GetPreferredAllocation available, endpoints 
 for e in $(kq '.registrations[].endpoint'); do
         [ -S "$DP/$e" ] && ok "endpoint $e is a socket in the kubelet's directory" || not_ok "no socket $DP/$e"
 done
+jq -e '[.devices[] | select(.name == "0-gpu-4g-25-x2") | .containerEdits.hooks[] | select(.hookName == "createRuntime")
+        | .args] == [["gpuslice-hook", "--memory=8Gi", "--compute-share=50", "createRuntime"]]' "$CDI_SPEC" >/dev/null &&
+        ok "... the slice device of two shares: 8Gi / 50 % as its hook's options (the allocator's word)" ||
+        not_ok "... two shares' hook: $(jq -c '[.devices[] | select(.name == "0-gpu-4g-25-x2") | .containerEdits.hooks]' "$CDI_SPEC")"
 [ -f "$CDI_SPEC" ] && "$GS" cdi list --spec "$CDI_SPEC" >"$TMP/cdinames" 2>&1 &&
         grep -qx "$VENDOR/gpu=0-gpu-4g-25" "$TMP/cdinames" && grep -qx "$VENDOR/gpu=1" "$TMP/cdinames" &&
-        ok "the plugin wrote its CDI spec: GPU devices and the share's slice devices (cdi list reads it)" ||
+        grep -qx "$VENDOR/gpu=1-gpu-4g-25-x4" "$TMP/cdinames" && ! grep -q "x5$" "$TMP/cdinames" &&
+        ok "the plugin wrote its CDI spec: GPU devices and the share's slice devices, one per share count up to 4 (cdi list reads it)" ||
         not_ok "CDI spec $CDI_SPEC: $(head -5 "$TMP/cdinames" 2>&1 | tr '\n' ' ')"
 
 kube options nvidia.com/gpu >/dev/null
@@ -106,20 +111,20 @@ jq -e --arg k "$VENDOR/gpu" '.cdi_devices == [{"name": ($k + "=0-gpu-4g-25")}]' 
 jq -e --arg id "$GPU0::1" '.envs == {"GPUSLICE_K8S_DEVICES_GPUSLICE_IO_GPU_4G_25": $id}' "$A" >/dev/null &&
         ok "... and only the device IDs in the env (the slice's limits come with the CDI device)" || not_ok "... envs: $(jq -c .envs "$A")"
 kube allocate "$SHARES" "$TMP/a-two.json" "$GPU0::2,$GPU0::3" >/dev/null
-jq -e --arg k "$VENDOR/gpu" '.cdi_devices == [{"name": ($k + "=0-gpu-4g-25")}]
-        and .envs.GPUSLICE_MEMORY_LIMIT_0 == "8Gi" and .envs.GPUSLICE_COMPUTE_LIMIT_0 == "50"' "$TMP/a-two.json" >/dev/null &&
-        ok "Allocate two shares of GPU 0: the slice device, and 8Gi / 50 % for that device" ||
+jq -e --arg k "$VENDOR/gpu" '.cdi_devices == [{"name": ($k + "=0-gpu-4g-25-x2")}]
+        and ([.envs | keys[] | select(startswith("GPUSLICE_") and (startswith("GPUSLICE_K8S_") | not))] == [])' \
+        "$TMP/a-two.json" >/dev/null &&
+        ok "Allocate two shares of GPU 0: the slice device of two shares, no limit in the env (the container's to change)" ||
         not_ok "two shares: $(jq -c . "$TMP/a-two.json")"
 kube allocate nvidia.com/gpu "$TMP/a-gpu1.json" "$GPU1" >/dev/null
 jq -e --arg k "$VENDOR/gpu" '.cdi_devices == [{"name": ($k + "=1")}] and (.envs | keys) == ["GPUSLICE_K8S_DEVICES_NVIDIA_COM_GPU"]' \
         "$TMP/a-gpu1.json" >/dev/null && ok "Allocate GPU 1 (whole): $VENDOR/gpu=1, no slice" ||
         not_ok "whole GPU: $(jq -c . "$TMP/a-gpu1.json")"
 kube allocate-many "$SHARES" "$GPU1::0;$GPU1::1,$GPU1::2,$GPU0::0" >/dev/null
-kexpect "Allocate for two containers at once: two answers; 1 share of GPU 0 and 2 of GPU 1: per-device limits in NVML order" \
+kexpect "Allocate for two containers at once: two answers; 1 share of GPU 0 and 2 of GPU 1: one share's slice device on each (never more than a GPU was given), no limit env" \
         '.ok and (.answers | length) == 2 and .answers[0].envs.GPUSLICE_MEMORY_LIMIT_0 == null
-         and .answers[1].envs.GPUSLICE_MEMORY_LIMIT_0 == "4Gi" and .answers[1].envs.GPUSLICE_COMPUTE_LIMIT_0 == "25"
-         and .answers[1].envs.GPUSLICE_MEMORY_LIMIT_1 == "8Gi" and .answers[1].envs.GPUSLICE_COMPUTE_LIMIT_1 == "50"
-         and (.answers[1].cdi_devices | length) == 2'
+         and .answers[1].envs.GPUSLICE_MEMORY_LIMIT_0 == null and .answers[1].envs.GPUSLICE_MEMORY_LIMIT_1 == null
+         and ([.answers[1].cdi_devices[].name | sub(".*=";"")] == ["0-gpu-4g-25", "1-gpu-4g-25"])'
 kube allocate "$SHARES" "$TMP/x.json" "$GPU0::0,$GPU0::0" >/dev/null
 kexpect "Allocate with a device twice: INVALID_ARGUMENT" '.code == "INVALID_ARGUMENT"'
 kube allocate "$SHARES" "$TMP/x.json" "GPU-nonexistent::0" >/dev/null
@@ -157,10 +162,22 @@ else
         expect_fact c-share "SLICE GPUSLICE_COMPUTE_LIMIT=25" "one share: slice.conf holds the 25 % compute share"
         as_container c-two "$TMP/a-two.json" --rm -e EXPECT_TOTAL_MIB=8192 --rootfs "$(fresh two)" /bin/sh /check.sh
         expect_done c-two "podman, two shares of GPU 0"
-        expect_fact c-two "SLICE GPUSLICE_MEMORY_LIMIT_0=8Gi" "two shares: slice.conf holds 8Gi for the device"
+        expect_fact c-two "SLICE GPUSLICE_MEMORY_LIMIT=8Gi" "two shares: slice.conf holds 8Gi"
         expect_fact c-two "PROBE_M ok total is the quota (8192 MiB)" "two shares: cuMemGetInfo total = 8192 MiB"
         expect_fact c-two "PROBE_Q ok the allocation past the quota fails with CUDA_ERROR_OUT_OF_MEMORY (2)" \
                 "two shares: an allocation past 8 GiB fails with CUDA_ERROR_OUT_OF_MEMORY"
+        # the same answer, the pod's env (a hostile image's too) asking for more through every name
+        as_container c-wide "$TMP/a-two.json" --rm -e EXPECT_TOTAL_MIB=8192 -e GPUSLICE_MEMORY_LIMIT_0=40Gi \
+                -e CUDA_DEVICE_MEMORY_LIMIT=40Gi -e GPUSLICE_COMPUTE_LIMIT_0=100 -e GPUSLICE_COMPUTE_MODE=off \
+                -e GPUSLICE_PRIORITY=high -e CUDA_TASK_PRIORITY=0 --rootfs "$(fresh wide)" /bin/sh /check.sh
+        expect_done c-wide "podman, two shares of GPU 0, env asking 40Gi, 100 %, off, high"
+        expect_fact c-wide "PROBE_M ok total is the quota (8192 MiB)" "hostile env: cuMemGetInfo total is still 8192 MiB"
+        expect_fact c-wide "SLICE GPUSLICE_COMPUTE_LIMIT=50" "hostile env: slice.conf holds 50 %"
+        expect_fact c-wide "SLICE GPUSLICE_COMPUTE_MODE=cap" "hostile env: mode off is not taken (cap)"
+        expect_fact c-wide "SLICE GPUSLICE_PRIORITY=normal" "hostile env: priority high is not taken (normal)"
+        if grep -q "^SLICE GPUSLICE_\(MEMORY\|COMPUTE\)_LIMIT_" "$TMP/c-wide.out"; then
+                not_ok "hostile env: a per-device limit in slice.conf: $(grep '^SLICE' "$TMP/c-wide.out" | tr '\n' ' ')"
+        else ok "hostile env: no per-device limit in slice.conf"; fi
         as_container c-gpu1 "$TMP/a-gpu1.json" --rm --rootfs "$(fresh gpu1)" /bin/sh /check.sh
         expect_done c-gpu1 "podman, the whole GPU 1"
         expect_fact c-gpu1 "HAS /dev/nvidia2" "whole GPU 1: its node /dev/nvidia2"

@@ -108,9 +108,18 @@ kube allocate gpuslice.io/gpu-lat "$TMP/e-lat2.json" "$GPU0::0,$GPU1::1,$GPU1::2
 jq -e '.envs.GPUSLICE_PRIORITY == "high" and .envs.GPUSLICE_COMPUTE_LIMIT_0 == "25" and .envs.GPUSLICE_COMPUTE_LIMIT_1 == "50"' \
         "$TMP/e-lat2.json" >/dev/null && ok "... shares on two GPUs (per-device limits): one GPUSLICE_PRIORITY=high" ||
         not_ok "gpu-lat on two GPUs: $(jq -c .envs "$TMP/e-lat2.json")"
+# An env answer is no allocator's word (the pod can set the same variables): the hook takes the
+# tightest env value, and priority high only where the node allows it (slice.env-may-raise).
+answer_bundle e-lat0 "$TMP/e-lat.json" EXPECT_TOTAL_MIB=2048
+expect_done e-lat0 "runc + hook from the gpu-lat answer, the node's default config"
+expect_no_fact e-lat0 "SLICE GPUSLICE_PRIORITY=high" "env, gpu-lat, env-may-raise unset: priority high is not taken from the env"
+answer_bundle e-widen "$TMP/e-lat.json" EXPECT_TOTAL_MIB=2048 GPUSLICE_MEMORY_LIMIT_0=40Gi CUDA_DEVICE_MEMORY_LIMIT_0=40Gi
+expect_done e-widen "runc + hook from the gpu-lat answer, the pod's env asking 40Gi for device 0"
+expect_fact e-widen "PROBE_M ok total is the quota (2048 MiB)" "env, gpu-lat: a per-device 40Gi beside the answer's 2Gi does not widen it"
+printf 'env-may-raise = true\n' >>"$CONF"
 answer_bundle e-lat "$TMP/e-lat.json" EXPECT_TOTAL_MIB=2048
 expect_done e-lat "runc + hook from the gpu-lat answer"
-expect_fact e-lat "SLICE GPUSLICE_PRIORITY=high" "env, gpu-lat: slice.conf holds GPUSLICE_PRIORITY=high"
+expect_fact e-lat "SLICE GPUSLICE_PRIORITY=high" "env, gpu-lat, slice.env-may-raise = true: slice.conf holds GPUSLICE_PRIORITY=high"
 expect_fact e-lat "SLICE GPUSLICE_COMPUTE_LIMIT=25" "env, gpu-lat: ... and the 25 % compute share"
 
 kube allocate "$SHARES" "$TMP/e-two.json" "$GPU0::1,$GPU0::2" >/dev/null
@@ -159,16 +168,27 @@ kexpect "allocate = volume-mounts: both resources registered" '.ok'
         not_ok "volume-mounts mode wrote a CDI spec: $(grep CDI "$TMP/plugin-a2.log")"
 kube allocate "$SHARES" "$TMP/v-share.json" "$GPU0::0" >/dev/null
 jq -e --arg g "$GPU0" --arg drv "$DRV" '.envs.NVIDIA_VISIBLE_DEVICES == "/var/run/nvidia-container-devices"
-        and .mounts == [{"container_path": ("/var/run/nvidia-container-devices/" + $g), "host_path": "/dev/null", "read_only": true}]
-        and .envs.GPUSLICE_MEMORY_LIMIT == "4Gi" and .envs.GPUSLICE_COMPUTE_LIMIT == "25" and (.cdi_devices // []) == []
+        and .mounts == [{"container_path": ("/var/run/nvidia-container-devices/" + $g), "host_path": "/dev/null", "read_only": true},
+                        {"container_path": "/var/run/nvidia-container-devices/slice/memory=4Gi", "host_path": "/dev/null", "read_only": true},
+                        {"container_path": "/var/run/nvidia-container-devices/slice/compute-share=25", "host_path": "/dev/null", "read_only": true}]
+        and .envs.GPUSLICE_MEMORY_LIMIT == null and .envs.GPUSLICE_COMPUTE_LIMIT == null and (.cdi_devices // []) == []
         and ([.devices[] | .container_path] == ["/dev/nvidiactl","/dev/nvidia-uvm","/dev/nvidia-uvm-tools","/dev/nvidia0"])' \
         "$TMP/v-share.json" >/dev/null &&
-        ok "one share, volume-mounts answer: /dev/null onto /var/run/nvidia-container-devices/<GPU 0>, the slice env, device specs" ||
+        ok "one share, volume-mounts answer: /dev/null onto /var/run/nvidia-container-devices/<GPU 0> and the slice as mounts (slice/memory=4Gi, slice/compute-share=25: the allocator's word), no limit env, device specs" ||
         not_ok "volume-mounts answer: $(jq -c . "$TMP/v-share.json")"
 CONF=$KCONF answer_bundle v-share "$TMP/v-share.json" EXPECT_TOTAL_MIB=4096
 expect_done v-share "runc + hook (k8s node) from the volume-mounts answer (one share)"
 expect_gpu0 v-share "volume-mounts, one share"
 expect_slice v-share "volume-mounts, one share (4Gi)" 4Gi 4096
+# the pod's env (its image's too) asking for more through every name: the mounts hold
+CONF=$KCONF answer_bundle v-wide "$TMP/v-share.json" EXPECT_TOTAL_MIB=4096 GPUSLICE_MEMORY_LIMIT=40Gi \
+        GPUSLICE_MEMORY_LIMIT_0=40Gi CUDA_DEVICE_MEMORY_LIMIT=40Gi GPUSLICE_COMPUTE_LIMIT=100 GPUSLICE_COMPUTE_MODE=off \
+        GPUSLICE_PRIORITY=high
+expect_done v-wide "runc + hook (k8s node) from the volume-mounts answer, the pod's env asking 40Gi, 100 %, off, high"
+expect_fact v-wide "PROBE_M ok total is the quota (4096 MiB)" "volume-mounts, hostile env: cuMemGetInfo total is still 4096 MiB"
+expect_fact v-wide "SLICE GPUSLICE_COMPUTE_LIMIT=25" "volume-mounts, hostile env: slice.conf holds 25 %"
+expect_no_fact v-wide "SLICE GPUSLICE_COMPUTE_MODE=off" "volume-mounts, hostile env: mode off is not taken"
+expect_no_fact v-wide "SLICE GPUSLICE_PRIORITY=high" "volume-mounts, hostile env: priority high is not taken"
 kube allocate nvidia.com/gpu "$TMP/v-gpu1.json" "$GPU1" >/dev/null
 jq -e --arg g "$GPU1" '.mounts == [{"container_path": ("/var/run/nvidia-container-devices/" + $g), "host_path": "/dev/null", "read_only": true}]
         and .envs.GPUSLICE_MEMORY_LIMIT == null' "$TMP/v-gpu1.json" >/dev/null &&
@@ -300,10 +320,10 @@ grep -qx "$KIND=3-k8s-replica" "$TMP/names" && grep -qx "$KIND=2:2" "$TMP/names"
 d = yaml.safe_load(open(sys.argv[1]))
 dev = [x for x in d["devices"] if x["name"] == "3-k8s-replica"][0]
 env = dev["containerEdits"]["env"]
-hooks = [[h["args"][0], h["args"][-1]] for h in dev["containerEdits"]["hooks"]]
+hooks = [h["args"] for h in dev["containerEdits"]["hooks"]]
 sys.exit(0 if env == ["GPUSLICE_MEMORY_LIMIT=20Gi", "GPUSLICE_COMPUTE_LIMIT=50", "GPUSLICE_PRIORITY=low"]
-         and ["gpuslice-hook", "createRuntime"] in hooks else 1)' \
-        "$TMP/cdi/spec.yaml" && ok "... the replica's slice device: 20Gi, 50 %, priority low (replica-priority), the createRuntime hook (gpuslice-hook)" ||
+         and ["gpuslice-hook", "--memory=20Gi", "--compute-share=50", "--priority=low", "createRuntime"] in hooks else 1)' \
+        "$TMP/cdi/spec.yaml" && ok "... the replica's slice device: 20Gi, 50 %, priority low (replica-priority) as its createRuntime hook's options (gpuslice-hook)" ||
         not_ok "replica slice device in the spec"
 stop_kubelet
 stop_plugin

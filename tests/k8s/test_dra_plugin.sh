@@ -116,8 +116,10 @@ jq -e --arg n "$U1-gpu-0" '.kind == "'"$KIND"'" and [.devices[].name] == [$n]
         and (.devices[0].containerEdits.env | index("GPUSLICE_MEMORY_LIMIT=4Gi") != null
              and index("GPUSLICE_COMPUTE_LIMIT=30") != null and index("GPUSLICE_PRIORITY=high") != null)
         and ([.devices[0].containerEdits.deviceNodes[].path] | index("/dev/nvidia0") != null and index("/dev/nvidia2") == null)
-        and ([.devices[0].containerEdits.hooks[] | [.args[0], .args[-1]]] == [["gpuslice-hook", "createRuntime"], ["gpuslice-hook", "poststop"]])' "$SPEC1" >/dev/null &&
-        ok "... its CDI spec: one device, GPU 0's node, 4Gi / 30 % / the claim's priority (its class's bound), the slice hooks (gpuslice-hook)" ||
+        and ([.devices[0].containerEdits.hooks[] | [.args[0], .args[-1]]] == [["gpuslice-hook", "createRuntime"], ["gpuslice-hook", "poststop"]])
+        and (.devices[0].containerEdits.hooks[0].args | index("--memory=4Gi") != null and index("--compute-share=30") != null
+             and index("--priority=high") != null)' "$SPEC1" >/dev/null &&
+        ok "... its CDI spec: one device, GPU 0's node, 4Gi / 30 % / the claim's priority (its class's bound) as the slice hook's options (the allocator's word), the slice hooks (gpuslice-hook)" ||
         not_ok "spec $SPEC1: $(jq -c '.devices' "$SPEC1" 2>&1 | head -c 600)"
 # issue 31: the slice's labels on its hook's command line, where the container cannot write them
 jq -e '.devices[0].containerEdits | ([.hooks[] | select(.hookName == "createRuntime") | .args[]] as $a
@@ -246,11 +248,16 @@ ready() {
                 (.conditions[] | select(.type == "Ready") | .status + " " + .reason + " " + .message)' \
                 "$API_STATE/claims/ml/$1.json" 2>/dev/null
 }
+# no_checkpoint_entry UID: the plugin's checkpoint is there, a JSON object with a "claims" object,
+# and has no entry for UID (a checkpoint missing, empty or damaged is not "no entry")
+no_checkpoint_entry() {
+        jq -e --arg u "$1" '(.claims | type) == "object" and (.claims | has($u) | not)' "$PLUG/checkpoint.json" >/dev/null 2>&1
+}
 bad() { # NAME UID WANT-TEXT DESC [REASON: the claim's status must say Ready False, REASON, the error]
         local before; before=$(speccount)
         dra prepare "$SOCK" v1 "ml/$1/$2"
         if [ "$(kq ".ok and (.claims[\"$2\"].devices // []) == [] and (.claims[\"$2\"].error | contains(\"$3\"))")" = true ] &&
-           [ "$(speccount)" = "$before" ] && ! jq -e --arg u "$2" '.claims | has($u)' "$PLUG/checkpoint.json" >/dev/null; then
+           [ "$(speccount)" = "$before" ] && no_checkpoint_entry "$2"; then
                 ok "$4: refused ($(kq ".claims[\"$2\"].error" | head -c 150)); no spec, no checkpoint entry"
         else not_ok "$4: $(head -c 400 "$TMP/k.json") (specs $before -> $(speccount))"; return; fi
         [ -e "$API_STATE/claims/ml/$1.json" ] || return 0
@@ -288,7 +295,7 @@ kexpect "a claim narrowing its class (class: up to high, share; claim: low, cap)
 jq -e '.devices[0].containerEdits | ((.env // []) + [.hooks[]? | select(.hookName == "createRuntime") | .args[]]) as $w
         | ($w | index("GPUSLICE_PRIORITY=low") != null or index("--priority=low") != null)
           and ($w | index("GPUSLICE_COMPUTE_MODE=cap") != null or index("--compute-mode=cap") != null)
-          and ($w | map(select(test("high|share"))) == [])' "$CDI_DIR/$DRIVER-claim-$UN.json" >/dev/null &&
+          and ($w | map(select(test("=high$|=share$"))) == [])' "$CDI_DIR/$DRIVER-claim-$UN.json" >/dev/null &&
         ok "... its spec: priority low and compute mode cap (the claim's, narrower than the class's)" ||
         not_ok "narrow spec: $(jq -c '.devices[0].containerEdits | {env, hooks}' "$CDI_DIR/$DRIVER-claim-$UN.json" 2>&1 | head -c 600)"
 dra unprepare "$SOCK" v1 "ml/narrow/$UN"
@@ -348,8 +355,9 @@ if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-whole.json")" ] && [ "$(get
 else not_ok "emptied spec: $(head -c 300 "$TMP/k.json"), GETs $n2 -> $(gets ml whole-1), spec $(head -c 100 "$SPEC2")"; fi
 dra unprepare "$SOCK" v1 "ml/slice-4g-30/$U1"
 kexpect "NodeUnprepareResources: no error" ".ok and (.claims[\"$U1\"].error // \"\") == \"\""
-[ ! -e "$SPEC1" ] && ! jq -e --arg u "$U1" '.claims | has($u)' "$PLUG/checkpoint.json" >/dev/null &&
-        ok "... the claim's spec and checkpoint entry are gone" || not_ok "after unprepare: $(ls "$CDI_DIR" | grep "$U1")"
+[ ! -e "$SPEC1" ] && no_checkpoint_entry "$U1" &&
+        ok "... the claim's spec and checkpoint entry are gone" ||
+        not_ok "after unprepare: $(ls "$CDI_DIR" | grep "$U1"); checkpoint: $(head -c 300 "$PLUG/checkpoint.json" 2>&1)"
 dra unprepare "$SOCK" v1beta1 "ml/slice-4g-30/$U1"
 kexpect "... unprepared again (v1beta1): no error (idempotent)" ".ok and (.claims[\"$U1\"].error // \"\") == \"\""
 

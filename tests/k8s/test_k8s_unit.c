@@ -283,15 +283,26 @@ static void test_allocate_cdi(void **state)
         assert_string_equal(o.cdi_devices[0]->name, "k8s.gpuslice.io/gpu=1-q");
         assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT_0"));
         assert_string_equal(env_of(&o, "GPUSLICE_K8S_DEVICES_GPUSLICE_IO_Q"), "GPU-1::0");
-        /* 1 share of GPU 3 and 3 of GPU 0 (given out of order): per device, NVML order */
+        /* two shares of GPU 1: the slice device of two shares (its hook's args hold 8Gi / 50 %), no
+         * limit in the env (the container's to change) */
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::1,GPU-1::0", &a, &o, &err), 0);
+        assert_int_equal(o.n_cdi_devices, 1);
+        assert_string_equal(o.cdi_devices[0]->name, "k8s.gpuslice.io/gpu=1-q-x2");
+        assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT_0"));
+        assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT"));
+        /* 2 shares of GPU 3 and 2 of GPU 0 (given out of order): NVML order, two shares each */
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-3::0,GPU-0::1,GPU-3::1,GPU-0::3", &a, &o, &err), 0);
+        assert_int_equal(o.n_cdi_devices, 2);
+        assert_string_equal(o.cdi_devices[0]->name, "k8s.gpuslice.io/gpu=0-q-x2");
+        assert_string_equal(o.cdi_devices[1]->name, "k8s.gpuslice.io/gpu=3-q-x2");
+        /* 1 share of GPU 3 and 3 of GPU 0: one slice per container, the fewest shares on each (never
+         * more than a GPU was given), no per-device env */
         assert_int_equal(alloc("gpuslice.io/q", "GPU-3::0,GPU-0::1,GPU-0::2,GPU-0::3", &a, &o, &err), 0);
         assert_int_equal(o.n_cdi_devices, 2);
         assert_string_equal(o.cdi_devices[0]->name, "k8s.gpuslice.io/gpu=0-q");
         assert_string_equal(o.cdi_devices[1]->name, "k8s.gpuslice.io/gpu=3-q");
-        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT_0"), "12Gi");
-        assert_string_equal(env_of(&o, "GPUSLICE_COMPUTE_LIMIT_0"), "75");
-        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT_1"), "4Gi");
-        assert_string_equal(env_of(&o, "GPUSLICE_COMPUTE_LIMIT_1"), "25");
+        assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT_0"));
+        assert_null(env_of(&o, "GPUSLICE_COMPUTE_LIMIT_1"));
         /* a MIG device: its own CDI name */
         assert_int_equal(alloc("nvidia.com/gpu", "MIG-1", &a, &o, &err), 0);
         assert_string_equal(o.cdi_devices[0]->name, "k8s.gpuslice.io/gpu=2:1");
@@ -347,11 +358,22 @@ static void test_allocate_volume_mounts(void **state)
         assert_int_equal(alloc("gpuslice.io/q", "GPU-1::1,GPU-1::0", &a, &o, &err), 0);
         assert_int_equal(o.n_cdi_devices, 0);
         assert_string_equal(env_of(&o, "NVIDIA_VISIBLE_DEVICES"), "/var/run/nvidia-container-devices");
-        assert_int_equal(o.n_mounts, 1); /* two shares of one GPU: one mount */
+        /* two shares of one GPU: one device mount, and the slice as mounts (the allocator's word: the
+         * kubelet's mounts, not the env the pod writes too) */
+        assert_int_equal(o.n_mounts, 3);
         assert_string_equal(o.mounts[0]->container_path, "/var/run/nvidia-container-devices/GPU-1");
         assert_string_equal(o.mounts[0]->host_path, "/dev/null");
         assert_true(o.mounts[0]->read_only);
-        assert_string_equal(env_of(&o, "GPUSLICE_MEMORY_LIMIT"), "8Gi");
+        assert_string_equal(o.mounts[1]->container_path, "/var/run/nvidia-container-devices/slice/memory=8Gi");
+        assert_string_equal(o.mounts[2]->container_path, "/var/run/nvidia-container-devices/slice/compute-share=50");
+        assert_true(o.mounts[1]->read_only && strcmp(o.mounts[1]->host_path, "/dev/null") == 0);
+        assert_null(env_of(&o, "GPUSLICE_MEMORY_LIMIT"));
+        assert_null(env_of(&o, "GPUSLICE_COMPUTE_LIMIT"));
+        /* shares that differ: per device */
+        assert_int_equal(alloc("gpuslice.io/q", "GPU-1::1,GPU-1::0,GPU-3::0", &a, &o, &err), 0);
+        assert_int_equal(o.n_mounts, 6);
+        assert_string_equal(o.mounts[2]->container_path, "/var/run/nvidia-container-devices/slice/memory-0=8Gi");
+        assert_string_equal(o.mounts[5]->container_path, "/var/run/nvidia-container-devices/slice/compute-share-1=25");
         assert_int_equal(alloc("nvidia.com/gpu", "MIG-0,GPU-3", &a, &o, &err), 0);
         assert_int_equal(o.n_mounts, 2);
         assert_string_equal(o.mounts[0]->container_path, "/var/run/nvidia-container-devices/MIG-0");

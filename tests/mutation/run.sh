@@ -58,6 +58,10 @@ mutation rollback integration_configure src/container/configure.c \
         'rollback(x);' \
         'if (0) rollback(x); /* mutation */' \
         "a failed configure leaves its mounts and files in the container (rollback skipped)"
+mutation failinject integration_configure src/container/fail_inject.c \
+        '#if GS_FAILURE_INJECTION' \
+        '#if 1 /* mutation */' \
+        "a build without failure injection (a release build) still honours GPUSLICE_TEST_FAIL_AT"
 mutation void unit_runtime src/runtime/request.c \
         'if (l == 4 && strncmp(t, "void", 4) == 0) {' \
         'if (0) {' \
@@ -172,6 +176,23 @@ mutation backupmode integration_runtime_configure src/engine/conffile.c \
         'if (fill(fd, out, old, f, err) < 0) {' \
         'if (fill(fd, out, old, &(struct gs_conffile){.mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1}, err) < 0) {' \
         "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)"
+# issue 31 (alloc): the allocator's word is the slice's ceiling (src/runtime/slice_rules.c)
+mutation allocceiling "unit_runtime integration_allocator" src/runtime/slice_rules.c \
+        'dev = tightest(al, env_dev);' \
+        'dev = env_dev.s != NULL ? env_dev : al;' \
+        "env widens the allocator's limit (a per-device variable wins over the allocator's value)"
+mutation envraise "unit_runtime integration_allocator" src/runtime/slice_rules.c \
+        '} else if (mode == GS_COMPUTE_OFF && !may_raise) {' \
+        '} else if (0) {' \
+        "without an allocator the env turns the compute gate off unasked (no env-may-raise, unprivileged)"
+mutation oneslice integration_allocator src/runtime/hook.c \
+        'if (same)' \
+        'if (1)' \
+        "two slice devices of one container that differ: the first hook's slice holds for every GPU (maybe the wider)"
+mutation slicemounts "unit_runtime k8s_device_plugin_env" src/runtime/request.c \
+        'if (alloc == NULL && hc->accept_volume_mounts) {' \
+        'if (0) {' \
+        "a volume-mounts answer's slice (the kubelet's slice/ mounts) is not the ceiling: the pod's env replaces its limits"
 # issue 34 (checks)
 mutation livecompute vgpu_resize src/vgpu/limiter.c \
         '__atomic_store_n(&d->bp, bp, __ATOMIC_RELAXED);' \

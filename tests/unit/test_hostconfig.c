@@ -90,6 +90,7 @@ static void assert_defaults(const struct gs_hostconfig *c)
         assert_string_equal(c->regions_dir, "/run/gpuslice/slices");
         assert_string_equal(c->mps_root, "/run/gpuslice/mps");
         assert_string_equal(c->mps, "off");
+        assert_false(c->env_may_raise);
         const struct gs_hostconfig_dp *d = &c->dp;
         assert_string_equal(d->socket_dir, "/var/lib/kubelet/device-plugins");
         assert_string_equal(d->resource, "nvidia.com/gpu");
@@ -143,6 +144,7 @@ static const char every_key[] =
         "regions-dir = \"/var/run/slices\"\n"
         "mps-root = \"/var/run/mps\"\n"
         "mps = \"on\"\n"
+        "env-may-raise = true\n"
         "[device-plugin]\n"
         "socket-dir = \"/var/lib/k/dp\"\n"
         "resource = \"example.com/gpu\"\n"
@@ -189,6 +191,7 @@ static void assert_every_key(const struct gs_hostconfig *c)
         assert_string_equal(c->regions_dir, "/var/run/slices");
         assert_string_equal(c->mps_root, "/var/run/mps");
         assert_string_equal(c->mps, "on");
+        assert_true(c->env_may_raise);
         const struct gs_hostconfig_dp *d = &c->dp;
         assert_string_equal(d->socket_dir, "/var/lib/k/dp");
         assert_string_equal(d->resource, "example.com/gpu");
@@ -856,7 +859,7 @@ static void test_example_config(void **state)
                 n += k;
         }
         fclose(f);
-        assert_int_equal(nkeys, 42); /* issue 31 (shim): +3 */
+        assert_int_equal(nkeys, 43); /* issue 31 (shim): +3; (alloc): slice.env-may-raise */
         gs_hostconfig_defaults(&hc);
         expect_ok(every_key);
         if (parse_n(text, n) != 0)

@@ -294,7 +294,7 @@ static void slices(void **unused)
         assert_false(rq.gpu); /* a slice alone: the GPUs come from elsewhere (CDI) */
         assert_true(gs_slice_requested(&rq.opts.slice));
         assert_string_equal(rq.opts.slice.memory, "4Gi");
-        /* HAMi's names; ours win */
+        /* HAMi's names beside ours: the tightest of all of them wins */
         assert_int_equal(req(&rq, &err, false, "CUDA_DEVICE_MEMORY_LIMIT=2g", "CUDA_DEVICE_MEMORY_LIMIT_1=1g",
                              "GPUSLICE_MEMORY_LIMIT_1=512Mi", "CUDA_DEVICE_SM_LIMIT=30",
                              "GPU_CORE_UTILIZATION_POLICY=force", NULL),
@@ -318,7 +318,8 @@ static void slices(void **unused)
 }
 
 /* GPUSLICE_PRIORITY (words) and HAMi's CUDA_TASK_PRIORITY (0 high, 1 normal, 2 or more low):
- * read as the compute mode is, ours winning; the slice gets the word. */
+ * read as the compute mode is, the lowest of both winning; the slice gets the word (high: in a
+ * privileged container, see env_may_not_raise). */
 static void priorities(void **unused)
 {
         (void)unused;
@@ -333,13 +334,13 @@ static void priorities(void **unused)
                 {"CUDA_TASK_PRIORITY=17", "low"},
         };
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-                if (req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", good[i].var, NULL) != 0)
+                if (req(&rq, &err, true, "GPUSLICE_COMPUTE_LIMIT=30", good[i].var, NULL) != 0)
                         fail_msg("%s: %s", good[i].var, err.msg);
                 if (rq.opts.slice.priority == NULL || strcmp(rq.opts.slice.priority, good[i].want) != 0)
                         fail_msg("%s: priority %s, want %s", good[i].var, rq.opts.slice.priority ? rq.opts.slice.priority : "(null)",
                                  good[i].want);
         }
-        /* ours wins over HAMi's; unset or empty: none (the interposer's default, normal) */
+        /* the lower of ours and HAMi's; unset or empty: none (the interposer's default, normal) */
         assert_int_equal(req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", "CUDA_TASK_PRIORITY=0", "GPUSLICE_PRIORITY=low",
                              NULL), 0);
         assert_string_equal(rq.opts.slice.priority, "low");
@@ -348,7 +349,7 @@ static void priorities(void **unused)
         assert_int_equal(req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_PRIORITY=", NULL), 0);
         assert_null(rq.opts.slice.priority);
         /* a priority alone makes no slice (it orders compute-limited slices), as a mode alone */
-        assert_int_equal(req(&rq, &err, false, "NVIDIA_VISIBLE_DEVICES=0", "GPUSLICE_PRIORITY=high", NULL), 0);
+        assert_int_equal(req(&rq, &err, true, "NVIDIA_VISIBLE_DEVICES=0", "GPUSLICE_PRIORITY=high", NULL), 0);
         assert_string_equal(rq.opts.slice.priority, "high");
         assert_false(gs_slice_requested(&rq.opts.slice));
         /* errors name the variable, the value and what is valid; stage "slice" */
@@ -368,6 +369,258 @@ static void priorities(void **unused)
                 if (strcmp(err.msg, bad[i].msg) != 0 && strncmp(err.msg, bad[i].msg, strlen(bad[i].msg)) != 0)
                         fail_msg("%s: '%s', want '%s'", bad[i].var, err.msg, bad[i].msg);
         }
+}
+
+/* --- who sets the slice (runtime/slice_rules.h; issue 31) ---------------------------------- */
+
+static const char *or_null(const char *s)
+{
+        return s != NULL ? s : "(null)";
+}
+
+#define EXPECT_STR(got, want, what)                                                                        \
+        do {                                                                                               \
+                const char *g_ = (got), *w_ = (want);                                                      \
+                if ((g_ == NULL) != (w_ == NULL) || (g_ != NULL && strcmp(g_, w_) != 0))                    \
+                        fail_msg("%s: %s, want %s", (what), or_null(g_), or_null(w_));                     \
+        } while (0)
+
+/* No allocator: of all the names (ours, HAMi's, global, per device) the tightest wins: no env
+ * value widens another. */
+static void env_tightest_wins(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        static const struct {
+                const char *a, *b;
+                const char *memory, *memory0; /* what the slice gets: global, device 0 */
+        } mem[] = {
+                /* a per-device value never widens the global one */
+                {"GPUSLICE_MEMORY_LIMIT=1Gi", "GPUSLICE_MEMORY_LIMIT_0=4Gi", "1Gi", NULL},
+                {"GPUSLICE_MEMORY_LIMIT=1Gi", "CUDA_DEVICE_MEMORY_LIMIT_0=8Gi", "1Gi", NULL},
+                {"CUDA_DEVICE_MEMORY_LIMIT=1Gi", "GPUSLICE_MEMORY_LIMIT_0=4Gi", "1Gi", NULL},
+                {"GPUSLICE_MEMORY_LIMIT=1Gi", "GPUSLICE_MEMORY_LIMIT_0=unlimited", "1Gi", NULL},
+                {"GPUSLICE_MEMORY_LIMIT=1Gi", "CUDA_DEVICE_MEMORY_LIMIT_0=0", "1Gi", NULL},
+                /* ... but narrows it */
+                {"GPUSLICE_MEMORY_LIMIT=1Gi", "GPUSLICE_MEMORY_LIMIT_0=512Mi", "1Gi", "512Mi"},
+                /* neither of our name and HAMi's widens the other */
+                {"GPUSLICE_MEMORY_LIMIT=4Gi", "CUDA_DEVICE_MEMORY_LIMIT=1Gi", "1Gi", NULL},
+                {"GPUSLICE_MEMORY_LIMIT=1Gi", "CUDA_DEVICE_MEMORY_LIMIT=4Gi", "1Gi", NULL},
+                {"GPUSLICE_MEMORY_LIMIT_0=4Gi", "CUDA_DEVICE_MEMORY_LIMIT_0=1Gi", NULL, "1Gi"},
+                {"GPUSLICE_MEMORY_LIMIT=unlimited", "CUDA_DEVICE_MEMORY_LIMIT=2Gi", "2Gi", NULL},
+        };
+        for (size_t i = 0; i < sizeof(mem) / sizeof(mem[0]); i++) {
+                char what[160];
+                snprintf(what, sizeof(what), "%s %s", mem[i].a, mem[i].b);
+                if (req(&rq, &err, false, mem[i].a, mem[i].b, NULL) != 0)
+                        fail_msg("%s: %s", what, err.msg);
+                EXPECT_STR(rq.opts.slice.memory, mem[i].memory, what);
+                EXPECT_STR(rq.opts.slice.memory_dev[0], mem[i].memory0, what);
+        }
+        static const struct {
+                const char *a, *b;
+                const char *compute, *compute0;
+        } cpu[] = {
+                {"GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_COMPUTE_LIMIT_0=100", "30", NULL},
+                {"GPUSLICE_COMPUTE_LIMIT=30", "CUDA_DEVICE_SM_LIMIT_0=90", "30", NULL},
+                {"CUDA_DEVICE_SM_LIMIT=30", "GPUSLICE_COMPUTE_LIMIT_0=0", "30", NULL},
+                {"GPUSLICE_COMPUTE_LIMIT=60", "CUDA_DEVICE_SM_LIMIT=30", "30", NULL},
+                {"GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_COMPUTE_LIMIT_0=20", "30", "20"},
+        };
+        for (size_t i = 0; i < sizeof(cpu) / sizeof(cpu[0]); i++) {
+                char what[160];
+                snprintf(what, sizeof(what), "%s %s", cpu[i].a, cpu[i].b);
+                if (req(&rq, &err, false, cpu[i].a, cpu[i].b, NULL) != 0)
+                        fail_msg("%s: %s", what, err.msg);
+                EXPECT_STR(rq.opts.slice.compute, cpu[i].compute, what);
+                EXPECT_STR(rq.opts.slice.compute_dev[0], cpu[i].compute0, what);
+        }
+        /* the narrowest mode of both names, the lowest priority */
+        assert_int_equal(req(&rq, &err, true, "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_COMPUTE_MODE=off",
+                             "GPU_CORE_UTILIZATION_POLICY=force", NULL), 0);
+        EXPECT_STR(rq.opts.slice.compute_mode, "cap", "mode off beside HAMi's force");
+        assert_int_equal(req(&rq, &err, true, "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_COMPUTE_MODE=share",
+                             "GPU_CORE_UTILIZATION_POLICY=disable", NULL), 0);
+        EXPECT_STR(rq.opts.slice.compute_mode, "share", "mode share beside HAMi's disable");
+        assert_int_equal(req(&rq, &err, true, "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_PRIORITY=high",
+                             "CUDA_TASK_PRIORITY=1", NULL), 0);
+        EXPECT_STR(rq.opts.slice.priority, "normal", "priority high beside HAMi's 1");
+}
+
+/* No allocator: mode off and priority high raise a slice over its neighbours: only with the
+ * host's slice.env-may-raise or in a privileged container; else ignored (and noted), not an
+ * error. Mode share is the container's to choose. */
+static void env_may_not_raise(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        static const struct {
+                const char *var, *field, *raised;
+        } raise[] = {
+                {"GPUSLICE_COMPUTE_MODE=off", "mode", "off"},   {"GPU_CORE_UTILIZATION_POLICY=disable", "mode", "off"},
+                {"GPUSLICE_PRIORITY=high", "priority", "high"}, {"CUDA_TASK_PRIORITY=0", "priority", "high"},
+        };
+        for (size_t i = 0; i < sizeof(raise) / sizeof(raise[0]); i++) {
+                bool mode = strcmp(raise[i].field, "mode") == 0;
+                for (int how = 0; how < 3; how++) { /* plain, privileged, env-may-raise */
+                        hc.env_may_raise = how == 2;
+                        if (req(&rq, &err, how == 1, "GPUSLICE_COMPUTE_LIMIT=30", raise[i].var, NULL) != 0)
+                                fail_msg("%s: %s", raise[i].var, err.msg);
+                        const char *got = mode ? rq.opts.slice.compute_mode : rq.opts.slice.priority;
+                        char what[160];
+                        snprintf(what, sizeof(what), "%s (%s)", raise[i].var,
+                                 how == 0 ? "unprivileged" : how == 1 ? "privileged" : "env-may-raise");
+                        EXPECT_STR(got, how == 0 ? NULL : raise[i].raised, what);
+                        if (how == 0 && strstr(rq.slice.ignored, raise[i].var) == NULL)
+                                fail_msg("%s: not noted as ignored: '%s'", what, rq.slice.ignored);
+                }
+                hc.env_may_raise = false;
+        }
+        assert_int_equal(req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_COMPUTE_MODE=share", NULL), 0);
+        EXPECT_STR(rq.opts.slice.compute_mode, "share", "mode share, unprivileged");
+        assert_int_equal(req(&rq, &err, false, "GPUSLICE_COMPUTE_LIMIT=30", "CUDA_TASK_PRIORITY=2", NULL), 0);
+        EXPECT_STR(rq.opts.slice.priority, "low", "CUDA_TASK_PRIORITY=2, unprivileged");
+        assert_string_equal(rq.slice.ignored, "");
+}
+
+static int reqa(struct gs_request *rq, struct gs_error *err, const struct gs_slice_opts *alloc, bool privileged, ...)
+{
+        char *env[64];
+        size_t n = 0;
+        va_list ap;
+        va_start(ap, privileged);
+        for (const char *e; (e = va_arg(ap, const char *)) != NULL && n < 64;)
+                env[n++] = (char *)e;
+        va_end(ap);
+        env[n] = NULL;
+        memset(err, 0, sizeof(*err));
+        struct gs_request_src in = {.env = env, .nenv = n, .privileged = privileged, .alloc = alloc};
+        return gs_request_from_src(rq, &in, &hc, err);
+}
+
+/* An allocator (the hook's options): its values are the ceiling, for privileged containers and
+ * under env-may-raise too; each env name can only narrow them. */
+static void allocator_is_the_ceiling(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        struct gs_error err;
+        struct gs_slice_opts a = {.memory = "1Gi", .compute = "30"};
+        static const struct {
+                const char *var;
+                const char *memory, *memory0, *compute, *compute0, *mode, *priority;
+                bool noted;
+        } c[] = {
+                {"GPUSLICE_MEMORY_LIMIT_0=4Gi", "1Gi", NULL, "30", NULL, NULL, NULL, true},
+                {"CUDA_DEVICE_MEMORY_LIMIT_0=4Gi", "1Gi", NULL, "30", NULL, NULL, NULL, true},
+                {"GPUSLICE_MEMORY_LIMIT=70Gi", "1Gi", NULL, "30", NULL, NULL, NULL, true},
+                {"CUDA_DEVICE_MEMORY_LIMIT=unlimited", "1Gi", NULL, "30", NULL, NULL, NULL, true},
+                {"GPUSLICE_COMPUTE_LIMIT_0=100", "1Gi", NULL, "30", NULL, NULL, NULL, true},
+                {"GPUSLICE_COMPUTE_LIMIT=90", "1Gi", NULL, "30", NULL, NULL, NULL, true},
+                {"CUDA_DEVICE_SM_LIMIT_0=60", "1Gi", NULL, "30", NULL, NULL, NULL, true},
+                {"GPUSLICE_COMPUTE_MODE=off", "1Gi", NULL, "30", NULL, "cap", NULL, true},
+                {"GPUSLICE_COMPUTE_MODE=share", "1Gi", NULL, "30", NULL, "cap", NULL, true},
+                {"GPU_CORE_UTILIZATION_POLICY=disable", "1Gi", NULL, "30", NULL, "cap", NULL, true},
+                {"GPU_CORE_UTILIZATION_POLICY=default", "1Gi", NULL, "30", NULL, "cap", NULL, true},
+                {"GPUSLICE_PRIORITY=high", "1Gi", NULL, "30", NULL, NULL, "normal", true},
+                {"CUDA_TASK_PRIORITY=0", "1Gi", NULL, "30", NULL, NULL, "normal", true},
+                /* narrowing is the container's */
+                {"GPUSLICE_MEMORY_LIMIT_0=512Mi", "1Gi", "512Mi", "30", NULL, NULL, NULL, false},
+                {"CUDA_DEVICE_MEMORY_LIMIT=256Mi", "256Mi", NULL, "30", NULL, NULL, NULL, false},
+                {"GPUSLICE_COMPUTE_LIMIT_0=10", "1Gi", NULL, "30", "10", NULL, NULL, false},
+                {"GPUSLICE_COMPUTE_MODE=cap", "1Gi", NULL, "30", NULL, "cap", NULL, false},
+                {"CUDA_TASK_PRIORITY=2", "1Gi", NULL, "30", NULL, NULL, "low", false},
+        };
+        for (int how = 0; how < 3; how++) { /* plain, privileged, env-may-raise: the same */
+                hc.env_may_raise = how == 2;
+                for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+                        char what[160];
+                        snprintf(what, sizeof(what), "allocator 1Gi 30 %%, %s (%s)", c[i].var,
+                                 how == 0 ? "unprivileged" : how == 1 ? "privileged" : "env-may-raise");
+                        if (reqa(&rq, &err, &a, how == 1, c[i].var, NULL) != 0)
+                                fail_msg("%s: %s", what, err.msg);
+                        EXPECT_STR(rq.opts.slice.memory, c[i].memory, what);
+                        EXPECT_STR(rq.opts.slice.memory_dev[0], c[i].memory0, what);
+                        EXPECT_STR(rq.opts.slice.compute, c[i].compute, what);
+                        EXPECT_STR(rq.opts.slice.compute_dev[0], c[i].compute0, what);
+                        EXPECT_STR(rq.opts.slice.compute_mode, c[i].mode, what);
+                        EXPECT_STR(rq.opts.slice.priority, c[i].priority, what);
+                        if (c[i].noted != (strstr(rq.slice.ignored, c[i].var) != NULL))
+                                fail_msg("%s: noted '%s'", what, rq.slice.ignored);
+                }
+        }
+        hc.env_may_raise = false;
+        /* the allocator's mode and priority are ceilings too; its per-device value wins over its global one */
+        struct gs_slice_opts b = {.memory = "1Gi", .compute = "50", .compute_mode = "share", .priority = "high"};
+        b.memory_dev[1] = "8Gi";
+        assert_int_equal(reqa(&rq, &err, &b, false, NULL), 0);
+        EXPECT_STR(rq.opts.slice.memory_dev[1], "8Gi", "allocator --memory-1=8Gi");
+        EXPECT_STR(rq.opts.slice.compute_mode, "share", "allocator share, no env");
+        EXPECT_STR(rq.opts.slice.priority, "high", "allocator high, no env");
+        assert_int_equal(reqa(&rq, &err, &b, false, "GPUSLICE_MEMORY_LIMIT_1=16Gi", "GPUSLICE_COMPUTE_MODE=off",
+                              "GPUSLICE_PRIORITY=normal", NULL), 0);
+        EXPECT_STR(rq.opts.slice.memory_dev[1], "8Gi", "allocator --memory-1=8Gi, env 16Gi");
+        EXPECT_STR(rq.opts.slice.compute_mode, "share", "allocator share, env off");
+        EXPECT_STR(rq.opts.slice.priority, "normal", "allocator high, env normal");
+        assert_int_equal(reqa(&rq, &err, &b, false, "GPUSLICE_MEMORY_LIMIT_1=2Gi", "GPU_CORE_UTILIZATION_POLICY=force",
+                              NULL), 0);
+        EXPECT_STR(rq.opts.slice.memory_dev[1], "2Gi", "allocator --memory-1=8Gi, env 2Gi");
+        EXPECT_STR(rq.opts.slice.compute_mode, "cap", "allocator share, env force");
+        /* a malformed value still fails the start (the container's own doing) */
+        assert_int_equal(reqa(&rq, &err, &a, false, "GPUSLICE_MEMORY_LIMIT_0=lots", NULL), -1);
+        assert_string_equal(err.stage, "slice");
+        assert_non_null(strstr(err.msg, "invalid GPUSLICE_MEMORY_LIMIT_0 'lots'"));
+}
+
+/* The allocator's options, one parser for configure and the hook. */
+static void slice_args(void **unused)
+{
+        (void)unused;
+        char *argv[] = {"hook", "--memory=1Gi", "--compute-share", "30", "--memory-2=512Mi", "createRuntime",
+                        "--compute-share-1=20", "--compute-mode=share", "--priority", "low", "--", "--memory=9Gi", NULL};
+        char *out[16];
+        struct gs_slice_opts s = {0};
+        struct gs_error err = {0};
+        unsigned given;
+        int n = gs_slice_args_take(12, argv, out, &s, &given, &err);
+        assert_int_equal(n, 4);
+        assert_int_equal(given, 6);
+        assert_string_equal(out[0], "hook");
+        assert_string_equal(out[1], "createRuntime");
+        assert_string_equal(out[2], "--");
+        assert_string_equal(out[3], "--memory=9Gi");
+        assert_null(out[4]);
+        assert_string_equal(s.memory, "1Gi");
+        assert_string_equal(s.compute, "30");
+        assert_string_equal(s.memory_dev[2], "512Mi");
+        assert_string_equal(s.compute_dev[1], "20");
+        assert_string_equal(s.compute_mode, "share");
+        assert_string_equal(s.priority, "low");
+        static const struct {
+                const char *arg, *msg;
+        } bad[] = {
+                {"--memory=4GB", "invalid --memory: 4GB (bytes, or K/M/G/T or Ki/Mi/Gi/Ti)"},
+                {"--memory-1=x", "invalid --memory-1: x (bytes, or K/M/G/T or Ki/Mi/Gi/Ti)"},
+                {"--compute-share=120", "invalid --compute-share: 120 (a percentage, 1..100)"},
+                {"--compute-share=0", "invalid --compute-share: 0 (a percentage, 1..100)"},
+                {"--compute-mode=fast", "invalid --compute-mode: fast (cap, share or off)"},
+                {"--priority=urgent", "invalid --priority: urgent (high, normal or low)"},
+                {"--memory-16=1Gi", "invalid --memory-16: 1Gi (device index < 16)"},
+                {"--priority", "option '--priority' needs a value"},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char *av[] = {"x", (char *)bad[i].arg, NULL};
+                memset(&s, 0, sizeof(s));
+                assert_int_equal(gs_slice_args_take(2, av, out, &s, &given, &err), -1);
+                if (strcmp(err.msg, bad[i].msg) != 0)
+                        fail_msg("%s: '%s', want '%s'", bad[i].arg, err.msg, bad[i].msg);
+        }
+        /* not ours: kept */
+        char *other[] = {"x", "--memoryx=1", "--compute-shares=2", "--memory-a=1", NULL};
+        assert_int_equal(gs_slice_args_take(4, other, out, &s, &given, &err), 4);
+        assert_int_equal(given, 0);
 }
 
 static void hook_stages_and_ids(void **unused)
@@ -433,7 +686,7 @@ static int req_oci(struct gs_request *rq, const char *json)
         struct gs_oci_config cfg;
         struct gs_error err = {0};
         assert_int_equal(gs_oci_config_parse(json, strlen(json), "/b", &cfg, &err), 0);
-        int r = gs_request_from_oci(rq, &cfg, &hc, &err);
+        int r = gs_request_from_oci(rq, &cfg, NULL, &hc, &err);
         gs_oci_config_release(&cfg);
         return r;
 }
@@ -479,6 +732,47 @@ static void host_rules(void **unused)
         assert_false(rq.gpu);
 }
 
+/* The allocator's slice as volume mounts (slice/<option>=<value>, the device plugin's
+ * volume-mounts answers): taken where the host takes volume mounts, the ceiling as the hook's
+ * options are; never devices. */
+static void slice_mounts(void **unused)
+{
+        (void)unused;
+        struct gs_request rq;
+        hc.accept_env_unprivileged = false;
+        hc.accept_volume_mounts = true;
+        const char *hostile = "\"NVIDIA_VISIBLE_DEVICES=" DEVS "\",\"GPUSLICE_MEMORY_LIMIT=70Gi\","
+                              "\"GPUSLICE_MEMORY_LIMIT_1=70Gi\",\"GPUSLICE_COMPUTE_MODE=off\",\"CUDA_TASK_PRIORITY=0\"";
+        char json[2048];
+        snprintf(json, sizeof(json), PROC("%s", "") ",\"mounts\":[" MNT("/dev/null", DEVS "/GPU-1") ","
+                 MNT("/dev/null", DEVS "/slice/memory=8Gi") "," MNT("/dev/null", DEVS "/slice/compute-share=50") ","
+                 MNT("/dev/null", DEVS "/slice/memory-1=4Gi") "]}", hostile);
+        assert_int_equal(req_oci(&rq, json), 0);
+        assert_true(rq.gpu);
+        assert_string_equal(rq.opts.devices, "GPU-1"); /* the slice mounts are no devices */
+        EXPECT_STR(rq.opts.slice.memory, "8Gi", "slice mounts 8Gi, env 70Gi");
+        EXPECT_STR(rq.opts.slice.memory_dev[1], "4Gi", "slice mounts memory-1=4Gi, env 70Gi");
+        EXPECT_STR(rq.opts.slice.compute, "50", "slice mounts 50 %");
+        EXPECT_STR(rq.opts.slice.compute_mode, "cap", "slice mounts, env mode off");
+        EXPECT_STR(rq.opts.slice.priority, "normal", "slice mounts, env CUDA_TASK_PRIORITY=0");
+        gs_request_release(&rq);
+        /* a bad one fails the start; one that is no slice option too */
+        snprintf(json, sizeof(json), PROC("", "") ",\"mounts\":[" MNT("/dev/null", DEVS "/slice/memory=lots") "]}");
+        assert_int_equal(req_oci(&rq, json), -1);
+        snprintf(json, sizeof(json), PROC("", "") ",\"mounts\":[" MNT("/dev/null", DEVS "/slice/regions-dir=x") "]}");
+        assert_int_equal(req_oci(&rq, json), -1);
+        /* not /dev/null (an image's VOLUME, a tmpfs): nothing; a host that takes no mounts: nothing */
+        snprintf(json, sizeof(json), PROC("\"GPUSLICE_MEMORY_LIMIT=2Gi\"", "") ",\"mounts\":["
+                 MNT("/tmp/x", DEVS "/slice/memory=70Gi") "]}");
+        assert_int_equal(req_oci(&rq, json), 0);
+        EXPECT_STR(rq.opts.slice.memory, "2Gi", "a tmpfs slice mount");
+        hc.accept_volume_mounts = false;
+        snprintf(json, sizeof(json), PROC("\"GPUSLICE_MEMORY_LIMIT=2Gi\"", "") ",\"mounts\":["
+                 MNT("/dev/null", DEVS "/slice/memory=1Gi") "]}");
+        assert_int_equal(req_oci(&rq, json), 0);
+        EXPECT_STR(rq.opts.slice.memory, "2Gi", "slice mounts on a host that takes no volume mounts");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -492,9 +786,14 @@ int main(void)
                 cmocka_unit_test_setup(mig_and_imex, setup_hc),
                 cmocka_unit_test_setup(slices, setup_hc),
                 cmocka_unit_test_setup(priorities, setup_hc),
+                cmocka_unit_test_setup(env_tightest_wins, setup_hc),
+                cmocka_unit_test_setup(env_may_not_raise, setup_hc),
+                cmocka_unit_test_setup(allocator_is_the_ceiling, setup_hc),
+                cmocka_unit_test(slice_args),
                 cmocka_unit_test(hook_stages_and_ids),
                 cmocka_unit_test(path_clean),
                 cmocka_unit_test(device_mounts),
+                cmocka_unit_test_setup(slice_mounts, setup_hc),
                 cmocka_unit_test_setup(host_rules, setup_hc),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
