@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kill -9 storm, full size, on the simulated GPU (no GPU needed):
 #   bench/kill_storm.sh [BUILD=build] [KILLS=10000] [WORKERS=6]
-# 10 000 kill -9 into one slice (1 GiB, compute 50 % cap) whose processes allocate, free and
+# 10 000 kill -9 into one slice (8 GiB, compute 50 % cap) whose processes allocate, free and
 # launch, every 100th kill taking all of them and the region (its next first process killed while
 # it creates it), another slice beside it on the GPU; then the checks of tests/vgpu/kill_storm.sh
 # (no deadlock, no usage left, the quota to the byte, no dead turn past the lease). CI runs the

@@ -9,7 +9,8 @@
  *                 that restarts finds the socket again; a socket removed is made anew (checked on
  *                 inotify-free ticks every second)
  *   DRA service   <plugin-dir>/dra.sock: NodePrepareResources / NodeUnprepareResources under both
- *                 /v1.DRAPlugin/ and /v1beta1.DRAPlugin/ (dra_prepare.c), an error per claim
+ *                 /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/ and .v1beta1.DRAPlugin/ (the kubelet's
+ *                 gRPC paths; dra_prepare.c), an error per claim
  *   ResourceSlice published at start (dra_slices.c; created, or updated from the one there), again
  *                 when a device's health changes (health.c), tried again every 5 s while the API
  *                 server does not take it; deleted when the plugin stops (SIGTERM, SIGINT)

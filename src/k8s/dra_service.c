@@ -211,7 +211,10 @@ static void on_call(struct gs_h2c_conn *c, int32_t stream, const char *path, con
 {
         struct gs_dra *p = ud;
         const char *m = NULL;
-        static const char *const dra[] = {"/v1.DRAPlugin/", "/v1beta1.DRAPlugin/"};
+        /* (the kubelet's gRPC paths: its api.proto's package is k8s.io.kubelet.pkg.apis.dra.VERSION;
+         * "v1.DRAPlugin" is only the service's name in the registration: tests/k8s/kubelet_wire.txt) */
+        static const char *const dra[] = {"/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/",
+                                          "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"};
         for (size_t i = 0; i < 2 && m == NULL; i++)
                 if (strncmp(path, dra[i], strlen(dra[i])) == 0)
                         m = path + strlen(dra[i]);

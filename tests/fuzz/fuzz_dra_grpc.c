@@ -94,10 +94,12 @@ static void setup(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         static const char *const paths[] = {
-                "/v1.DRAPlugin/NodePrepareResources",       "/v1beta1.DRAPlugin/NodePrepareResources",
-                "/v1.DRAPlugin/NodeUnprepareResources",     "/v1beta1.DRAPlugin/NodeUnprepareResources",
+                "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources",
+                "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources",
+                "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
+                "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
                 "/pluginregistration.Registration/GetInfo", "/pluginregistration.Registration/NotifyRegistrationStatus",
-                "/v1.DRAPlugin/Other",
+                "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/Other",
         };
         if (p == NULL)
                 setup();

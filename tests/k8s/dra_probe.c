@@ -3,7 +3,7 @@
  * host) and for the benchmark (no interpreter in the timing): through the plugin's own HTTP/2 +
  * gRPC layer (src/k8s/h2c.c), so the CI test, which also drives the plugin with grpcio, checks it.
  *
- *   dra-probe SOCKET prepare|unprepare NS/NAME/UID      one call on /v1.DRAPlugin/: the answer as
+ *   dra-probe SOCKET prepare|unprepare NS/NAME/UID      one call on the kubelet's v1 path: the answer as
  *                                                      JSON {"UID": {"cdi": [...], "error": "..."}}
  *   dra-probe SOCKET time N NS/NAME/UID                 N x (prepare, unprepare), one connection
  *                                                      each call: the prepare times, the median (ms)
@@ -94,12 +94,12 @@ static int one(const char *sock, bool prep, char *ref, json_object *out)
                 V1__NodePrepareResourcesRequest rq = V1__NODE_PREPARE_RESOURCES_REQUEST__INIT;
                 rq.n_claims = 1;
                 rq.claims = cls;
-                rc = call(sock, "/v1.DRAPlugin/NodePrepareResources", &rq.base, &r);
+                rc = call(sock, "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources", &rq.base, &r);
         } else {
                 V1__NodeUnprepareResourcesRequest rq = V1__NODE_UNPREPARE_RESOURCES_REQUEST__INIT;
                 rq.n_claims = 1;
                 rq.claims = cls;
-                rc = call(sock, "/v1.DRAPlugin/NodeUnprepareResources", &rq.base, &r);
+                rc = call(sock, "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources", &rq.base, &r);
         }
         if (rc < 0 || r.status != GS_GRPC_OK) {
                 fprintf(stderr, "dra-probe: %s: %s (status %d)\n", sock, rc < 0 ? "cannot connect" : r.message, r.status);

@@ -5,7 +5,8 @@ once). Each run prints one JSON line: {"ok": true, ...} or {"ok": false, "code",
 
     register REG_SOCKET [ACCEPT]       what the plugin watcher does: GetInfo, then
                                        NotifyRegistrationStatus (registered unless ACCEPT is "no")
-    prepare SOCKET VERSION NS/NAME/UID...    NodePrepareResources on /VERSION.DRAPlugin/
+    prepare SOCKET VERSION NS/NAME/UID...    NodePrepareResources on the kubelet's path of VERSION
+                                             (/k8s.io.kubelet.pkg.apis.dra.VERSION.DRAPlugin/)
     unprepare SOCKET VERSION NS/NAME/UID...  NodeUnprepareResources
     raw SOCKET PATH HEX                a unary call of these bytes: its status
     time-prepare SOCKET N NS/NAME/UID  N times prepare + unprepare: the prepare times (ms)
@@ -18,6 +19,10 @@ import sys
 import time
 
 import grpc
+
+# The kubelet's gRPC path of the DRA service of a version (its api.proto's package is
+# k8s.io.kubelet.pkg.apis.dra.VERSION: tests/k8s/kubelet_wire.txt)
+DRA = "/k8s.io.kubelet.pkg.apis.dra.%s.DRAPlugin/"
 from google.protobuf import json_format
 
 
@@ -73,10 +78,10 @@ def main():
         elif a.cmd in ("prepare", "unprepare"):
             sock, ver = a.args[0], a.args[1]
             if a.cmd == "prepare":
-                r = call(sock, "/%s.DRAPlugin/NodePrepareResources" % ver,
+                r = call(sock, DRA % ver + "NodePrepareResources",
                          dra.NodePrepareResourcesRequest(claims=claims(dra, a.args[2:])), dra.NodePrepareResourcesResponse)
             else:
-                r = call(sock, "/%s.DRAPlugin/NodeUnprepareResources" % ver,
+                r = call(sock, DRA % ver + "NodeUnprepareResources",
                          dra.NodeUnprepareResourcesRequest(claims=claims(dra, a.args[2:])),
                          dra.NodeUnprepareResourcesResponse)
             res = {"ok": True, "claims": d(r).get("claims", {})}
@@ -88,9 +93,9 @@ def main():
         elif a.cmd == "time-prepare":
             sock, n, ref = a.args[0], int(a.args[1]), a.args[2]
             ch = grpc.insecure_channel("unix://" + sock)
-            prep = ch.unary_unary("/v1.DRAPlugin/NodePrepareResources", request_serializer=lambda m: m.SerializeToString(),
+            prep = ch.unary_unary(DRA % "v1" + "NodePrepareResources", request_serializer=lambda m: m.SerializeToString(),
                                   response_deserializer=dra.NodePrepareResourcesResponse.FromString)
-            unprep = ch.unary_unary("/v1.DRAPlugin/NodeUnprepareResources",
+            unprep = ch.unary_unary(DRA % "v1" + "NodeUnprepareResources",
                                     request_serializer=lambda m: m.SerializeToString(),
                                     response_deserializer=dra.NodeUnprepareResourcesResponse.FromString)
             times = []

@@ -402,10 +402,13 @@ kexpect "... a new claim on the unhealthy gpu-1: refused" ".ok and (.claims[\"$U
 
 "$PY" -c 'import os, socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(os.urandom(3000)); s.close()' "$SOCK" 2>/dev/null
-dra raw "$SOCK" /v1.DRAPlugin/NodePrepareResources ffffff
+dra raw "$SOCK" /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources ffffff
 kexpect "a malformed NodePrepareResources: INVALID_ARGUMENT" '.code == "INVALID_ARGUMENT"'
-dra raw "$SOCK" /v1.DRAPlugin/NodeGetInfo ""
+dra raw "$SOCK" /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeGetInfo ""
 kexpect "an unknown method: UNIMPLEMENTED" '.code == "UNIMPLEMENTED"'
+# (the package as the registration names the service, not the kubelet's: no such path)
+dra raw "$SOCK" /v1.DRAPlugin/NodePrepareResources ffffff
+kexpect "the registration's name for a path (/v1.DRAPlugin/): UNIMPLEMENTED, the kubelet's path is /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/" '.code == "UNIMPLEMENTED"'
 kill -0 "$DRA_PID" 2>/dev/null && ok "the plugin is alive after garbage and malformed calls" || not_ok "the plugin died"
 stop_dra
 [ "$DRA_RC" = 0 ] && ok "the plugin stops cleanly again" || not_ok "exit $DRA_RC"

@@ -15,11 +15,20 @@
 # that did not apply or did not build, or a baseline that did not pass. Logs: WORKDIR/logs/.
 #
 # Needs what the tests need (root: mounts, cgroups, unshare). MUTATION_JOBS: ninja's -j (default:
-# every CPU). MUTATION_ONLY=NAME: run that mutation alone (also one of the slow ones, left out
-# of the default run).
+# every CPU). MUTATION_ONLY="NAME...": run those mutations alone (also the slow ones, left out of
+# the default run).
 #
-# A mutation is: NAME, TESTS (space-separated meson test names), FILE, OLD, NEW, and the behaviour
-# it breaks. Pick OLD as small as can be while unique; the point is the behaviour, not the text.
+# A mutation is: NAME, TESTS (space-separated meson test names), FILE, OLD, NEW, the behaviour it
+# breaks and, optionally, CHECK: a piece of the name of the check meant for it (a check.sh line's
+# text, a cmocka test's name). Pick OLD as small as can be while unique; the point is the
+# behaviour, not the text.
+#
+# Killed means killed by the test meant for it, for the reason meant: a named test fails (FAIL,
+# TIMEOUT, ERROR: a SKIP kills nothing) and, where the mutation gives CHECK, one of that test's
+# failed checks ("not ok - " lines, cmocka's "[  FAILED  ] NAME") contains CHECK (a test that
+# failed elsewhere, or crashed or timed out before it got there, did not kill it: "SURVIVED
+# (failed elsewhere)"). Each kill prints the first failing check it saw, so that a reader can
+# judge the rest.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 t0=$SECONDS
@@ -29,9 +38,9 @@ SRC=$WORK/src BUILD=$WORK/build LOGS=$WORK/logs
 JOBS=${MUTATION_JOBS:-$(nproc)}
 
 MUTATIONS=()
-declare -A TESTS FILE OLD NEW DESC
-# mutation NAME TESTS FILE OLD NEW DESCRIPTION
-mutation() { MUTATIONS+=("$1"); TESTS[$1]=$2 FILE[$1]=$3 OLD[$1]=$4 NEW[$1]=$5 DESC[$1]=$6; }
+declare -A TESTS FILE OLD NEW DESC CHECK
+# mutation NAME TESTS FILE OLD NEW DESCRIPTION [CHECK]
+mutation() { MUTATIONS+=("$1"); TESTS[$1]=$2 FILE[$1]=$3 OLD[$1]=$4 NEW[$1]=$5 DESC[$1]=$6 CHECK[$1]=${7:-}; }
 
 mutation quota vgpu src/vgpu/hooks_cuda.c \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {' \
@@ -184,11 +193,35 @@ mutation slicemounts "unit_runtime k8s_device_plugin_env" src/runtime/request.c 
         'if (alloc == NULL && hc->accept_volume_mounts) {' \
         'if (0) {' \
         "a volume-mounts answer's slice (the kubelet's slice/ mounts) is not the ceiling: the pod's env replaces its limits"
+# issue 34 (checks)
+mutation livecompute vgpu_resize src/vgpu/limiter.c \
+        '__atomic_store_n(&d->bp, bp, __ATOMIC_RELAXED);' \
+        '(void)bp; /* mutation */' \
+        "a live compute change ignored by the limiter (published in the region, logged and given to the arbiter, but the slice keeps its old share)" \
+        "the slice gets 60 % of the GPU after the change"
+mutation allocnone integration_resize_hook src/vgpu/hooks_cuda.c \
+        'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {' \
+        'if ((bytes) == 0 || (gs_vgpu_charge((vis), (bytes)) == 0 && (gs_vgpu_uncharge((vis), (bytes)), 0))) {' \
+        "every allocation refused, out of memory (a quota's refusal checked only as 'refused' passes)" \
+        "while 1000 MiB in the same process are granted"
+mutation prioclass vgpu_turns src/vgpu/config.c \
+        'v = lookup(src, "GPUSLICE_PRIORITY", "CUDA_TASK_PRIORITY", &name);' \
+        'v = NULL; /* mutation */' \
+        "priority classes ignored (GPUSLICE_PRIORITY not read: a high slice treated as normal, a low one too): cap 60 high beside cap 60 low split the GPU" \
+        "cap 60 high beside cap 60 low"
+mutation dramemory k8s_dra_plugin src/k8s/dra_prepare.c \
+        'if (r->memory > total)' \
+        'if (0)' \
+        "the DRA plugin prepares a claim that consumes more memory than its GPU has (an over-committed slice)" \
+        "more memory than gpu-0 has"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
-        [ -n "${FILE[$MUTATION_ONLY]:-}" ] || { echo "no mutation named $MUTATION_ONLY" >&2; exit 2; }
-        MUTATIONS=("$MUTATION_ONLY")
+        MUTATIONS=()
+        for m in $MUTATION_ONLY; do
+                [ -n "${FILE[$m]:-}" ] || { echo "no mutation named $m" >&2; exit 2; }
+                MUTATIONS+=("$m")
+        done
 else
         keep=()
         for m in "${MUTATIONS[@]}"; do [[ " ${SLOW[*]} " == *" $m "* ]] || keep+=("$m"); done
@@ -247,6 +280,12 @@ run_tests() {
         [ -s "$BUILD/meson-logs/testlog.json" ] || return 1
         jq -r '"\(.result) \(.name | sub(".* / "; ""))"' "$BUILD/meson-logs/testlog.json"
 }
+# failed_checks TEST: the failed checks in TEST's output in the last run (testlog.json): check.sh's
+# "not ok - " lines, cmocka's "[  FAILED  ] NAME" (not its summary)
+failed_checks() {
+        jq -r --arg t "$1" 'select((.name | sub(".* / "; "")) == $t) | (.stdout // "") + (.stderr // "")' \
+                "$BUILD/meson-logs/testlog.json" | grep -aE '^not ok - |^\[  FAILED  \] [A-Za-z_]' | awk '!seen[$0]++'
+}
 
 all_tests=()
 for m in "${MUTATIONS[@]}"; do for t in ${TESTS[$m]}; do all_tests+=("$t"); done; done
@@ -295,10 +334,24 @@ for m in "${MUTATIONS[@]}"; do
         res=$(run_tests "$LOGS/$m.test.log" $tests)
         restore "$file"
         trap - INT TERM
-        # killed: a test failed (FAIL, TIMEOUT, ERROR...); a SKIP kills nothing
-        by=$(awk '$1 != "OK" && $1 != "SKIP" && $1 != "EXPECTEDFAIL" {print $2}' <<<"$res" | paste -sd, -)
+        # killed: a named test failed (FAIL, TIMEOUT, ERROR...; a SKIP kills nothing) and, with a
+        # CHECK, one of its failed checks is that one
+        by="" why="" elsewhere=""
+        for t in $(awk '$1 != "OK" && $1 != "SKIP" && $1 != "EXPECTEDFAIL" {print $2}' <<<"$res"); do
+                fails=$(failed_checks "$t")
+                if [ -n "${CHECK[$m]}" ]; then
+                        line=$(grep -aF -- "${CHECK[$m]}" <<<"$fails" | head -1)
+                        [ -n "$line" ] || { elsewhere="$elsewhere $t: ${fails:-no failed check (a crash or a timeout)}"; continue; }
+                else
+                        line=$(head -1 <<<"$fails")
+                fi
+                by="${by:+$by,}$t" why="${why:-${line:-no failed check: $(awk -v t="$t" '$2 == t {print $1}' <<<"$res")}}"
+        done
         if [ -n "$by" ]; then
-                echo "$m: killed by $by ($((SECONDS - mt0)) s)"; killed=$((killed + 1))
+                echo "$m: killed by $by ($((SECONDS - mt0)) s): ${why:0:200}"; killed=$((killed + 1))
+        elif [ -n "$elsewhere" ]; then
+                echo "$m: SURVIVED (failed elsewhere, not at '${CHECK[$m]}'): ${DESC[$m]} (${elsewhere:1:400}; $LOGS/$m.test.log)"
+                survived=$((survived + 1))
         else
                 echo "$m: SURVIVED: ${DESC[$m]} ($(awk '{print $2 " " $1}' <<<"$res" | paste -sd, -); $LOGS/$m.test.log)"
                 survived=$((survived + 1))

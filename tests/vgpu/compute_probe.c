@@ -14,6 +14,7 @@
  * between requests and prints requests=R p50_us= p99_us= max_us= of the requests' latency, from
  * the start of the request to the end of its last kernel).
  * PROBE_NVML=1 reads NVML's utilization of device 0 two thirds of the way through (util=U below).
+ * PROBE_PROGRESS=FILE: the launches so far in FILE as they go (progress.h; not in request mode).
  * PROBE_BLOCKS sets the grid's blocks of the kernel, cuLaunchKernel modes only (default 1; a grid
  * wider than the SMs it runs on takes more waves, each KERNEL_US long).
  * It launches for SECONDS of wall time, synchronizes, and prints
@@ -35,6 +36,7 @@
 
 #include "abi/cuda.h"
 #include "abi/nvml.h"
+#include "progress.h"
 
 /* NVML's utilization of device 0 as this process sees it (through dlsym, as tools find it). */
 static int nvml_util(void)
@@ -260,6 +262,7 @@ int main(int argc, char **argv)
                 if (rc != CUDA_SUCCESS)
                         die(mode, rc);
                 n++;
+                progress_note(n);
                 if (batch && n % (unsigned long)nbatch == 0) {
                         /* as bench/compute_shapes.cu: a batch in flight while the next is queued */
                         int k = (int)(n / (unsigned long)nbatch) & 1;

@@ -30,6 +30,7 @@ trap cleanup EXIT
 export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf FAKEGPU_STATE=$TMP/fakegpu.state
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
 . "$SRC/tests/lib/check.sh" # ok, not_ok, skip, check, run_ok, started, finish
+. "$SRC/tests/lib/probe.sh" # probe_field, probe_lo: lower bounds allow for the run's measured CPU stalls
 holds() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
 SL=$TMP/slices
 mkdir "$SL"
@@ -101,7 +102,9 @@ holds "an idle process (no call into CUDA) applied generation 3 by itself after 
 run_ok "slice set --memory 512Mi (below the ~1800 MiB in use)" into /dev/null slice set "$ID" --memory 512Mi
 a=$(ask info)
 holds "shrunk: the views show the 512 MiB quota, none free ($a)" '[ "$(field cuda_total "$a")" = 512 ] && [ "$(field cuda_free "$a")" = 0 ]'
-holds "shrunk below usage: a new allocation is refused" '[[ "$(ask "alloc 16")" == "alloc refused "* ]]'
+# (CUDA_ERROR_OUT_OF_MEMORY, 2: what an application sees when a quota refuses; the same process is
+# granted an allocation again once usage is under the quota, below)
+holds "shrunk below usage: a new allocation is refused, out of memory" '[ "$(ask "alloc 16")" = "alloc refused 2" ]'
 # (from 3072 MiB, or 2048 when its watcher had not looked yet since the 3Gi change)
 holds "... and the process says so: quota -> 512 MiB, below what is in use, nothing freed" \
         "grep -qE 'device 0: memory quota (3072|2048) MiB -> 512 MiB, below the [0-9]+ MiB in use: nothing is freed; new allocations fail until usage is under the quota' '$TMP/err'"
@@ -122,7 +125,7 @@ run_ok "top --json" into "$TMP/top.json" "$GS" top --json --no-nvml --regions-di
 # --- what a process of the slice can write never raises its quota --------------------------------
 holds "a process writes 100000 MiB as the limit into its usage region and bumps its generation" \
         '[ "$(ask "poke $SL/$ID/usage 100000")" = "poke ok" ]'
-holds "... its allocations still stop at the host's 512 MiB quota" '[[ "$(ask "alloc 16")" == "alloc refused "* ]]'
+holds "... its allocations still stop at the host's 512 MiB quota (out of memory)" '[ "$(ask "alloc 16")" = "alloc refused 2" ]'
 a=$(ask info)
 holds "... and its views still show 512 MiB ($a)" '[ "$(field cuda_total "$a")" = 512 ]'
 echo quit >&5; wait $IDLE # (its context counts until it exits)
@@ -178,15 +181,35 @@ holds "a directory outside the regions directory is refused (exit $rc)" "[ $rc =
         ok "slice --help, slice set --help" || not_ok "slice help"
 
 # --- compute: a change reaches the limiter at its next window (and the GPU's arbiter) -------------
+# (and the GPU time the slice gets: its fraction over 1.5 s before and 2 s after the change, from
+# the probe's progress file, tests/vgpu/progress.h: launches of 500 us kernels, wall and off-CPU
+# time; the lower bounds allow for the interval's CPU stalls as vgpu_compute's do)
+# interval A B: the progress lines A and B as one probe report of the time between them
+interval() {
+        awk -v a="$1" -v b="$2" -v ncpu="$(nproc)" '
+                function f(s, k) { return match(s, k "=[-0-9.]+") ? substr(s, RSTART + length(k) + 1, RLENGTH - length(k) - 1) + 0 : -1 }
+                BEGIN { t = f(b, "wall_us") - f(a, "wall_us"); if (f(a, "ops") < 0 || f(b, "ops") < 0 || t <= 0) exit 1
+                        w = f(a, "cpu_wait_us") < 0 ? -1 : (f(b, "cpu_wait_us") - f(a, "cpu_wait_us")) / t
+                        st = f(a, "steal_us") < 0 ? -1 : (f(b, "steal_us") - f(a, "steal_us")) / (t * ncpu)
+                        printf "cpu_wait=%.4f steal=%.4f launches=%d wall_us=%.0f fraction=%.4f\n", w, st, f(b, "ops") - f(a, "ops"), t, (f(b, "ops") - f(a, "ops")) * 500 / t }'
+}
+# span SECONDS FILE: the probe's report of the next SECONDS into FILE
+span() { local a; a=$(cat "$TMP/c.prog"); sleep "$1"; interval "$a" "$(cat "$TMP/c.prog")" >"$2"; }
+# share FILE LO HI: the interval's fraction is in [LO x (1 - its off-CPU share), HI]
+share() { awk -v f="$(probe_field fraction "$1")" -v lo="$(probe_lo "$2" "$1")" -v hi="$3" 'BEGIN { exit !(f != "" && f >= lo && f <= hi) }'; }
 mkdir "$TMP/arbiter"
 env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" GPUSLICE_ARBITER_DIR="$TMP/arbiter" GPUSLICE_LOG_LEVEL=2 \
-        "$GS" exec --regions-dir "$SL" --compute 30 -- "$CPROBE" kernel 8 500 >"$TMP/c.out" 2>"$TMP/c.err" &
+        PROBE_PROGRESS="$TMP/c.prog" "$GS" exec --regions-dir "$SL" --compute 30 -- "$CPROBE" kernel 12 500 >"$TMP/c.out" 2>"$TMP/c.err" &
 C=$!; pids+=($C)
 # climit: the compute limit of slice exec-$C as top reads it from the region (what the processes obey)
 climit() { "$GS" top --json --no-nvml --regions-dir "$SL" --interval 0.1 2>/dev/null |
         jq -r --arg id "exec-$C" '.slices[] | select(.id == $id) | .devices[0].compute_limit'; }
 for _ in $(seq 60); do [ "$(climit)" = 0.3 ] && break; sleep 0.1; done
 holds "a compute slice runs, its processes at 30 %" '[ "$(climit)" = 0.3 ]'
+sleep 0.5 # (its first window behind it)
+span 1.5 "$TMP/c.before"
+holds "... and it gets 30 % of the GPU: $(probe_field fraction "$TMP/c.before") over 1.5 s (>= $(probe_lo 0.26 "$TMP/c.before"), <= 0.34)" \
+        'share "$TMP/c.before" 0.26 0.34'
 slice set "exec-$C" --compute 60 --priority high >/dev/null
 t0=$(date +%s%N) seen=
 while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 3000 ]; do
@@ -195,6 +218,13 @@ done
 holds "set --compute 60: the limiter applied 60 % after ${seen:-never} ms (at most 1000, top's own 0.1 s included)" \
         '[ -n "$seen" ] && [ "$seen" -le 1000 ]'
 holds "... and said so: compute limit 30.00 % -> 60.00 %" "grep -q 'device 0: compute limit 30.00 % -> 60.00 %' '$TMP/c.err'"
+sleep 0.3 # (the window in which it came behind it)
+span 2 "$TMP/c.after"
+a=$(probe_field fraction "$TMP/c.after") b=$(probe_field fraction "$TMP/c.before")
+holds "... and the slice gets 60 % of the GPU after the change: $a over 2 s (>= $(probe_lo 0.54 "$TMP/c.after"), <= 0.66)" \
+        'share "$TMP/c.after" 0.54 0.66'
+# (a ratio no CPU stall of the machine moves much: both intervals lose about the same share)
+holds "... twice what it had before: $a / $b (>= 1.6)" "awk -v a='$a' -v b='$b' 'BEGIN { exit !(a != \"\" && b > 0 && a / b >= 1.6) }'"
 rec=$(ls "$TMP"/arbiter/gpuslice-gpu-*/x-* 2>/dev/null | head -1)
 holds "... and its record in the GPU's arbiter: weight 6000, priority high (0)" \
         '[ -n "$rec" ] && [ "$(od -An -t u4 -j 40 -N 4 "$rec" | tr -d " ")" = 6000 ] && [ "$(od -An -t u4 -j 56 -N 4 "$rec" | tr -d " ")" = 0 ]'

@@ -6,7 +6,8 @@
  *   vgpu_probe meminfo                  cuMemGetInfo / cuDeviceTotalMem views, NULL arguments
  *   vgpu_probe procaddr                 cuGetProcAddress / dlsym redirection to the wrappers
  *   vgpu_probe hold MIB SECONDS         allocate MIB in 1 MiB pieces, print "held", sleep
- *   vgpu_probe churn SECONDS            allocate/free random sizes until time is up
+ *   vgpu_probe churn SECONDS            allocate/free random sizes until time is up (PROBE_PROGRESS=FILE:
+ *                                       the calls so far in FILE as they go, progress.h)
  *   vgpu_probe exact BYTES              "exact FREE RC RC1": cuMemGetInfo's free, then BYTES and 1 byte more
  *   vgpu_probe cycle MIB SECONDS        allocate/free MIB pieces (8 at most held) until time is up
  *   vgpu_probe untracked                free a pointer the driver never gave out
@@ -28,6 +29,7 @@
 
 #include "abi/cuda.h"
 #include "abi/nvml.h"
+#include "progress.h"
 
 static int fails;
 #define MIB ((size_t)1024 * 1024)
@@ -326,6 +328,7 @@ static int churn(unsigned seconds)
         size_t sz[64] = {0};
         time_t end = time(NULL) + seconds;
         unsigned seed = (unsigned)getpid();
+        unsigned long ops = 0;
         while (time(NULL) < end) {
                 int i = (int)(rand_r(&seed) % 64);
                 if (p[i] != 0) {
@@ -336,6 +339,7 @@ static int churn(unsigned seconds)
                         if (cuMemAlloc_v2(&p[i], sz[i]) != CUDA_SUCCESS)
                                 p[i] = 0;
                 }
+                progress_note(++ops);
         }
         for (int i = 0; i < 64; i++)
                 if (p[i] != 0)
