@@ -85,7 +85,8 @@ int gs_conffile_read(const char *path, struct gs_conffile *f, char **text, struc
                                : gs_error_sys(err, "cannot resolve %s", path);
         snprintf(f->real, sizeof(f->real), "%s", real);
         f->linked = S_ISLNK(lst.st_mode);
-        gs_autoclose int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        /* O_NONBLOCK: opening a FIFO must not hang (it is refused below) */
+        gs_autoclose int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
                 return gs_error_sys(err, "cannot open %s", real);

@@ -224,8 +224,9 @@ void gs_engine_result_release(struct gs_engine_result *r);
  * as-volume-mounts = true (the kubelet's mounts from the device plugin's volume-mounts answers
  * do), and [device-plugin] allocate = "volume-mounts" where it was "env". One file in `r`, its
  * changes noted; the new text is parsed as the host config before it is written (nothing written
- * with dry_run); a symlink is followed; the backup and the new file keep the old one's mode and
- * owner. -1 when the file is not a valid host config (it is left as it is). */
+ * with dry_run); conffile.c reads and writes it: a symlink is followed (a link to no file is
+ * refused), the backup and the new file keep the old one's mode and owner. -1 when the file is
+ * not a valid host config (it is left as it is). */
 int gs_hostconfig_configure_k8s(const char *path, bool dry_run, struct gs_engine_result *r, struct gs_error *err);
 
 #endif

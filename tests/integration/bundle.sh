@@ -88,6 +88,38 @@ hook_config() {
         } >"$1"
 }
 
+# runc_prereqs FILE...: runc and jq installed and each FILE built, else the test fails here (a
+# missing prerequisite is not a skip; runc and jq come with `make test-deps`).
+runc_prereqs() {
+        [ -x "$RUNC" ] || { not_ok "runc is not installed (make test-deps)"; finish; }
+        command -v jq >/dev/null || { not_ok "jq is not installed (make test-deps)"; finish; }
+        local f
+        for f in "$@"; do
+                [ -e "$f" ] || { not_ok "$f is not built"; finish; }
+        done
+}
+
+# runc_setup NAME [LOG_FILE]: what a runc test starts from: a fake driver root of two GPUs ($DRV),
+# runc's state ($STATE), its containers' cgroup prefix ($CG: gs-it-NAME-PID), the slices' regions
+# ($SLICES), the hooks' host config ($CONF; hook_config's, LOG_FILE the hook's log) and no
+# container yet ($ids, which run_bundle adds to and runc_cleanup deletes).
+runc_setup() {
+        DRV=$(mkroot drv 2gpu.conf)
+        STATE=$TMP/runc-state
+        CG=gs-it-$1-$$
+        SLICES=$TMP/slices
+        CONF=$TMP/hook.toml
+        hook_config "$CONF" "$DRV" "$SLICES" ${2:+"$2"}
+        ids=()
+}
+
+# runc_cleanup: the containers in $ids deleted, their cgroups removed (for the test's EXIT trap).
+runc_cleanup() {
+        local id d
+        for id in "${ids[@]}"; do "$RUNC" --root "$STATE" delete -f "$id" >/dev/null 2>&1; done
+        for d in /sys/fs/cgroup/*/"$CG"-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+}
+
 make_rootfs() {
         local r=$1 l
         "$SRC/tests/integration/mkrootfs.sh" "$r" || { echo "mkrootfs failed" >&2; exit 1; }

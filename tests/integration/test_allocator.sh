@@ -15,28 +15,16 @@
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
-[ -x "$RUNC" ] || { not_ok "runc is not installed (make test-deps)"; finish; }
-command -v jq >/dev/null || { not_ok "jq is not installed (make test-deps)"; finish; }
-for f in "$GS" "$VGPU_LIB" "$PROBE"; do
-        [ -e "$f" ] || { not_ok "$f is not built"; finish; }
-done
+runc_prereqs "$GS" "$VGPU_LIB" "$PROBE"
 
-DRV=$(mkroot drv 2gpu.conf)
-STATE=$TMP/runc-state
-CG=gs-it-alloc-$$
-SLICES=$TMP/slices
-CONF=$TMP/hook.toml
 LOG=$TMP/hook.log
-hook_config "$CONF" "$DRV" "$SLICES" "$LOG"
+runc_setup alloc "$LOG"
 RAISE=$TMP/raise.toml
 hook_config "$RAISE" "$DRV" "$SLICES" "$LOG"
 printf 'env-may-raise = true\n' >>"$RAISE"
-ids=()
 CDI_SPEC=
 cleanup() {
-        local id d
-        for id in "${ids[@]}"; do "$RUNC" --root "$STATE" delete -f "$id" >/dev/null 2>&1; done
-        for d in /sys/fs/cgroup/*/"$CG"-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+        runc_cleanup
         [ -n "$CDI_SPEC" ] && rm -f "$CDI_SPEC"
         rm -rf "$TMP"
 }

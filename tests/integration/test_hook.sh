@@ -10,23 +10,11 @@
 . "$SRC/tests/integration/bundle.sh"
 
 # runc and jq come with `make test-deps`: without them the test fails (not a skip).
-[ -x "$RUNC" ] || { not_ok "runc is not installed (make test-deps)"; finish; }
-command -v jq >/dev/null || { not_ok "jq is not installed (make test-deps)"; finish; }
-for f in "$GS" "$VGPU_LIB" "$PROBE" "$POC"; do
-        [ -e "$f" ] || { not_ok "$f is not built"; finish; }
-done
+runc_prereqs "$GS" "$VGPU_LIB" "$PROBE" "$POC"
 
-DRV=$(mkroot drv 2gpu.conf)
-STATE=$TMP/runc-state
-CG=gs-it-hook-$$
-SLICES=$TMP/slices
-CONF=$TMP/hook.toml
-hook_config "$CONF" "$DRV" "$SLICES"
-ids=()
+runc_setup hook
 cleanup() {
-        local id d
-        for id in "${ids[@]}"; do "$RUNC" --root "$STATE" delete -f "$id" >/dev/null 2>&1; done
-        for d in /sys/fs/cgroup/*/"$CG"-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+        runc_cleanup
         [ -d "$TMP/mps" ] && "$GS" --root "$DRV" mps stop --mps-root "$TMP/mps" >/dev/null 2>&1
         rm -rf "$TMP"
 }

@@ -224,6 +224,16 @@ expect_rc k5 0 "--kubernetes --dry-run"
 check "... writes nothing" [ ! -e "$K/dry.toml" ]
 run k6 -- cfg --host-config "$K/x.toml" --runtime docker --config "$K/d2.json"
 expect_rc k6 2 "--host-config without --kubernetes is a usage error"
+# a link to no file: refused, the link kept (as for the engines' configs; it was once replaced by a file)
+ln -s "$K/none.toml" "$K/dangling.toml"
+run k7 -- cfg --kubernetes --host-config "$K/dangling.toml"
+expect_rc k7 1 "--kubernetes through a link to no file: refused"
+check "... the link kept" [ -L "$K/dangling.toml" ]
+check "... no file made where it points" [ ! -e "$K/none.toml" ]
+# a FIFO: refused at once, not waited on
+mkfifo "$K/fifo.toml"
+run k8 -- timeout 10 "$GS" runtime configure --kubernetes --host-config "$K/fifo.toml"
+expect_rc k8 1 "--kubernetes on a FIFO: refused, not hung"
 # ---- issue 31: owners and modes, links, config shapes, the engine's own check -----------------
 # tget FILE KEY/KEY/...: the value at that key path as JSON, read by an independent parser
 # (python3's tomllib): it fails on a file that is not valid TOML and on a missing key, so a check

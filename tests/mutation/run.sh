@@ -176,6 +176,16 @@ mutation backupmode integration_runtime_configure src/engine/conffile.c \
         'if (fill(fd, out, old, f, err) < 0) {' \
         'if (fill(fd, out, old, &(struct gs_conffile){.mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1}, err) < 0) {' \
         "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)"
+mutation conffifo integration_runtime_configure src/engine/conffile.c \
+        'O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);' \
+        'O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);' \
+        "a config that is a FIFO hangs \`runtime configure\` on its open instead of being refused" \
+        "refused, not hung"
+mutation confdangling integration_runtime_configure src/engine/conffile.c \
+        'if (lstat(path, &lst) < 0) {' \
+        'if (stat(path, &lst) < 0) {' \
+        "a link to no file is taken for no file: a new file is written over the link (the link lost)" \
+        "link to no file: refused"
 # issue 31 (alloc): the allocator's word is the slice's ceiling (src/runtime/slice_rules.c)
 mutation allocceiling "unit_runtime integration_allocator" src/runtime/slice_rules.c \
         'dev = tightest(al, env_dev);' \

@@ -118,18 +118,30 @@ static int setup_hc(void **unused)
         return 0;
 }
 
-static int req(struct gs_request *rq, struct gs_error *err, bool privileged, ...)
+/* The request of a container with env (the NULL-terminated rest) and the allocator's options
+ * `alloc` (NULL: none, through gs_request_from_env as the env-only callers do). */
+static int vreq(struct gs_request *rq, struct gs_error *err, const struct gs_slice_opts *alloc, bool privileged,
+                va_list ap)
 {
         char *env[64];
         size_t n = 0;
-        va_list ap;
-        va_start(ap, privileged);
         for (const char *e; (e = va_arg(ap, const char *)) != NULL && n < 64;)
                 env[n++] = (char *)e;
-        va_end(ap);
         env[n] = NULL;
         memset(err, 0, sizeof(*err));
-        return gs_request_from_env(rq, env, n, privileged, &hc, err);
+        if (alloc == NULL)
+                return gs_request_from_env(rq, env, n, privileged, &hc, err);
+        struct gs_request_src in = {.env = env, .nenv = n, .privileged = privileged, .alloc = alloc};
+        return gs_request_from_src(rq, &in, &hc, err);
+}
+
+static int req(struct gs_request *rq, struct gs_error *err, bool privileged, ...)
+{
+        va_list ap;
+        va_start(ap, privileged);
+        int rc = vreq(rq, err, NULL, privileged, ap);
+        va_end(ap);
+        return rc;
 }
 
 static void visible_devices(void **unused)
@@ -487,17 +499,11 @@ static void env_may_not_raise(void **unused)
 
 static int reqa(struct gs_request *rq, struct gs_error *err, const struct gs_slice_opts *alloc, bool privileged, ...)
 {
-        char *env[64];
-        size_t n = 0;
         va_list ap;
         va_start(ap, privileged);
-        for (const char *e; (e = va_arg(ap, const char *)) != NULL && n < 64;)
-                env[n++] = (char *)e;
+        int rc = vreq(rq, err, alloc, privileged, ap);
         va_end(ap);
-        env[n] = NULL;
-        memset(err, 0, sizeof(*err));
-        struct gs_request_src in = {.env = env, .nenv = n, .privileged = privileged, .alloc = alloc};
-        return gs_request_from_src(rq, &in, &hc, err);
+        return rc;
 }
 
 /* An allocator (the hook's options): its values are the ceiling, for privileged containers and

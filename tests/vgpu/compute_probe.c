@@ -36,7 +36,7 @@
 
 #include "abi/cuda.h"
 #include "abi/nvml.h"
-#include "progress.h"
+#include "progress.h" /* also its clocks: progress_now_us, progress_wait_us, progress_steal_us */
 
 /* NVML's utilization of device 0 as this process sees it (through dlsym, as tools find it). */
 static int nvml_util(void)
@@ -56,41 +56,6 @@ static int nvml_util(void)
         return (int)u.gpu;
 }
 
-static double now_us(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-/* Microseconds this process has spent runnable but waiting for a CPU (the scheduler's run_delay,
- * /proc/self/schedstat's second field); -1 where the kernel does not keep it. Time the process could
- * not run is not the GPU's or the limiter's: the tests report it beside a latency or a fraction. */
-static double cpu_wait_us(void)
-{
-        FILE *f = fopen("/proc/self/schedstat", "re");
-        unsigned long long run = 0, wait = 0;
-        int n = f != NULL ? fscanf(f, "%llu %llu", &run, &wait) : 0;
-        if (f != NULL)
-                fclose(f);
-        return n == 2 ? (double)wait / 1e3 : -1;
-}
-
-/* The machine's steal time so far, in microseconds summed over its CPUs (/proc/stat's cpu line,
- * eighth field, in clock ticks): time the hypervisor ran something else on our virtual CPUs. */
-static double steal_us(void)
-{
-        FILE *f = fopen("/proc/stat", "re");
-        unsigned long long v[8] = {0};
-        int n = f != NULL ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                                   &v[5], &v[6], &v[7])
-                          : 0;
-        if (f != NULL)
-                fclose(f);
-        long hz = sysconf(_SC_CLK_TCK);
-        return n == 8 && hz > 0 ? (double)v[7] * 1e6 / (double)hz : -1;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
         double x = *(const double *)a, y = *(const double *)b;
@@ -99,7 +64,7 @@ static int cmp_double(const void *a, const void *b)
 
 static void sleep_until_us(double t)
 {
-        double left = t - now_us();
+        double left = t - progress_now_us();
         if (left <= 0)
                 return;
         struct timespec ts = {(time_t)(left / 1e6), (long)((left - (double)(time_t)(left / 1e6) * 1e6) * 1e3)};
@@ -115,19 +80,19 @@ static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigne
                               double period, int kernels, double gap, double *lat, double *own, size_t cap, size_t *nreq)
 {
         unsigned long n = 0;
-        while (now_us() < end && *nreq < cap) {
-                double w0 = cpu_wait_us(), r0 = now_us();
+        while (progress_now_us() < end && *nreq < cap) {
+                double w0 = progress_wait_us(), r0 = progress_now_us();
                 for (int k = 0; k < kernels; k++) {
                         /* the host's own work between two kernels of a request (busy: as a CPU step) */
-                        for (double g0 = now_us(); k > 0 && now_us() - g0 < gap;)
+                        for (double g0 = progress_now_us(); k > 0 && progress_now_us() - g0 < gap;)
                                 ;
                         CK(launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
                         CK(cuStreamSynchronize(s));
                         n++;
                 }
-                lat[*nreq] = now_us() - r0;
+                lat[*nreq] = progress_now_us() - r0;
                 /* the same request less the time this process waited for a CPU during it */
-                own[*nreq] = w0 >= 0 ? lat[*nreq] - (cpu_wait_us() - w0) : lat[*nreq];
+                own[*nreq] = w0 >= 0 ? lat[*nreq] - (progress_wait_us() - w0) : lat[*nreq];
                 (*nreq)++;
                 sleep_until_us(r0 + period);
         }
@@ -234,20 +199,20 @@ int main(int argc, char **argv)
                         CK(cuEventCreate(&done[k], CU_EVENT_DISABLE_TIMING));
 
         unsigned long n = 0;
-        double wait0 = cpu_wait_us(), steal0 = steal_us();
-        double t0 = now_us(), end = t0 + seconds * 1e6, ask = t0 + seconds * 2e6 / 3;
+        double wait0 = progress_wait_us(), steal0 = progress_steal_us();
+        double t0 = progress_now_us(), end = t0 + seconds * 1e6, ask = t0 + seconds * 2e6 / 3;
         bool want_util = getenv("PROBE_NVML") != NULL;
         int util = -1;
         if (quiet) { /* the first launch sets the limiter up (and may wait for a budget): before the marker */
                 CK(launch(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
                 CK(cuStreamSynchronize(s));
-                for (double w = now_us() + 5000; now_us() < w;)
+                for (double w = progress_now_us() + 5000; progress_now_us() < w;)
                         ;
                 fputs("BEGIN-QUIET\n", stderr);
         }
         if (request)
                 n = requests(launch, f, blocks, s, end, period, req_kernels, req_gap, lat, own, req_cap, &nreq);
-        while (!request && now_us() < end) {
+        while (!request && progress_now_us() < end) {
                 CUresult rc;
                 if (strcmp(mode, "ptsz") == 0)
                         rc = cuLaunchKernel_ptsz(f, 1, 1, 1, 32, 1, 1, 0, CU_STREAM_PER_THREAD, NULL, NULL);
@@ -272,9 +237,9 @@ int main(int argc, char **argv)
                                 CK(cuEventSynchronize(done[k ^ 1]));
                 }
                 if (quiet)
-                        for (double w = now_us() + 2000; now_us() < w;)
+                        for (double w = progress_now_us() + 2000; progress_now_us() < w;)
                                 ;
-                if (want_util && util < 0 && now_us() >= ask)
+                if (want_util && util < 0 && progress_now_us() >= ask)
                         util = nvml_util();
         }
         if (quiet)
@@ -283,7 +248,7 @@ int main(int argc, char **argv)
                 util = nvml_util();
         CK(cuStreamSynchronize(s));
         CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
-        double wall = now_us() - t0, work = (double)n * per * kus;
+        double wall = progress_now_us() - t0, work = (double)n * per * kus;
         if (request && nreq > 0) {
                 qsort(lat, nreq, sizeof(double), cmp_double);
                 qsort(own, nreq, sizeof(double), cmp_double);
@@ -294,7 +259,7 @@ int main(int argc, char **argv)
         free(own);
         /* cpu_wait: the share of the run this process waited for a CPU; steal: the share of the
          * machine's CPU time its hypervisor took (both -1 where the kernel does not say) */
-        double wait1 = cpu_wait_us(), steal1 = steal_us();
+        double wait1 = progress_wait_us(), steal1 = progress_steal_us();
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         printf("cpu_wait=%.4f steal=%.4f ", wait0 >= 0 && wait1 >= 0 ? (wait1 - wait0) / wall : -1,
                steal0 >= 0 && steal1 >= 0 && ncpu > 0 ? (steal1 - steal0) / (wall * (double)ncpu) : -1);

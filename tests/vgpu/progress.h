@@ -25,6 +25,9 @@ static double progress_now_us(void)
         return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* Microseconds this process has spent runnable but waiting for a CPU (the scheduler's run_delay,
+ * /proc/self/schedstat's second field); -1 where the kernel does not keep it. Time the process could
+ * not run is not the GPU's or the limiter's: the tests report it beside a latency or a fraction. */
 static double progress_wait_us(void)
 {
         FILE *f = fopen("/proc/self/schedstat", "re");
@@ -35,6 +38,8 @@ static double progress_wait_us(void)
         return n == 2 ? (double)wait / 1e3 : -1;
 }
 
+/* The machine's steal time so far, in microseconds summed over its CPUs (/proc/stat's cpu line,
+ * eighth field, in clock ticks): time the hypervisor ran something else on our virtual CPUs. */
 static double progress_steal_us(void)
 {
         FILE *f = fopen("/proc/stat", "re");
