@@ -3,9 +3,11 @@
 # lower bound is loosened by a run's off-CPU share only up to a floor (PROBE_OFF_MAX, 0.15 of the
 # bound); a run off its CPU longer than that is too disturbed to judge: its bound is not loosened
 # at all, probe_case says so ("retry - ") and runs the case again, and a case still disturbed at
-# its last run fails naming the disturbance; never a pass with a bound loosened to nothing.
+# its last run fails naming the disturbance; never a pass with a bound loosened to nothing. And
+# compute-probe's cpu_wait: a thread of the probe's own process (as the interposer's ticker) that
+# keeps its application thread off the CPU is no allowance.
 set -uo pipefail
-SRC=${GS_SOURCE_DIR:?}
+SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
 TMP=$(mktemp -d /tmp/gs-probelib.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 . "$SRC/tests/lib/check.sh"
@@ -65,4 +67,20 @@ case_of passes "$TMP/run"
 [ $? = 0 ] && ! grep -q "^retry" "$TMP/case.out" && grep -qx "ok - the case: y" "$TMP/case.out" &&
         ok "a disturbed run that meets its bound unloosened passes (a stall only lowers a fraction)" ||
         { not_ok "a disturbed passing case"; sed 's/^/    # /' "$TMP/case.out"; }
+
+# The probe pinned to one CPU with a thread of its own spinning there the whole run (quiet mode:
+# its launching thread busy between launches, always runnable): that thread waits for the CPU about
+# half the run (thread_wait), for its own process's spinner (others: its CPU time); cpu_wait, what
+# the bounds allow for, is the wait less that, what the rest of the machine took (about 0 on a
+# quiet machine). (The fake GPU alone; no interposer needed.)
+taskset -c 0 env LD_LIBRARY_PATH="$BUILD/tests/fakegpu" FAKEGPU_CONFIG="$SRC/tests/fakegpu/configs/1gpu.conf" \
+        FAKEGPU_STATE="$TMP/fg.state" PROBE_BUSY_THREAD=1 "$BUILD/tests/vgpu/compute-probe" quiet 1 500 >"$TMP/own" 2>&1
+tw=$(probe_field thread_wait "$TMP/own") cw=$(probe_field cpu_wait "$TMP/own") ot=$(probe_field others "$TMP/own")
+if [ -z "$tw" ] || [ -z "$ot" ] || ! awk -v t="$tw" -v o="$ot" 'BEGIN { exit !(t >= 0.2 && o >= 0.2) }'; then
+        not_ok "the probe beside a spinning thread of its own on one CPU: waited or spun too little to judge: $(tail -1 "$TMP/own")"
+else
+        awk -v c="$cw" -v t="$tw" -v o="$ot" 'BEGIN { m = t - o; exit !(c != "" && c <= (m > 0 ? m : 0) + 0.02) }' &&
+                ok "a thread of the probe's own process kept it off its CPU: thread_wait $tw, its CPU time $ot, no allowance for it (cpu_wait $cw)" ||
+                not_ok "a thread of the probe's own process kept it off its CPU: thread_wait $tw, its CPU time $ot, allowed for anyway (cpu_wait $cw; want <= thread_wait - others): $(tail -1 "$TMP/own")"
+fi
 finish
