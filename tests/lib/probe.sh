@@ -25,10 +25,10 @@ PROBE_TRIES=${PROBE_TRIES:-3}
 # probe_field NAME FILE: the last NAME=value of FILE (a number; empty if absent)
 probe_field() { sed -n "s/.*[ ^]$1=\([-0-9.]*\).*/\1/p; s/^$1=\([-0-9.]*\).*/\1/p" "$2" | tail -1; }
 
-# probe_off FILE: cpu_wait + steal of the probe's run in FILE (0 where the kernel keeps neither; a
-# file without a report is not a quiet run: 1)
+# probe_off FILE: cpu_wait + steal of the probe's run in FILE (0 where the kernel keeps neither, and
+# for a file without a report: that loosens nothing, and a run that reported nothing is a failure
+# to show, never a disturbance to retry)
 probe_off() {
-        [ -n "$(probe_field fraction "$1" 2>/dev/null)" ] || { echo 1.000; return; }
         awk -v w="$(probe_field cpu_wait "$1")" -v s="$(probe_field steal "$1")" \
                 'BEGIN { o = (w > 0 ? w : 0) + (s > 0 ? s : 0); printf "%.3f\n", (o > 1 ? 1 : o) }'
 }

@@ -35,6 +35,8 @@ lo=$(probe_lo 0.45 "$TMP/steal" 2>/dev/null)
 eq "$lo" 0.45 && ok "cpu_wait 0.05 + steal 0.12 (0.17) is too disturbed as well" || not_ok "steal counted: probe_lo 0.45 = $lo"
 lo=$(probe_lo 0.45 "$TMP/none" 2>/dev/null)
 eq "$lo" 0.45 && ok "a file without a report loosens nothing" || not_ok "empty report: probe_lo 0.45 = $lo"
+probe_disturbed "$TMP/none" >/dev/null && not_ok "a run that reported nothing called disturbed (it would be retried)" ||
+        ok "a run that reported nothing (a crashed probe) is no disturbance to retry: it fails"
 probe_disturbed "$TMP/quiet" "$TMP/busy" >/dev/null && not_ok "runs off their CPU 0.04 and 0.12 called disturbed" ||
         ok "runs off their CPU 0.04 and 0.12 (<= $PROBE_OFF_MAX) are judged"
 why=$(probe_disturbed "$TMP/quiet" "$TMP/hog") && [[ "$why" == "too disturbed to judge: hog: off its CPU 0.600"* ]] &&
