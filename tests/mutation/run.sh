@@ -209,6 +209,11 @@ mutation livecompute vgpu_resize src/vgpu/limiter.c \
         '(void)bp; /* mutation */' \
         "a live compute change ignored by the limiter (published in the region, logged and given to the arbiter, but the slice keeps its old share)" \
         "the slice gets 60 % of the GPU after the change"
+mutation ownwait lib_probe tests/vgpu/compute_probe.c \
+        'tw > others / wall ? tw - others / wall : 0' \
+        'tw' \
+        "compute-probe's cpu_wait (the tests' CPU-stall allowance) counts the time its own process's threads (the interposer's ticker) kept it off its CPU: the product's threads loosen the bound that judges it" \
+        "a thread of the probe's own process kept it off its CPU"
 mutation allocnone integration_resize_hook src/vgpu/hooks_cuda.c \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {' \
         'if ((bytes) == 0 || (gs_vgpu_charge((vis), (bytes)) == 0 && (gs_vgpu_uncharge((vis), (bytes)), 0))) {' \

@@ -15,6 +15,8 @@
  * the start of the request to the end of its last kernel).
  * PROBE_NVML=1 reads NVML's utilization of device 0 two thirds of the way through (util=U below).
  * PROBE_PROGRESS=FILE: the launches so far in FILE as they go (progress.h; not in request mode).
+ * PROBE_BUSY_THREAD=1 starts a thread of its own that spins on the CPU for the whole run (a stand-in for
+ * an interposer thread that burns CPU: its time must not count as the machine's, cpu_wait below).
  * PROBE_BLOCKS sets the grid's blocks of the kernel, cuLaunchKernel modes only (default 1; a grid
  * wider than the SMs it runs on takes more waves, each KERNEL_US long).
  * It launches for SECONDS of wall time, synchronizes, and prints
@@ -27,6 +29,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,16 @@ static int nvml_util(void)
             util(d, &u) != NVML_SUCCESS)
                 return -1;
         return (int)u.gpu;
+}
+
+static volatile int busy_stop;
+
+static void *busy(void *arg)
+{
+        (void)arg;
+        while (!busy_stop)
+                ;
+        return NULL;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -198,8 +211,10 @@ int main(int argc, char **argv)
                 for (int k = 0; k < 2; k++)
                         CK(cuEventCreate(&done[k], CU_EVENT_DISABLE_TIMING));
 
+        pthread_t spinner;
+        bool spinning = getenv("PROBE_BUSY_THREAD") != NULL && pthread_create(&spinner, NULL, busy, NULL) == 0;
         unsigned long n = 0;
-        double wait0 = progress_wait_us(), steal0 = progress_steal_us();
+        double wait0 = progress_wait_us(), others0 = progress_others_us(), steal0 = progress_steal_us();
         double t0 = progress_now_us(), end = t0 + seconds * 1e6, ask = t0 + seconds * 2e6 / 3;
         bool want_util = getenv("PROBE_NVML") != NULL;
         int util = -1;
@@ -257,12 +272,20 @@ int main(int argc, char **argv)
         }
         free(lat);
         free(own);
-        /* cpu_wait: the share of the run this process waited for a CPU; steal: the share of the
-         * machine's CPU time its hypervisor took (both -1 where the kernel does not say) */
-        double wait1 = progress_wait_us(), steal1 = progress_steal_us();
+        /* cpu_wait: the share of the run its application thread (this one) waited for a CPU, less
+         * the CPU time of the process's other threads (the interposer's: progress.h says why), at
+         * least 0; thread_wait and others: the two before the difference; steal: the share of the
+         * machine's CPU time its hypervisor took (cpu_wait, thread_wait and steal -1 where the
+         * kernel does not say) */
+        if (spinning) {
+                busy_stop = 1;
+                pthread_join(spinner, NULL);
+        }
+        double wait1 = progress_wait_us(), others = progress_others_us() - others0, steal1 = progress_steal_us();
+        double tw = wait0 >= 0 && wait1 >= 0 ? (wait1 - wait0) / wall : -1;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        printf("cpu_wait=%.4f steal=%.4f ", wait0 >= 0 && wait1 >= 0 ? (wait1 - wait0) / wall : -1,
-               steal0 >= 0 && steal1 >= 0 && ncpu > 0 ? (steal1 - steal0) / (wall * (double)ncpu) : -1);
+        printf("cpu_wait=%.4f thread_wait=%.4f others=%.4f steal=%.4f ", tw < 0 ? -1 : tw > others / wall ? tw - others / wall : 0,
+               tw, others / wall, steal0 >= 0 && steal1 >= 0 && ncpu > 0 ? (steal1 - steal0) / (wall * (double)ncpu) : -1);
         printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d sms=%d util=%d\n", n, work, wall,
                work / wall, in_vgpu(fn), sms, util);
         return 0;

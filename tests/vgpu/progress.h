@@ -1,11 +1,11 @@
 /*
  * A probe's progress, readable from outside while it runs (tests/vgpu/kill_storm.sh, test_resize.sh):
  * with PROBE_PROGRESS=FILE set, progress_note() rewrites FILE at most every 20 ms with one line
- *   ops=N wall_us=T cpu_wait_us=W steal_us=S
+ *   ops=N wall_us=T cpu_wait_us=W others_us=O steal_us=S
  * N the operations so far (launches, allocations and frees), T microseconds since the probe
- * started, W the time it waited for a CPU (/proc/self/schedstat's run_delay) and S the machine's
- * steal time summed over its CPUs (/proc/stat), both in microseconds, -1 where the kernel keeps
- * neither. Two readings give the rate of an interval and what kept the probe off its CPU meanwhile
+ * started, W the time its application thread waited for a CPU (progress_wait_us), O the CPU time
+ * of its other threads (progress_others_us) and S the machine's steal time summed over its CPUs
+ * (/proc/stat), all in microseconds, W and S -1 where the kernel keeps neither. Two readings give the rate of an interval and what kept the probe off its CPU meanwhile
  * (a hung or deadlocked probe: the same line twice). The line is written whole at offset 0
  * (fixed width), so a reader never sees half of one.
  */
@@ -13,10 +13,15 @@
 #define GS_TESTS_VGPU_PROGRESS_H
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef RUSAGE_THREAD /* Linux's, declared only with _GNU_SOURCE */
+#define RUSAGE_THREAD 1
+#endif
 
 static double progress_now_us(void)
 {
@@ -25,17 +30,38 @@ static double progress_now_us(void)
         return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* Microseconds this process has spent runnable but waiting for a CPU (the scheduler's run_delay,
- * /proc/self/schedstat's second field); -1 where the kernel does not keep it. Time the process could
- * not run is not the GPU's or the limiter's: the tests report it beside a latency or a fraction. */
+/* Microseconds the calling thread (the application's: the one that launches) has spent runnable
+ * but waiting for a CPU (the scheduler's run_delay, /proc/thread-self/schedstat's second field; not
+ * /proc/self/schedstat, which is the thread group leader's whoever asks), -1 where the kernel does
+ * not keep it. Time the application could not run is not the GPU's or the limiter's: the tests
+ * allow for it beside a latency or a fraction, less progress_others_us over the same time. */
 static double progress_wait_us(void)
 {
-        FILE *f = fopen("/proc/self/schedstat", "re");
+        FILE *f = fopen("/proc/thread-self/schedstat", "re");
         unsigned long long run = 0, wait = 0;
         int n = f != NULL ? fscanf(f, "%llu %llu", &run, &wait) : 0;
         if (f != NULL)
                 fclose(f);
         return n == 2 ? (double)wait / 1e3 : -1;
+}
+
+/* Microseconds of CPU the process's other threads have used (the interposer's ticker, watcher and
+ * reconciler, the simulated GPU's; threads that ended included): the whole process's CPU time less
+ * the calling thread's (getrusage). Those threads are the product's (or the test's simulated GPU):
+ * the time they kept the application off its CPU is the product's cost, never the machine's, so
+ * the allowance for an interval is the application thread's wait LESS all of their CPU time over
+ * it (on another CPU it kept nobody waiting: the allowance is then smaller than the truth, never
+ * larger), clamped at zero. */
+static double progress_others_us(void)
+{
+        struct rusage all, self;
+        if (getrusage(RUSAGE_SELF, &all) != 0 || getrusage(RUSAGE_THREAD, &self) != 0)
+                return 0;
+        double a = (double)(all.ru_utime.tv_sec + all.ru_stime.tv_sec) * 1e6 +
+                   (double)(all.ru_utime.tv_usec + all.ru_stime.tv_usec);
+        double t = (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) * 1e6 +
+                   (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec);
+        return a > t ? a - t : 0;
 }
 
 /* The machine's steal time so far, in microseconds summed over its CPUs (/proc/stat's cpu line,
@@ -67,9 +93,9 @@ static void progress_note(unsigned long n)
         if (fd < 0 || now < next)
                 return;
         next = now + 20000;
-        char line[160];
-        int len = snprintf(line, sizeof(line), "ops=%-20lu wall_us=%-16.0f cpu_wait_us=%-16.0f steal_us=%-20.0f\n", n,
-                           now - t0, progress_wait_us(), progress_steal_us());
+        char line[192];
+        int len = snprintf(line, sizeof(line), "ops=%-20lu wall_us=%-16.0f cpu_wait_us=%-16.0f others_us=%-16.0f steal_us=%-20.0f\n",
+                           n, now - t0, progress_wait_us(), progress_others_us(), progress_steal_us());
         if (len > 0 && (size_t)len < sizeof(line) && pwrite(fd, line, (size_t)len, 0) < 0)
                 fd = -1;
 }

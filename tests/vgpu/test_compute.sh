@@ -26,18 +26,23 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:dete
 sliced() { env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" "$@"; }
 field() { probe_field "$@"; }
 # within FILE LO HI: the run's fraction of GPU time is in [LO x (1 - its off-CPU share), HI]
+# (tests/lib/probe.sh: the share at most PROBE_OFF_MAX; LO itself when the run was too disturbed)
 within() {
-        awk -v f="$(field fraction "$1")" -v lo="$(probe_lo "$2" "$1")" -v hi="$3" 'BEGIN { exit !(f != "" && f >= lo && f <= hi) }'
+        awk -v f="$(field fraction "$1")" -v lo="$(probe_lo "$2" "$1" 2>/dev/null)" -v hi="$3" 'BEGIN { exit !(f != "" && f >= lo && f <= hi) }'
+}
+# judge DESC LO HI CMD...: CMD's probe report in $TMP/out, its fraction within LO..HI; a run too
+# disturbed to judge is repeated (probe_case)
+judge() {
+        JUDGE_LO=$2 JUDGE_HI=$3 JUDGE_CMD=("${@:4}")
+        probe_case "$1" judge_once "$TMP/out" || { sed 's/^/    # /' "$TMP/out" | tail -5; return 1; }
+}
+judge_once() {
+        "${JUDGE_CMD[@]}" >"$TMP/out" 2>&1 || { PROBE_SAID="exit $?"; return 1; }
+        PROBE_SAID="$(field fraction "$TMP/out") of the GPU's time (want >= $(probe_lo "$JUDGE_LO" "$TMP/out"), <= $JUDGE_HI)"
+        within "$TMP/out" "$JUDGE_LO" "$JUDGE_HI"
 }
 # run DESC LO HI ENV... -- probe args
-run() {
-        local desc=$1 lo=$2 hi=$3; shift 3
-        if sliced "$@" >"$TMP/out" 2>&1 && within "$TMP/out" "$lo" "$hi"; then
-                ok "$desc: $(field fraction "$TMP/out") of the GPU's time (>= $(probe_lo "$lo" "$TMP/out"))"
-        else
-                not_ok "$desc (want $lo..$hi)"; sed 's/^/    # /' "$TMP/out" | tail -5; return 1
-        fi
-}
+run() { judge "$1" "$2" "$3" sliced "${@:4}"; }
 
 # No limit: the driver's own launch function, the whole GPU.
 run "no compute limit: the whole GPU" 0.90 1.01 "$PROBE" procaddr 1 500
@@ -100,10 +105,13 @@ for pid, busy in slots().items():
     print(pid, busy)
 EOF
 wait $PA $PB
+# (judged once: the region's checks below need this very run; a disturbed run is said, not retried)
 sum=$(awk -v a="$(field fraction "$TMP/a")" -v b="$(field fraction "$TMP/b")" 'BEGIN { print a + b }')
 lo=$(probe_lo 0.34 "$TMP/a" "$TMP/b")
+why=$(probe_disturbed "$TMP/a" "$TMP/b") || why=
 awk -v s="$sum" -v lo="$lo" 'BEGIN { exit !(s >= lo && s <= 0.46) }' &&
-        ok "two processes of a 40 % slice: $sum of the GPU together (>= $lo)" || { not_ok "shared budget: $sum (want $lo..0.46)"; cat "$TMP/a" "$TMP/b"; }
+        ok "two processes of a 40 % slice: $sum of the GPU together (>= $lo)" ||
+        { not_ok "shared budget: $sum (want $lo..0.46)${why:+ ($why)}"; cat "$TMP/a" "$TMP/b"; }
 # Each process's busy time in the region then: cumulative, in-flight work counted only up to the
 # moment, so never above the GPU time the process measured in all (work_us, + 5 ms of estimate);
 # a tenth of it or more in sum (a unit slip, us for ns, or a busy time never written fails). After
@@ -151,20 +159,23 @@ run "share 30 % beside a busy tenant keeps to 30 %" 0.25 0.35 FAKEGPU_CONFIG="$T
 # second of a pair is a start-up transient (both set up, calibrate and find each other), and over
 # 3 s it moved the 70 % slice of an ASan build below 0.58 in about 1 pair of 16 (this build and
 # the one before it alike); over 6 s, 14 of 14 pairs gave 0.67-0.69 (sums 0.96-0.98).
-for mode in share cap; do
+# Each hand-over leaves the GPU idle for the wake-ups of two threads: on a loaded machine (CI runs
+# two suites at once on two cores) that is a few points of the GPU in sum; the split between the
+# slices (b/a = 70/30) does not depend on it, nor on CPU stalls (the lower bounds allow for those
+# measured, up to a floor, and a run too disturbed to judge is repeated: tests/lib/probe.sh).
+pair() {
         sliced GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=$mode GPUSLICE_REGION="$TMP/s30-$mode" "$PROBE" kernel 6 500 >"$TMP/a" 2>&1 &
         sliced GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=$mode GPUSLICE_REGION="$TMP/s70-$mode" "$PROBE" kernel 6 500 >"$TMP/b" 2>&1 &
         wait
+        local a b alo blo
         a=$(field fraction "$TMP/a") b=$(field fraction "$TMP/b")
-        # Each hand-over leaves the GPU idle for the wake-ups of two threads: on a loaded machine
-        # (CI runs two suites at once on two cores) that is a few points of the GPU in sum; the
-        # split between the slices (b/a = 70/30) does not depend on it, nor on CPU stalls (the
-        # lower bounds allow for those measured: tests/lib/probe.sh).
-        alo=$(probe_lo 0.24 "$TMP/a") blo=$(probe_lo 0.58 "$TMP/b")
+        alo=$(probe_lo 0.24 "$TMP/a" 2>/dev/null) blo=$(probe_lo 0.58 "$TMP/b" 2>/dev/null)
+        PROBE_SAID="$a and $b (want $alo..0.35, $blo..0.75, b/a 1.9..2.9)"
         awk -v a="$a" -v b="$b" -v alo="$alo" -v blo="$blo" 'BEGIN { exit !(a >= alo && a <= 0.35 && b >= blo && b <= 0.75 &&
-                                               a + b <= 1.02 && b / a >= 1.9 && b / a <= 2.9) }' &&
-                ok "$mode mode, slices of 30 % and 70 % on one GPU: $a and $b (>= $alo, >= $blo)" ||
-                { not_ok "$mode 30/70: $a $b (want $alo..0.35, $blo..0.75, b/a 1.9..2.9)"; cat "$TMP/a" "$TMP/b"; }
+                                               a + b <= 1.02 && b / a >= 1.9 && b / a <= 2.9) }'
+}
+for mode in share cap; do
+        probe_case "$mode mode, slices of 30 % and 70 % on one GPU" pair "$TMP/a" "$TMP/b" || cat "$TMP/a" "$TMP/b"
 done
 ARB=$GPUSLICE_ARBITER_DIR/gpuslice-gpu-GPU-6b1fe2a6-3b64-d9c1-4a3e-5f0b2c7d8e91
 n=$(find "$ARB" -maxdepth 1 -type f -size 128c 2>/dev/null | wc -l)
@@ -317,12 +328,10 @@ done
 
 # gpuslice exec --compute
 GS=$BUILD/gpuslice
-env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 30 -- "$PROBE" kernel 2 500 >"$TMP/out" 2>&1 &&
-        within "$TMP/out" 0.26 0.34 && ok "gpuslice exec --compute 30: $(field fraction "$TMP/out")" ||
-        { not_ok "exec --compute"; cat "$TMP/out"; }
-env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 50 --compute-mode share -- "$PROBE" kernel 2 500 >"$TMP/out" 2>&1 &&
-        within "$TMP/out" 0.85 1.01 && ok "gpuslice exec --compute 50 --compute-mode share (idle GPU): $(field fraction "$TMP/out")" ||
-        { not_ok "exec --compute-mode share"; cat "$TMP/out"; }
+judge "gpuslice exec --compute 30" 0.26 0.34 \
+        env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 30 -- "$PROBE" kernel 2 500
+judge "gpuslice exec --compute 50 --compute-mode share (idle GPU)" 0.85 1.01 \
+        env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" "$GS" exec --compute 50 --compute-mode share -- "$PROBE" kernel 2 500
 env LD_LIBRARY_PATH="$FAKE" GPUSLICE_VGPU_LIB="$LIB" GPUSLICE_LOG_LEVEL=2 GPUSLICE_PRIORITY=high "$GS" exec --compute 30 \
         --priority LOW -- "$PROBE" kernel 0.3 500 >"$TMP/out" 2>&1 &&
         grep -q "compute limit on device 0: 30\.00 % (cap, priority low)" "$TMP/out" &&
