@@ -783,6 +783,19 @@ uint64_t gs_arb_others_got(const struct gs_arb *a)
         return sum;
 }
 
+uint64_t gs_arb_others_recent(const struct gs_arb *a, uint64_t upto, uint64_t span)
+{
+        uint64_t sum = 0, from = upto > span ? upto - span : 0;
+        for (unsigned i = 0; i < a->npeers; i++) {
+                const struct gs_arb_peer *p = &a->peer[i];
+                uint64_t last = p->alive_ns < upto ? p->alive_ns : upto;
+                if (!p->valid || last <= from)
+                        continue;
+                sum += p->got_ns < last - from ? p->got_ns : last - from;
+        }
+        return sum < span ? sum : span;
+}
+
 /* The peer table is ours to refresh: a launcher that waits for the GPU waits the ticker's refresh
  * out (it lasts microseconds: a few pread()s), up to GS_ARB_VIEW_WAIT_NS, rather than act on the
  * view from before it: a cut that came meanwhile would go unseen until the next look, and a

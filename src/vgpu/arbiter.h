@@ -223,6 +223,11 @@ static inline bool gs_arb_below(const struct gs_arb *a)
  * last read; untrusted, for share mode's estimate of the GPU's idle time). */
 uint64_t gs_arb_others_got(const struct gs_arb *a);
 
+/* At most the GPU time the other slices received in the `span` ns up to `upto`, by their records
+ * (each one's GPU time so far, at most the time it was alive then; untrusted: share mode's
+ * estimate of the GPU's use before this process came). */
+uint64_t gs_arb_others_recent(const struct gs_arb *a, uint64_t upto, uint64_t span);
+
 /* The ticker, every tick: `wanting` (work queued, launches waiting or recent), `busy_ns` (GPU
  * time measured since the last call), `got_total` (the slice's GPU time so far, every process of
  * it), `idle` (about nothing of ours is queued or running),

@@ -163,6 +163,11 @@ mutation backupmode integration_runtime_configure src/engine/conffile.c \
         'if (fill(fd, out, old, f, err) < 0) {' \
         'if (fill(fd, out, old, &(struct gs_conffile){.mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1}, err) < 0) {' \
         "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)"
+# issue 32 (lat)
+mutation sharewindow vgpu_latency src/vgpu/limiter.c \
+        'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
+        'atomic_store(&d->borrow, u.gpu <= own + 5);' \
+        "share mode judges NVML's lagging utilization against the slices' last 100 ms only: a share slice beside an idle one stops borrowing for a second at a time"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
