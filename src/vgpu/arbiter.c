@@ -30,6 +30,9 @@
 #define GS_ARB_READ_WAIT_NS 100000ull      /* and by a launcher waiting for its turn or for queue room */
 #define GS_ARB_LIST_NS 1000000000ull       /* the directory is listed at least this often */
 #define GS_ARB_SHARED_NS 1000000000ull     /* a peer that ticked this recently shares the GPU */
+#define GS_ARB_PRESENT_NS 50000000ull      /* a slice that ticked this recently is there (a live
+                                            * process ticks every 5 ms at least; one that left
+                                            * is not, though its record shares the GPU a second) */
 #define GS_ARB_GONE_NS 60000000000ull      /* a slice silent this long is gone: its file is removed */
 #define GS_ARB_CHARGE_MAX_NS 10000000ull   /* a tick charges the others at most this much (a late one) */
 
@@ -590,18 +593,34 @@ static bool note_want(struct gs_arb *a, uint64_t now)
         struct gs_arb_rec *me = a->me;
         /* (a pause for our own budget is no waking: a capped slice that cut a turn at each refill
          * would pay for the holder's queued kernels at each) */
-        bool waking = (now - atomic_load(&me->want_ns) > GS_ARB_WANT_NS || a->woke) && !a->held_back;
+        uint64_t last = atomic_load(&me->want_ns);
+        bool waking = (now - last > GS_ARB_WANT_NS || a->woke) && !a->held_back;
+        /* (joining: a new record, or back after more than GS_ARB_SHARED_NS; also where its budget
+         * held it back: a new slice's budget starts empty) */
+        bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;
         a->held_back = false;
-        if (waking) {
-                uint64_t least = UINT64_MAX;
+        if (waking || joining) {
+                uint64_t least = UINT64_MAX, here = UINT64_MAX;
                 for (unsigned i = 0; i < a->npeers; i++) {
                         const struct gs_arb_peer *p = &a->peer[i];
                         if ((peer_wants(p, now) || peer_holds(p, now)) && p->vtime < least)
                                 least = p->vtime;
+                        if (p->valid && !p->ignored && p->alive_ns + GS_ARB_PRESENT_NS > now && p->vtime < here)
+                                here = p->vtime;
                 }
-                uint64_t c = credit(a->weight);
-                if (least != UINT64_MAX && least > c && atomic_load(&me->vtime) < least - c)
-                        atomic_store(&me->vtime, least - c);
+                uint64_t c = credit(a->weight), v = atomic_load(&me->vtime);
+                if (waking && least != UINT64_MAX && least > c && v < least - c)
+                        atomic_store(&me->vtime, v = least - c);
+                /* A slice that joins gets no credit for the time it was not there: it goes just
+                 * behind the least of the slices that are there (ticked in the last 50 ms: not
+                 * one that just left, whose record lingers; twice the cut slack, so that any of
+                 * them that wakes may cut its turn). With a quantum of credit below the least of
+                 * those *wanting* the GPU, a joiner went below a latency slice (which then could
+                 * not cut its turns), or to virtual time 0 while that slice was between requests:
+                 * each of its turns ran a whole quantum against the waiting requests. */
+                if (joining && here != UINT64_MAX && here < UINT64_MAX - 2 * GS_ARB_CUT_SLACK &&
+                    v < here + 2 * GS_ARB_CUT_SLACK)
+                        atomic_store(&me->vtime, here + 2 * GS_ARB_CUT_SLACK);
         }
         atomic_store(&me->want_ns, now);
         return waking;

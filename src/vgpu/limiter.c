@@ -488,9 +488,11 @@ static bool queue_full(struct lim_dev *d)
                        atomic_load_explicit(&d->completed, memory_order_relaxed);
         uint64_t per = atomic_load_explicit(&d->per_launch, memory_order_relaxed);
         /* Until a launch's cost is measured (the first event of the process completes), four: an
-         * unknown kernel may be long, and what is queued cannot be taken back. */
+         * unknown kernel may be long, and what is queued cannot be taken back; beside another
+         * slice, two (one running, one queued, as rule 5 keeps later: a joining slice's first
+         * four 2 ms kernels were 8 ms that a waiting request sat behind). */
         if (per == 0)
-                return out >= 4;
+                return out >= (gs_arb_shared(&d->arb) ? 2u : 4u);
         if (out >= GS_LIMITER_QUEUE_LAUNCHES)
                 return true;
         if (out != 0 && beside_higher(d))

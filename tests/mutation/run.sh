@@ -168,6 +168,10 @@ mutation sharewindow vgpu_latency src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
         'atomic_store(&d->borrow, u.gpu <= own + 5);' \
         "share mode judges NVML's lagging utilization against the slices' last 100 ms only: a share slice beside an idle one stops borrowing for a second at a time"
+mutation joinplace vgpu_latency src/vgpu/arbiter.c \
+        'bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;' \
+        'bool joining = false;' \
+        "a slice that joins keeps its virtual time 0 (or a quantum of credit below the least of those wanting the GPU): its turns run a whole quantum against a waiting latency client"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then

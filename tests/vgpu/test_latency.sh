@@ -60,4 +60,34 @@ for c in alone after beside; do
                 { not_ok "work conservation: a share-30 slice $what gets ${f:-nothing} of the GPU (want >= $lo)"; tail -n 3 "$TMP/$c"; }
 done
 
+# 2. Joiners: a latency client (every 20 ms a request of four 70 us kernels, 4 s) beside a batch
+# that comes and goes: eight processes of 0.4 s each, one after another, each a new slice of 2 ms
+# kernels (as jobs come and go). No request waits more than about one batch kernel (its longest,
+# less the CPU stalls during it: <= 2 kernels + 6 ms, as test_turns.sh's p99), and none is
+# dropped (served >= due - 1). Before: a new slice's place in the turns was a quantum of credit
+# below the least of the slices *wanting* the GPU, so below the client (which it cannot then cut)
+# or, with the client between requests, at virtual time 0: its turns ran a quantum (40 ms) each.
+joiners() { # MODE: the client and the batch slices both MODE at 50 %
+        fresh
+        sliced client GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$1 "$PROBE" request 4 70
+        local c=$! i
+        sleep 0.2
+        for i in 1 2 3 4 5 6 7 8; do
+                env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_REGION="$TMP/region.$n.batch$i" \
+                        GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$1 "$PROBE" kernel 0.4 2000 >"$TMP/batch$i" 2>&1
+        done
+        wait $c
+        local mx p99 req due
+        mx=$(field max_run_us "$TMP/client") p99=$(field p99_run_us "$TMP/client") req=$(field requests "$TMP/client")
+        due=$(field due "$TMP/client")
+        if [ -n "$req" ] && awk -v m="$mx" -v r="$req" -v d="$due" 'BEGIN { exit !(m <= 10000 && r >= d - 1) }'; then
+                ok "$1 50/50, a batch joining as 8 new slices: the client's longest request $mx us (<= 10000; p99 $p99), $req of $due served"
+        else
+                not_ok "$1 50/50, a batch joining as 8 new slices: the client's longest request ${mx:-none} us (want <= 10000; p99 ${p99:-none}), ${req:-none} of ${due:-none} served"
+                tail -n 2 "$TMP/client"
+        fi
+}
+joiners share
+joiners cap
+
 finish
