@@ -572,7 +572,18 @@ static void keep_or_hand_over(struct gs_arb *a, uint64_t now, bool wanting, bool
          * not having looked yet, never saw the cut, and its next kernel ran between a latency
          * client's first two: 0.2-0.6 % of the requests on the H200). */
         bool judged = since <= now;
-        if (others && (quiet || (!wanting && idle)) && judged) {
+        /* Quiet beside another slice that may want the GPU any moment (it is there: ticked in
+         * the last 50 ms, not one that left a moment ago): hand over too, before it asks. Its request then takes a free GPU at once; kept,
+         * the turn went to it only when our ticker, napping 5 ms while we are quiet, next looked
+         * (the request waited for a turn we did not use: two latency clients at 50 % each, p99
+         * 4.6 x their p99 without slicing on the simulated GPU). Our own next launch takes the GPU
+         * back through the gate (a read of the records: microseconds) or waits its turn. */
+        bool near = false;
+        for (unsigned i = 0; i < a->npeers && !near; i++) {
+                const struct gs_arb_peer *p = &a->peer[i];
+                near = p->valid && !p->ignored && p->alive_ns + GS_ARB_PRESENT_NS > now;
+        }
+        if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {
                 note(a, quiet ? "hand over: quiet" : "hand over: out of work");
                 release(a);
                 a->woke = true;

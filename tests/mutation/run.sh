@@ -172,6 +172,10 @@ mutation joinplace vgpu_latency src/vgpu/arbiter.c \
         'bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;' \
         'bool joining = false;' \
         "a slice that joins keeps its virtual time 0 (or a quantum of credit below the least of those wanting the GPU): its turns run a whole quantum against a waiting latency client"
+mutation quiethandover vgpu_latency src/vgpu/arbiter.c \
+        'if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {' \
+        'if (others && (quiet || (!wanting && idle)) && judged) {' \
+        "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then

@@ -64,7 +64,7 @@ done
 # that comes and goes: eight processes of 0.4 s each, one after another, each a new slice of 2 ms
 # kernels (as jobs come and go). No request waits more than about one batch kernel (its longest,
 # less the CPU stalls during it: <= 2 kernels + 6 ms, as test_turns.sh's p99), and none is
-# dropped (served >= due - 1). Before: a new slice's place in the turns was a quantum of credit
+# dropped (served >= due - 2, less the share of the run the client was off its CPU). Before: a new slice's place in the turns was a quantum of credit
 # below the least of the slices *wanting* the GPU, so below the client (which it cannot then cut)
 # or, with the client between requests, at virtual time 0: its turns ran a quantum (40 ms) each.
 joiners() { # MODE: the client and the batch slices both MODE at 50 %
@@ -80,7 +80,10 @@ joiners() { # MODE: the client and the batch slices both MODE at 50 %
         local mx p99 req due
         mx=$(field max_run_us "$TMP/client") p99=$(field p99_run_us "$TMP/client") req=$(field requests "$TMP/client")
         due=$(field due "$TMP/client")
-        if [ -n "$req" ] && awk -v m="$mx" -v r="$req" -v d="$due" 'BEGIN { exit !(m <= 10000 && r >= d - 1) }'; then
+        # (a request the client's CPU stalls pushed past its period is no drop: the share of the
+        # run it was off its CPU, of the requests due, is allowed for, as a fraction's bound is)
+        local off; off=$(probe_off "$TMP/client")
+        if [ -n "$req" ] && awk -v m="$mx" -v r="$req" -v d="$due" -v o="$off" 'BEGIN { exit !(m <= 10000 && r >= d - 2 - d * o) }'; then
                 ok "$1 50/50, a batch joining as 8 new slices: the client's longest request $mx us (<= 10000; p99 $p99), $req of $due served"
         else
                 not_ok "$1 50/50, a batch joining as 8 new slices: the client's longest request ${mx:-none} us (want <= 10000; p99 ${p99:-none}), ${req:-none} of ${due:-none} served"
@@ -89,5 +92,34 @@ joiners() { # MODE: the client and the batch slices both MODE at 50 %
 }
 joiners share
 joiners cap
+
+# 3. Two equal latency-bound slices (inference services at 50 % each): a client of four 200 us
+# kernels every 10 ms and one of eight 150 us kernels every 7 ms, 3 s, first without slicing, then
+# share 50/50 and cap 50/50 on the same simulated GPU. A request must not wait for the other
+# slice's turn to be handed back: each client's median stays within 1.2 x its median without
+# slicing + 0.2 ms. Before: a quiet holder kept its turn until its ticker, napping 5 ms while
+# quiet, looked again; the second client's median 1.5 x (2.73 against 1.82 ms), p99 4.6 x. (The
+# p99 and the longest request are printed: issue 32's target of 1.1 x is the GPU host's.)
+two_clients() { # MODE (none: no slicing): outputs $TMP/ca.MODE, $TMP/cb.MODE
+        fresh
+        local lim=""
+        [ "$1" != none ] && lim="GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$1"
+        PROBE_PERIOD_US=10000 PROBE_REQ_KERNELS=4 sliced ca.$1 $lim "$PROBE" request 3 200
+        local a=$!
+        PROBE_PERIOD_US=7000 PROBE_REQ_KERNELS=8 sliced cb.$1 $lim "$PROBE" request 3 150
+        wait $a $!
+}
+for m in none share cap; do two_clients $m; done
+for m in share cap; do
+        for c in ca cb; do
+                p50=$(field p50_us "$TMP/$c.$m") base=$(field p50_us "$TMP/$c.none")
+                p99=$(field p99_run_us "$TMP/$c.$m") b99=$(field p99_run_us "$TMP/$c.none") mx=$(field max_run_us "$TMP/$c.$m")
+                if [ -n "$base" ] && awk -v p="$p50" -v b="$base" 'BEGIN { exit !(p != "" && p <= 1.2 * b + 200) }'; then
+                        ok "two latency slices, $m 50/50, client $c: median $p50 us (no slicing $base; p99 $p99 against $b99, longest $mx)"
+                else
+                        not_ok "two latency slices, $m 50/50, client $c: median ${p50:-none} us (want <= 1.2 x ${base:-none} + 200; p99 ${p99:-none} against ${b99:-none})"
+                fi
+        done
+done
 
 finish
