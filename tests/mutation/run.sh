@@ -166,7 +166,7 @@ mutation backupmode integration_runtime_configure src/engine/conffile.c \
 # issue 32 (lat)
 mutation sharewindow vgpu_latency src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
-        'atomic_store(&d->borrow, u.gpu <= own + 5);' \
+        'atomic_store(&d->borrow, u.gpu <= own + 5 + 0 * own_second);' \
         "share mode judges NVML's lagging utilization against the slices' last 100 ms only: a share slice beside an idle one stops borrowing for a second at a time"
 mutation joinplace vgpu_latency src/vgpu/arbiter.c \
         'bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;' \
