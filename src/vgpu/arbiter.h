@@ -27,7 +27,11 @@
  * than that is no peer's (a hostile writer's): neither its lease nor its demand counts.
  *
  * A holder whose work runs out while others want the GPU hands it over at once (work-conserving:
- * the others use its gaps).
+ * the others use its gaps), and so does one whose work runs out while another slice is there
+ * (ticked in the last 50 ms) and may want the GPU any moment: its request then finds it free
+ * (kept until asked for, the turn went over only when our ticker, napping 5 ms, looked again).
+ * A slice that joins (a new record, or one that wanted nothing for a second) gets no credit:
+ * it goes twice the cut slack behind the least of the slices that are there.
  *
  * Cuts: a slice need not wait for the end of a holder's turn when it is the slack
  * (GS_ARB_CUT_SLACK) ahead of the holder in that order, and either wakes (wants the GPU after not
