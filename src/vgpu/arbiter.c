@@ -30,6 +30,9 @@
 #define GS_ARB_READ_WAIT_NS 100000ull      /* and by a launcher waiting for its turn or for queue room */
 #define GS_ARB_LIST_NS 1000000000ull       /* the directory is listed at least this often */
 #define GS_ARB_SHARED_NS 1000000000ull     /* a peer that ticked this recently shares the GPU */
+#define GS_ARB_PRESENT_NS 50000000ull      /* a slice that ticked this recently is there (a live
+                                            * process ticks every 5 ms at least; one that left
+                                            * is not, though its record shares the GPU a second) */
 #define GS_ARB_GONE_NS 60000000000ull      /* a slice silent this long is gone: its file is removed */
 #define GS_ARB_CHARGE_MAX_NS 10000000ull   /* a tick charges the others at most this much (a late one) */
 
@@ -569,7 +572,18 @@ static void keep_or_hand_over(struct gs_arb *a, uint64_t now, bool wanting, bool
          * not having looked yet, never saw the cut, and its next kernel ran between a latency
          * client's first two: 0.2-0.6 % of the requests on the H200). */
         bool judged = since <= now;
-        if (others && (quiet || (!wanting && idle)) && judged) {
+        /* Quiet beside another slice that may want the GPU any moment (it is there: ticked in
+         * the last 50 ms, not one that left a moment ago): hand over too, before it asks. Its request then takes a free GPU at once; kept,
+         * the turn went to it only when our ticker, napping 5 ms while we are quiet, next looked
+         * (the request waited for a turn we did not use: two latency clients at 50 % each, p99
+         * 4.6 x their p99 without slicing on the simulated GPU). Our own next launch takes the GPU
+         * back through the gate (a read of the records: microseconds) or waits its turn. */
+        bool near = false;
+        for (unsigned i = 0; i < a->npeers && !near; i++) {
+                const struct gs_arb_peer *p = &a->peer[i];
+                near = p->valid && !p->ignored && p->alive_ns + GS_ARB_PRESENT_NS > now;
+        }
+        if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {
                 note(a, quiet ? "hand over: quiet" : "hand over: out of work");
                 release(a);
                 a->woke = true;
@@ -590,18 +604,34 @@ static bool note_want(struct gs_arb *a, uint64_t now)
         struct gs_arb_rec *me = a->me;
         /* (a pause for our own budget is no waking: a capped slice that cut a turn at each refill
          * would pay for the holder's queued kernels at each) */
-        bool waking = (now - atomic_load(&me->want_ns) > GS_ARB_WANT_NS || a->woke) && !a->held_back;
+        uint64_t last = atomic_load(&me->want_ns);
+        bool waking = (now - last > GS_ARB_WANT_NS || a->woke) && !a->held_back;
+        /* (joining: a new record, or back after more than GS_ARB_SHARED_NS; also where its budget
+         * held it back: a new slice's budget starts empty) */
+        bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;
         a->held_back = false;
-        if (waking) {
-                uint64_t least = UINT64_MAX;
+        if (waking || joining) {
+                uint64_t least = UINT64_MAX, here = UINT64_MAX;
                 for (unsigned i = 0; i < a->npeers; i++) {
                         const struct gs_arb_peer *p = &a->peer[i];
                         if ((peer_wants(p, now) || peer_holds(p, now)) && p->vtime < least)
                                 least = p->vtime;
+                        if (p->valid && !p->ignored && p->alive_ns + GS_ARB_PRESENT_NS > now && p->vtime < here)
+                                here = p->vtime;
                 }
-                uint64_t c = credit(a->weight);
-                if (least != UINT64_MAX && least > c && atomic_load(&me->vtime) < least - c)
-                        atomic_store(&me->vtime, least - c);
+                uint64_t c = credit(a->weight), v = atomic_load(&me->vtime);
+                if (waking && least != UINT64_MAX && least > c && v < least - c)
+                        atomic_store(&me->vtime, v = least - c);
+                /* A slice that joins gets no credit for the time it was not there: it goes just
+                 * behind the least of the slices that are there (ticked in the last 50 ms: not
+                 * one that just left, whose record lingers; twice the cut slack, so that any of
+                 * them that wakes may cut its turn). With a quantum of credit below the least of
+                 * those *wanting* the GPU, a joiner went below a latency slice (which then could
+                 * not cut its turns), or to virtual time 0 while that slice was between requests:
+                 * each of its turns ran a whole quantum against the waiting requests. */
+                if (joining && here != UINT64_MAX && here < UINT64_MAX - 2 * GS_ARB_CUT_SLACK &&
+                    v < here + 2 * GS_ARB_CUT_SLACK)
+                        atomic_store(&me->vtime, here + 2 * GS_ARB_CUT_SLACK);
         }
         atomic_store(&me->want_ns, now);
         return waking;
@@ -781,6 +811,19 @@ uint64_t gs_arb_others_got(const struct gs_arb *a)
                 if (a->peer[i].valid && a->peer[i].got_ns < UINT64_MAX - sum)
                         sum += a->peer[i].got_ns;
         return sum;
+}
+
+uint64_t gs_arb_others_recent(const struct gs_arb *a, uint64_t upto, uint64_t span)
+{
+        uint64_t sum = 0, from = upto > span ? upto - span : 0;
+        for (unsigned i = 0; i < a->npeers; i++) {
+                const struct gs_arb_peer *p = &a->peer[i];
+                uint64_t last = p->alive_ns < upto ? p->alive_ns : upto;
+                if (!p->valid || last <= from)
+                        continue;
+                sum += p->got_ns < last - from ? p->got_ns : last - from;
+        }
+        return sum < span ? sum : span;
 }
 
 /* The peer table is ours to refresh: a launcher that waits for the GPU waits the ticker's refresh

@@ -27,7 +27,11 @@
  * than that is no peer's (a hostile writer's): neither its lease nor its demand counts.
  *
  * A holder whose work runs out while others want the GPU hands it over at once (work-conserving:
- * the others use its gaps).
+ * the others use its gaps), and so does one whose work runs out while another slice is there
+ * (ticked in the last 50 ms) and may want the GPU any moment: its request then finds it free
+ * (kept until asked for, the turn went over only when our ticker, napping 5 ms, looked again).
+ * A slice that joins (a new record, or one that wanted nothing for a second) gets no credit:
+ * it goes twice the cut slack behind the least of the slices that are there.
  *
  * Cuts: a slice need not wait for the end of a holder's turn when it is the slack
  * (GS_ARB_CUT_SLACK) ahead of the holder in that order, and either wakes (wants the GPU after not
@@ -222,6 +226,11 @@ static inline bool gs_arb_below(const struct gs_arb *a)
 /* The GPU time the other slices on the GPU said they received (the sum of their records at the
  * last read; untrusted, for share mode's estimate of the GPU's idle time). */
 uint64_t gs_arb_others_got(const struct gs_arb *a);
+
+/* At most the GPU time the other slices received in the `span` ns up to `upto`, by their records
+ * (each one's GPU time so far, at most the time it was alive then; untrusted: share mode's
+ * estimate of the GPU's use before this process came). */
+uint64_t gs_arb_others_recent(const struct gs_arb *a, uint64_t upto, uint64_t span);
 
 /* The ticker, every tick: `wanting` (work queued, launches waiting or recent), `busy_ns` (GPU
  * time measured since the last call), `got_total` (the slice's GPU time so far, every process of

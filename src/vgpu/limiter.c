@@ -79,6 +79,7 @@ _Static_assert(GS_PRIO_HIGH == GS_REGION_PRIO_HIGH && GS_PRIO_NORMAL == GS_REGIO
 #endif
 #define GS_LIMITER_CALIBRATE_NS 1000000000ull
 #define GS_LIMITER_SHARE_PERIOD_NS 100000000ull
+#define GS_LIMITER_SHARE_STEPS 10            /* ... and NVML's longest sample period: 10 of them */
 
 enum { ENTRY_FREE, ENTRY_WRITING, ENTRY_READY, ENTRY_EMPTY };
 
@@ -129,6 +130,10 @@ struct lim_dev {
         uint64_t view_at, view_busy; /* the utilization view's last sample */
         _Atomic int view_pct;        /* its last answer (-1: none yet) */
         uint64_t share_busy, share_at, share_others;
+        /* share mode's last second (GS_LIMITER_SHARE_STEPS steps): the slices' GPU time, and the
+         * span of each step */
+        uint64_t share_step_busy[GS_LIMITER_SHARE_STEPS], share_step_span[GS_LIMITER_SHARE_STEPS];
+        unsigned share_i, share_steps;
         nvmlDevice_t nvml;
         /* the gaps with nothing of ours queued between the work measured, by length (log level 3
          * prints them at exit: what a workload leaves idle, and so what a cap does not charge) */
@@ -483,9 +488,11 @@ static bool queue_full(struct lim_dev *d)
                        atomic_load_explicit(&d->completed, memory_order_relaxed);
         uint64_t per = atomic_load_explicit(&d->per_launch, memory_order_relaxed);
         /* Until a launch's cost is measured (the first event of the process completes), four: an
-         * unknown kernel may be long, and what is queued cannot be taken back. */
+         * unknown kernel may be long, and what is queued cannot be taken back; beside another
+         * slice, two (one running, one queued, as rule 5 keeps later: a joining slice's first
+         * four 2 ms kernels were 8 ms that a waiting request sat behind). */
         if (per == 0)
-                return out >= 4;
+                return out >= (gs_arb_shared(&d->arb) ? 2u : 4u);
         if (out >= GS_LIMITER_QUEUE_LAUNCHES)
                 return true;
         if (out != 0 && beside_higher(d))
@@ -774,10 +781,18 @@ static void refill(uint64_t now)
 }
 
 /* Share mode: borrow while nobody else uses the GPU: NVML's device utilization (its own sample
- * period, 1/6 s to 1 s) at most 5 points above our busy time over the last 100 ms and what the
- * other slices on the GPU say they received meanwhile (their turns are the arbiter's to share
- * out: a slice that uses a little of the GPU does not stop its neighbours from borrowing; a
- * tenant outside the slices does). */
+ * period, 1/6 s to 1 s) at most 5 points above what the slices on the GPU used: our busy time
+ * and what the other slices say they received (their turns are the arbiter's to share out: a
+ * slice that uses a little of the GPU does not stop its neighbours from borrowing; a tenant
+ * outside the slices does). The slices' use is taken over the last check (100 ms) and over the
+ * last second, whichever is more: NVML's figure lags behind the work by up to its period, and
+ * judged against the last 100 ms alone, the neighbours' work that just ended (they left, or
+ * paused), or one 100 ms of ours that fell short (a CPU stall, a request of a neighbour), kept
+ * NVML above us for up to a second; not borrowing meanwhile held us at our share, and NVML
+ * stayed above us: a share-30 slice alone got 0.886 of an H200 started right after a pair
+ * ended, 0.84 of the simulated GPU beside an idle slice. A slice that has not yet seen a second
+ * counts, for the part of the second before it, what the others' records say they may have
+ * received then (gs_arb_others_recent: an upper bound). */
 static void share_check(struct lim_dev *d, int vis, uint64_t now)
 {
         if (S.cfg.compute_mode != GS_COMPUTE_SHARE || now - d->share_at < GS_LIMITER_SHARE_PERIOD_NS)
@@ -794,6 +809,21 @@ static void share_check(struct lim_dev *d, int vis, uint64_t now)
         d->share_at = now;
         if (first)
                 return;
+        d->share_i = (d->share_i + 1) % GS_LIMITER_SHARE_STEPS;
+        d->share_step_busy[d->share_i] = busy;
+        d->share_step_span[d->share_i] = span;
+        if (d->share_steps < GS_LIMITER_SHARE_STEPS)
+                d->share_steps++;
+        uint64_t wbusy = 0, wspan = 0, second = GS_LIMITER_SHARE_STEPS * GS_LIMITER_SHARE_PERIOD_NS;
+        for (unsigned i = 0; i < d->share_steps; i++) {
+                wbusy += d->share_step_busy[i];
+                wspan += d->share_step_span[i];
+        }
+        if (wspan < second) { /* (the part of the second before our first step, and a step more:
+                                * NVML's figure is a sample late) */
+                wbusy += gs_arb_others_recent(&d->arb, now - wspan, second + GS_LIMITER_SHARE_PERIOD_NS - wspan);
+                wspan = second;
+        }
         if (d->nvml == NULL) {
                 if (gs_vgpu_load_nvml() < 0 || S.nv.nvmlInit_v2 == NULL || S.nv.nvmlInit_v2() != NVML_SUCCESS ||
                     S.nv.nvmlDeviceGetHandleByUUID == NULL ||
@@ -803,8 +833,8 @@ static void share_check(struct lim_dev *d, int vis, uint64_t now)
         nvmlUtilization_t u;
         if (S.nv.nvmlDeviceGetUtilizationRates == NULL || S.nv.nvmlDeviceGetUtilizationRates(d->nvml, &u) != NVML_SUCCESS)
                 return;
-        uint64_t own = span != 0 ? busy * 100 / span : 0;
-        atomic_store(&d->borrow, u.gpu <= own + 5);
+        uint64_t own = span != 0 ? busy * 100 / span : 0, own_second = wbusy * 100 / wspan;
+        atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);
 }
 
 #define GS_LIMITER_VIEW_NS 500000000ull        /* the view's window (NVML: 1/6 s to 1 s) */

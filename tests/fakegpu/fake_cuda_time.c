@@ -28,6 +28,7 @@ struct timeline {
 
 static struct timeline g_tl[MAX_DEV];
 static uint64_t *g_shared_tl;            /* FAKEGPU_SHARED_TIMELINE: every process's tail per device */
+static struct fg_util_bucket *g_shared_util; /* ... and its work per 100 ms (fakegpu_state.h) */
 static uint64_t g_default_ns;         /* kernel_us (or FAKEGPU_KERNEL_US) in ns */
 static uint64_t g_queue_ns;
 static unsigned long long g_busy_ns;  /* atomic: summed durations of the work run */
@@ -137,6 +138,22 @@ static void back_pressure(const struct timeline *tl)
     }
 }
 
+/* The work [start, end) into the device's 100 ms steps (a step reused from 1.6 s ago starts
+ * over: two processes at once may lose a kernel's part; a model, not an account). */
+static void util_note(struct fg_util_bucket *ring, uint64_t start, uint64_t end)
+{
+    for (uint64_t t = start; t < end;) {
+        uint64_t idx = t / FG_UTIL_BUCKET_NS, upto = (idx + 1) * FG_UTIL_BUCKET_NS;
+        struct fg_util_bucket *b = &ring[idx % FG_UTIL_BUCKETS];
+        uint64_t old = __atomic_load_n(&b->idx, __ATOMIC_ACQUIRE);
+
+        if (old != idx && __atomic_compare_exchange_n(&b->idx, &old, idx, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            __atomic_store_n(&b->ns, 0, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&b->ns, (end < upto ? end : upto) - t, __ATOMIC_RELAXED);
+        t = upto;
+    }
+}
+
 uint64_t tl_run(int dev, uint64_t *stream_tail, uint64_t ns, unsigned long long kernels)
 {
     struct timeline *tl = &g_tl[dev];
@@ -163,6 +180,8 @@ uint64_t tl_run(int dev, uint64_t *stream_tail, uint64_t ns, unsigned long long 
         } while (!__atomic_compare_exchange_n(&tl->tail, &tail, end, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     }
     atomic_max(stream_tail, end);
+    if (g_shared_util != NULL)
+        util_note(&g_shared_util[(size_t)dev * FG_UTIL_BUCKETS], start, end);
     __atomic_add_fetch(&g_busy_ns, ns, __ATOMIC_RELAXED);
     __atomic_add_fetch(&g_kernels, kernels, __ATOMIC_RELAXED);
     return end;
@@ -216,7 +235,7 @@ static void busy_file_init(void)
 static void shared_init(void)
 {
     const char *path = getenv(SHARED_ENV);
-    size_t size = MAX_DEV * sizeof(uint64_t);
+    size_t size = FG_SHARED_TL_SIZE;
     void *p;
     int fd;
 
@@ -232,6 +251,7 @@ static void shared_init(void)
     }
     close(fd);
     g_shared_tl = p;
+    g_shared_util = (struct fg_util_bucket *)(g_shared_tl + MAX_DEV);
 }
 
 void time_init(void)

@@ -740,6 +740,31 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v
     return NVML_SUCCESS;
 }
 
+/* FAKEGPU_NVML_UTIL=timeline: GPU i's utilization is the work run on the shared timeline's device
+ * i (FAKEGPU_SHARED_TIMELINE, fakegpu_state.h) over the last whole second; -1 otherwise. */
+static int timeline_util(unsigned gpu)
+{
+    const char *how = getenv(FG_UTIL_ENV), *path = getenv("FAKEGPU_SHARED_TIMELINE");
+    if (how == NULL || strcmp(how, "timeline") != 0 || path == NULL || path[0] == '\0' || gpu >= FG_STATE_UNITS)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* (no process has run anything yet) */
+    struct fg_util_bucket ring[FG_UTIL_BUCKETS];
+    off_t at = (off_t)(FG_STATE_UNITS * sizeof(uint64_t) + (size_t)gpu * sizeof(ring));
+    ssize_t n = pread(fd, ring, sizeof(ring), at);
+    close(fd);
+    if (n != (ssize_t)sizeof(ring))
+        return 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t cur = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) / FG_UTIL_BUCKET_NS, sum = 0;
+    for (unsigned i = 0; i < FG_UTIL_BUCKETS; i++)
+        if (ring[i].idx < cur && ring[i].idx + 10 >= cur)
+            sum += ring[i].ns;
+    return sum >= 10 * FG_UTIL_BUCKET_NS ? 100 : (int)(sum * 100 / (10 * FG_UTIL_BUCKET_NS));
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
     ENTER();
@@ -749,7 +774,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtili
     /* Not available per MIG device nor on a MIG-enabled GPU. */
     if (m != NULL || g->mig == FG_MIG_ON)
         return NVML_ERROR_NOT_SUPPORTED;
-    utilization->gpu = g->util_gpu;
+    int tl = timeline_util(gpu_index(g));
+    utilization->gpu = tl >= 0 ? (unsigned)tl : g->util_gpu;
     utilization->memory = g->util_mem;
     return NVML_SUCCESS;
 }

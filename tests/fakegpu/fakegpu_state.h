@@ -53,6 +53,21 @@ struct fg_state {
     int writable;
 };
 
+/* FAKEGPU_SHARED_TIMELINE's file (fake_cuda_time.c): the devices' tails (uint64_t, by CUDA
+ * ordinal, FG_STATE_UNITS of them), then, per device, the work run in each 100 ms of the
+ * monotonic clock (a ring of FG_UTIL_BUCKETS steps). With FAKEGPU_NVML_UTIL=timeline the fake
+ * NVML's device utilization is the work of every process on that timeline over the last whole
+ * second (NVML's longest sample period: what lags most behind the work). */
+#define FG_UTIL_BUCKET_NS 100000000ULL
+#define FG_UTIL_BUCKETS 16
+#define FG_UTIL_ENV "FAKEGPU_NVML_UTIL"
+struct fg_util_bucket {
+    uint64_t idx;                       /* the step (monotonic ns / FG_UTIL_BUCKET_NS) it holds */
+    uint64_t ns;                        /* work run in it */
+};
+#define FG_SHARED_TL_SIZE (FG_STATE_UNITS * sizeof(uint64_t) + \
+                           FG_STATE_UNITS * FG_UTIL_BUCKETS * sizeof(struct fg_util_bucket))
+
 static inline unsigned fg_state_unit(unsigned gpu, int mig)
 {
     return gpu * FG_STATE_UNITS_PER_GPU + (mig < 0 ? 0u : 1u + (unsigned)mig);

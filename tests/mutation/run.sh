@@ -229,6 +229,19 @@ mutation dramemory k8s_dra_plugin src/k8s/dra_prepare.c \
         'if (0)' \
         "the DRA plugin prepares a claim that consumes more memory than its GPU has (an over-committed slice)" \
         "more memory than gpu-0 has"
+# issue 32 (lat)
+mutation sharewindow vgpu_latency src/vgpu/limiter.c \
+        'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
+        'atomic_store(&d->borrow, u.gpu <= own + 5 + 0 * own_second);' \
+        "share mode judges NVML's lagging utilization against the slices' last 100 ms only: a share slice beside an idle one stops borrowing for a second at a time"
+mutation joinplace vgpu_latency src/vgpu/arbiter.c \
+        'bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;' \
+        'bool joining = false;' \
+        "a slice that joins keeps its virtual time 0 (or a quantum of credit below the least of those wanting the GPU): its turns run a whole quantum against a waiting latency client"
+mutation quiethandover vgpu_latency src/vgpu/arbiter.c \
+        'if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {' \
+        'if (others && (quiet || (!wanting && idle)) && judged) {' \
+        "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back"
 SLOW=(limiter)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then

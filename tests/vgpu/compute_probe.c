@@ -11,8 +11,10 @@
  * as bench/compute_shapes.cu does), request (a latency client: every PROBE_PERIOD_US (default 20000)
  * one request of PROBE_REQ_KERNELS (default 4) kernels on its stream, each waited for and the
  * next launched PROBE_REQ_GAP_US (default 0) later, busy meanwhile (the host's work); it sleeps
- * between requests and prints requests=R p50_us= p99_us= max_us= of the requests' latency, from
- * the start of the request to the end of its last kernel).
+ * between requests and prints requests=R (served) due=D (the requests its period asks for in
+ * SECONDS: a request that takes longer than the period delays the next) p50_us= p99_us= max_us= of
+ * the requests' latency, from the start of the request to the end of its last kernel, and
+ * p99_run_us= max_run_us= of the same less the time the process waited for a CPU meanwhile).
  * PROBE_NVML=1 reads NVML's utilization of device 0 two thirds of the way through (util=U below).
  * PROBE_PROGRESS=FILE: the launches so far in FILE as they go (progress.h; not in request mode).
  * PROBE_BUSY_THREAD=1 starts a thread of its own that spins on the CPU for the whole run (a stand-in for
@@ -267,8 +269,9 @@ int main(int argc, char **argv)
         if (request && nreq > 0) {
                 qsort(lat, nreq, sizeof(double), cmp_double);
                 qsort(own, nreq, sizeof(double), cmp_double);
-                printf("requests=%zu p50_us=%.0f p99_us=%.0f max_us=%.0f p99_run_us=%.0f ", nreq, lat[nreq / 2],
-                       lat[(size_t)((double)(nreq - 1) * 0.99)], lat[nreq - 1], own[(size_t)((double)(nreq - 1) * 0.99)]);
+                printf("requests=%zu due=%.0f p50_us=%.0f p99_us=%.0f max_us=%.0f p99_run_us=%.0f max_run_us=%.0f ", nreq,
+                       seconds * 1e6 / period, lat[nreq / 2], lat[(size_t)((double)(nreq - 1) * 0.99)], lat[nreq - 1],
+                       own[(size_t)((double)(nreq - 1) * 0.99)], own[nreq - 1]);
         }
         free(lat);
         free(own);

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Issue 32 on the simulated GPU: the mechanisms behind equal slices' latency and work conservation.
+# Each case shares one simulated GPU timeline between its processes (FAKEGPU_SHARED_TIMELINE), and
+# the fake NVML's device utilization is that timeline's work over the last whole second
+# (FAKEGPU_NVML_UTIL=timeline: NVML's longest sample period, the figure that lags most behind the
+# work; share mode borrows the GPU's idle time by it). Fractions' lower bounds allow for the CPU
+# stalls measured in the same run (tests/lib/probe.sh), as in test_turns.sh.
+set -uo pipefail
+SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
+unset LD_LIBRARY_PATH LD_PRELOAD
+LIB=$BUILD/libgpuslice-vgpu.so
+PROBE=$BUILD/tests/vgpu/compute-probe
+FAKE=$BUILD/tests/fakegpu
+TMP=$(mktemp -d /tmp/gs-latency.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
+export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf FAKEGPU_NVML_UTIL=timeline
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
+. "$SRC/tests/lib/check.sh"
+. "$SRC/tests/lib/probe.sh"
+field() { probe_field "$@"; }
+# at_least LO VALUE
+at_least() { awk -v v="$2" -v lo="$1" 'BEGIN { exit !(v != "" && v + 0 >= lo) }'; }
+n=0
+fresh() {
+        n=$((n + 1))
+        export FAKEGPU_STATE=$TMP/state.$n FAKEGPU_SHARED_TIMELINE=$TMP/timeline.$n GPUSLICE_ARBITER_DIR=$TMP/arb.$n
+        mkdir -p "$GPUSLICE_ARBITER_DIR"
+}
+# sliced NAME ENV... -- PROBE ARGS: a slice of its own (region NAME) in the background
+sliced() {
+        local name=$1; shift
+        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_REGION="$TMP/region.$n.$name" "$@" >"$TMP/$name" 2>&1 &
+}
+SHARE30="GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share"
+
+# 1. Work conservation: a share-30 slice of 1 ms kernels gets >= 0.97 of the GPU alone, beside an
+# idle slice (a request of one 70 us kernel every 200 ms), and started right after a 30 + 70 pair
+# ended (NVML still shows the pair's work for up to a second; their records stay). Before: it
+# compared NVML's lagging figure with the slices' use over the last 100 ms only: one short step
+# (the neighbours' work ending, a CPU stall) stopped its borrowing, and NVML then stayed above it
+# for a second: 0.47-0.60 beside the idle slice, 0.75 after the pair.
+fresh
+sliced alone $SHARE30 "$PROBE" kernel 3 1000
+wait $!
+sliced a $SHARE30 "$PROBE" kernel 2 1000
+pa=$!
+sliced b GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=share "$PROBE" kernel 2 1000
+wait $pa $!
+sliced after $SHARE30 "$PROBE" kernel 3 1000
+wait $!
+PROBE_PERIOD_US=200000 PROBE_REQ_KERNELS=1 sliced idle $SHARE30 "$PROBE" request 4 70
+pi=$!
+sleep 0.3
+sliced beside $SHARE30 "$PROBE" kernel 3 1000
+wait $! $pi
+for c in alone after beside; do
+        f=$(field fraction "$TMP/$c") lo=$(probe_lo 0.97 "$TMP/$c")
+        case $c in alone) what="alone" ;; after) what="right after a 30 + 70 pair ended" ;; beside) what="beside an idle slice" ;; esac
+        at_least "$lo" "$f" && ok "work conservation: a share-30 slice $what gets $f of the GPU (>= $lo)" ||
+                { not_ok "work conservation: a share-30 slice $what gets ${f:-nothing} of the GPU (want >= $lo)"; tail -n 3 "$TMP/$c"; }
+done
+
+# 2. Joiners: a latency client (every 20 ms a request of four 70 us kernels, 4 s) beside a batch
+# that comes and goes: eight processes of 0.4 s each, one after another, each a new slice of 2 ms
+# kernels (as jobs come and go). No request waits more than about one batch kernel (its longest,
+# less the CPU stalls during it: <= 2 kernels + 6 ms, as test_turns.sh's p99), and none is
+# dropped (served >= due - 2, less the share of the run the client was off its CPU). Before: a new slice's place in the turns was a quantum of credit
+# below the least of the slices *wanting* the GPU, so below the client (which it cannot then cut)
+# or, with the client between requests, at virtual time 0: its turns ran a quantum (40 ms) each.
+joiners() { # MODE: the client and the batch slices both MODE at 50 %
+        fresh
+        sliced client GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$1 "$PROBE" request 4 70
+        local c=$! i
+        sleep 0.2
+        for i in 1 2 3 4 5 6 7 8; do
+                env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_REGION="$TMP/region.$n.batch$i" \
+                        GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$1 "$PROBE" kernel 0.4 2000 >"$TMP/batch$i" 2>&1
+        done
+        wait $c
+        local mx p99 req due
+        mx=$(field max_run_us "$TMP/client") p99=$(field p99_run_us "$TMP/client") req=$(field requests "$TMP/client")
+        due=$(field due "$TMP/client")
+        # (a request the client's CPU stalls pushed past its period is no drop: the share of the
+        # run it was off its CPU, of the requests due, is allowed for, as a fraction's bound is)
+        local off; off=$(probe_off "$TMP/client")
+        if [ -n "$req" ] && awk -v m="$mx" -v r="$req" -v d="$due" -v o="$off" 'BEGIN { exit !(m <= 10000 && r >= d - 2 - d * o) }'; then
+                ok "$1 50/50, a batch joining as 8 new slices: the client's longest request $mx us (<= 10000; p99 $p99), $req of $due served"
+        else
+                not_ok "$1 50/50, a batch joining as 8 new slices: the client's longest request ${mx:-none} us (want <= 10000; p99 ${p99:-none}), ${req:-none} of ${due:-none} served"
+                tail -n 2 "$TMP/client"
+        fi
+}
+joiners share
+joiners cap
+
+# 3. Two equal latency-bound slices (inference services at 50 % each): a client of four 200 us
+# kernels every 10 ms and one of eight 150 us kernels every 7 ms, 3 s, first without slicing, then
+# share 50/50 and cap 50/50 on the same simulated GPU. A request must not wait for the other
+# slice's turn to be handed back: each client's median stays within 1.2 x its median without
+# slicing + 0.2 ms. Before: a quiet holder kept its turn until its ticker, napping 5 ms while
+# quiet, looked again; the second client's median 1.5 x (2.73 against 1.82 ms), p99 4.6 x. (The
+# p99 and the longest request are printed: issue 32's target of 1.1 x is the GPU host's.)
+two_clients() { # MODE (none: no slicing): outputs $TMP/ca.MODE, $TMP/cb.MODE
+        fresh
+        local lim=""
+        [ "$1" != none ] && lim="GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$1"
+        PROBE_PERIOD_US=10000 PROBE_REQ_KERNELS=4 sliced ca.$1 $lim "$PROBE" request 3 200
+        local a=$!
+        PROBE_PERIOD_US=7000 PROBE_REQ_KERNELS=8 sliced cb.$1 $lim "$PROBE" request 3 150
+        wait $a $!
+}
+for m in none share cap; do two_clients $m; done
+for m in share cap; do
+        for c in ca cb; do
+                p50=$(field p50_us "$TMP/$c.$m") base=$(field p50_us "$TMP/$c.none")
+                p99=$(field p99_run_us "$TMP/$c.$m") b99=$(field p99_run_us "$TMP/$c.none") mx=$(field max_run_us "$TMP/$c.$m")
+                if [ -n "$base" ] && awk -v p="$p50" -v b="$base" 'BEGIN { exit !(p != "" && p <= 1.2 * b + 200) }'; then
+                        ok "two latency slices, $m 50/50, client $c: median $p50 us (no slicing $base; p99 $p99 against $b99, longest $mx)"
+                else
+                        not_ok "two latency slices, $m 50/50, client $c: median ${p50:-none} us (want <= 1.2 x ${base:-none} + 200; p99 ${p99:-none} against ${b99:-none})"
+                fi
+        done
+done
+
+finish
