@@ -121,7 +121,7 @@ mutation k8sdoctor integration_doctor src/doctor/check_requests.c \
         'if (0) {' \
         "doctor says nothing of a Kubernetes node that takes NVIDIA_VISIBLE_DEVICES from unprivileged containers"
 # issue 31 (dra)
-mutation drabound "unit_k8s k8s_dra_plugin" src/k8s/dra_claim.c \
+mutation drabound unit_k8s src/k8s/dra_claim.c \
         'if (bound(&cls[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)' \
         'if (bound(&clm[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)' \
         "a DRA claim's config is its own bound: it asks priority high or compute mode off over its DeviceClass's"
@@ -138,7 +138,7 @@ mutation arbowed unit_arbiter src/vgpu/arbiter.c \
         'return (struct place){p->owed ? 0 : p->prio + 1, p->vtime};' \
         'return (struct place){(p->flags & GS_ARB_OWED) ? 0 : p->prio + 1, p->vtime};' \
         "\"owed\" is what a slice's record claims, not what its readers judge"
-mutation arbcost "unit_arbiter vgpu_liar" src/vgpu/arbiter.c \
+mutation arbcost unit_arbiter src/vgpu/arbiter.c \
         'p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);' \
         'p->ignored = false;' \
         "a peer that costs a slice more than its share while the slice is short of its own is still obeyed (a liar holds it)"
@@ -242,7 +242,7 @@ mutation quiethandover vgpu_latency src/vgpu/arbiter.c \
         'if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {' \
         'if (others && (quiet || (!wanting && idle)) && judged) {' \
         "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back"
-SLOW=(limiter)
+SLOW=(limiter prioclass)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
         MUTATIONS=()
