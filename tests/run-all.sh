@@ -8,7 +8,7 @@
 # per layer (unit, integration, GPU host), and every skip is listed with its reason. A test run
 # that executed no test, or a whole run that passed nothing, is a failure.
 set -uo pipefail
-BUILD=${1:-build} BUILD_ASAN=${2:-build-asan} BUILD_FUZZ=${3:-build-fuzz} FUZZ_SECONDS=${4:-20}
+BUILD=${1:-build} BUILD_ASAN=${2:-build-asan} BUILD_FUZZ=${3:-build-fuzz} FUZZ_SECONDS=${4:-12}
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
 failures=() skips=()
@@ -132,7 +132,9 @@ fi
 if [ -z "${FUZZ_ONLY:-}" ]; then
         echo "=== mutation check (${BUILD_MUT:-build-mut})"
         mut_log=$(mktemp)
-        tests/mutation/run.sh "${BUILD_MUT:-build-mut}" 2>&1 | tee "$mut_log"
+        # (the normal build's run of this same tree is the baseline: the tests that passed there are
+        # not run again unbroken)
+        MUTATION_BASELINE=$BUILD/meson-logs/testlog.json tests/mutation/run.sh "${BUILD_MUT:-build-mut}" 2>&1 | tee "$mut_log"
         mut_rc=${PIPESTATUS[0]}
         k=$(grep -c ': killed by ' "$mut_log")
         passed=$((passed + k))
