@@ -44,6 +44,11 @@ static const char configure_help[] =
         "      --priority=PRIORITY   high, normal (default) or low: the order in which\n"
         "                            compute-limited slices get the GPU (no effect without a share)\n"
         "      --slice-id=ID         names the slice's host directory (default pid-<PID>)\n"
+        "      --container-user=UID[:GID]  the container's process user, as numbers seen in the\n"
+        "                            container (config.json's process.user; GID default: UID): its\n"
+        "                            usage region and arbiter records are that user's and group's\n"
+        "                            (0660), through the container's uid/gid map (default: the\n"
+        "                            owner of the container process, its root)\n"
         "      --regions-dir=DIR     where slice directories live (default " GS_SLICE_REGIONS_DIR "; the GPUs'\n"
         "                            arbiter directories are in DIR/../arbiter)\n"
         "      --mps=MODE            off, auto or on: a cap slice on one GPU through the GPU's MPS\n"
@@ -57,7 +62,7 @@ static const char configure_help[] =
         "Errors: 'gpuslice: <stage> error: <message>' with nvidia-container-cli's stage names.\n";
 
 enum { O_COMPAT32 = 0x100, O_MIGCONF, O_MIGMON, O_IMEX, O_NOCG, O_NODEVBIND, O_NOPERS, O_NOFM, O_NOGSP, O_COMPAT,
-       O_SLICEID, O_REGIONS, O_MPSROOT, O_MPS, O_CONFIG };
+       O_SLICEID, O_REGIONS, O_MPSROOT, O_MPS, O_CONFIG, O_CUSER };
 
 static const struct option opts[] = {
         {"pid", required_argument, NULL, 'p'},
@@ -85,6 +90,7 @@ static const struct option opts[] = {
         {"config", required_argument, NULL, O_CONFIG},
         {"slice-id", required_argument, NULL, O_SLICEID},
         {"regions-dir", required_argument, NULL, O_REGIONS},
+        {"container-user", required_argument, NULL, O_CUSER},
         {"help", no_argument, NULL, 'h'},
         {0},
 };
@@ -153,6 +159,23 @@ static int take_option(struct args *a, int c, char **argv)
         case O_CONFIG:
                 a->config = optarg;
                 return -1;
+        case O_CUSER: {
+                /* numbers only: a name would be looked up in the host's databases, not the image's */
+                unsigned long long u, g;
+                char *colon = strchr(optarg, ':');
+                if (colon != NULL)
+                        *colon = '\0';
+                bool bad = gs_parse_uint(optarg, 0xfffffffeull, &u) < 0 ||
+                           (colon != NULL && gs_parse_uint(colon + 1, 0xfffffffeull, &g) < 0);
+                if (colon != NULL)
+                        *colon = ':';
+                if (bad)
+                        return cli_usage_error("configure", "invalid --container-user: %s (UID[:GID], numbers)", optarg);
+                o->slice.user_uid = (uid_t)u;
+                o->slice.user_gid = (gid_t)(colon != NULL ? g : u);
+                o->slice.user_set = true;
+                return -1;
+        }
         case 'h':
                 fputs(configure_help, stdout);
                 return 0;

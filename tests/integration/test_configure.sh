@@ -282,6 +282,22 @@ for f in /etc/gpuslice/slice.conf /etc/ld.so.preload /usr/lib/gpuslice/libgpusli
         in_no c10 "$f is read-only in the container" sh -c "echo x >>$f"
 done
 in_yes c10 "the usage region is writable in the container" sh -c 'echo x >/run/gpuslice/usage'
+# The region's owner: the container process's owner (root here) by default; --container-user
+# makes it the container's process user's and group's (0660), so that a non-root process in the
+# container can open it (as the hook does from config.json's process.user).
+[ "$(stat -c '%u:%g %a' "$SL/c10/usage")" = "0:0 660" ] && ok "without --container-user the usage region is the container root's (0:0 660)" ||
+        not_ok "default region owner: $(stat -c '%u:%g %a' "$SL/c10/usage")"
+R11=$(container c11)
+started "c11: the container process" "$(cpid c11)"
+run cuser -- "$GS" --root "$DRV" configure --pid "$(cpid c11)" --compute --device 0 --memory 1Gi \
+        --container-user 1000:1001 --slice-id c11 --regions-dir "$SL" "$R11"
+expect_rc cuser 0 "configure --memory 1Gi --container-user 1000:1001"
+[ "$(stat -c '%u:%g %a' "$SL/c11/usage")" = "1000:1001 660" ] &&
+        ok "--container-user 1000:1001: the usage region is 1000:1001, 0660" || not_ok "--container-user: region $(stat -c '%u:%g %a' "$SL/c11/usage" 2>&1)"
+for v in abc 1000:x -1 ""; do
+        run cuserbad -- "$GS" --root "$DRV" configure --pid "$(cpid c11)" --memory 1Gi --container-user "$v" "$R11"
+        expect_rc cuserbad 2 "configure --container-user '$v': a usage error"
+done
 run slbad -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --memory 4GB "$R10"
 expect_err slbad "invalid --memory: 4GB" "configure --memory 4GB is refused"
 run slbadc -- "$GS" --root "$DRV" configure --pid "$(cpid c10)" --compute-share 120 "$R10"
