@@ -43,6 +43,7 @@
 # shape once at 5 s (the issue's 10 s x 3 runs does not fit one command): split larger runs by
 # LAT_SHAPES across calls (tests/gpu/run.sh's part latency passes GS_LATENCY_SHAPES and
 # GS_LATENCY_RUNS on).
+# A shape that cannot run prints "SKIP SHAPE: why" (the torch shapes where python3 has no PyTorch).
 # Exits 77 without a GPU, 1 if a run failed. Needs BUILD/gpu-carry/latency (tests/gpu/prepare.sh),
 # BUILD/libgpuslice-vgpu.so (or LAT_LIB), python3 with torch for the torch shapes; mps needs
 # BUILD/gpuslice and nvidia-cuda-mps-control.
@@ -67,6 +68,7 @@ TL=${LAT_TIMELINE_DIR:-}
 SHAPES=${LAT_SHAPES:-req4 req20 graph two coop equal2 equal8 torch torch2}
 CONFIGS=${LAT_CONFIGS:-alone none share cap high}
 RUNS=${LAT_RUNS:-1}
+SHAPES=${SHAPES//,/ } CONFIGS=${CONFIGS//,/ }
 [ -x "$LAT" ] && [ -e "$LIB" ] || { echo "latency: needs $LAT and $LIB (tests/gpu/prepare.sh $BUILD)"; exit 1; }
 W=$(mktemp -d)
 MR=$W/mps
@@ -260,6 +262,8 @@ alone() {
                 if [ -z "${ALONE_P99[$key]:-}" ]; then
                         if [ "$KIND" = torch ]; then
                                 timeout -k 5 $((SECS + 300)) "${TORCH[@]}" serve "$SECS" "$spec" >"$W/alone" 2>&1
+                                [ $? = 77 ] && { NO_TORCH=$(tail -1 "$W/alone"); return 1; }
+                                [ -n "$(field p99_ms "$W/alone")" ]
                         else
                                 IFS=: read -r k p <<<"$spec"
                                 timeout -k 5 $((SECS + 60)) env LAT_KERNELS="$k" LAT_PERIOD_MS="$p" "$LAT" request "$SECS" "${ITERS[$REQ_US]}" >"$W/alone" 2>&1
@@ -310,15 +314,19 @@ targets() {
         done
 }
 
-TORCH_KMS=
+TORCH_KMS='' NO_TORCH=''
 printf '%-7s %-6s %3s %-3s %8s %8s %8s %9s %s\n' shape config run who p50_ms p99_ms max_ms served batch_kept
 for name in $SHAPES; do
         shape "$name" || { fail "LAT_SHAPES: no shape '$name' (req4 req20 graph two coop equal2 equal8 torch torch2 steady)"; continue; }
         P99=() MAX=() SERVED=() DUE=() KEPT=()
         if [ "$KIND" = torch ]; then
                 echo "# $name: PyTorch services every ${CLIENTS// / and } ms$([ "$NB" = 1 ] && echo ' beside a training loop'), L = $L"
+                if [ -n "$NO_TORCH" ]; then echo "SKIP $name: $NO_TORCH"; continue; fi
                 if [ "$NB" = 1 ] && [ -z "${BASE[torch]:-}" ]; then
-                        timeout -k 5 300 "${TORCH[@]}" train 3 >"$W/base" 2>&1 || { fail "$name: the training loop alone: $(tail -2 "$W/base")"; continue; }
+                        timeout -k 5 300 "${TORCH[@]}" train 3 >"$W/base" 2>&1
+                        rc=$?
+                        if [ $rc = 77 ]; then NO_TORCH=$(tail -1 "$W/base"); echo "SKIP $name: $NO_TORCH"; continue; fi
+                        [ $rc = 0 ] || { fail "$name: the training loop alone: $(tail -2 "$W/base")"; continue; }
                         BASE[torch]=$(field rate "$W/base") TORCH_KMS=$(field kernel_ms "$W/base")
                         echo "# training loop alone: ${BASE[torch]} steps/s, forward matmul $TORCH_KMS ms"
                 fi
@@ -331,7 +339,7 @@ for name in $SHAPES; do
                 echo "# $name: clients (kernels:period ms) $CLIENTS of ${KMS[$REQ_US]} ms kernels$([ "$NB" -gt 0 ] &&
                         echo "; $NB batch(es) of $BKIND ${KMS[$BATCH_US]} ms, step $STEP, processes of ${CHURN} s"); L = $L"
         fi
-        [[ " $CONFIGS " == *" alone "* ]] && alone
+        if [[ " $CONFIGS " == *" alone "* ]] && ! alone && [ -n "$NO_TORCH" ]; then echo "SKIP $name: $NO_TORCH"; continue; fi
         for ((r = 1; r <= RUNS; r++)); do
                 for c in $CONFIGS; do
                         case $c in

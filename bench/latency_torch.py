@@ -15,7 +15,8 @@ Both warm up first (50 requests, 20 steps). With LAT_SYNC=DIR and LAT_SYNC_N=K, 
 writes DIR/ready.<pid> and waits (at most LAT_SYNC_TIMEOUT s, default 180) until K processes are
 ready, so that all measure together; a serve process then measures SECONDS, and a train process
 measures until DIR/stop exists (at most SECONDS). Without LAT_SYNC both measure SECONDS at once.
-Exits 1 (with the reason on stderr) on a CUDA error, a wrong result or a sync timeout.
+Exits 1 (with the reason on stderr) on a CUDA error, a wrong result or a sync timeout; 77 when
+PyTorch cannot be imported.
 """
 import math
 import os
@@ -134,8 +135,11 @@ def main():
         print("usage: latency_torch.py serve SECONDS PERIOD_MS | train SECONDS", file=sys.stderr)
         return 2
     t = time.perf_counter()
-    import torch
-
+    try:
+        import torch
+    except ImportError as e:
+        print(f"latency_torch: no PyTorch here: {e}", file=sys.stderr)
+        return 77
     if not torch.cuda.is_available():
         fail("torch sees no CUDA device")
     print(f"# import_s={time.perf_counter() - t:.1f}", file=sys.stderr, flush=True)
