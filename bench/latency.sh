@@ -56,13 +56,16 @@
 # shellcheck disable=SC2046,SC2086 # (a configuration's environment is split into words on purpose)
 set -uo pipefail
 BUILD=${1:-build} SECS=${2:-5}
+SECI=${SECS%.*} # (whole seconds, for the timeouts)
+SECI=${SECI:-0}
 cd "$(dirname "$0")/.." || exit 1
 SIM=${LAT_SIMULATED:-0}
 if [ "$SIM" != 1 ] && { [ ! -e /dev/nvidiactl ] || ! command -v nvidia-smi >/dev/null 2>&1; }; then
         echo "SKIP: no NVIDIA GPU here: latency not measured"
         exit 77
 fi
-LAT=${LAT_BIN:-$PWD/$BUILD/gpu-carry/latency} LIB=${LAT_LIB:-$PWD/$BUILD/libgpuslice-vgpu.so} GS=$PWD/$BUILD/gpuslice
+[[ $BUILD == /* ]] || BUILD=$PWD/$BUILD
+LAT=${LAT_BIN:-$BUILD/gpu-carry/latency} LIB=${LAT_LIB:-$BUILD/libgpuslice-vgpu.so} GS=$BUILD/gpuslice
 read -r -a TORCH <<<"${LAT_TORCH_CMD:-python3 $PWD/bench/latency_torch.py}"
 TL=${LAT_TIMELINE_DIR:-}
 SHAPES=${LAT_SHAPES:-req4 req20 graph two coop equal2 equal8 torch torch2}
@@ -174,7 +177,7 @@ batch_loop() {
                 fi
                 [ -n "$TL" ] && tl=LAT_TIMELINE=$out.$n.txt
                 timeout -k 5 $((${d%.*} + 60)) env $(batch_env) LAT_WINDOW_EPOCH="$t0:$(calc "$t0 + $SECS")" $tl $(slice "$c" batch) \
-                        "$LAT" batch "$d" "${ITERS[$BATCH_US]}" >"$out.$n" 2>&1 || touch "$out.failed"
+                        "$LAT" batch "$d" "${ITERS[$BATCH_US]}" >"$out.$n" 2>&1 || { mv "$out.$n" "$out.failed"; break; }
                 n=$((n + 1))
         done
 }
@@ -199,13 +202,13 @@ cell() {
                 mkdir -p "$W/cell/sync"
                 local sync="LAT_SYNC=$W/cell/sync LAT_SYNC_N=$(($(wc -w <<<"$CLIENTS") + NB))"
                 if [ "$NB" = 1 ]; then
-                        timeout -k 5 $((SECS + 300)) env $sync $(slice "$c" batch) "${TORCH[@]}" train $((SECS + 240)) \
-                                >"$W/cell/b1.0" 2>&1 || touch "$W/cell/b1.failed" &
+                        timeout -k 5 $((SECI + 300)) env $sync $(slice "$c" batch) "${TORCH[@]}" train $((SECI + 240)) \
+                                >"$W/cell/b1.0" 2>&1 || mv "$W/cell/b1.0" "$W/cell/b1.failed" &
                         bp+=($!)
                 fi
                 for p in $CLIENTS; do
                         j=$((j + 1))
-                        timeout -k 5 $((SECS + 300)) env $sync $(slice "$c" client) "${TORCH[@]}" serve "$SECS" "$p" >"$W/cell/c$j" 2>&1 &
+                        timeout -k 5 $((SECI + 300)) env $sync $(slice "$c" client) "${TORCH[@]}" serve "$SECS" "$p" >"$W/cell/c$j" 2>&1 &
                         pids+=($!)
                 done
         else
@@ -218,7 +221,7 @@ cell() {
                         j=$((j + 1))
                         IFS=: read -r k p <<<"$spec"
                         [ -n "$TL" ] && [ "$KIND" = batch ] && cp /dev/null "$TL/$tag-client.txt"
-                        timeout -k 5 $((SECS + 60)) env LAT_START_EPOCH="$t0" LAT_KERNELS="$k" LAT_PERIOD_MS="$p" \
+                        timeout -k 5 $((SECI + 60)) env LAT_START_EPOCH="$t0" LAT_KERNELS="$k" LAT_PERIOD_MS="$p" \
                                 ${TL:+$([ "$KIND" = batch ] && echo "LAT_TIMELINE=$TL/$tag-client.txt")} $(slice "$c" client) \
                                 "$LAT" request "$SECS" "${ITERS[$REQ_US]}" >"$W/cell/c$j" 2>&1 &
                         pids+=($!)
@@ -229,7 +232,7 @@ cell() {
         for p in "${bp[@]}"; do wait "$p"; done
         ls "$W"/cell/*.failed >/dev/null 2>&1 && ok=0
         if [ "$ok" = 0 ]; then
-                fail "$name $c run $r: $(tail -n 2 "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | tr '\n' ' ' | cut -c1-600)"
+                fail "$name $c run $r: $(tail -n 2 "$W"/cell/c* "$W"/cell/*.failed 2>/dev/null | tr '\n' ' ' | cut -c1-600)"
                 return 1
         fi
         if [ "$KIND" = torch ] && [ "$NB" = 1 ]; then
@@ -261,12 +264,12 @@ alone() {
                 key=$KIND:$REQ_US:$spec
                 if [ -z "${ALONE_P99[$key]:-}" ]; then
                         if [ "$KIND" = torch ]; then
-                                timeout -k 5 $((SECS + 300)) "${TORCH[@]}" serve "$SECS" "$spec" >"$W/alone" 2>&1
+                                timeout -k 5 $((SECI + 300)) "${TORCH[@]}" serve "$SECS" "$spec" >"$W/alone" 2>&1
                                 [ $? = 77 ] && { NO_TORCH=$(tail -1 "$W/alone"); return 1; }
                                 [ -n "$(field p99_ms "$W/alone")" ]
                         else
                                 IFS=: read -r k p <<<"$spec"
-                                timeout -k 5 $((SECS + 60)) env LAT_KERNELS="$k" LAT_PERIOD_MS="$p" "$LAT" request "$SECS" "${ITERS[$REQ_US]}" >"$W/alone" 2>&1
+                                timeout -k 5 $((SECI + 60)) env LAT_KERNELS="$k" LAT_PERIOD_MS="$p" "$LAT" request "$SECS" "${ITERS[$REQ_US]}" >"$W/alone" 2>&1
                         fi || { fail "$name alone c$j: $(tail -2 "$W/alone" | tr '\n' ' ')"; continue; }
                         ALONE_P99[$key]=$(field p99_ms "$W/alone")
                         cp "$W/alone" "$W/alone.$key"
