@@ -37,12 +37,15 @@
 #               every due request served (served >= due - 1: the last may fall past the end)
 #   high:       p99 <= 1.5 x alone + one batch kernel, max <= 2 x that, every due request served
 #   batches:    cap keeps >= 0.95 x L / 100 of its rate alone; share 50 beside a client >= 0.75
-# Time on the H200 (SECONDS=5, LAT_RUNS=1): ~7 s per cell, ~40 s per batch shape, ~35 s equal2,
-# ~25 s equal8: ~4.5 min for every plain shape; each further run adds ~2.5 min. PyTorch processes
-# take ~12 s to import torch: torch ~2.5 min, torch2 ~1.5 min. So one ~9-minute command holds every
-# shape once at 5 s (the issue's 10 s x 3 runs does not fit one command): split larger runs by
-# LAT_SHAPES across calls (tests/gpu/run.sh's part latency passes GS_LATENCY_SHAPES and
-# GS_LATENCY_RUNS on).
+# Time on the H200 (SECONDS=5, LAT_RUNS=1; an estimate from the cells' make-up, ~8 s per cell: the
+# clients start 1.5 s after the batches, the batches end 0.3 s after the clients): req4, req20,
+# graph, coop ~42 s each (with their calibration, the batch alone for 3 s, the client alone), two
+# ~32 s, equal2 ~35 s, equal8 ~25 s: ~4.5 min for the plain shapes, and each further run of them
+# ~3.5 min. A PyTorch process takes ~12 s to import torch (GPU-HOST.md): torch ~2 min, torch2
+# ~1.3 min. So one ~9-minute command holds every shape once at 5 s, with little to spare, or the
+# plain shapes twice; the issue's 10 s x 3 runs does not fit one command: split by LAT_SHAPES
+# across calls (tests/gpu/run.sh's part latency passes GS_LATENCY_SHAPES, GS_LATENCY_RUNS and
+# GS_LATENCY_SECONDS on).
 # A shape that cannot run prints "SKIP SHAPE: why" (the torch shapes where python3 has no PyTorch).
 # Exits 77 without a GPU, 1 if a run failed. Needs BUILD/gpu-carry/latency (tests/gpu/prepare.sh),
 # BUILD/libgpuslice-vgpu.so (or LAT_LIB), python3 with torch for the torch shapes; mps needs
