@@ -52,16 +52,16 @@ def pct(xs, q):
 
 def serve(torch, seconds, period_ms):
     hidden = int(os.environ.get("LAT_TORCH_HIDDEN", "4096"))
-    g = torch.Generator(device="cpu").manual_seed(1)
+    g = torch.Generator(device="cuda").manual_seed(1)
     layers = []
     for i in range(6):
-        lin = torch.nn.Linear(hidden, hidden)
+        lin = torch.nn.Linear(hidden, hidden, device="cuda", dtype=torch.float16)
         with torch.no_grad():
-            lin.weight.copy_(torch.randn(hidden, hidden, generator=g) / hidden**0.5)
+            lin.weight.copy_(torch.randn(hidden, hidden, device="cuda", generator=g) / hidden**0.5)
             lin.bias.zero_()
         layers += [lin, torch.nn.ReLU()] if i < 5 else [lin]
-    model = torch.nn.Sequential(*layers).cuda().half().eval()
-    x = torch.randn(1, hidden, generator=g).cuda().half()
+    model = torch.nn.Sequential(*layers).eval()
+    x = torch.randn(1, hidden, device="cuda", generator=g).half()
     with torch.inference_mode():
         ref = model(x).float().cpu()
         if not torch.isfinite(ref).all():
