@@ -185,8 +185,9 @@ static int request(Gpu &g, double seconds, int iters)
                 else
                         fprintf(stderr, "latency: started %.3f s after LAT_START_EPOCH\n", -wait);
         }
+        long due_n = (long)std::ceil(seconds / period - 1e-9);
         auto t0 = clk::now();
-        for (long n = 0; since(t0) < seconds; n++) {
+        for (long n = 0; n < due_n && since(t0) < seconds; n++) {
                 auto due = t0 + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(n * period));
                 std::this_thread::sleep_until(due);
                 auto r0 = clk::now();
@@ -203,7 +204,7 @@ static int request(Gpu &g, double seconds, int iters)
                         fprintf(timeline, "r %lu %.0f\n", first[i], lat[i] * 1e6);
         std::sort(lat.begin(), lat.end());
         size_t n = lat.size();
-        printf("due=%ld ", (long)std::ceil(seconds / period - 1e-9));
+        printf("due=%ld ", due_n);
         printf("requests=%zu p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", n, lat[n / 2], lat[(size_t)((double)(n - 1) * 0.99)],
                lat[n - 1]);
         return 0;

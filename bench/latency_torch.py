@@ -71,12 +71,13 @@ def serve(torch, seconds, period_ms):
         torch.cuda.synchronize()
         sync("serve")
         period = period_ms / 1e3
+        due = math.ceil(seconds / period - 1e-9)
         lat = []
         t0 = time.perf_counter()
         n = 0
-        while time.perf_counter() - t0 < seconds:
-            due = t0 + n * period
-            d = due - time.perf_counter()
+        while n < due and time.perf_counter() - t0 < seconds:
+            at = t0 + n * period
+            d = at - time.perf_counter()
             if d > 0:
                 time.sleep(d)
             r0 = time.perf_counter()
@@ -86,7 +87,6 @@ def serve(torch, seconds, period_ms):
             n += 1
         if not torch.allclose(y.float().cpu(), ref, rtol=1e-2, atol=1e-2):
             fail("serve: the last answer differs from the first")
-    due = math.ceil(seconds / period - 1e-9)
     print(f"due={due} requests={len(lat)} p50_ms={pct(lat, .5):.3f} p99_ms={pct(lat, .99):.3f} "
           f"max_ms={max(lat):.3f}", flush=True)
 

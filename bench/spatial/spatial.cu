@@ -122,9 +122,10 @@ static void client(Side &s, double seconds, int iters)
         double period = env_num("LAT_PERIOD_MS", 20) / 1e3;
         int kernels = (int)env_num("LAT_KERNELS", 4);
         std::vector<double> lat;
+        long due = (long)std::ceil(seconds / period - 1e-9);
         auto t0 = clk::now();
         phase = 1;
-        for (long n = 0; since(t0) < seconds; n++) {
+        for (long n = 0; n < due && since(t0) < seconds; n++) {
                 std::this_thread::sleep_until(t0 + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(n * period)));
                 auto r0 = clk::now();
                 for (int k = 0; k < kernels; k++) {
@@ -139,7 +140,7 @@ static void client(Side &s, double seconds, int iters)
         std::sort(lat.begin(), lat.end());
         size_t n = lat.size();
         printf("client sms=%u due=%ld requests=%zu p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", s.sms,
-               (long)std::ceil(seconds / period - 1e-9), n, lat[n / 2], lat[(size_t)((double)(n - 1) * 0.99)], lat[n - 1]);
+               due, n, lat[n / 2], lat[(size_t)((double)(n - 1) * 0.99)], lat[n - 1]);
 }
 
 // batch: until `seconds` (alone) or the client's end (pair), counting over the client's window
