@@ -219,7 +219,7 @@ cell() {
                         pids+=($!)
                 done
         else
-                t0=$(calc "$EPOCHREALTIME + 1.5")
+                t0=$(calc "$EPOCHREALTIME + 1.5 + 0.1 * $(wc -w <<<"$CLIENTS")") # (8 clients start up together)
                 for ((b = 1; b <= NB; b++)); do
                         batch_loop "$c" "$b" "$t0" "$W/cell/b$b" &
                         bp+=($!)

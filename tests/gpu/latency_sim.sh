@@ -51,7 +51,8 @@ request)
 batch)
         t0=$EPOCHREALTIME
         case ${LAT_BATCH_KIND:-kernel} in graph) mode=graph ;; coop) mode=coop ;; *) mode="batch" ;; esac
-        o=$(probe "$mode" "$2" "$3" PROBE_BATCH="${LAT_STEP:-4}") || { echo "$o" >&2; exit 1; }
+        step=${LAT_STEP:-0}; [ "$step" -gt 0 ] || step=4
+        o=$(probe "$mode" "$2" "$3" PROBE_BATCH="$step") || { echo "$o" >&2; exit 1; }
         t1=$EPOCHREALTIME
         # the kernels (work / kernel length) over the run, counted by its overlap with the window
         awk -v w="$(num work_us "$o")" -v us="$3" -v t0="$t0" -v t1="$t1" -v win="${LAT_WINDOW_EPOCH:-}" 'BEGIN {
