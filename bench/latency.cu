@@ -7,10 +7,22 @@
 //                                 for (cudaStreamSynchronize); prints
 //                                 requests=N p50_ms= p99_ms= max_ms= (from the request's first
 //                                 launch to the end of its last kernel)
+//                                 requests=N (served) due=D (the requests its period asks for in
+//                                 SECONDS: a late request delays the next, so N < D is a request
+//                                 dropped)
 //   latency batch SECONDS ITERS   a batch neighbour: such kernels back to back (two batches of 4
 //                                 in flight, as bench/compute_shapes.cu); prints kernels=N rate=K/s
 //                                 over the window LAT_WINDOW="FROM:TO" seconds after its start
-//                                 (default the whole run), by the completions it waited for
+//                                 (default the whole run), by the completions it waited for.
+//                                 LAT_STEP=N (issue 32): in steps instead, as a training loop: N
+//                                 units launched, then waited for (the GPU pauses between steps);
+//                                 LAT_BATCH_KIND=kernel (default) | graph (a unit is one replay of a
+//                                 CUDA graph of LAT_GRAPH_KERNELS, default 20, such kernels) | coop
+//                                 (a unit is one cooperative launch, cudaLaunchCooperativeKernel; the
+//                                 grid must fit the GPU at once, or it fails). kernels= counts kernels.
+// LAT_START_EPOCH=T (request): the first request comes at T (seconds since the epoch, CLOCK_REALTIME),
+// after the set-up, so that several processes measure over one window; LAT_WINDOW_EPOCH="FROM:TO"
+// (batch): LAT_WINDOW in those seconds (bench/latency.sh gives both the same window).
 // Every kernel does fixed work (4 FMA chains per thread, checked at the end: a CUDA error or a
 // wrong value prints the reason and exits 1; usage: 2).
 // LAT_TIMELINE=FILE: each kernel also notes when its first block began and its last block ended
@@ -18,11 +30,13 @@
 // them to FILE, one line per kernel, "k START_NS END_NS", and the request client a line per
 // request, "r FIRST_KERNEL LATENCY_NS" (bench/latency_timeline.py reads both sides of a pair).
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <cuda_runtime.h>
 #include <thread>
 #include <vector>
@@ -145,6 +159,12 @@ static double env_num(const char *name, double def)
 
 static FILE *timeline; // LAT_TIMELINE
 
+// seconds since the epoch (CLOCK_REALTIME: one clock for every process)
+static double epoch_now()
+{
+        return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 static int request(Gpu &g, double seconds, int iters)
 {
         double period = env_num("LAT_PERIOD_MS", 20) / 1e3;
@@ -153,8 +173,21 @@ static int request(Gpu &g, double seconds, int iters)
         std::vector<unsigned long> first;
         g.launch(iters);
         CK(cudaStreamSynchronize(g.st));
+        double start = env_num("LAT_START_EPOCH", 0);
+        if (start > 0) {
+                double wait = start - epoch_now();
+                if (wait > 60) {
+                        fprintf(stderr, "latency: LAT_START_EPOCH is %.1f s away\n", wait);
+                        return 1;
+                }
+                if (wait > 0)
+                        std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+                else
+                        fprintf(stderr, "latency: started %.3f s after LAT_START_EPOCH\n", -wait);
+        }
+        long due_n = (long)std::ceil(seconds / period - 1e-9);
         auto t0 = clk::now();
-        for (long n = 0; since(t0) < seconds; n++) {
+        for (long n = 0; n < due_n && since(t0) < seconds; n++) {
                 auto due = t0 + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(n * period));
                 std::this_thread::sleep_until(due);
                 auto r0 = clk::now();
@@ -171,8 +204,102 @@ static int request(Gpu &g, double seconds, int iters)
                         fprintf(timeline, "r %lu %.0f\n", first[i], lat[i] * 1e6);
         std::sort(lat.begin(), lat.end());
         size_t n = lat.size();
+        printf("due=%ld ", due_n);
         printf("requests=%zu p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", n, lat[n / 2], lat[(size_t)((double)(n - 1) * 0.99)],
                lat[n - 1]);
+        return 0;
+}
+
+// One unit of a stepping batch (LAT_BATCH_KIND): the kernels it ran
+struct Unit {
+        int kind = 0; // 0 kernel, 1 graph, 2 coop
+        int graph_kernels = 20;
+        cudaGraphExec_t exec = nullptr;
+        void init(Gpu &g, int iters)
+        {
+                const char *k = getenv("LAT_BATCH_KIND");
+                std::string name = k != nullptr && *k != '\0' ? k : "kernel";
+                if (name == "graph") {
+                        kind = 1;
+                        graph_kernels = std::max(1, (int)env_num("LAT_GRAPH_KERNELS", 20));
+                        unsigned long long *stamps = g.stamps; // (a graph's kernels are not noted)
+                        g.stamps = nullptr;
+                        cudaGraph_t graph;
+                        CK(cudaStreamBeginCapture(g.st, cudaStreamCaptureModeThreadLocal));
+                        for (int i = 0; i < graph_kernels; i++)
+                                g.launch(iters);
+                        CK(cudaStreamEndCapture(g.st, &graph));
+                        CK(cudaGraphInstantiate(&exec, graph, 0));
+                        g.stamps = stamps;
+                } else if (name == "coop") {
+                        kind = 2;
+                        int dev = 0, coop = 0, per_sm = 0, sms = 0;
+                        CK(cudaGetDevice(&dev));
+                        CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+                        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+                        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fma_kernel, THREADS, 0));
+                        if (!coop || per_sm * sms < g.blocks) {
+                                fprintf(stderr, "latency: a cooperative grid of %d blocks does not fit (%d per SM x %d SMs, coop %d)\n",
+                                        g.blocks, per_sm, sms, coop);
+                                exit(1);
+                        }
+                } else if (name != "kernel") {
+                        fprintf(stderr, "latency: LAT_BATCH_KIND=%s: want kernel, graph or coop\n", k);
+                        exit(2);
+                }
+        }
+        int run(Gpu &g, int iters) // launches one unit; its kernels
+        {
+                if (kind == 1) {
+                        CK(cudaGraphLaunch(exec, g.st));
+                        return graph_kernels;
+                }
+                if (kind == 2) {
+                        float a = 1.0f, b = 0.0f;
+                        unsigned long long *s = nullptr;
+                        void *args[] = {&g.out, &a, &b, &iters, &s};
+                        CK(cudaLaunchCooperativeKernel((void *)fma_kernel, dim3(g.blocks), dim3(THREADS), args, 0, g.st));
+                        return 1;
+                }
+                g.launch(iters);
+                return 1;
+        }
+};
+
+// LAT_STEP=N: N units, then a wait for them, over and over (a training step's pause)
+static int batch_steps(Gpu &g, double seconds, int iters, int step, double from, double to)
+{
+        Unit u;
+        u.init(g, iters);
+        long completed = 0, at_from = -1, at_to = -1;
+        double t_from = 0, t_to = 0;
+        auto t0 = clk::now();
+        while (since(t0) < seconds) {
+                long k = 0;
+                for (int j = 0; j < step; j++)
+                        k += u.run(g, iters);
+                CK(cudaGetLastError());
+                CK(cudaStreamSynchronize(g.st));
+                completed += k;
+                double t = since(t0);
+                if (at_from < 0 && t >= from)
+                        at_from = completed, t_from = t;
+                if (at_to < 0 && t >= to)
+                        at_to = completed, t_to = t;
+        }
+        if (at_to < 0)
+                at_to = completed, t_to = since(t0);
+        if (at_from < 0 || t_to <= t_from) {
+                if (getenv("LAT_WINDOW_EPOCH") != nullptr && (from >= seconds || to <= 0)) {
+                        // (a process of a batch that comes and goes, all of it outside the window)
+                        printf("kernels=0 rate=0 blocks=%d secs=0\n", g.blocks);
+                        return 0;
+                }
+                fprintf(stderr, "latency: the window %.2f:%.2f saw no completion\n", from, to);
+                return 1;
+        }
+        printf("kernels=%ld rate=%.2f blocks=%d secs=%.3f\n", at_to - at_from, (double)(at_to - at_from) / (t_to - t_from),
+               g.blocks, t_to - t_from);
         return 0;
 }
 
@@ -184,6 +311,20 @@ static int batch(Gpu &g, double seconds, int iters)
                 fprintf(stderr, "latency: LAT_WINDOW=%s: want FROM:TO\n", w);
                 return 2;
         }
+        const char *we = getenv("LAT_WINDOW_EPOCH");
+        if (we != nullptr && *we != '\0') {
+                if (sscanf(we, "%lf:%lf", &from, &to) != 2) {
+                        fprintf(stderr, "latency: LAT_WINDOW_EPOCH=%s: want FROM:TO\n", we);
+                        return 2;
+                }
+                double now = epoch_now();
+                from -= now, to -= now;
+                if (from < 0)
+                        from = 0;
+        }
+        int step = (int)env_num("LAT_STEP", 0);
+        if (step > 0)
+                return batch_steps(g, seconds, iters, step, from, to);
         const int per = 4;
         cudaEvent_t done[2];
         for (auto &e : done)
@@ -219,7 +360,8 @@ static int batch(Gpu &g, double seconds, int iters)
                 fprintf(stderr, "latency: the window %.2f:%.2f saw no completion\n", from, to);
                 return 1;
         }
-        printf("kernels=%ld rate=%.2f blocks=%d\n", at_to - at_from, (double)(at_to - at_from) / (t_to - t_from), g.blocks);
+        printf("kernels=%ld rate=%.2f blocks=%d secs=%.3f\n", at_to - at_from, (double)(at_to - at_from) / (t_to - t_from),
+               g.blocks, t_to - t_from);
         return 0;
 }
 

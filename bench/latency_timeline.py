@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Where a latency client's requests waited: bench/latency_timeline.py CLIENT BATCH [BOUND_MS]
+"""Where a latency client's requests waited: bench/latency_timeline.py CLIENT BATCH... [BOUND_MS]
 
-CLIENT and BATCH are the LAT_TIMELINE files of one pair of bench/latency.cu processes (the GPU's
-%globaltimer: one clock for both). Per request, from the client's host latency and its kernels'
+CLIENT and BATCH are the LAT_TIMELINE files of bench/latency.cu processes measured together (the
+GPU's %globaltimer: one clock for all), one BATCH file per batch process (a batch that comes and
+goes has several; their kernels are taken together). Per request, from the client's host latency and its kernels'
 GPU times (the request began about its latency before its last kernel ended):
   wait    from the request's start to its first kernel's start
   running whether a batch kernel was running when it came
@@ -37,13 +38,24 @@ def pct(xs, q):
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    bound = None
+    if len(args) > 2:
+        try:
+            bound = float(args[-1]) * 1e6
+            args = args[:-1]
+        except ValueError:
+            pass
+    if len(args) < 2:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
         return 2
-    ck, reqs, csms = read(sys.argv[1])
-    bk_all, _, bsms = read(sys.argv[2])
+    ck, reqs, csms = read(args[0])
+    bk_all, bsms = [], 0
+    for path in args[1:]:
+        k, _, m = read(path)
+        bk_all += k
+        bsms |= m
     bk = sorted(k for k in bk_all if k is not None)
-    bound = float(sys.argv[3]) * 1e6 if len(sys.argv) > 3 else None
     starts = [s for s, _ in bk]
     import bisect
 

@@ -75,6 +75,7 @@ ARCH=-arch=sm_90
 "$NVCC13" -O2 $ARCH -o "$CARRY/latency" bench/latency.cu
 "$NVCC13" -O2 $ARCH -o "$CARRY/green_probe" bench/green_probe.cu -L"${NVCC13%/bin/nvcc}/lib64/stubs" -lcuda
 "$NVCC13" -O2 $ARCH -o "$CARRY/green_fence_probe" bench/green_fence_probe.cu -L"${NVCC13%/bin/nvcc}/lib64/stubs" -lcuda
+"$NVCC13" -O2 $ARCH -o "$CARRY/spatial" bench/spatial/spatial.cu -L"${NVCC13%/bin/nvcc}/lib64/stubs" -lcuda
 "$NVCC13" -O2 $ARCH -o "$CARRY/cudart_paths-13.0-static" tests/gpu/cudart_paths.cu
 "$NVCC13" -O2 $ARCH --default-stream per-thread -o "$CARRY/cudart_paths-13.0-ptds" tests/gpu/cudart_paths.cu
 

@@ -8,8 +8,12 @@
 # CDI under runc), compute (issue 9: the compute limiter, bench/compute_limit.sh; seconds per run
 # in GS_COMPUTE_SECONDS, default 3), ctcompute (issue 9 in containers: two compute slices taking
 # turns, one through MPS, under runc and the hook), metrics (issue 10: gpuslice metrics against two
-# slices, tests/gpu/metrics_check.sh), latency (issue 20: bench/latency.sh, seconds per run in
-# GS_LATENCY_SECONDS, default 6), mps (issue 20: tests/gpu/mps_slice_check.sh), k8s (issue 12: the device plugin's Allocate answer for a
+# slices, tests/gpu/metrics_check.sh), latency (issues 20 and 32: bench/latency.sh, every shape
+# or GS_LATENCY_SHAPES (comma-separated: req4,req20,graph,two,coop,equal2,equal8,torch,torch2,steady),
+# seconds per run in GS_LATENCY_SECONDS (default 5), runs GS_LATENCY_RUNS (1), configurations
+# GS_LATENCY_CONFIGS (alone,none,share,cap,high; mps adds MPS), GS_LATENCY_TIMELINE=0 leaves out the
+# kernel timelines and turn logs; ~8 min for every shape once), spatial (issue 32, item 6: the
+# spatial-split experiment, bench/spatial/run.sh, ~1 min), mps (issue 20: tests/gpu/mps_slice_check.sh), k8s (issue 12: the device plugin's Allocate answer for a
 # 4 GiB share, as a container), shim (issue 24: runc through the runtime shim, legacy and cdi modes,
 # a 4 GiB slice; bench/runtime_shim.sh), resize (issue 25: a running PyTorch slice resized live,
 # tests/gpu/resize_check.sh), dra (issue 23: gpuslice dra-plugin, a 4 Gi / 30 % claim prepared and
@@ -43,7 +47,7 @@ if [ -d "$BUILD/runtime-libs" ]; then
         done
 fi
 . tests/gpu/lib.sh # check, skip, sub; the totals pass, fail, skipped
-PARTS="list configure quota hook shim ctcompute k8s compute latency mps metrics resize multigpu dra liar bench"
+PARTS="list configure quota hook shim ctcompute k8s compute latency spatial mps metrics resize multigpu dra liar bench"
 only() { [ -z "${GS_GPU_ONLY:-}" ] || [[ ",$GS_GPU_ONLY," == *",$1,"* ]]; }
 # part NAME: whether part NAME was asked for (GS_GPU_ONLY names it, or is unset); one not asked
 # for is a counted SKIP
@@ -776,22 +780,32 @@ if part compute && have compute "$CARRY/compute_shapes" "$BUILD/libgpuslice-vgpu
                 awk -v w="${worst:-99}" 'BEGIN { exit !(w <= 2) }'
 fi
 
-# --- issue 20: latency beside a batch slice (bench/latency.sh) -------------------------------
-if part latency; then
-        if [ -x "$CARRY/latency" ] && [ -e "$BUILD/libgpuslice-vgpu.so" ]; then
-                # (with each pair's kernel times and turns: where the client's requests waited)
-                mkdir -p "$OUTDIR/latency-timeline"
-                LAT_TIMELINE_DIR=$OUTDIR/latency-timeline LAT_SLICE_ENV=GPUSLICE_LOG_LEVEL=4 \
-                        bash bench/latency.sh "$BUILD" "${GS_LATENCY_SECONDS:-6}" | tee "$OUTDIR/latency.txt"
-                gzip -q "$OUTDIR"/latency-timeline/* 2>/dev/null
-                check "latency: every run completed" test "${PIPESTATUS[0]}" = 0
-                while read -r line; do
-                        name=${line#target }
-                        check "latency ${name% *}" test "${line##* }" = PASS
-                done < <(grep '^target ' "$OUTDIR/latency.txt")
-        else
-                check "latency: $CARRY/latency and $BUILD/libgpuslice-vgpu.so are there (tests/gpu/prepare.sh)" false
-        fi
+# --- issues 20 and 32: latency beside batch slices and beside each other (bench/latency.sh) ----
+# (every shape by default, ~8 min at 5 s: GS_LATENCY_SHAPES splits them across calls)
+if part latency && have latency "$CARRY/latency" "$BUILD/libgpuslice-vgpu.so"; then
+        mark=$((pass + fail))
+        # (with the batch shapes' kernel times and turns: where the client's requests waited)
+        tl=
+        if [ "${GS_LATENCY_TIMELINE:-1}" = 1 ]; then tl=$OUTDIR/latency-timeline; mkdir -p "$tl"; fi
+        LAT_TIMELINE_DIR=$tl LAT_SLICE_ENV=${tl:+GPUSLICE_LOG_LEVEL=4} LAT_SHAPES=${GS_LATENCY_SHAPES:-} \
+                LAT_RUNS=${GS_LATENCY_RUNS:-1} LAT_CONFIGS=${GS_LATENCY_CONFIGS:-} \
+                bash bench/latency.sh "$BUILD" "${GS_LATENCY_SECONDS:-5}" | tee "$OUTDIR/latency.txt"
+        rc=${PIPESTATUS[0]}
+        [ -n "$tl" ] && gzip -q "$tl"/* 2>/dev/null
+        check "latency: every run completed" test "$rc" = 0
+        while read -r line; do
+                name=${line#target }
+                check "latency ${name% *}" test "${line##* }" = PASS
+        done < <(grep '^target ' "$OUTDIR/latency.txt")
+        while read -r line; do skip "latency: ${line#SKIP }"; done < <(grep '^SKIP ' "$OUTDIR/latency.txt")
+        part_done latency "$mark"
+fi
+
+# --- issue 32, item 6: a spatial split, an experiment (bench/spatial/run.sh; its results are
+# "result" lines for bench/RESULTS.md, not checks)
+if part spatial && have spatial "$CARRY/latency" "$CARRY/spatial"; then
+        bash bench/spatial/run.sh "$BUILD" "${GS_SPATIAL_SECONDS:-5}" | tee "$OUTDIR/spatial.txt"
+        check "spatial: every run of the experiment completed" test "${PIPESTATUS[0]}" = 0
 fi
 
 # --- issue 20: MPS by the host setting, a raise attempt, a poisoned server (tests/gpu/mps_slice_check.sh)
