@@ -25,6 +25,7 @@
 
 #define TICK_MS 1000
 #define PUBLISH_RETRY_MS 5000
+#define RESYNC_MS 10000
 
 /* ------------------------------------------------------------------------------------------ */
 /* Sockets                                                                                     */
@@ -169,6 +170,7 @@ static int publish(struct gs_dra *p, struct gs_error *err)
                 return gs_error_set(err, GS_EINVAL, "%s %s: HTTP %ld", rv[0] ? "PUT" : "POST", name, status);
         p->generation = gen;
         p->published = true;
+        p->check_at = gs_now_ms() + (p->o->resync_period_ms ? p->o->resync_period_ms : RESYNC_MS);
         gs_dra_note(p, "published ResourceSlice %s: %zu device(s), pool generation %lld (%lld ms, %zu bytes)", name, ndevs,
                     gen, gs_now_ms() - t0, body_len);
         return 0;
@@ -191,22 +193,28 @@ static void publish_tick(struct gs_dra *p, long long now)
         gs_dra_note(p, "cannot publish the ResourceSlice: %s; trying again in %d s", err.msg, PUBLISH_RETRY_MS / 1000);
 }
 
-static void unpublish(struct gs_dra *p)
+/* The slice read back: one deleted (the kubelet restarting, an operator) is published again. Kept
+ * when the plugin stops: a restart or an upgrade must not leave the node with nothing to schedule. */
+static void slice_check(struct gs_dra *p, long long now)
 {
-        if (!p->published)
+        if (!p->published || p->publish_due || now < p->check_at)
                 return;
+        unsigned period = p->o->resync_period_ms ? p->o->resync_period_ms : RESYNC_MS;
+        p->check_at = now + period;
         char name[512], path[1024];
         struct gs_error err = {0};
         long status = 0;
         gs_dra_slice_name(p->driver, p->node, name, sizeof(name));
         snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s", name);
-        p->api.attempts = 2;
-        if (gs_kubeapi_call(&p->api, "DELETE", path, NULL, &status, NULL, &err) < 0)
-                gs_dra_note(p, "cannot delete the ResourceSlice %s: %s", name, err.msg);
-        else if (status != 200 && status != 202 && status != 404)
-                gs_dra_note(p, "cannot delete the ResourceSlice %s: HTTP %ld", name, status);
-        else
-                gs_dra_note(p, "deleted the ResourceSlice %s", name);
+        unsigned attempts = p->api.attempts;
+        p->api.attempts = 1;
+        int rc = gs_kubeapi_call(&p->api, "GET", path, NULL, &status, NULL, &err);
+        p->api.attempts = attempts;
+        if (rc == 0 && status == 404) {
+                gs_dra_note(p, "the ResourceSlice %s was deleted: publishing it again", name);
+                p->publish_due = true;
+                p->publish_at = 0;
+        }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -256,6 +264,7 @@ static int loop(struct gs_dra *p)
                         p->publish_at = 0;
                 }
                 publish_tick(p, now);
+                slice_check(p, now);
                 fds[FD_SIGNAL] = (struct pollfd){.fd = p->signal_fd, .events = POLLIN};
                 fds[FD_HEALTH] = (struct pollfd){.fd = gs_k8s_health_fd(&p->hw), .events = POLLIN};
                 fds[FD_REG] = (struct pollfd){.fd = p->reg.lfd, .events = POLLIN};
@@ -266,6 +275,8 @@ static int loop(struct gs_dra *p)
                 long long wake = next_tick;
                 if (p->publish_due && p->publish_at < wake)
                         wake = p->publish_at;
+                if (p->published && !p->publish_due && p->check_at < wake)
+                        wake = p->check_at;
                 int timeout = (int)(wake - now);
                 if (poll(fds, FD_FIXED + n, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR)
                         return -1;
@@ -385,10 +396,8 @@ out:
                 gs_h2c_free(p->conns[--p->nconns].h);
         sock_close(&p->reg);
         sock_close(&p->svc);
-        if (p->api_open) {
-                unpublish(p);
-                gs_kubeapi_close(&p->api);
-        }
+        if (p->api_open)
+                gs_kubeapi_close(&p->api); /* the ResourceSlice kept (slice_check) */
         if (p->prep_open)
                 gs_dra_prep_close(&p->prep);
         if (p->signal_fd >= 0)

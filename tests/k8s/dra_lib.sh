@@ -37,6 +37,13 @@ users:
 KC
 }
 
+# api METHOD PATH [JSON]: a request to the fake API server as a cluster's other users make it (the
+# kubelet deleting a node's slices, a controller); the status code on stdout, the body in $TMP/api.out
+api() {
+        curl -sS -o "$TMP/api.out" -w '%{http_code}' --cacert "$TMP/api-cert.pem" -H "Authorization: Bearer $TOKEN" \
+                -H 'Content-Type: application/json' -X "$1" ${3:+--data "$3"} "https://127.0.0.1:$API_PORT$2"
+}
+
 stop_apiserver() {
         [ -n "$APISERVER_PID" ] || return 0
         kill "$APISERVER_PID" 2>/dev/null

@@ -229,6 +229,12 @@ mutation dramemory k8s_dra_plugin src/k8s/dra_prepare.c \
         'if (0)' \
         "the DRA plugin prepares a claim that consumes more memory than its GPU has (an over-committed slice)" \
         "more memory than gpu-0 has"
+# issue 33 (dra)
+mutation drarepublish k8s_dra_plugin src/k8s/dra_plugin.c \
+        'if (rc == 0 && status == 404) {' \
+        'if (0) {' \
+        "the DRA plugin never publishes its ResourceSlice again once deleted (the kubelet deletes a node's slices when it restarts)" \
+        "published again within 10 s"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
