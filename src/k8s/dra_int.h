@@ -54,7 +54,8 @@ struct gs_dra {
         long long publish_at;  /* not before (gs_now_ms) */
         long long generation;  /* the pool generation last published */
         bool published;
-        long long check_at;    /* the slice read back then (gs_now_ms) */
+        long long check_at;
+        long long sweep_at;    /* stale claims looked up then (0: not yet scheduled) */    /* the slice read back then (gs_now_ms) */
 };
 
 void gs_dra_note(struct gs_dra *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

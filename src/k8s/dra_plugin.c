@@ -26,6 +26,7 @@
 #define TICK_MS 1000
 #define PUBLISH_RETRY_MS 5000
 #define RESYNC_MS 10000
+#define STALE_MS 600000
 
 /* ------------------------------------------------------------------------------------------ */
 /* Sockets                                                                                     */
@@ -259,6 +260,12 @@ static int loop(struct gs_dra *p)
                         check_socks(p);
                         next_tick = now + TICK_MS;
                 }
+                if (now >= p->sweep_at) {
+                        size_t n = p->sweep_at > 0 ? gs_dra_sweep_stale(&p->prep) : 0;
+                        if (n > 0)
+                                gs_dra_note(p, "%zu prepared claim(s) gone from the API server: unprepared", n);
+                        p->sweep_at = gs_now_ms() + (p->o->stale_period_ms ? p->o->stale_period_ms : STALE_MS);
+                }
                 if (gs_k8s_health_poll(&p->hw, &p->health, now)) {
                         p->publish_due = true;
                         p->publish_at = 0;
@@ -333,8 +340,16 @@ static int start(struct gs_dra *p, struct gs_error *err)
                 return gs_error_set(err, GS_ENOTFOUND, "the kubelet's plugin registry %s is not there (--registry-dir)", regdir);
         if (mkdir(p->plugin_dir, 0750) < 0 && errno != EEXIST)
                 return gs_error_sys(err, "mkdir %s", p->plugin_dir);
-        snprintf(p->reg.path, sizeof(p->reg.path), "%s/%s-reg.sock", regdir, p->driver);
-        snprintf(p->svc.path, sizeof(p->svc.path), "%s/dra.sock", p->plugin_dir);
+        const char *inst = o->instance != NULL ? o->instance : getenv("POD_UID");
+        if (inst != NULL && inst[0] != '\0') { /* sockets of its own: a new instance registers beside the old one */
+                if (strlen(inst) > 63 || strspn(inst, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(inst))
+                        return gs_error_set(err, GS_EINVAL, "invalid instance id '%.63s' (lower-case letters, digits, '-')", inst);
+                snprintf(p->reg.path, sizeof(p->reg.path), "%s/%s-%s-reg.sock", regdir, p->driver, inst);
+                snprintf(p->svc.path, sizeof(p->svc.path), "%s/dra-%s.sock", p->plugin_dir, inst);
+        } else {
+                snprintf(p->reg.path, sizeof(p->reg.path), "%s/%s-reg.sock", regdir, p->driver);
+                snprintf(p->svc.path, sizeof(p->svc.path), "%s/dra.sock", p->plugin_dir);
+        }
         p->dev = gs_devices(o->ctx, err);
         if (p->dev == NULL) {
                 if (err->stage == NULL)

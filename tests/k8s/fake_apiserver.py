@@ -19,6 +19,7 @@ TOKEN" (else 401). Enough of resource.k8s.io/v1:
     POST   /apis/resource.k8s.io/v1/resourceslices                      create (409 if there)
     PUT    /apis/resource.k8s.io/v1/resourceslices/NAME                 update (409 on a stale resourceVersion)
     DELETE /apis/resource.k8s.io/v1/resourceslices/NAME
+    POST   /api/v1/namespaces/NS/events                                 an Event (its fields checked), a line in DIR/events.log
 
 What the plugin writes is checked against FILE ("none": not checked; a JSON schema of the v1 ResourceSlice, no field
 outside it) and the API's own rules the schema cannot say (unique device names, at most 32
@@ -84,6 +85,7 @@ def check_device_status(claim, d):
             raise ValueError("condition: message longer than 32768")
         if not TIME_RE.match(c["lastTransitionTime"]):
             raise ValueError("condition: lastTransitionTime %r is not RFC 3339" % c["lastTransitionTime"])
+EVENT_RE = re.compile(r"^/api/v1/namespaces/([a-z0-9-]+)/events$")
 SLICE_RE = re.compile(r"^" + PREFIX + r"/resourceslices/([a-z0-9.-]+)$")
 
 
@@ -173,6 +175,9 @@ class Handler(BaseHTTPRequestHandler):
             data = self.body() if self.command in ("POST", "PUT", "PATCH") else None
         except ValueError as e:
             return self.status(400, "BadRequest", "not JSON: %s" % e)
+        m = EVENT_RE.match(self.path)
+        if m and self.command == "POST":
+            return self.event(m.group(1), data)
         m = CLAIM_STATUS_RE.match(self.path)
         if m and self.command == "PATCH":
             with st.lock:
@@ -186,6 +191,24 @@ class Handler(BaseHTTPRequestHandler):
                 return self.answer(200, json.load(f))
         with st.lock:
             return self.slices(data)
+
+    def event(self, ns, data):
+        """A core/v1 Event: the fields an Event needs, a line of JSON in DIR/events.log."""
+        try:
+            meta, obj = data["metadata"], data["involvedObject"]
+            if data.get("apiVersion") != "v1" or data.get("kind") != "Event" or not meta.get("name"):
+                raise ValueError("apiVersion/kind/metadata.name")
+            if meta.get("namespace", ns) != ns:
+                raise ValueError("metadata.namespace is not the path's")
+            if not obj.get("kind") or not obj.get("name") or data.get("type") not in ("Normal", "Warning"):
+                raise ValueError("involvedObject kind/name, type Normal or Warning")
+            if not REASON_RE.match(data.get("reason", "")) or not isinstance(data.get("message"), str):
+                raise ValueError("reason, message")
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            st.log("invalid.log", "POST event %s" % e)
+            return self.status(422, "Invalid", str(e))
+        st.log("events.log", json.dumps(data, sort_keys=True))
+        return self.answer(201, data)
 
     def apply_status(self, ns, name, query, data):
         q = dict(kv.partition("=")[::2] for kv in query.split("&"))

@@ -11,7 +11,10 @@
 #      checkpoint answers; unprepare removes the spec; the API server down (bounded retries, no busy
 #      loop) and slow; the registration socket removed (a kubelet cleaning up): made anew;
 #   5. an XID on GPU 1: the slice published again without it; the MIG machine's slice and a MIG
-#      claim; garbage and malformed calls on the sockets.
+#      claim; garbage and malformed calls on the sockets;
+#   6. issue 33: the slice deleted (published again), two instances side by side sharing the
+#      checkpoint, a claim gone from the API server (unprepared), a torn checkpoint (rebuilt from
+#      the specs, an Event).
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"
@@ -420,6 +423,67 @@ kill -0 "$DRA_PID" 2>/dev/null && ok "the plugin is alive after garbage and malf
 stop_dra
 [ "$DRA_RC" = 0 ] && ok "the plugin stops cleanly again" || not_ok "exit $DRA_RC"
 
+# ---------------------------------------------------------------------------------------------
+# 6. issue 33: two instances side by side (a rolling update), stale claims, a corrupt checkpoint
+
+start_dra "$TMP/dra-a.log" "${plugin_args[@]}" --instance-id inst-a --stale-period 1
+PID_A=$DRA_PID
+start_dra "$TMP/dra-b.log" "${plugin_args[@]}" --instance-id inst-b --stale-period 1
+PID_B=$DRA_PID
+SOCK_A=$PLUG/dra-inst-a.sock SOCK_B=$PLUG/dra-inst-b.sock REG_A=$REG/$DRIVER-inst-a-reg.sock REG_B=$REG/$DRIVER-inst-b-reg.sock
+if wait_for 20 test -S "$SOCK_A" -a -S "$SOCK_B" -a -S "$REG_A" -a -S "$REG_B"; then
+        ok "two instances side by side (--instance-id): each with registration and DRA sockets of its own"
+else not_ok "instances' sockets: $(ls "$PLUG" "$REG" | tr '\n' ' ') $(tail -2 "$TMP/dra-b.log")"; fi
+dra register "$REG_B"
+kexpect "... the new one's GetInfo names its own DRA socket" ".ok and .info.endpoint == \"$SOCK_B\""
+dra unprepare "$SOCK_A" v1 "ml/whole-1/$U2" "ml/while-down/$U3"
+UX=d0000000-0000-4000-8000-000000000001 UY=d0000000-0000-4000-8000-000000000002
+claim_json ml shared-x "$UX" "$DRIVER" "$(res gpu-0 "" '{"memory": "20Gi", "compute": "60"}')"
+dra prepare "$SOCK_A" v1 "ml/shared-x/$UX"
+cp "$TMP/k.json" "$TMP/p-x.json"
+kexpect "instance A prepares a 20 Gi / 60 % claim on gpu-0" ".ok and (.claims[\"$UX\"].devices | length) == 1"
+dra prepare "$SOCK_B" v1 "ml/shared-x/$UX"
+# (the API server's GETs of the claim also count the instances' stale sweeps: B's own line says)
+if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-x.json")" ] &&
+   grep -q "NodePrepareResources ml/shared-x ($UX): 1 device(s), prepared before" "$TMP/dra-b.log"; then
+        ok "instance B answers it from the shared checkpoint (the same answer, prepared before: not read again)"
+else not_ok "instance B: $(head -c 300 "$TMP/k.json"); $(grep shared-x "$TMP/dra-b.log" | tail -1)"; fi
+DRA_PID=$PID_A stop_dra
+[ "$DRA_RC" = 0 ] && [ ! -e "$SOCK_A" ] && [ ! -e "$REG_A" ] && [ -S "$SOCK_B" ] && [ -S "$REG_B" ] && [ -s "$SLICE" ] &&
+        ok "the old instance stops: its sockets gone, the new one's and the ResourceSlice left" ||
+        not_ok "old instance stopped (rc $DRA_RC): $(ls "$PLUG" "$REG" | tr '\n' ' ')"
+DRA_PID=$PID_B
+# a claim deleted while the plugin was away (the kubelet never unprepares it): the sweep does
+rm "$API_STATE/claims/ml/shared-x.json"
+if wait_for 10 no_checkpoint_entry "$UX" && [ ! -e "$CDI_DIR/$DRIVER-claim-$UX.json" ]; then
+        ok "a prepared claim gone from the API server: unprepared by the stale sweep (--stale-period 1), its spec removed"
+else not_ok "stale claim: $(jq -c '.claims | keys' "$PLUG/checkpoint.json" 2>&1) $(ls "$CDI_DIR" | grep -c "$UX")"; fi
+# a checkpoint torn by a crash: rebuilt from the claims' specs, an Event says so
+claim_json ml after-crash "$UY" "$DRIVER" "$(res gpu-0 "" '{"memory": "16Gi", "compute": "40"}')"
+dra prepare "$SOCK_B" v1 "ml/after-crash/$UY"
+cp "$TMP/k.json" "$TMP/p-y.json"
+kexpect "a 16 Gi / 40 % claim prepared by the new instance" ".ok and (.claims[\"$UY\"].devices | length) == 1"
+printf '{"version": 1, "claims": {"%s": {"na' "$UY" >"$PLUG/checkpoint.json"
+dra unprepare "$SOCK_B" v1 "ml/nothing/d0000000-0000-4000-8000-0000000000ff"
+if jq -e --arg u "$UY" '.claims[$u] | .rebuilt == true and .namespace == "ml" and .name == "after-crash"
+        and .devices == [{device: "gpu-0", pool: "node-a", memory: 17179869184, compute: 40}]' "$PLUG/checkpoint.json" >/dev/null &&
+   [ -s "$PLUG/checkpoint.json.bad" ]; then
+        ok "a torn checkpoint: set aside, rebuilt from the claims' specs (gpu-0, 16 Gi, 40 %, the claim ml/after-crash)"
+else not_ok "rebuilt checkpoint: $(head -c 400 "$PLUG/checkpoint.json")"; fi
+if wait_for 5 test -s "$API_STATE/events.log" && jq -e -s --arg n "$NODE" 'map(select(.reason == "CheckpointRebuilt")) | length == 1 and
+        (.[0] | .type == "Warning" and .involvedObject == {apiVersion: "v1", kind: "Node", name: $n}
+         and (.message | contains("rebuilt from 1 claim spec")))' "$API_STATE/events.log" >/dev/null; then
+        ok "... and a Warning Event CheckpointRebuilt on the Node says so"
+else not_ok "no CheckpointRebuilt Event: $(head -c 400 "$API_STATE/events.log" 2>&1)"; fi
+dra prepare "$SOCK_B" v1 "ml/after-crash/$UY"
+if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-y.json")" ] &&
+   [ "$(grep -c "NodePrepareResources ml/after-crash ($UY): 1 device(s) (API" "$TMP/dra-b.log")" = 2 ] &&
+   jq -e --arg u "$UY" '.claims[$u] | has("rebuilt") | not' "$PLUG/checkpoint.json" >/dev/null; then
+        ok "... the rebuilt claim asked again: prepared anew from the API server, the same answer"
+else not_ok "rebuilt claim prepared again: $(head -c 300 "$TMP/k.json"); $(grep after-crash "$TMP/dra-b.log" | tail -2)"; fi
+dra unprepare "$SOCK_B" v1 "ml/after-crash/$UY"
+stop_dra
+
 # the API server checked: another CA (a server in the middle) and a wrong token get nothing
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
         -addext "subjectAltName=IP:127.0.0.1" -keyout "$TMP/other-key.pem" -out "$TMP/other-ca.pem" 2>/dev/null
@@ -488,7 +552,7 @@ role = [x for x in docs if x["kind"] == "ClusterRole"][0]
 assert {(r["resources"][0], tuple(r["verbs"]), tuple(r.get("resourceNames", ()))) for r in role["rules"]} == {
     ("resourceclaims", ("get",), ()), ("resourceclaims/status", ("patch",), ()),
     ("resourceclaims/driver", ("associated-node:patch",), ("gpu.gpuslice.io",)),
-    ("resourceslices", ("get", "create", "update", "delete"), ())}, role["rules"]
+    ("resourceslices", ("get", "create", "update", "delete"), ()), ("events", ("create",), ())}, role["rules"]
 assert all(len(r["resources"]) == 1 for r in role["rules"]), role["rules"]
 ds = [x for x in docs if x["kind"] == "DaemonSet"][0]["spec"]["template"]["spec"]
 c = ds["containers"][0]
@@ -496,6 +560,7 @@ helptext = subprocess.run([gs, "dra-plugin", "--help"], capture_output=True, tex
 for a in c["args"][1:]:
     assert not a.startswith("--") or a in helptext, "option %s not in --help" % a
 assert c["env"][0]["name"] == "NODE_NAME"
+assert {"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}} in c["env"], c["env"]
 mounts = {m["mountPath"] for m in c["volumeMounts"]}
 assert {"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/run/cdi"} <= mounts, mounts
 t = {x["metadata"]["name"]: x for x in docs if x["kind"] == "ResourceClaimTemplate"}
@@ -513,6 +578,6 @@ cfg = t["slice-4g-30"]["spec"]["spec"]["devices"]["config"][0]["opaque"]["parame
 assert cfg["priority"] == "high", cfg
 print("ok")
 PYEOF
-then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices only), the DaemonSet's options in --help, the 4Gi/30 % template"
+then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices; create events), POD_UID for sockets of the instance's own, the DaemonSet's options in --help, the 4Gi/30 % template"
 else not_ok "deploy/k8s/dra: $(tail -3 "$TMP/deploy.out")"; fi
 finish

@@ -235,6 +235,28 @@ mutation drarepublish k8s_dra_plugin src/k8s/dra_plugin.c \
         'if (0) {' \
         "the DRA plugin never publishes its ResourceSlice again once deleted (the kubelet deletes a node's slices when it restarts)" \
         "published again within 10 s"
+mutation drainstance k8s_dra_plugin src/k8s/dra_plugin.c \
+        'if (inst != NULL && inst[0] != '"'"'\0'"'"') {' \
+        'if (0) {' \
+        "the DRA plugin's sockets have fixed names whatever its instance: a new plugin takes the old one's sockets (no rolling update)" \
+        "two instances side by side"
+mutation drashared k8s_dra_plugin src/k8s/dra_checkpoint.c \
+        'load(p); /* what another instance wrote since */' \
+        '/* mutation */' \
+        "the DRA plugin's checkpoint read once at start: an instance beside another does not see what that one prepared" \
+        "instance B answers it from the shared checkpoint"
+mutation drastale k8s_dra_plugin src/k8s/dra_prepare.c \
+        'if (status == 404)
+                return true;' \
+        'if (0)
+                return true;' \
+        "a prepared claim deleted from the API server is never cleaned up (its spec and checkpoint entry stay)" \
+        "unprepared by the stale sweep"
+mutation dracorrupt k8s_dra_plugin src/k8s/dra_checkpoint.c \
+        'size_t n = rebuild(p);' \
+        'size_t n = 0;' \
+        "a corrupt DRA checkpoint is set aside and the plugin starts empty: the prepared claims' books are lost" \
+        "rebuilt from the claims' specs"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
