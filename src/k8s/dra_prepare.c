@@ -117,7 +117,32 @@ static int fetch(struct gs_dra_prep *p, const char *ns, const char *name, struct
         return 0;
 }
 
-static int check(const struct gs_dra_prep *p, const struct gs_dra_claim *c, struct plan *pl, struct gs_error *err)
+/* The node's books (issue 33): what the claim consumes of a device, added to what the other claims
+ * prepared on this node hold of it (the shared checkpoint, read under its lock: racing claims and
+ * other instances included), must fit the device. A device allocated whole, or a slice's memory or
+ * compute not given (no limit), holds all of it (as the scheduler books a request's default). */
+static int fits(struct gs_dra_prep *p, const struct gs_dra_claim *c, const struct gs_dra_result *r,
+                const struct plan *pl, struct gs_error *err)
+{
+        const struct gs_gpu *g = &p->dev->gpus[pl->gpu];
+        uint64_t total = pl->mig >= 0 ? g->migs[pl->mig].memory_total : g->memory_total, held_mem = 0;
+        unsigned held_cs = 0;
+        gs_dra_ck_held(p, r->device, c->uid, total, &held_mem, &held_cs);
+        uint64_t mem = pl->slice && r->memory != 0 ? r->memory : total;
+        unsigned cs = pl->slice && r->compute != 0 ? r->compute : 100;
+        if (held_mem + mem <= total && held_cs + cs <= 100)
+                return 0;
+        char want[32], held[32], all[32];
+        gs_k8s_quantity_format(mem, want, sizeof(want));
+        gs_k8s_quantity_format(held_mem, held, sizeof(held));
+        gs_k8s_quantity_format(total, all, sizeof(all));
+        p->refusal = "Overcommitted";
+        return gs_error_set(err, GS_EINVAL, "%s would be over-committed: the claim consumes %s and %u %%, the claims "
+                            "prepared on this node hold %s and %u %% of its %s and 100 %%", r->device, want, cs, held,
+                            held_cs, all);
+}
+
+static int check(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct plan *pl, struct gs_error *err)
 {
         unsigned slices = 0;
         for (size_t i = 0; i < c->n; i++) {
@@ -150,6 +175,9 @@ static int check(const struct gs_dra_prep *p, const struct gs_dra_claim *c, stru
                         return gs_error_set(err, GS_EINVAL, "more than one slice in one claim (a container has one slice "
                                             "env): claim each slice on its own");
         }
+        for (size_t i = 0; i < c->n; i++)
+                if (fits(p, c, &c->r[i], &pl[i], err) < 0)
+                        return -1;
         return 0;
 }
 
@@ -357,6 +385,7 @@ json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *n
                             struct gs_error *err)
 {
         p->status_note[0] = '\0';
+        p->refusal = NULL;
         memset(&p->took, 0, sizeof(p->took));
         if (check_ref(ns, name, uid, err) < 0)
                 return NULL;
@@ -381,7 +410,7 @@ json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *n
         } else if (got == 0) {
                 out = gs_dra_prepare_claim(p, c, err);
                 if (out == NULL)
-                        report(p, c, false, "PrepareFailed", err->msg);
+                        report(p, c, false, p->refusal != NULL ? p->refusal : "PrepareFailed", err->msg);
                 else if (c->error_reported)
                         report(p, c, true, "Prepared", "prepared");
         } else if (same && c->n > 0) {

@@ -22,6 +22,10 @@
  *              (idempotent, no API call), also after a restart of the plugin, if its spec is
  *              there: the spec is transient and written without an fsync (/var/run/cdi is a tmpfs
  *              on a node), so one a crash lost or emptied makes the claim prepared anew
+ *   the books  a claim whose consumed memory or compute, added to what the claims prepared on this
+ *              node hold of that device (the shared checkpoint: other instances' and racing
+ *              claims included; a device held whole, or a limit not given, counts as all of it),
+ *              exceeds the device is refused: reason Overcommitted on its status
  *   unprepare  removes the claim's spec and its checkpoint entry; an unknown claim is no error
  *   stale      a prepared claim the API server no longer has is unprepared (gs_dra_sweep_stale)
  *   shared     the checkpoint is locked and read again for each call (dra_checkpoint.h), so that
@@ -61,6 +65,7 @@ struct gs_dra_prep {
         struct gs_driver_info drv;
         bool have_drv;
         json_object *claims;    /* the checkpoint's claims: {uid: {namespace, name, spec, devices}} */
+        const char *refusal;    /* the last refusal's status reason when not PrepareFailed (Overcommitted), or NULL */
         char status_note[256];  /* the last prepare's word on the claim's status, or "" */
         /* the last prepare's steps, in ms (0: not done; for the log line and the bench) */
         struct {

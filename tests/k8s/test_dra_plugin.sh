@@ -319,7 +319,8 @@ grep -q "^PATCH /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/too-big/st
         not_ok "status writes: $(grep PATCH "$API_STATE/requests.log" | tail -2) $(grep PATCH "$API_STATE/invalid.log" 2>/dev/null | head -2)"
 # the refused claim made right (its status kept, as the API server keeps it): prepared, Ready again
 UB=b0000000-0000-4000-8000-000000000001
-jq '.status.allocation.devices.results[0].consumedCapacity.memory = "4Gi"' "$API_STATE/claims/ml/too-big.json" >"$TMP/tb.json" &&
+# (and 10 % compute: with none given it would consume the whole GPU's, beside slice-4g-30's 30 %)
+jq '.status.allocation.devices.results[0].consumedCapacity = {memory: "4Gi", compute: "10"}' "$API_STATE/claims/ml/too-big.json" >"$TMP/tb.json" &&
         mv "$TMP/tb.json" "$API_STATE/claims/ml/too-big.json"
 dra prepare "$SOCK" v1 "ml/too-big/$UB"
 kexpect "the refused claim made right: prepared" ".ok and (.claims[\"$UB\"].devices | length) == 1"
@@ -448,6 +449,32 @@ if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-x.json")" ] &&
    grep -q "NodePrepareResources ml/shared-x ($UX): 1 device(s), prepared before" "$TMP/dra-b.log"; then
         ok "instance B answers it from the shared checkpoint (the same answer, prepared before: not read again)"
 else not_ok "instance B: $(head -c 300 "$TMP/k.json"); $(grep shared-x "$TMP/dra-b.log" | tail -1)"; fi
+# issue 33, item 2: the node's books, across instances: A's 20 Gi / 60 % is on gpu-0
+claim_json ml over-mem e0000000-0000-4000-8000-000000000001 "$DRIVER" "$(res gpu-0 "" '{"memory": "24Gi", "compute": "30"}')"
+claim_json ml over-compute e0000000-0000-4000-8000-000000000002 "$DRIVER" "$(res gpu-0 "" '{"memory": "16Gi", "compute": "50"}')"
+claim_json ml over-whole e0000000-0000-4000-8000-000000000003 "$DRIVER" "$(res gpu-0)"
+SOCK=$SOCK_B
+bad over-mem e0000000-0000-4000-8000-000000000001 "gpu-0 would be over-committed: the claim consumes 24Gi and 30 %, the claims prepared on this node hold 20Gi and 60 %" \
+        "24 Gi beside a prepared 20 Gi on a 40 Gi GPU (the other instance's claim)" Overcommitted
+bad over-compute e0000000-0000-4000-8000-000000000002 "the claim consumes 16Gi and 50 %, the claims prepared on this node hold 20Gi and 60 %" \
+        "50 % beside a prepared 60 %" Overcommitted
+bad over-whole e0000000-0000-4000-8000-000000000003 "the claim consumes 40Gi and 100 %" "the whole GPU beside a prepared slice" Overcommitted
+# two claims at once, one on each instance, each fitting alone (20 Gi / 60 % held; 10 Gi / 30 % each): one is refused
+claim_json ml race-1 e0000000-0000-4000-8000-000000000011 "$DRIVER" "$(res gpu-0 "" '{"memory": "10Gi", "compute": "30"}')"
+claim_json ml race-2 e0000000-0000-4000-8000-000000000012 "$DRIVER" "$(res gpu-0 "" '{"memory": "10Gi", "compute": "30"}')"
+for i in 1 2; do
+        s=$SOCK_A; [ "$i" = 2 ] && s=$SOCK_B
+        "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/k8s/proto" --stubs "$TMP/dra-stubs" prepare "$s" v1 \
+                "ml/race-$i/e0000000-0000-4000-8000-00000000001$i" >"$TMP/race-$i.json" 2>>"$TMP/dra-kubelet.err" &
+done
+wait_for 20 eval '[ -s "$TMP/race-1.json" ] && [ -s "$TMP/race-2.json" ]'
+sleep 0.2
+nprep=$(jq -s '[.[] | .claims[] | select((.devices // []) | length == 1)] | length' "$TMP/race-1.json" "$TMP/race-2.json")
+nover=$(jq -s '[.[] | .claims[] | select((.error // "") | contains("over-committed"))] | length' "$TMP/race-1.json" "$TMP/race-2.json")
+[ "$nprep" = 1 ] && [ "$nover" = 1 ] &&
+        ok "two racing claims on two instances, each fitting alone, not both: one prepared, one refused as over-committed" ||
+        not_ok "racing claims: $(cat "$TMP/race-1.json" "$TMP/race-2.json" | head -c 600)"
+for i in 1 2; do dra unprepare "$SOCK_B" v1 "ml/race-$i/e0000000-0000-4000-8000-00000000001$i"; done
 DRA_PID=$PID_A stop_dra
 [ "$DRA_RC" = 0 ] && [ ! -e "$SOCK_A" ] && [ ! -e "$REG_A" ] && [ -S "$SOCK_B" ] && [ -S "$REG_B" ] && [ -s "$SLICE" ] &&
         ok "the old instance stops: its sockets gone, the new one's and the ResourceSlice left" ||

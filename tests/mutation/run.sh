@@ -257,6 +257,11 @@ mutation dracorrupt k8s_dra_plugin src/k8s/dra_checkpoint.c \
         'size_t n = 0;' \
         "a corrupt DRA checkpoint is set aside and the plugin starts empty: the prepared claims' books are lost" \
         "rebuilt from the claims' specs"
+mutation dracommit k8s_dra_plugin src/k8s/dra_prepare.c \
+        'if (held_mem + mem <= total && held_cs + cs <= 100)' \
+        'if (1)' \
+        "the DRA plugin prepares a claim that, with the claims already prepared on the GPU, over-commits its memory or compute (issue 34: an over-committed claim prepared)" \
+        "beside a prepared 20 Gi"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
