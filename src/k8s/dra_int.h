@@ -55,6 +55,7 @@ struct gs_dra {
         long long generation;  /* the pool generation last published */
         bool published;
         long long check_at;
+        bool gate_noted;       /* said: the API server drops consumable capacity */
         long long sweep_at;    /* stale claims looked up then (0: not yet scheduled) */    /* the slice read back then (gs_now_ms) */
 };
 

@@ -141,6 +141,29 @@ static long long old_slice(struct gs_dra *p, const char *path, char *rv, size_t 
         return g < 0 ? 0 : g;
 }
 
+/* The slice as the API server stored it: a server whose DRAConsumableCapacity gate is off drops
+ * allowMultipleAllocations and the request policies silently; then no claim can hold a slice of a
+ * GPU (the scheduler allocates each whole): said once, not fought (no publishing again). */
+static void gate_check(struct gs_dra *p, const char *answer)
+{
+        json_object *o = answer != NULL ? json_tokener_parse(answer) : NULL, *spec = NULL, *devs = NULL;
+        bool gpus = false, shared = false;
+        if (o != NULL && json_object_object_get_ex(o, "spec", &spec) && json_object_object_get_ex(spec, "devices", &devs))
+                for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                        json_object *d = json_object_array_get_idx(devs, i), *a = NULL, *t = NULL, *ty = NULL;
+                        if (json_object_object_get_ex(d, "attributes", &a) && json_object_object_get_ex(a, "type", &t) &&
+                            json_object_object_get_ex(t, "string", &ty) && strcmp(json_object_get_string(ty), "gpu") == 0) {
+                                gpus = true;
+                                shared |= json_object_object_get_ex(d, "allowMultipleAllocations", NULL);
+                        }
+                }
+        json_object_put(o);
+        if (gpus && !shared && !p->gate_noted)
+                gs_dra_note(p, "the API server dropped the GPUs' allowMultipleAllocations (its DRAConsumableCapacity feature "
+                            "gate is off): GPUs are allocated whole, no claim gets a slice");
+        p->gate_noted |= gpus && !shared;
+}
+
 static int publish(struct gs_dra *p, struct gs_error *err)
 {
         char name[512], path[1024], rv[128];
@@ -157,9 +180,10 @@ static int publish(struct gs_dra *p, struct gs_error *err)
         const char *body = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN);
         size_t body_len = strlen(body);
         long status = 0;
-        int rc = rv[0] != '\0' ? gs_kubeapi_call(&p->api, "PUT", path, body, &status, NULL, err)
+        gs_autofree char *answer = NULL;
+        int rc = rv[0] != '\0' ? gs_kubeapi_call(&p->api, "PUT", path, body, &status, &answer, err)
                                : gs_kubeapi_call(&p->api, "POST", "/apis/resource.k8s.io/v1/resourceslices", body, &status,
-                                                 NULL, err);
+                                                 &answer, err);
         json_object *devs = NULL, *spec = NULL;
         json_object_object_get_ex(s, "spec", &spec);
         json_object_object_get_ex(spec, "devices", &devs);
@@ -171,6 +195,7 @@ static int publish(struct gs_dra *p, struct gs_error *err)
                 return gs_error_set(err, GS_EINVAL, "%s %s: HTTP %ld", rv[0] ? "PUT" : "POST", name, status);
         p->generation = gen;
         p->published = true;
+        gate_check(p, answer);
         p->check_at = gs_now_ms() + (p->o->resync_period_ms ? p->o->resync_period_ms : RESYNC_MS);
         gs_dra_note(p, "published ResourceSlice %s: %zu device(s), pool generation %lld (%lld ms, %zu bytes)", name, ndevs,
                     gen, gs_now_ms() - t0, body_len);

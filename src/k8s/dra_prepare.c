@@ -341,6 +341,8 @@ static json_object *prepare_locked(struct gs_dra_prep *p, const struct gs_dra_cl
                 json_object_object_add(d, "requests", str_list(c->r[i].request));
                 json_object_object_add(d, "pool", json_object_new_string(c->r[i].pool));
                 json_object_object_add(d, "device", json_object_new_string(c->r[i].device));
+                if (c->r[i].share_id[0] != '\0')
+                        json_object_object_add(d, "share_id", json_object_new_string(c->r[i].share_id));
                 json_object_object_add(d, "cdi", str_list(cdi));
                 if (pl[i].slice) {
                         json_object_object_add(d, "memory", json_object_new_int64((int64_t)c->r[i].memory));

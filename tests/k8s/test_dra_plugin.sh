@@ -117,9 +117,9 @@ jq '.status.reservedFor = [{"resource": "pods", "name": "trainer-0", "uid": "7a0
         "$API_STATE/claims/ml/slice-4g-30.json" >"$TMP/c.json" && mv "$TMP/c.json" "$API_STATE/claims/ml/slice-4g-30.json"
 dra prepare "$SOCK" v1 "ml/slice-4g-30/$U1"
 cp "$TMP/k.json" "$TMP/p-slice.json"
-kexpect "NodePrepareResources (v1) of a 4 Gi / 30 % claim on gpu-0: one device, its CDI name" \
+kexpect "NodePrepareResources (v1) of a 4 Gi / 30 % claim on gpu-0: one device, its CDI name, its share_id (field 5) echoed" \
         ".ok and .claims[\"$U1\"].devices == [{\"request_names\": [\"gpu\"], \"pool_name\": \"$NODE\", \"device_name\": \"gpu-0\",
-          \"cdi_device_ids\": [\"$KIND=$U1-gpu-0\"]}] and (.claims[\"$U1\"].error // \"\") == \"\""
+          \"cdi_device_ids\": [\"$KIND=$U1-gpu-0\"], \"share_id\": \"5f1c9d1e-0000-4000-8000-000000000001\"}] and (.claims[\"$U1\"].error // \"\") == \"\""
 SPEC1=$CDI_DIR/$DRIVER-claim-$U1.json
 jq -e --arg n "$U1-gpu-0" '.kind == "'"$KIND"'" and [.devices[].name] == [$n]
         and (.devices[0].containerEdits.env | index("GPUSLICE_MEMORY_LIMIT=4Gi") != null
@@ -566,6 +566,33 @@ if [ "$rc" = 0 ] && [ "$(grep -c '^PASS ' "$TMP/dra-check.txt")" -ge 9 ] && ! gr
    tail -1 "$TMP/dra-check.txt" | grep -qE '^[0-9]+ passed, 0 failed, 1 skipped$'; then
         ok "tests/gpu/dra_check.sh on the simulated GPU: $(tail -1 "$TMP/dra-check.txt") (the containers: the GPU host's)"
 else not_ok "tests/gpu/dra_check.sh (rc $rc): $(grep -E '^(FAIL|SKIP)' "$TMP/dra-check.txt" | head -5) $(tail -3 "$TMP/dra-check.txt")"; fi
+
+# issue 34, item 13b: an API server whose DRAConsumableCapacity gate is off (a 1.34 cluster as
+# installed: the gate is alpha) drops the consumable-capacity fields, silently, as the real one
+stop_apiserver
+API_STATE=$TMP/api-gated SLICE=$TMP/api-gated/slices/$NODE-$DRIVER.json
+start_apiserver "$API_STATE" --feature-gates DRAConsumableCapacity=false
+start_dra "$TMP/dra-gated.log" "${plugin_args[@]}"
+wait_for 15 test -s "$SLICE"
+sleep 2 # two resync periods: no publishing again over the dropped fields
+if jq -e '[.spec.devices[].name] == ["gpu-0", "gpu-1"] and all(.spec.devices[]; (has("allowMultipleAllocations") | not)
+        and (.capacity.memory | has("requestPolicy") | not) and .capacity.memory.value == "40Gi")' "$SLICE" >/dev/null &&
+   [ "$(grep -cE "^(POST|PUT) /apis/resource.k8s.io/v1/resourceslices" "$API_STATE/requests.log")" = 1 ] &&
+   [ ! -s "$API_STATE/invalid.log" ]; then
+        ok "DRAConsumableCapacity off: the slice stored without allowMultipleAllocations and request policies, written once (no loop over the dropped fields)"
+else not_ok "gate off: $(jq -c '[.spec.devices[] | {name, allowMultipleAllocations, capacity}]' "$SLICE" 2>&1 | head -c 400) $(grep -c resourceslices "$API_STATE/requests.log") writes"; fi
+grep -q "DRAConsumableCapacity feature gate is off): GPUs are allocated whole" "$TMP/dra-gated.log" &&
+        ok "... the plugin says so: GPUs allocated whole, no slices" || not_ok "gate off not noted: $(tail -3 "$TMP/dra-gated.log")"
+UG=f0000000-0000-4000-8000-000000000001
+claim_json ml gated "$UG" "$DRIVER" "[{\"request\": \"gpu\", \"driver\": \"$DRIVER\", \"pool\": \"$NODE\", \"device\": \"gpu-0\",
+        \"shareID\": \"5f1c9d1e-0000-4000-8000-0000000000f1\", \"consumedCapacity\": {\"memory\": \"4Gi\", \"compute\": \"30\"}}]"
+dra prepare "$PLUG/dra.sock" v1 "ml/gated/$UG"
+if [ "$(kq ".ok and (.claims[\"$UG\"].devices | length) == 1 and (.claims[\"$UG\"].devices[0] | has(\"share_id\") | not)")" = true ] &&
+   jq -e '.devices[0].containerEdits | (.env // []) == [] and (.hooks // []) == []' "$CDI_DIR/$DRIVER-claim-$UG.json" >/dev/null; then
+        ok "... a claim read from it has no consumedCapacity or shareID: prepared as the whole GPU (no slice hooks, no share_id)"
+else not_ok "gated claim: $(head -c 300 "$TMP/k.json") $(jq -c '.devices[0].containerEdits.hooks' "$CDI_DIR/$DRIVER-claim-$UG.json" 2>&1 | head -c 200)"; fi
+dra unprepare "$PLUG/dra.sock" v1 "ml/gated/$UG"
+stop_dra
 
 # deploy/k8s/dra: what the cluster gets parses, and says what the plugin reads
 if "$PY" - "$SRC/deploy/k8s/dra" "$GS" >"$TMP/deploy.out" 2>&1 <<'PYEOF'
