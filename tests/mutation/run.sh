@@ -262,6 +262,21 @@ mutation dracommit k8s_dra_plugin src/k8s/dra_prepare.c \
         'if (1)' \
         "the DRA plugin prepares a claim that, with the claims already prepared on the GPU, over-commits its memory or compute (issue 34: an over-committed claim prepared)" \
         "beside a prepared 20 Gi"
+mutation drashareid k8s_dra_plugin src/k8s/dra_service.c \
+        'if (member(d, "share_id")[0] != '"'"'\0'"'"')' \
+        'if (0)' \
+        "the DRA plugin's answer leaves out the device's share_id (field 5): the kubelet cannot tell two shares of one GPU apart" \
+        "its share_id (field 5) echoed"
+mutation dracapstep unit_k8s src/k8s/dra_slices.c \
+        'uint64_t top = min > 0 ? value - value % min : value;' \
+        'uint64_t top = value;' \
+        "the DRA slice's memory requestPolicy default and max not on the 1 Mi step (the API server refuses the slice)" \
+        "test_dra_capacity_step"
+mutation dragate k8s_dra_plugin src/k8s/dra_plugin.c \
+        'if (gpus && !shared && !p->gate_noted)' \
+        'if (0)' \
+        "the DRA plugin says nothing when the API server drops its consumable capacity (DRAConsumableCapacity off): slices silently never scheduled" \
+        "the plugin says so: GPUs allocated whole"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
