@@ -55,7 +55,9 @@ struct gs_dra {
         long long generation;  /* the pool generation last published */
         bool published;
         long long check_at;
-        bool gate_noted;       /* said: the API server drops consumable capacity */
+        bool gate_noted;
+        bool node_asked;       /* the Node's uid asked (owner) */
+        char node_uid[64];     /* the slice's owner; "": none */       /* said: the API server drops consumable capacity */
         long long sweep_at;    /* stale claims looked up then (0: not yet scheduled) */    /* the slice read back then (gs_now_ms) */
 };
 

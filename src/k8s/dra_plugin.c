@@ -164,6 +164,41 @@ static void gate_check(struct gs_dra *p, const char *answer)
         p->gate_noted |= gpus && !shared;
 }
 
+/* The slice owned by its Node (as the kubelet plugin helper does): kept when the plugin stops, it
+ * goes with the Node when the node leaves the cluster (the garbage collector). The Node's uid is
+ * asked once; without it (no RBAC for nodes) the slice has no owner, and that is said. */
+static void owner(struct gs_dra *p, json_object *slice)
+{
+        if (!p->node_asked) {
+                char path[400];
+                long status = 0;
+                gs_autofree char *body = NULL;
+                struct gs_error err = {0};
+                snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
+                if (gs_kubeapi_call(&p->api, "GET", path, NULL, &status, &body, &err) < 0)
+                        return; /* asked again at the next publication */
+                p->node_asked = true;
+                json_object *o = status == 200 && body != NULL ? json_tokener_parse(body) : NULL, *meta = NULL, *uid = NULL;
+                if (o != NULL && json_object_object_get_ex(o, "metadata", &meta) && json_object_object_get_ex(meta, "uid", &uid))
+                        gs_strlcpy(p->node_uid, json_object_get_string(uid), sizeof(p->node_uid));
+                json_object_put(o);
+                if (p->node_uid[0] == '\0')
+                        gs_dra_note(p, "the Node %s cannot be read (HTTP %ld): the ResourceSlice has no owner and outlives "
+                                    "the Node (RBAC: get nodes)", p->node, status);
+        }
+        json_object *meta = NULL;
+        if (p->node_uid[0] == '\0' || !json_object_object_get_ex(slice, "metadata", &meta))
+                return;
+        json_object *refs = json_object_new_array(), *r = json_object_new_object();
+        json_object_object_add(r, "apiVersion", json_object_new_string("v1"));
+        json_object_object_add(r, "kind", json_object_new_string("Node"));
+        json_object_object_add(r, "name", json_object_new_string(p->node));
+        json_object_object_add(r, "uid", json_object_new_string(p->node_uid));
+        json_object_object_add(r, "controller", json_object_new_boolean(1));
+        json_object_array_add(refs, r);
+        json_object_object_add(meta, "ownerReferences", refs);
+}
+
 static int publish(struct gs_dra *p, struct gs_error *err)
 {
         char name[512], path[1024], rv[128];
@@ -177,6 +212,7 @@ static int publish(struct gs_dra *p, struct gs_error *err)
         json_object *s = gs_dra_slice_build(p->dev, &p->topo, &p->health, p->driver, p->node, gen, rv);
         if (s == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
+        owner(p, s);
         const char *body = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN);
         size_t body_len = strlen(body);
         long status = 0;

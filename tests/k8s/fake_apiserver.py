@@ -19,6 +19,7 @@ TOKEN" (else 401). Enough of resource.k8s.io/v1:
     POST   /apis/resource.k8s.io/v1/resourceslices                      create (409 if there)
     PUT    /apis/resource.k8s.io/v1/resourceslices/NAME                 update (409 on a stale resourceVersion)
     DELETE /apis/resource.k8s.io/v1/resourceslices/NAME
+    GET    /api/v1/nodes/NAME                                           a Node, its uid uuid5(NAME) (DIR/no-nodes: 403)
     POST   /api/v1/namespaces/NS/events                                 an Event (its fields checked), a line in DIR/events.log
 
 Feature gates (--feature-gates GATE=false,..., as kube-apiserver's; all on by default):
@@ -91,6 +92,7 @@ def check_device_status(claim, d):
             raise ValueError("condition: message longer than 32768")
         if not TIME_RE.match(c["lastTransitionTime"]):
             raise ValueError("condition: lastTransitionTime %r is not RFC 3339" % c["lastTransitionTime"])
+NODE_RE = re.compile(r"^/api/v1/nodes/([a-z0-9.-]+)$")
 EVENT_RE = re.compile(r"^/api/v1/namespaces/([a-z0-9-]+)/events$")
 SLICE_RE = re.compile(r"^" + PREFIX + r"/resourceslices/([a-z0-9.-]+)$")
 
@@ -231,6 +233,12 @@ class Handler(BaseHTTPRequestHandler):
             data = self.body() if self.command in ("POST", "PUT", "PATCH") else None
         except ValueError as e:
             return self.status(400, "BadRequest", "not JSON: %s" % e)
+        m = NODE_RE.match(self.path)
+        if m and self.command == "GET":  # any node name: a Node with a uid of its own (DIR/no-nodes: 403)
+            if os.path.exists(os.path.join(st.args.state, "no-nodes")):
+                return self.status(403, "Forbidden", "nodes: forbidden (the test says so)")
+            return self.answer(200, {"kind": "Node", "apiVersion": "v1",
+                                     "metadata": {"name": m.group(1), "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, m.group(1)))}})
         m = EVENT_RE.match(self.path)
         if m and self.command == "POST":
             return self.event(m.group(1), data)

@@ -90,9 +90,11 @@ jq -e --arg n "$NODE" --arg d "$DRIVER" --arg g0 "$GPU0" --arg g1 "$GPU1" '
         and .spec.devices[0].capacity.memory.value == "40Gi" and .spec.devices[0].capacity.compute.value == "100"
         and .spec.devices[0].capacity.memory.requestPolicy.default == "40Gi"
         and .spec.devices[0].capacity.memory.requestPolicy.validRange == {min: "1Mi", max: "40Gi", step: "1Mi"}
-        and all(.spec.devices[]; .allowMultipleAllocations == true)' "$SLICE" >/dev/null &&
-        ok "ResourceSlice: gpu-0, gpu-1 with uuid, model, architecture, versions as semver, index, PCI bus id; memory 40Gi and compute 100 consumable (1 Mi / 1 % steps)" ||
-        not_ok "ResourceSlice: $(jq -c '.spec | {pool, devices: [.devices[] | {name, attributes, capacity}]}' "$SLICE" | head -c 900)"
+        and all(.spec.devices[]; .allowMultipleAllocations == true)
+        and .metadata.ownerReferences == [{apiVersion: "v1", kind: "Node", name: $n, controller: true,
+                                           uid: "'"$("$PY" -c 'import uuid, sys; print(uuid.uuid5(uuid.NAMESPACE_DNS, sys.argv[1]))' "$NODE")"'"}]' "$SLICE" >/dev/null &&
+        ok "ResourceSlice: gpu-0, gpu-1 with uuid, model, architecture, versions as semver, index, PCI bus id; memory 40Gi and compute 100 consumable (1 Mi / 1 % steps); owned by its Node (kept at stop, gone with the Node)" ||
+        not_ok "ResourceSlice: $(jq -c '{o: .metadata.ownerReferences} + (.spec | {pool, devices: [.devices[] | {name, attributes, capacity}]})' "$SLICE" | head -c 900)"
 # issue 33: the kubelet deletes a node's slices when it restarts: published again (--resync-period 1)
 code=$(api DELETE "/apis/resource.k8s.io/v1/resourceslices/$NODE-$DRIVER")
 if [ "$code" = 200 ] && [ ! -e "$SLICE" ] && wait_for 10 test -s "$SLICE" &&
@@ -606,7 +608,7 @@ role = [x for x in docs if x["kind"] == "ClusterRole"][0]
 assert {(r["resources"][0], tuple(r["verbs"]), tuple(r.get("resourceNames", ()))) for r in role["rules"]} == {
     ("resourceclaims", ("get",), ()), ("resourceclaims/status", ("patch",), ()),
     ("resourceclaims/driver", ("associated-node:patch",), ("gpu.gpuslice.io",)),
-    ("resourceslices", ("get", "create", "update", "delete"), ()), ("events", ("create",), ())}, role["rules"]
+    ("resourceslices", ("get", "create", "update", "delete"), ()), ("events", ("create",), ()), ("nodes", ("get",), ())}, role["rules"]
 assert all(len(r["resources"]) == 1 for r in role["rules"]), role["rules"]
 ds = [x for x in docs if x["kind"] == "DaemonSet"][0]["spec"]["template"]["spec"]
 c = ds["containers"][0]
@@ -632,6 +634,6 @@ cfg = t["slice-4g-30"]["spec"]["spec"]["devices"]["config"][0]["opaque"]["parame
 assert cfg["priority"] == "high", cfg
 print("ok")
 PYEOF
-then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices; create events), POD_UID for sockets of the instance's own, the DaemonSet's options in --help, the 4Gi/30 % template"
+then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices; create events; get nodes), POD_UID for sockets of the instance's own, the DaemonSet's options in --help, the 4Gi/30 % template"
 else not_ok "deploy/k8s/dra: $(tail -3 "$TMP/deploy.out")"; fi
 finish
