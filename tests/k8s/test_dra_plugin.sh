@@ -94,13 +94,13 @@ jq -e --arg n "$NODE" --arg d "$DRIVER" --arg g0 "$GPU0" --arg g1 "$GPU1" '
         and .metadata.ownerReferences == [{apiVersion: "v1", kind: "Node", name: $n, controller: true,
                                            uid: "'"$("$PY" -c 'import uuid, sys; print(uuid.uuid5(uuid.NAMESPACE_DNS, sys.argv[1]))' "$NODE")"'"}]' "$SLICE" >/dev/null &&
         ok "ResourceSlice: gpu-0, gpu-1 with uuid, model, architecture, versions as semver, index, PCI bus id; memory 40Gi and compute 100 consumable (1 Mi / 1 % steps); owned by its Node (kept at stop, gone with the Node)" ||
-        not_ok "ResourceSlice: $(jq -c '{o: .metadata.ownerReferences} + (.spec | {pool, devices: [.devices[] | {name, attributes, capacity}]})' "$SLICE" | head -c 900)"
+        not_ok "ResourceSlice (attributes, capacity, owned by its Node): $(jq -c '{o: .metadata.ownerReferences} + (.spec | {pool, devices: [.devices[] | {name, attributes, capacity}]})' "$SLICE" | head -c 900)"
 # issue 33: the kubelet deletes a node's slices when it restarts: published again (--resync-period 1)
 code=$(api DELETE "/apis/resource.k8s.io/v1/resourceslices/$NODE-$DRIVER")
 if [ "$code" = 200 ] && [ ! -e "$SLICE" ] && wait_for 10 test -s "$SLICE" &&
    jq -e '[.spec.devices[].name] == ["gpu-0", "gpu-1"] and .spec.pool.generation >= 1' "$SLICE" >/dev/null; then
         ok "the ResourceSlice deleted (as a restarting kubelet deletes it): published again within 10 s"
-else not_ok "slice deleted (HTTP $code): not published again: $(grep -c resourceslices "$API_STATE/requests.log") requests; $(tail -2 "$TMP/dra.log")"; fi
+else not_ok "the ResourceSlice deleted (HTTP $code): not published again within 10 s: $(grep -c resourceslices "$API_STATE/requests.log") requests; $(tail -2 "$TMP/dra.log")"; fi
 
 # ---------------------------------------------------------------------------------------------
 # 2. Claims prepared, run as containers
@@ -436,7 +436,7 @@ PID_B=$DRA_PID
 SOCK_A=$PLUG/dra-inst-a.sock SOCK_B=$PLUG/dra-inst-b.sock REG_A=$REG/$DRIVER-inst-a-reg.sock REG_B=$REG/$DRIVER-inst-b-reg.sock
 if wait_for 20 test -S "$SOCK_A" -a -S "$SOCK_B" -a -S "$REG_A" -a -S "$REG_B"; then
         ok "two instances side by side (--instance-id): each with registration and DRA sockets of its own"
-else not_ok "instances' sockets: $(ls "$PLUG" "$REG" | tr '\n' ' ') $(tail -2 "$TMP/dra-b.log")"; fi
+else not_ok "two instances side by side (--instance-id): not each with sockets of its own: $(ls "$PLUG" "$REG" | tr '\n' ' ') $(tail -2 "$TMP/dra-b.log")"; fi
 dra register "$REG_B"
 kexpect "... the new one's GetInfo names its own DRA socket" ".ok and .info.endpoint == \"$SOCK_B\""
 dra unprepare "$SOCK_A" v1 "ml/whole-1/$U2" "ml/while-down/$U3"
@@ -450,7 +450,7 @@ dra prepare "$SOCK_B" v1 "ml/shared-x/$UX"
 if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-x.json")" ] &&
    grep -q "NodePrepareResources ml/shared-x ($UX): 1 device(s), prepared before" "$TMP/dra-b.log"; then
         ok "instance B answers it from the shared checkpoint (the same answer, prepared before: not read again)"
-else not_ok "instance B: $(head -c 300 "$TMP/k.json"); $(grep shared-x "$TMP/dra-b.log" | tail -1)"; fi
+else not_ok "instance B answers it from the shared checkpoint: not so: $(head -c 300 "$TMP/k.json"); $(grep shared-x "$TMP/dra-b.log" | tail -1)"; fi
 # issue 33, item 2: the node's books, across instances: A's 20 Gi / 60 % is on gpu-0
 claim_json ml over-mem e0000000-0000-4000-8000-000000000001 "$DRIVER" "$(res gpu-0 "" '{"memory": "24Gi", "compute": "30"}')"
 claim_json ml over-compute e0000000-0000-4000-8000-000000000002 "$DRIVER" "$(res gpu-0 "" '{"memory": "16Gi", "compute": "50"}')"
@@ -486,7 +486,7 @@ DRA_PID=$PID_B
 rm "$API_STATE/claims/ml/shared-x.json"
 if wait_for 10 no_checkpoint_entry "$UX" && [ ! -e "$CDI_DIR/$DRIVER-claim-$UX.json" ]; then
         ok "a prepared claim gone from the API server: unprepared by the stale sweep (--stale-period 1), its spec removed"
-else not_ok "stale claim: $(jq -c '.claims | keys' "$PLUG/checkpoint.json" 2>&1) $(ls "$CDI_DIR" | grep -c "$UX")"; fi
+else not_ok "a prepared claim gone from the API server: not unprepared by the stale sweep: $(jq -c '.claims | keys' "$PLUG/checkpoint.json" 2>&1) $(ls "$CDI_DIR" | grep -c "$UX")"; fi
 # a checkpoint torn by a crash: rebuilt from the claims' specs, an Event says so
 claim_json ml after-crash "$UY" "$DRIVER" "$(res gpu-0 "" '{"memory": "16Gi", "compute": "40"}')"
 dra prepare "$SOCK_B" v1 "ml/after-crash/$UY"
@@ -498,7 +498,7 @@ if jq -e --arg u "$UY" '.claims[$u] | .rebuilt == true and .namespace == "ml" an
         and .devices == [{device: "gpu-0", pool: "node-a", memory: 17179869184, compute: 40}]' "$PLUG/checkpoint.json" >/dev/null &&
    [ -s "$PLUG/checkpoint.json.bad" ]; then
         ok "a torn checkpoint: set aside, rebuilt from the claims' specs (gpu-0, 16 Gi, 40 %, the claim ml/after-crash)"
-else not_ok "rebuilt checkpoint: $(head -c 400 "$PLUG/checkpoint.json")"; fi
+else not_ok "a torn checkpoint: not rebuilt from the claims' specs: $(head -c 400 "$PLUG/checkpoint.json")"; fi
 if wait_for 5 test -s "$API_STATE/events.log" && jq -e -s --arg n "$NODE" 'map(select(.reason == "CheckpointRebuilt")) | length == 1 and
         (.[0] | .type == "Warning" and .involvedObject == {apiVersion: "v1", kind: "Node", name: $n}
          and (.message | contains("rebuilt from 1 claim spec")))' "$API_STATE/events.log" >/dev/null; then
@@ -584,7 +584,8 @@ if jq -e '[.spec.devices[].name] == ["gpu-0", "gpu-1"] and all(.spec.devices[]; 
         ok "DRAConsumableCapacity off: the slice stored without allowMultipleAllocations and request policies, written once (no loop over the dropped fields)"
 else not_ok "gate off: $(jq -c '[.spec.devices[] | {name, allowMultipleAllocations, capacity}]' "$SLICE" 2>&1 | head -c 400) $(grep -c resourceslices "$API_STATE/requests.log") writes"; fi
 grep -q "DRAConsumableCapacity feature gate is off): GPUs are allocated whole" "$TMP/dra-gated.log" &&
-        ok "... the plugin says so: GPUs allocated whole, no slices" || not_ok "gate off not noted: $(tail -3 "$TMP/dra-gated.log")"
+        ok "... the plugin says so: GPUs allocated whole, no slices" ||
+        not_ok "... the plugin says so: GPUs allocated whole, no slices: not in its log: $(tail -3 "$TMP/dra-gated.log")"
 UG=f0000000-0000-4000-8000-000000000001
 claim_json ml gated "$UG" "$DRIVER" "[{\"request\": \"gpu\", \"driver\": \"$DRIVER\", \"pool\": \"$NODE\", \"device\": \"gpu-0\",
         \"shareID\": \"5f1c9d1e-0000-4000-8000-0000000000f1\", \"consumedCapacity\": {\"memory\": \"4Gi\", \"compute\": \"30\"}}]"
