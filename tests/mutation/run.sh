@@ -235,6 +235,11 @@ mutation drarepublish k8s_dra_plugin src/k8s/dra_plugin.c \
         'if (0) {' \
         "the DRA plugin never publishes its ResourceSlice again once deleted (the kubelet deletes a node's slices when it restarts)" \
         "published again within 10 s"
+mutation draowner k8s_dra_plugin src/k8s/dra_plugin.c \
+        'owner(p, s);' \
+        '(void)owner; /* mutation */' \
+        "the DRA plugin's ResourceSlice has no owner: kept at stop, it outlives a Node deleted from the cluster" \
+        "owned by its Node"
 mutation drainstance k8s_dra_plugin src/k8s/dra_plugin.c \
         'if (inst != NULL && inst[0] != '"'"'\0'"'"') {' \
         'if (0) {' \
