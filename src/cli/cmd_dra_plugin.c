@@ -15,8 +15,8 @@ static const char help[] =
         "v1beta1): publishes this node's GPUs and MIG devices as a ResourceSlice (a GPU's memory and\n"
         "compute as consumable capacity), registers with the kubelet's plugin watcher, and prepares each\n"
         "claim with a CDI spec of its own: a whole GPU, a MIG device, or a slice of a GPU (the memory\n"
-        "and compute the claim consumes). Runs until SIGTERM or SIGINT (the ResourceSlice is deleted);\n"
-        "progress lines go to standard error.\n"
+        "and compute the claim consumes). Runs until SIGTERM or SIGINT (the ResourceSlice is kept: a\n"
+        "restart or an upgrade leaves the node schedulable); progress lines go to standard error.\n"
         "\n"
         "  -c, --config=FILE         host config to read (default " GS_HOSTCONFIG_DEFAULT_PATH ", if any):\n"
         "                            [driver], and device-plugin.hook-path, host-root, sysfs, health-checks\n"
@@ -28,6 +28,12 @@ static const char help[] =
         "                            " GS_DRA_DEFAULT_PLUGINS "/<driver>)\n"
         "      --registry-dir=DIR    the kubelet's plugin registry (default " GS_DRA_DEFAULT_REGISTRY ")\n"
         "      --health-period=SECS  how often NVML is asked whether a GPU fell off the bus (default 5)\n"
+        "      --resync-period=SECS  how often the ResourceSlice is read back and, when deleted, published\n"
+        "                            again (default 10)\n"
+        "      --stale-period=SECS   how often prepared claims are looked up; one the API server no\n"
+        "                            longer has is unprepared (default 600)\n"
+        "      --instance-id=ID      sockets of this instance's own (default $POD_UID, else none), so\n"
+        "                            that a new plugin registers beside the old one (rolling update)\n"
         "  -h, --help\n";
 
 struct dra_cli {
@@ -37,7 +43,7 @@ struct dra_cli {
 
 static int parse(struct dra_cli *d, int argc, char **argv)
 {
-        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH };
+        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH, O_RESYNC, O_STALE, O_INSTANCE };
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'},
                 {"driver-name", required_argument, NULL, O_DRIVER},
@@ -47,6 +53,9 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                 {"plugin-dir", required_argument, NULL, O_PLUGIN},
                 {"registry-dir", required_argument, NULL, O_REGISTRY},
                 {"health-period", required_argument, NULL, O_HEALTH},
+                {"resync-period", required_argument, NULL, O_RESYNC},
+                {"stale-period", required_argument, NULL, O_STALE},
+                {"instance-id", required_argument, NULL, O_INSTANCE},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
@@ -60,12 +69,17 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                 case O_CDI: d->o.cdi_dir = optarg; break;
                 case O_PLUGIN: d->o.plugin_dir = optarg; break;
                 case O_REGISTRY: d->o.registry_dir = optarg; break;
-                case O_HEALTH: {
-                        int rc = cli_parse_seconds("dra-plugin", "--health-period", optarg, &d->o.health_period_ms);
+                case O_HEALTH:
+                case O_RESYNC:
+                case O_STALE: {
+                        unsigned *ms = c == O_HEALTH ? &d->o.health_period_ms
+                                       : c == O_RESYNC ? &d->o.resync_period_ms : &d->o.stale_period_ms;
+                        int rc = cli_parse_seconds("dra-plugin", c == O_HEALTH ? "--health-period" : c == O_RESYNC ? "--resync-period" : "--stale-period", optarg, ms);
                         if (rc != 0)
                                 return rc;
                         break;
                 }
+                case O_INSTANCE: d->o.instance = optarg; break;
                 case 'h':
                         fputs(help, stdout);
                         return 0;

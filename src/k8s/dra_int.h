@@ -54,6 +54,11 @@ struct gs_dra {
         long long publish_at;  /* not before (gs_now_ms) */
         long long generation;  /* the pool generation last published */
         bool published;
+        long long check_at;
+        bool gate_noted;
+        bool node_asked;       /* the Node's uid asked (owner) */
+        char node_uid[64];     /* the slice's owner; "": none */       /* said: the API server drops consumable capacity */
+        long long sweep_at;    /* stale claims looked up then (0: not yet scheduled) */    /* the slice read back then (gs_now_ms) */
 };
 
 void gs_dra_note(struct gs_dra *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -25,6 +25,8 @@
 
 #define TICK_MS 1000
 #define PUBLISH_RETRY_MS 5000
+#define RESYNC_MS 10000
+#define STALE_MS 600000
 
 /* ------------------------------------------------------------------------------------------ */
 /* Sockets                                                                                     */
@@ -139,6 +141,64 @@ static long long old_slice(struct gs_dra *p, const char *path, char *rv, size_t 
         return g < 0 ? 0 : g;
 }
 
+/* The slice as the API server stored it: a server whose DRAConsumableCapacity gate is off drops
+ * allowMultipleAllocations and the request policies silently; then no claim can hold a slice of a
+ * GPU (the scheduler allocates each whole): said once, not fought (no publishing again). */
+static void gate_check(struct gs_dra *p, const char *answer)
+{
+        json_object *o = answer != NULL ? json_tokener_parse(answer) : NULL, *spec = NULL, *devs = NULL;
+        bool gpus = false, shared = false;
+        if (o != NULL && json_object_object_get_ex(o, "spec", &spec) && json_object_object_get_ex(spec, "devices", &devs))
+                for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                        json_object *d = json_object_array_get_idx(devs, i), *a = NULL, *t = NULL, *ty = NULL;
+                        if (json_object_object_get_ex(d, "attributes", &a) && json_object_object_get_ex(a, "type", &t) &&
+                            json_object_object_get_ex(t, "string", &ty) && strcmp(json_object_get_string(ty), "gpu") == 0) {
+                                gpus = true;
+                                shared |= json_object_object_get_ex(d, "allowMultipleAllocations", NULL);
+                        }
+                }
+        json_object_put(o);
+        if (gpus && !shared && !p->gate_noted)
+                gs_dra_note(p, "the API server dropped the GPUs' allowMultipleAllocations (its DRAConsumableCapacity feature "
+                            "gate is off): GPUs are allocated whole, no claim gets a slice");
+        p->gate_noted |= gpus && !shared;
+}
+
+/* The slice owned by its Node (as the kubelet plugin helper does): kept when the plugin stops, it
+ * goes with the Node when the node leaves the cluster (the garbage collector). The Node's uid is
+ * asked once; without it (no RBAC for nodes) the slice has no owner, and that is said. */
+static void owner(struct gs_dra *p, json_object *slice)
+{
+        if (!p->node_asked) {
+                char path[400];
+                long status = 0;
+                gs_autofree char *body = NULL;
+                struct gs_error err = {0};
+                snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
+                if (gs_kubeapi_call(&p->api, "GET", path, NULL, &status, &body, &err) < 0)
+                        return; /* asked again at the next publication */
+                p->node_asked = true;
+                json_object *o = status == 200 && body != NULL ? json_tokener_parse(body) : NULL, *meta = NULL, *uid = NULL;
+                if (o != NULL && json_object_object_get_ex(o, "metadata", &meta) && json_object_object_get_ex(meta, "uid", &uid))
+                        gs_strlcpy(p->node_uid, json_object_get_string(uid), sizeof(p->node_uid));
+                json_object_put(o);
+                if (p->node_uid[0] == '\0')
+                        gs_dra_note(p, "the Node %s cannot be read (HTTP %ld): the ResourceSlice has no owner and outlives "
+                                    "the Node (RBAC: get nodes)", p->node, status);
+        }
+        json_object *meta = NULL;
+        if (p->node_uid[0] == '\0' || !json_object_object_get_ex(slice, "metadata", &meta))
+                return;
+        json_object *refs = json_object_new_array(), *r = json_object_new_object();
+        json_object_object_add(r, "apiVersion", json_object_new_string("v1"));
+        json_object_object_add(r, "kind", json_object_new_string("Node"));
+        json_object_object_add(r, "name", json_object_new_string(p->node));
+        json_object_object_add(r, "uid", json_object_new_string(p->node_uid));
+        json_object_object_add(r, "controller", json_object_new_boolean(1));
+        json_object_array_add(refs, r);
+        json_object_object_add(meta, "ownerReferences", refs);
+}
+
 static int publish(struct gs_dra *p, struct gs_error *err)
 {
         char name[512], path[1024], rv[128];
@@ -152,12 +212,14 @@ static int publish(struct gs_dra *p, struct gs_error *err)
         json_object *s = gs_dra_slice_build(p->dev, &p->topo, &p->health, p->driver, p->node, gen, rv);
         if (s == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
+        owner(p, s);
         const char *body = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN);
         size_t body_len = strlen(body);
         long status = 0;
-        int rc = rv[0] != '\0' ? gs_kubeapi_call(&p->api, "PUT", path, body, &status, NULL, err)
+        gs_autofree char *answer = NULL;
+        int rc = rv[0] != '\0' ? gs_kubeapi_call(&p->api, "PUT", path, body, &status, &answer, err)
                                : gs_kubeapi_call(&p->api, "POST", "/apis/resource.k8s.io/v1/resourceslices", body, &status,
-                                                 NULL, err);
+                                                 &answer, err);
         json_object *devs = NULL, *spec = NULL;
         json_object_object_get_ex(s, "spec", &spec);
         json_object_object_get_ex(spec, "devices", &devs);
@@ -169,6 +231,8 @@ static int publish(struct gs_dra *p, struct gs_error *err)
                 return gs_error_set(err, GS_EINVAL, "%s %s: HTTP %ld", rv[0] ? "PUT" : "POST", name, status);
         p->generation = gen;
         p->published = true;
+        gate_check(p, answer);
+        p->check_at = gs_now_ms() + (p->o->resync_period_ms ? p->o->resync_period_ms : RESYNC_MS);
         gs_dra_note(p, "published ResourceSlice %s: %zu device(s), pool generation %lld (%lld ms, %zu bytes)", name, ndevs,
                     gen, gs_now_ms() - t0, body_len);
         return 0;
@@ -191,22 +255,28 @@ static void publish_tick(struct gs_dra *p, long long now)
         gs_dra_note(p, "cannot publish the ResourceSlice: %s; trying again in %d s", err.msg, PUBLISH_RETRY_MS / 1000);
 }
 
-static void unpublish(struct gs_dra *p)
+/* The slice read back: one deleted (the kubelet restarting, an operator) is published again. Kept
+ * when the plugin stops: a restart or an upgrade must not leave the node with nothing to schedule. */
+static void slice_check(struct gs_dra *p, long long now)
 {
-        if (!p->published)
+        if (!p->published || p->publish_due || now < p->check_at)
                 return;
+        unsigned period = p->o->resync_period_ms ? p->o->resync_period_ms : RESYNC_MS;
+        p->check_at = now + period;
         char name[512], path[1024];
         struct gs_error err = {0};
         long status = 0;
         gs_dra_slice_name(p->driver, p->node, name, sizeof(name));
         snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s", name);
-        p->api.attempts = 2;
-        if (gs_kubeapi_call(&p->api, "DELETE", path, NULL, &status, NULL, &err) < 0)
-                gs_dra_note(p, "cannot delete the ResourceSlice %s: %s", name, err.msg);
-        else if (status != 200 && status != 202 && status != 404)
-                gs_dra_note(p, "cannot delete the ResourceSlice %s: HTTP %ld", name, status);
-        else
-                gs_dra_note(p, "deleted the ResourceSlice %s", name);
+        unsigned attempts = p->api.attempts;
+        p->api.attempts = 1;
+        int rc = gs_kubeapi_call(&p->api, "GET", path, NULL, &status, NULL, &err);
+        p->api.attempts = attempts;
+        if (rc == 0 && status == 404) {
+                gs_dra_note(p, "the ResourceSlice %s was deleted: publishing it again", name);
+                p->publish_due = true;
+                p->publish_at = 0;
+        }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -251,11 +321,18 @@ static int loop(struct gs_dra *p)
                         check_socks(p);
                         next_tick = now + TICK_MS;
                 }
+                if (now >= p->sweep_at) {
+                        size_t n = p->sweep_at > 0 ? gs_dra_sweep_stale(&p->prep) : 0;
+                        if (n > 0)
+                                gs_dra_note(p, "%zu prepared claim(s) gone from the API server: unprepared", n);
+                        p->sweep_at = gs_now_ms() + (p->o->stale_period_ms ? p->o->stale_period_ms : STALE_MS);
+                }
                 if (gs_k8s_health_poll(&p->hw, &p->health, now)) {
                         p->publish_due = true;
                         p->publish_at = 0;
                 }
                 publish_tick(p, now);
+                slice_check(p, now);
                 fds[FD_SIGNAL] = (struct pollfd){.fd = p->signal_fd, .events = POLLIN};
                 fds[FD_HEALTH] = (struct pollfd){.fd = gs_k8s_health_fd(&p->hw), .events = POLLIN};
                 fds[FD_REG] = (struct pollfd){.fd = p->reg.lfd, .events = POLLIN};
@@ -266,6 +343,8 @@ static int loop(struct gs_dra *p)
                 long long wake = next_tick;
                 if (p->publish_due && p->publish_at < wake)
                         wake = p->publish_at;
+                if (p->published && !p->publish_due && p->check_at < wake)
+                        wake = p->check_at;
                 int timeout = (int)(wake - now);
                 if (poll(fds, FD_FIXED + n, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR)
                         return -1;
@@ -322,8 +401,16 @@ static int start(struct gs_dra *p, struct gs_error *err)
                 return gs_error_set(err, GS_ENOTFOUND, "the kubelet's plugin registry %s is not there (--registry-dir)", regdir);
         if (mkdir(p->plugin_dir, 0750) < 0 && errno != EEXIST)
                 return gs_error_sys(err, "mkdir %s", p->plugin_dir);
-        snprintf(p->reg.path, sizeof(p->reg.path), "%s/%s-reg.sock", regdir, p->driver);
-        snprintf(p->svc.path, sizeof(p->svc.path), "%s/dra.sock", p->plugin_dir);
+        const char *inst = o->instance != NULL ? o->instance : getenv("POD_UID");
+        if (inst != NULL && inst[0] != '\0') { /* sockets of its own: a new instance registers beside the old one */
+                if (strlen(inst) > 63 || strspn(inst, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(inst))
+                        return gs_error_set(err, GS_EINVAL, "invalid instance id '%.63s' (lower-case letters, digits, '-')", inst);
+                snprintf(p->reg.path, sizeof(p->reg.path), "%s/%s-%s-reg.sock", regdir, p->driver, inst);
+                snprintf(p->svc.path, sizeof(p->svc.path), "%s/dra-%s.sock", p->plugin_dir, inst);
+        } else {
+                snprintf(p->reg.path, sizeof(p->reg.path), "%s/%s-reg.sock", regdir, p->driver);
+                snprintf(p->svc.path, sizeof(p->svc.path), "%s/dra.sock", p->plugin_dir);
+        }
         p->dev = gs_devices(o->ctx, err);
         if (p->dev == NULL) {
                 if (err->stage == NULL)
@@ -385,10 +472,8 @@ out:
                 gs_h2c_free(p->conns[--p->nconns].h);
         sock_close(&p->reg);
         sock_close(&p->svc);
-        if (p->api_open) {
-                unpublish(p);
-                gs_kubeapi_close(&p->api);
-        }
+        if (p->api_open)
+                gs_kubeapi_close(&p->api); /* the ResourceSlice kept (slice_check) */
         if (p->prep_open)
                 gs_dra_prep_close(&p->prep);
         if (p->signal_fd >= 0)

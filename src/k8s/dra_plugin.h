@@ -13,7 +13,14 @@
  *                 gRPC paths; dra_prepare.c), an error per claim
  *   ResourceSlice published at start (dra_slices.c; created, or updated from the one there), again
  *                 when a device's health changes (health.c), tried again every 5 s while the API
- *                 server does not take it; deleted when the plugin stops (SIGTERM, SIGINT)
+ *                 server does not take it; read back every resync period and published again when
+ *                 it is gone (the kubelet deletes a node's slices when it restarts and after a
+ *                 driver unregisters); kept when the plugin stops (SIGTERM, SIGINT): a restart or
+ *                 an upgrade leaves the node schedulable
+ *   instances     with an instance id (--instance-id, $POD_UID) the sockets are
+ *                 <driver>-<id>-reg.sock and dra-<id>.sock, so that a new plugin registers beside
+ *                 the old one (the kubelet plugin helper's rolling update); the checkpoint is shared
+ *                 between them (dra_prepare.h: locked, read again for every call)
  */
 #ifndef GS_K8S_DRA_PLUGIN_H
 #define GS_K8S_DRA_PLUGIN_H
@@ -37,6 +44,9 @@ struct gs_dra_opts {
         const char *plugin_dir;      /* NULL: GS_DRA_DEFAULT_PLUGINS/<driver> */
         const char *registry_dir;    /* NULL: GS_DRA_DEFAULT_REGISTRY */
         unsigned health_period_ms;   /* 0: 5000 */
+        unsigned resync_period_ms;   /* 0: 10000; how often the ResourceSlice is checked (deleted: published again) */
+        unsigned stale_period_ms;    /* 0: 600000; how often prepared claims are checked against the API server */
+        const char *instance;        /* NULL: $POD_UID, else none; per-instance socket names (rolling update) */
         void (*note)(void *ud, const char *line);
         void *ud;
 };

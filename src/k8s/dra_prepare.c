@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "k8s/cdispec.h"
+#include "k8s/dra_checkpoint.h"
 #include "k8s/dra_slices.h"
 #include "k8s/dra_status.h"
 #include "k8s/quantity.h"
@@ -67,55 +68,10 @@ static void spec_path(const struct gs_dra_prep *p, const char *uid, char *buf, s
         snprintf(buf, len, "%s/%s-claim-%s.json", p->cdi_dir, p->driver, uid);
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* The checkpoint                                                                              */
-
-static int save(struct gs_dra_prep *p, struct gs_error *err)
-{
-        json_object *doc = json_object_new_object();
-        if (doc == NULL)
-                return gs_error_set(err, GS_ENOMEM, "out of memory");
-        json_object_object_add(doc, "version", json_object_new_int(1));
-        json_object_object_add(doc, "driver", json_object_new_string(p->driver));
-        json_object_object_add(doc, "claims", json_object_get(p->claims));
-        const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
-        size_t n = text != NULL ? strlen(text) : 0;
-        gs_autofree char *line = text != NULL ? malloc(n + 2) : NULL;
-        if (line != NULL) {
-                memcpy(line, text, n);
-                memcpy(line + n, "\n", 2);
-        }
-        int rv = line != NULL ? gs_cdi_write_file_flags(p->checkpoint, line, GS_CDI_WRITE_DURABLE, err) : gs_error_set(err, GS_ENOMEM, "out of memory");
-        json_object_put(doc);
-        return rv < 0 ? gs_error_wrap(err, "checkpoint") : 0;
-}
-
-static void load(struct gs_dra_prep *p)
-{
-        json_object *doc = json_object_from_file(p->checkpoint), *claims = NULL, *ver = NULL;
-        if (doc != NULL && json_object_object_get_ex(doc, "version", &ver) && json_object_get_int(ver) == 1 &&
-            json_object_object_get_ex(doc, "claims", &claims) && json_object_is_type(claims, json_type_object)) {
-                json_object_put(p->claims);
-                p->claims = json_object_get(claims);
-                gs_log_info("checkpoint %s: %d prepared claim(s)", p->checkpoint, json_object_object_length(claims));
-        } else if (access(p->checkpoint, F_OK) == 0) {
-                char bad[PATH_MAX + 8];
-                snprintf(bad, sizeof(bad), "%s.bad", p->checkpoint);
-                gs_log_warn("checkpoint %s is unreadable: set aside as %s, starting empty", p->checkpoint, bad);
-                rename(p->checkpoint, bad);
-        }
-        json_object_put(doc);
-}
-
 int gs_dra_prep_open(struct gs_dra_prep *p, const char *plugin_dir, struct gs_error *err)
 {
-        if ((size_t)snprintf(p->checkpoint, sizeof(p->checkpoint), "%s/checkpoint.json", plugin_dir) >=
-            sizeof(p->checkpoint))
-                return gs_error_set(err, GS_EINVAL, "plugin directory path too long");
-        p->claims = json_object_new_object();
-        if (p->claims == NULL)
-                return gs_error_set(err, GS_ENOMEM, "out of memory");
-        load(p);
+        if (gs_dra_ck_open(p, plugin_dir, err) < 0)
+                return -1;
         unsigned caps = gs_caps_expand(GS_CAP_ALL & ~GS_CAP_COMPAT32);
         memset(&p->drv, 0, sizeof(p->drv));
         if (gs_driver_discover(p->ctx, p->dev->driver_version, gs_caps_drvopts(caps, 0), &p->drv, err) < 0) {
@@ -132,8 +88,7 @@ void gs_dra_prep_close(struct gs_dra_prep *p)
         if (p->have_drv)
                 gs_driver_info_release(&p->drv);
         p->have_drv = false;
-        json_object_put(p->claims);
-        p->claims = NULL;
+        gs_dra_ck_close(p);
 }
 
 size_t gs_dra_prepared_count(const struct gs_dra_prep *p)
@@ -162,7 +117,32 @@ static int fetch(struct gs_dra_prep *p, const char *ns, const char *name, struct
         return 0;
 }
 
-static int check(const struct gs_dra_prep *p, const struct gs_dra_claim *c, struct plan *pl, struct gs_error *err)
+/* The node's books (issue 33): what the claim consumes of a device, added to what the other claims
+ * prepared on this node hold of it (the shared checkpoint, read under its lock: racing claims and
+ * other instances included), must fit the device. A device allocated whole, or a slice's memory or
+ * compute not given (no limit), holds all of it (as the scheduler books a request's default). */
+static int fits(struct gs_dra_prep *p, const struct gs_dra_claim *c, const struct gs_dra_result *r,
+                const struct plan *pl, struct gs_error *err)
+{
+        const struct gs_gpu *g = &p->dev->gpus[pl->gpu];
+        uint64_t total = pl->mig >= 0 ? g->migs[pl->mig].memory_total : g->memory_total, held_mem = 0;
+        unsigned held_cs = 0;
+        gs_dra_ck_held(p, r->device, c->uid, total, &held_mem, &held_cs);
+        uint64_t mem = pl->slice && r->memory != 0 ? r->memory : total;
+        unsigned cs = pl->slice && r->compute != 0 ? r->compute : 100;
+        if (held_mem + mem <= total && held_cs + cs <= 100)
+                return 0;
+        char want[32], held[32], all[32];
+        gs_k8s_quantity_format(mem, want, sizeof(want));
+        gs_k8s_quantity_format(held_mem, held, sizeof(held));
+        gs_k8s_quantity_format(total, all, sizeof(all));
+        p->refusal = "Overcommitted";
+        return gs_error_set(err, GS_EINVAL, "%s would be over-committed: the claim consumes %s and %u %%, the claims "
+                            "prepared on this node hold %s and %u %% of its %s and 100 %%", r->device, want, cs, held,
+                            held_cs, all);
+}
+
+static int check(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct plan *pl, struct gs_error *err)
 {
         unsigned slices = 0;
         for (size_t i = 0; i < c->n; i++) {
@@ -195,6 +175,9 @@ static int check(const struct gs_dra_prep *p, const struct gs_dra_claim *c, stru
                         return gs_error_set(err, GS_EINVAL, "more than one slice in one claim (a container has one slice "
                                             "env): claim each slice on its own");
         }
+        for (size_t i = 0; i < c->n; i++)
+                if (fits(p, c, &c->r[i], &pl[i], err) < 0)
+                        return -1;
         return 0;
 }
 
@@ -314,8 +297,9 @@ static json_object *prepared_before(struct gs_dra_prep *p, const char *uid)
         json_object *have = NULL, *devs = NULL;
         char path[PATH_MAX];
         struct stat st;
-        if (!json_object_object_get_ex(p->claims, uid, &have) || !json_object_object_get_ex(have, "devices", &devs))
-                return NULL;
+        if (!json_object_object_get_ex(p->claims, uid, &have) || !json_object_object_get_ex(have, "devices", &devs) ||
+            json_object_object_get_ex(have, "rebuilt", NULL))
+                return NULL; /* (an entry rebuilt from its spec: prepared anew, from the API server) */
         spec_path(p, uid, path, sizeof(path));
         if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
                 return devs;
@@ -324,7 +308,7 @@ static json_object *prepared_before(struct gs_dra_prep *p, const char *uid)
         return NULL;
 }
 
-json_object *gs_dra_prepare_claim(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct gs_error *err)
+static json_object *prepare_locked(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct gs_error *err)
 {
         json_object *have = prepared_before(p, c->uid);
         if (have != NULL)
@@ -357,6 +341,8 @@ json_object *gs_dra_prepare_claim(struct gs_dra_prep *p, const struct gs_dra_cla
                 json_object_object_add(d, "requests", str_list(c->r[i].request));
                 json_object_object_add(d, "pool", json_object_new_string(c->r[i].pool));
                 json_object_object_add(d, "device", json_object_new_string(c->r[i].device));
+                if (c->r[i].share_id[0] != '\0')
+                        json_object_object_add(d, "share_id", json_object_new_string(c->r[i].share_id));
                 json_object_object_add(d, "cdi", str_list(cdi));
                 if (pl[i].slice) {
                         json_object_object_add(d, "memory", json_object_new_int64((int64_t)c->r[i].memory));
@@ -366,13 +352,22 @@ json_object *gs_dra_prepare_claim(struct gs_dra_prep *p, const struct gs_dra_cla
         }
         json_object_object_add(entry, "devices", devs);
         json_object_object_add(p->claims, c->uid, entry);
-        if (save(p, err) < 0) {
+        if (gs_dra_ck_save(p, err) < 0) {
                 json_object_object_del(p->claims, c->uid);
                 unlink(path);
                 return NULL;
         }
         p->took.checkpoint = now_ms() - t2;
         return devs;
+}
+
+json_object *gs_dra_prepare_claim(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct gs_error *err)
+{
+        if (gs_dra_ck_begin(p, err) < 0) /* (read again: another instance may have prepared on the same GPU) */
+                return NULL;
+        json_object *out = prepare_locked(p, c, err);
+        gs_dra_ck_end(p);
+        return out;
 }
 
 /* The outcome on the claim's status.devices (best effort: a failure is in p->status_note). */
@@ -392,10 +387,14 @@ json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *n
                             struct gs_error *err)
 {
         p->status_note[0] = '\0';
+        p->refusal = NULL;
         memset(&p->took, 0, sizeof(p->took));
         if (check_ref(ns, name, uid, err) < 0)
                 return NULL;
+        if (gs_dra_ck_begin(p, err) < 0)
+                return NULL;
         json_object *devs = prepared_before(p, uid);
+        gs_dra_ck_end(p);
         if (devs != NULL)
                 return devs; /* the same answer */
         struct gs_dra_claim *c = calloc(1, sizeof(*c));
@@ -413,7 +412,7 @@ json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *n
         } else if (got == 0) {
                 out = gs_dra_prepare_claim(p, c, err);
                 if (out == NULL)
-                        report(p, c, false, "PrepareFailed", err->msg);
+                        report(p, c, false, p->refusal != NULL ? p->refusal : "PrepareFailed", err->msg);
                 else if (c->error_reported)
                         report(p, c, true, "Prepared", "prepared");
         } else if (same && c->n > 0) {
@@ -430,10 +429,76 @@ int gs_dra_unprepare(struct gs_dra_prep *p, const char *uid, struct gs_error *er
         if (!charset(uid, 63, "-"))
                 return gs_error_set(err, GS_EINVAL, "invalid claim uid '%.63s'", uid);
         spec_path(p, uid, path, sizeof(path)); /* only ever our own name: never a path from the checkpoint */
+        if (gs_dra_ck_begin(p, err) < 0)
+                return -1;
+        int rv = 0;
         if (unlink(path) < 0 && errno != ENOENT)
-                return gs_error_sys(err, "remove %s", path);
-        if (!json_object_object_get_ex(p->claims, uid, NULL))
+                rv = gs_error_sys(err, "remove %s", path);
+        else if (json_object_object_get_ex(p->claims, uid, NULL)) {
+                json_object_object_del(p->claims, uid);
+                rv = gs_dra_ck_save(p, err);
+        }
+        gs_dra_ck_end(p);
+        return rv;
+}
+
+/* Is the claim gone from the API server (404, or its name holds a claim made anew)? Errors: no. */
+static bool claim_gone(struct gs_dra_prep *p, const char *ns, const char *name, const char *uid)
+{
+        char path[512];
+        long status = 0;
+        gs_autofree char *body = NULL;
+        struct gs_error err = {0};
+        snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", ns, name);
+        unsigned attempts = p->api->attempts;
+        p->api->attempts = 1;
+        int rc = gs_kubeapi_call(p->api, "GET", path, NULL, &status, &body, &err);
+        p->api->attempts = attempts;
+        if (rc < 0 || (status != 200 && status != 404))
+                return false;
+        if (status == 404)
+                return true;
+        json_object *o = body != NULL ? json_tokener_parse(body) : NULL, *meta = NULL, *u = NULL;
+        bool gone = o != NULL && json_object_object_get_ex(o, "metadata", &meta) &&
+                    json_object_object_get_ex(meta, "uid", &u) && strcmp(json_object_get_string(u), uid) != 0;
+        json_object_put(o);
+        return gone;
+}
+
+size_t gs_dra_sweep_stale(struct gs_dra_prep *p)
+{
+        struct gs_error err = {0};
+        if (gs_dra_ck_begin(p, &err) < 0)
                 return 0;
-        json_object_object_del(p->claims, uid);
-        return save(p, err);
+        json_object *look = json_object_new_array(); /* [[uid, ns, name]]: asked without the lock held */
+        json_object_object_foreach(p->claims, uid, entry) {
+                json_object *ns = NULL, *name = NULL, *t = json_object_new_array();
+                if (!json_object_object_get_ex(entry, "namespace", &ns) || !json_object_object_get_ex(entry, "name", &name) ||
+                    check_ref(json_object_get_string(ns), json_object_get_string(name), uid, &err) < 0) {
+                        json_object_put(t);
+                        continue;
+                }
+                json_object_array_add(t, json_object_new_string(uid));
+                json_object_array_add(t, json_object_get(ns));
+                json_object_array_add(t, json_object_get(name));
+                json_object_array_add(look, t);
+        }
+        gs_dra_ck_end(p);
+        size_t removed = 0;
+        for (size_t i = 0; i < json_object_array_length(look); i++) {
+                json_object *t = json_object_array_get_idx(look, i);
+                const char *u = json_object_get_string(json_object_array_get_idx(t, 0)),
+                           *ns = json_object_get_string(json_object_array_get_idx(t, 1)),
+                           *name = json_object_get_string(json_object_array_get_idx(t, 2));
+                if (!claim_gone(p, ns, name, u))
+                        continue;
+                if (gs_dra_unprepare(p, u, &err) < 0) {
+                        gs_log_warn("stale claim %s/%s (%s): %s", ns, name, u, err.msg);
+                        continue;
+                }
+                gs_log_info("claim %s/%s (%s) is gone from the API server: unprepared (its spec removed)", ns, name, u);
+                removed++;
+        }
+        json_object_put(look);
+        return removed;
 }

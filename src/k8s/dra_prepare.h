@@ -22,7 +22,14 @@
  *              (idempotent, no API call), also after a restart of the plugin, if its spec is
  *              there: the spec is transient and written without an fsync (/var/run/cdi is a tmpfs
  *              on a node), so one a crash lost or emptied makes the claim prepared anew
+ *   the books  a claim whose consumed memory or compute, added to what the claims prepared on this
+ *              node hold of that device (the shared checkpoint: other instances' and racing
+ *              claims included; a device held whole, or a limit not given, counts as all of it),
+ *              exceeds the device is refused: reason Overcommitted on its status
  *   unprepare  removes the claim's spec and its checkpoint entry; an unknown claim is no error
+ *   stale      a prepared claim the API server no longer has is unprepared (gs_dra_sweep_stale)
+ *   shared     the checkpoint is locked and read again for each call (dra_checkpoint.h), so that
+ *              instances side by side (a rolling update) share it
  *
  * A refused claim leaves nothing: no spec, no checkpoint entry. Its error also goes on the claim's
  * status (dra_status.h: Ready False, reason InvalidClaim or PrepareFailed, the error as message)
@@ -53,9 +60,12 @@ struct gs_dra_prep {
         const char *hook_path;  /* absolute; the gpuslice-hook (or gpuslice) the CDI hooks run */
         const char *host_root;  /* the driver root as the host's runtime sees it ("" : the same) */
         char checkpoint[PATH_MAX];
+        int lock_fd;            /* <plugin-dir>/checkpoint.lock (dra_checkpoint.h) */
+        unsigned rebuilt;       /* times the checkpoint was rebuilt from the specs */
         struct gs_driver_info drv;
         bool have_drv;
         json_object *claims;    /* the checkpoint's claims: {uid: {namespace, name, spec, devices}} */
+        const char *refusal;    /* the last refusal's status reason when not PrepareFailed (Overcommitted), or NULL */
         char status_note[256];  /* the last prepare's word on the claim's status, or "" */
         /* the last prepare's steps, in ms (0: not done; for the log line and the bench) */
         struct {
@@ -64,7 +74,7 @@ struct gs_dra_prep {
 };
 
 /* Discover the driver's files and read the checkpoint (<plugin_dir>/checkpoint.json; a missing
- * one is empty, an unreadable one is set aside as checkpoint.json.bad). */
+ * one is empty, an unreadable one is set aside as checkpoint.json.bad and rebuilt from the specs). */
 int gs_dra_prep_open(struct gs_dra_prep *p, const char *plugin_dir, struct gs_error *err);
 void gs_dra_prep_close(struct gs_dra_prep *p);
 
@@ -75,6 +85,9 @@ json_object *gs_dra_prepare(struct gs_dra_prep *p, const char *ns, const char *n
 /* Prepare from a claim already read (the API step skipped; tests, bench). */
 json_object *gs_dra_prepare_claim(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct gs_error *err);
 int gs_dra_unprepare(struct gs_dra_prep *p, const char *uid, struct gs_error *err);
+/* Every prepared claim whose namespace and name are known looked up in the API server: one it no
+ * longer has (404, or a claim made anew under its name) is unprepared. Returns how many. */
+size_t gs_dra_sweep_stale(struct gs_dra_prep *p);
 size_t gs_dra_prepared_count(const struct gs_dra_prep *p);
 
 #endif

@@ -119,6 +119,8 @@ static V1__NodePrepareResourceResponse *prepared(struct gs_k8s_arena *a, json_ob
                 dv->cdi_device_ids = strings(a, cdi, &dv->n_cdi_device_ids);
                 dv->pool_name = gs_k8s_arena_strdup(a, member(d, "pool"));
                 dv->device_name = gs_k8s_arena_strdup(a, member(d, "device"));
+                if (member(d, "share_id")[0] != '\0') /* echoed: the kubelet tells the shares of one device apart */
+                        dv->share_id = gs_k8s_arena_strdup(a, member(d, "share_id"));
                 r->devices[i] = dv;
         }
         r->n_devices = n;

@@ -113,16 +113,19 @@ static json_object *quantity(uint64_t v)
         return json_object_new_string(buf);
 }
 
-/* capacity.<name> = {value, requestPolicy{default: value, validRange{min, step[, max]}}} */
+/* capacity.<name> = {value, requestPolicy{default, validRange{min, step, max}}}: default and max
+ * the value rounded down to the step (min = step), which the API server requires of them (a GPU's
+ * memory is not always a whole number of MiB). */
 static void capacity(json_object *cap, const char *name, uint64_t value, uint64_t min, bool policy)
 {
         json_object *c = json_object_new_object();
         json_object_object_add(c, "value", quantity(value));
         if (policy) {
                 json_object *rp = json_object_new_object(), *range = json_object_new_object();
-                json_object_object_add(rp, "default", quantity(value));
+                uint64_t top = min > 0 ? value - value % min : value;
+                json_object_object_add(rp, "default", quantity(top));
                 json_object_object_add(range, "min", quantity(min));
-                json_object_object_add(range, "max", quantity(value));
+                json_object_object_add(range, "max", quantity(top));
                 json_object_object_add(range, "step", quantity(min));
                 json_object_object_add(rp, "validRange", range);
                 json_object_object_add(c, "requestPolicy", rp);

@@ -79,3 +79,49 @@ int gs_dra_status_write(struct gs_kubeapi *api, const char *driver, const struct
                 return gs_error_set(err, GS_EINVAL, "the API server answered HTTP %ld: %.200s", status, body ? body : "");
         return 0;
 }
+
+int gs_dra_event_node(struct gs_kubeapi *api, const char *driver, const char *node, const char *reason,
+                      const char *message, struct gs_error *err)
+{
+        char now[32], name[320];
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        /* a name of its own for each event: the node's name and the time (as the kubelet's recorder) */
+        snprintf(name, sizeof(name), "%.200s.%llx", node, (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+        json_object *ev = json_object_new_object(), *meta = json_object_new_object(), *obj = json_object_new_object(),
+                    *src = json_object_new_object();
+        json_object_object_add(ev, "apiVersion", json_object_new_string("v1"));
+        json_object_object_add(ev, "kind", json_object_new_string("Event"));
+        json_object_object_add(meta, "name", json_object_new_string(name));
+        json_object_object_add(meta, "namespace", json_object_new_string("default"));
+        json_object_object_add(ev, "metadata", meta);
+        json_object_object_add(obj, "apiVersion", json_object_new_string("v1"));
+        json_object_object_add(obj, "kind", json_object_new_string("Node"));
+        json_object_object_add(obj, "name", json_object_new_string(node));
+        json_object_object_add(ev, "involvedObject", obj);
+        json_object_object_add(ev, "type", json_object_new_string("Warning"));
+        json_object_object_add(ev, "reason", json_object_new_string(reason));
+        json_object_object_add(ev, "message", json_object_new_string_len(message, (int)strnlen(message, 1024)));
+        json_object_object_add(src, "component", json_object_new_string(driver));
+        json_object_object_add(src, "host", json_object_new_string(node));
+        json_object_object_add(ev, "source", src);
+        json_object_object_add(ev, "firstTimestamp", json_object_new_string(now));
+        json_object_object_add(ev, "lastTimestamp", json_object_new_string(now));
+        json_object_object_add(ev, "count", json_object_new_int(1));
+        const char *text = json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN);
+        long status = 0;
+        unsigned attempts = api->attempts;
+        api->attempts = 1;
+        int rc = text != NULL ? gs_kubeapi_call(api, "POST", "/api/v1/namespaces/default/events", text, &status, NULL, err)
+                              : gs_error_set(err, GS_ENOMEM, "out of memory");
+        api->attempts = attempts;
+        json_object_put(ev);
+        if (rc < 0)
+                return -1;
+        if (status != 200 && status != 201)
+                return gs_error_set(err, GS_EINVAL, "the API server answered HTTP %ld to the Event", status);
+        return 0;
+}

@@ -31,4 +31,10 @@
 int gs_dra_status_write(struct gs_kubeapi *api, const char *driver, const struct gs_dra_claim *c, bool ready,
                         const char *reason, const char *message, struct gs_error *err);
 
+/* A core/v1 Event on this node (involvedObject: the Node `node`, namespace "default", as the kubelet
+ * writes node events), type Warning, `reason` and `message`, reported by `driver`; one try. RBAC:
+ * create on events. 0: the API server took it. */
+int gs_dra_event_node(struct gs_kubeapi *api, const char *driver, const char *node, const char *reason,
+                      const char *message, struct gs_error *err);
+
 #endif

@@ -6,6 +6,7 @@
  * receives it. Prepare reads the claims from an API server that refuses connections (127.0.0.1:1,
  * one attempt): every claim is answered with its error, and the plugin must not crash, leak or
  * read out of bounds on any request. */
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,7 +35,8 @@ static char dir[] = "/tmp/gs-fuzz-dra.XXXXXX";
 /* at exit: the scratch directory (no prepare succeeds: no CDI spec is ever written there) */
 static void tidy(void)
 {
-        static const char *const files[] = {"kubeconfig", "ca.crt", "checkpoint.json", "checkpoint.json.tmp"};
+        static const char *const files[] = {"kubeconfig", "ca.crt", "checkpoint.json", "checkpoint.json.tmp",
+                                             "checkpoint.lock"};
         char path[sizeof(dir) + 32];
         for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
                 snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
@@ -87,6 +89,11 @@ static void setup(void)
         p->prep.host_root = "";
         snprintf(p->prep.checkpoint, sizeof(p->prep.checkpoint), "%s/checkpoint.json", dir);
         p->prep.claims = json_object_new_object();
+        char lock[sizeof(dir) + 32];
+        snprintf(lock, sizeof(lock), "%s/checkpoint.lock", dir);
+        p->prep.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600); /* (dra_checkpoint.h: every call locks) */
+        if (p->prep.lock_fd < 0)
+                abort();
         p->prep_open = true;
         p->signal_fd = -1;
 }

@@ -4,16 +4,17 @@
 APISERVER_PID= DRA_PID=
 TOKEN=token-$$-$RANDOM
 
-# start_apiserver STATE_DIR: certificate, server, kubeconfig ($TMP/kubeconfig); $API_PORT
+# start_apiserver STATE_DIR [ARGS...]: certificate, server (ARGS: its options, e.g. --feature-gates),
+# kubeconfig ($TMP/kubeconfig); $API_PORT
 start_apiserver() {
-        local st=$1
+        local st=$1; shift
         mkdir -p "$st/claims"
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
                 -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$TMP/api-key.pem" -out "$TMP/api-cert.pem" \
                 2>"$TMP/openssl.err" || { not_ok "openssl cannot make the test's certificate: $(cat "$TMP/openssl.err")"; finish; }
         rm -f "$TMP/api.port"
         "$PY" "$SRC/tests/k8s/fake_apiserver.py" --cert "$TMP/api-cert.pem" --key "$TMP/api-key.pem" --token "$TOKEN" \
-                --state "$st" --schema "$SRC/tests/k8s/resourceslice.schema.json" --port-file "$TMP/api.port" \
+                --state "$st" --schema "$SRC/tests/k8s/resourceslice.schema.json" --port-file "$TMP/api.port" "$@" \
                 2>>"$TMP/apiserver.err" &
         APISERVER_PID=$!
         for _ in $(seq 100); do [ -s "$TMP/api.port" ] && break; sleep 0.1; done
@@ -35,6 +36,13 @@ users:
 - name: plugin
   user: {token: $TOKEN}
 KC
+}
+
+# api METHOD PATH [JSON]: a request to the fake API server as a cluster's other users make it (the
+# kubelet deleting a node's slices, a controller); the status code on stdout, the body in $TMP/api.out
+api() {
+        curl -sS -o "$TMP/api.out" -w '%{http_code}' --cacert "$TMP/api-cert.pem" -H "Authorization: Bearer $TOKEN" \
+                -H 'Content-Type: application/json' -X "$1" ${3:+--data "$3"} "https://127.0.0.1:$API_PORT$2"
 }
 
 stop_apiserver() {

@@ -19,6 +19,14 @@ TOKEN" (else 401). Enough of resource.k8s.io/v1:
     POST   /apis/resource.k8s.io/v1/resourceslices                      create (409 if there)
     PUT    /apis/resource.k8s.io/v1/resourceslices/NAME                 update (409 on a stale resourceVersion)
     DELETE /apis/resource.k8s.io/v1/resourceslices/NAME
+    GET    /api/v1/nodes/NAME                                           a Node, its uid uuid5(NAME) (DIR/no-nodes: 403)
+    POST   /api/v1/namespaces/NS/events                                 an Event (its fields checked), a line in DIR/events.log
+
+Feature gates (--feature-gates GATE=false,..., as kube-apiserver's; all on by default):
+DRAConsumableCapacity off drops a written slice's allowMultipleAllocations and capacity
+requestPolicy (unless the stored slice uses them), and a claim's consumedCapacity and shareID;
+DRADeviceTaints off drops devices' taints; DRAAdminAccess off drops adminAccess from a claim's
+requests and results. Dropped silently, as the API server's strategies do (not refused).
 
 What the plugin writes is checked against FILE ("none": not checked; a JSON schema of the v1 ResourceSlice, no field
 outside it) and the API's own rules the schema cannot say (unique device names, at most 32
@@ -84,12 +92,64 @@ def check_device_status(claim, d):
             raise ValueError("condition: message longer than 32768")
         if not TIME_RE.match(c["lastTransitionTime"]):
             raise ValueError("condition: lastTransitionTime %r is not RFC 3339" % c["lastTransitionTime"])
+NODE_RE = re.compile(r"^/api/v1/nodes/([a-z0-9.-]+)$")
+EVENT_RE = re.compile(r"^/api/v1/namespaces/([a-z0-9-]+)/events$")
 SLICE_RE = re.compile(r"^" + PREFIX + r"/resourceslices/([a-z0-9.-]+)$")
+
+
+GATES = ("DRAConsumableCapacity", "DRAAdminAccess", "DRADeviceTaints")
+
+
+def gates_of(spec):
+    """{gate: enabled}: each of GATES on unless the spec says GATE=false (an unknown gate is an error)."""
+    on = {g: True for g in GATES}
+    for kv in filter(None, spec.split(",")):
+        k, _, v = kv.partition("=")
+        if k not in on or v not in ("true", "false"):
+            raise SystemExit("--feature-gates: %r (known: %s)" % (kv, ", ".join(GATES)))
+        on[k] = v == "true"
+    return on
+
+
+def drop_slice_fields(gates, new, old):
+    """What kube-apiserver's ResourceSlice strategy does with a gate off (dropDisabledFields): the
+    gated fields of a created or updated slice are dropped, silently, unless the stored slice
+    already uses them (a field in use is kept)."""
+    def uses(obj, test):
+        return obj is not None and any(test(d) for d in obj.get("spec", {}).get("devices", []))
+    consumable = lambda d: "allowMultipleAllocations" in d or any("requestPolicy" in c for c in d.get("capacity", {}).values())
+    if not gates["DRAConsumableCapacity"] and not uses(old, consumable):
+        for d in new.get("spec", {}).get("devices", []):
+            d.pop("allowMultipleAllocations", None)
+            for c in d.get("capacity", {}).values():
+                c.pop("requestPolicy", None)
+    if not gates["DRADeviceTaints"] and not uses(old, lambda d: "taints" in d):
+        for d in new.get("spec", {}).get("devices", []):
+            d.pop("taints", None)
+
+
+def drop_claim_fields(gates, claim):
+    """A claim as a server with the gates off holds it: no consumed capacity or share ids in its
+    allocation or status (DRAConsumableCapacity), no admin access (DRAAdminAccess)."""
+    results = claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])
+    if not gates["DRAConsumableCapacity"]:
+        for r in results:
+            r.pop("consumedCapacity", None)
+            r.pop("shareID", None)
+        for d in claim.get("status", {}).get("devices", []):
+            d.pop("shareID", None)
+    if not gates["DRAAdminAccess"]:
+        for r in results:
+            r.pop("adminAccess", None)
+        for q in claim.get("spec", {}).get("devices", {}).get("requests", []):
+            q.get("exactly", {}).pop("adminAccess", None)
+    return claim
 
 
 class State:
     def __init__(self, args):
         self.args = args
+        self.gates = gates_of(args.feature_gates)
         self.lock = threading.Lock()
         self.slices = {}
         self.rv = 100
@@ -173,6 +233,15 @@ class Handler(BaseHTTPRequestHandler):
             data = self.body() if self.command in ("POST", "PUT", "PATCH") else None
         except ValueError as e:
             return self.status(400, "BadRequest", "not JSON: %s" % e)
+        m = NODE_RE.match(self.path)
+        if m and self.command == "GET":  # any node name: a Node with a uid of its own (DIR/no-nodes: 403)
+            if os.path.exists(os.path.join(st.args.state, "no-nodes")):
+                return self.status(403, "Forbidden", "nodes: forbidden (the test says so)")
+            return self.answer(200, {"kind": "Node", "apiVersion": "v1",
+                                     "metadata": {"name": m.group(1), "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, m.group(1)))}})
+        m = EVENT_RE.match(self.path)
+        if m and self.command == "POST":
+            return self.event(m.group(1), data)
         m = CLAIM_STATUS_RE.match(self.path)
         if m and self.command == "PATCH":
             with st.lock:
@@ -183,9 +252,27 @@ class Handler(BaseHTTPRequestHandler):
             if not os.path.exists(p):
                 return self.status(404, "NotFound", "resourceclaims %s not found" % m.group(2))
             with open(p) as f:
-                return self.answer(200, json.load(f))
+                return self.answer(200, drop_claim_fields(st.gates, json.load(f)))
         with st.lock:
             return self.slices(data)
+
+    def event(self, ns, data):
+        """A core/v1 Event: the fields an Event needs, a line of JSON in DIR/events.log."""
+        try:
+            meta, obj = data["metadata"], data["involvedObject"]
+            if data.get("apiVersion") != "v1" or data.get("kind") != "Event" or not meta.get("name"):
+                raise ValueError("apiVersion/kind/metadata.name")
+            if meta.get("namespace", ns) != ns:
+                raise ValueError("metadata.namespace is not the path's")
+            if not obj.get("kind") or not obj.get("name") or data.get("type") not in ("Normal", "Warning"):
+                raise ValueError("involvedObject kind/name, type Normal or Warning")
+            if not REASON_RE.match(data.get("reason", "")) or not isinstance(data.get("message"), str):
+                raise ValueError("reason, message")
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            st.log("invalid.log", "POST event %s" % e)
+            return self.status(422, "Invalid", str(e))
+        st.log("events.log", json.dumps(data, sort_keys=True))
+        return self.answer(201, data)
 
     def apply_status(self, ns, name, query, data):
         q = dict(kv.partition("=")[::2] for kv in query.split("&"))
@@ -199,7 +286,7 @@ class Handler(BaseHTTPRequestHandler):
         if not os.path.exists(p):
             return self.status(404, "NotFound", "resourceclaims %s not found" % name)
         with open(p) as f:
-            claim = json.load(f)
+            claim = drop_claim_fields(st.gates, json.load(f))
         try:
             if not isinstance(data, dict) or data.get("apiVersion") != "resource.k8s.io/v1" or data.get("kind") != "ResourceClaim":
                 raise ValueError("apiVersion/kind")
@@ -209,6 +296,10 @@ class Handler(BaseHTTPRequestHandler):
             if meta.get("name") != name or meta.get("namespace", ns) != ns:
                 raise ValueError("metadata.name/namespace do not match the path")
             devs = data["status"]["devices"]
+            if isinstance(devs, list) and not st.gates["DRAConsumableCapacity"]:
+                for d in devs:
+                    if isinstance(d, dict):
+                        d.pop("shareID", None)
             if not isinstance(devs, list) or len({device_key(d) for d in devs}) != len(devs):
                 raise ValueError("status.devices: not a list of unique devices")
             for d in devs:
@@ -236,6 +327,7 @@ class Handler(BaseHTTPRequestHandler):
                                      "items": list(st.slices.values())})
         if self.path == PREFIX + "/resourceslices" and self.command == "POST":
             try:
+                drop_slice_fields(st.gates, data, None)
                 st.validate(data)
             except Exception as e:  # noqa: BLE001 - jsonschema.ValidationError, a malformed object
                 st.log("invalid.log", "POST %s" % str(e).splitlines()[0])
@@ -262,6 +354,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(200, {"kind": "Status", "status": "Success"})
         if self.command == "PUT":
             try:
+                drop_slice_fields(st.gates, data, st.slices.get(name))
                 st.validate(data)
             except Exception as e:  # noqa: BLE001 - jsonschema.ValidationError, a malformed object
                 st.log("invalid.log", "PUT %s" % str(e).splitlines()[0])
@@ -285,6 +378,7 @@ def main():
     ap = argparse.ArgumentParser()
     for a in ("--cert", "--key", "--token", "--state", "--schema", "--port-file"):
         ap.add_argument(a, required=True)
+    ap.add_argument("--feature-gates", default="", help="GATE=false,... (as kube-apiserver's --feature-gates)")
     args = ap.parse_args()
     st = State(args)
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -17,6 +17,7 @@
 #include "common/proc.h"
 #include "k8s/allocate.h"
 #include "k8s/dra_claim.h"
+#include "k8s/dra_slices.h"
 #include "k8s/h2c.h"
 #include "k8s/prefer.h"
 #include "k8s/resources.h"
@@ -596,6 +597,29 @@ static int parse_bound(const char *cls, const char *clm, struct gs_dra_claim *c,
 /* issue 31: a DeviceClass's config bounds the claim's. The class's priority and computeMode are
  * the widest a claim may ask (maxPriority / maxComputeMode say it without a default); without
  * them the bound is the defaults (normal, cap). A claim may narrow; one asking more is refused. */
+/* issue 33: a GPU whose memory is not a whole number of MiB: requestPolicy's default and max are
+ * rounded down to the 1 Mi step (the API server refuses them otherwise); the value stays exact. */
+static void test_dra_capacity_step(void **state)
+{
+        (void)state;
+        dev.gpus[3].memory_total = (20ull << 30) + (512ull << 10); /* 20 GiB + 512 KiB */
+        json_object *s = gs_dra_slice_build(&dev, NULL, NULL, "gpu.gpuslice.io", "node-a", 1, NULL);
+        assert_non_null(s);
+        json_object *spec = NULL, *devs = NULL, *mem = NULL;
+        assert_true(json_object_object_get_ex(s, "spec", &spec) && json_object_object_get_ex(spec, "devices", &devs));
+        for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                json_object *d = json_object_array_get_idx(devs, i), *n = NULL, *cap = NULL;
+                json_object_object_get_ex(d, "name", &n);
+                if (strcmp(json_object_get_string(n), "gpu-3") == 0 && json_object_object_get_ex(d, "capacity", &cap))
+                        json_object_object_get_ex(cap, "memory", &mem);
+        }
+        assert_non_null(mem);
+        const char *text = json_object_to_json_string_ext(mem, JSON_C_TO_STRING_PLAIN);
+        assert_string_equal(text, "{\"value\":\"20972032Ki\",\"requestPolicy\":{\"default\":\"20Gi\",\"validRange\":"
+                                  "{\"min\":\"1Mi\",\"max\":\"20Gi\",\"step\":\"1Mi\"}}}");
+        json_object_put(s);
+}
+
 static void test_dra_class_bound(void **state)
 {
         (void)state;
@@ -675,6 +699,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_allocate_volume_mounts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
                 cmocka_unit_test(test_dra_class_bound),
+                cmocka_unit_test_setup_teardown(test_dra_capacity_step, setup, teardown),
                 cmocka_unit_test(test_grpc_message),
                 cmocka_unit_test(test_h2c_loopback),
                 cmocka_unit_test(test_h2c_stream_is_not_unary),
