@@ -33,7 +33,7 @@ ncases=0
 cleanup() {
         local d
         if [ -d "$P/root" ]; then
-                podman_cmd rm -af >/dev/null 2>&1
+                podman_cmd rm -af -t 0 >/dev/null 2>&1
                 wait_podman_gone
         fi
         for d in /sys/fs/cgroup/*/"$CG"; do

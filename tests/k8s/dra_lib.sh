@@ -1,7 +1,7 @@
 # Shared by the DRA plugin tests (sourced after tests/integration/lib.sh and tests/k8s/lib.sh): the
 # fake API server (fake_apiserver.py: HTTPS with a certificate made here, a token), a kubeconfig
 # for it, the fake kubelet's side (fake_dra_kubelet.py, one command per run) and the plugin.
-APISERVER_PID= DRA_PID=
+APISERVER_PID= DRA_PID= DRA_ALL=()
 TOKEN=token-$$-$RANDOM
 
 # start_apiserver STATE_DIR [ARGS...]: certificate, server (ARGS: its options, e.g. --feature-gates),
@@ -15,7 +15,7 @@ start_apiserver() {
         rm -f "$TMP/api.port"
         "$PY" "$SRC/tests/k8s/fake_apiserver.py" --cert "$TMP/api-cert.pem" --key "$TMP/api-key.pem" --token "$TOKEN" \
                 --state "$st" --schema "$SRC/tests/k8s/resourceslice.schema.json" --port-file "$TMP/api.port" "$@" \
-                2>>"$TMP/apiserver.err" &
+                >>"$TMP/apiserver.err" 2>&1 &
         APISERVER_PID=$!
         for _ in $(seq 100); do [ -s "$TMP/api.port" ] && break; sleep 0.1; done
         API_PORT=$(cat "$TMP/api.port" 2>/dev/null)
@@ -59,11 +59,13 @@ dra() {
                 echo '{"ok": false, "error": "the fake kubelet failed"}' >"$TMP/k.json"
 }
 
-# start_dra LOG ARGS...: gpuslice dra-plugin in the background
+# start_dra LOG ARGS...: gpuslice dra-plugin in the background (its output in LOG: a plugin left
+# holding the test's stdout would keep meson waiting for the test's end)
 start_dra() {
         local log=$1; shift
-        "$GS" dra-plugin "$@" 2>"$log" &
+        "$GS" dra-plugin "$@" >"$log" 2>&1 &
         DRA_PID=$!
+        DRA_ALL+=("$DRA_PID")
 }
 
 # stop_dra: SIGTERM, wait (10 s at most); its exit status in $DRA_RC
@@ -76,6 +78,15 @@ stop_dra() {
         wait "$DRA_PID"
         DRA_RC=$?
         DRA_PID=
+}
+
+# stop_all_dra: stop_dra, and kill every other plugin started here that still runs (a test that
+# ended between starting a second instance and stopping it: the EXIT trap)
+stop_all_dra() {
+        local p
+        stop_dra
+        for p in "${DRA_ALL[@]}"; do kill -KILL "$p" 2>/dev/null; done
+        DRA_ALL=()
 }
 
 # wait_for SECONDS CMD...: until CMD succeeds

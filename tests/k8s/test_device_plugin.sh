@@ -33,7 +33,7 @@ cleanup() {
         stop_plugin
         stop_kubelet
         if [ -d "$TMP/podman-root" ]; then
-                pod rm -af >/dev/null 2>&1
+                pod rm -af -t 0 >/dev/null 2>&1
         fi
         rm -f "$CDI_SPEC"
         [ -n "$CDI_DIR_MADE" ] && rmdir "$CDI_DIR_MADE" 2>/dev/null
@@ -208,7 +208,7 @@ else
         fi
         "$GS" slice show --json ml/other >"$TMP/show.out" 2>&1 && not_ok "slice show ml/other: $(head -c 200 "$TMP/show.out")" ||
                 ok "... slice show ml/other finds no slice"
-        pod rm -f "$cid" >/dev/null 2>&1
+        pod rm -f -t 0 "$cid" >/dev/null 2>&1
 fi
 
 # ---------------------------------------------------------------------------------------------

@@ -39,9 +39,9 @@ REG=$TMP/plugins_registry PLUG=$TMP/plugins/$DRIVER
 CDI_DIR_MADE=
 mkdir -p "$REG" "$TMP/plugins"
 cleanup() {
-        stop_dra
+        stop_all_dra
         stop_apiserver
-        if [ -d "$TMP/podman-root" ]; then pod rm -af >/dev/null 2>&1; fi
+        if [ -d "$TMP/podman-root" ]; then pod rm -af -t 0 >/dev/null 2>&1; fi
         rm -f "$CDI_DIR/$DRIVER"-claim-*.json "$CDI_DIR/m$DRIVER"-claim-*.json
         [ -n "$CDI_DIR_MADE" ] && rmdir "$CDI_DIR_MADE" 2>/dev/null
         awk -v t="$TMP/" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
@@ -206,7 +206,7 @@ else
                 and .name == "ml/trainer-0/main (claim slice-4g-30)"' "$TMP/top.json" >/dev/null; then
                 ok "gpuslice top: its row named ml/trainer-0/main (claim slice-4g-30), claim and pod in --json"
         else not_ok "top: $(jq -c --arg c "$cid" '[.slices[]? | select(.id == $c)]' "$TMP/top.json" 2>&1 | head -c 400) $(head -3 "$TMP/top.err")"; fi
-        pod rm -f "$cid" >/dev/null 2>&1
+        pod rm -f -t 0 "$cid" >/dev/null 2>&1
         # issue 31: a container of the claim whose env names another claim, namespace and pod: the
         # labels stay the host's (its hook's command line)
         pod run -d --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$U1-gpu-0" \
@@ -221,7 +221,7 @@ else
         "$GS" slice show --json prod/victim >"$TMP/liar-show.out" 2>&1 &&
                 not_ok "slice show prod/victim found a slice: $(head -c 200 "$TMP/liar-show.out")" ||
                 ok "... and slice show prod/victim finds none ($(head -c 80 "$TMP/liar-show.out"))"
-        pod rm -f "$cid" >/dev/null 2>&1
+        pod rm -f -t 0 "$cid" >/dev/null 2>&1
 fi
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,15 @@
 nok=0 nfail=0 nskip=0
 
 ok() { nok=$((nok + 1)); echo "ok - $1"; }
-not_ok() { nfail=$((nfail + 1)); echo "not ok - $1"; }
+not_ok() {
+        nfail=$((nfail + 1)); echo "not ok - $1"
+        # GS_STOP_AT_CHECK=TEXT (set only by the mutation check, tests/mutation/run.sh, to the
+        # check meant for the mutation): the first failed check that names TEXT ends the script
+        # there, through `finish` (exit 1; its EXIT trap cleans up); what comes after it is not run.
+        if [ -n "${GS_STOP_AT_CHECK:-}" ] && [[ "$1" == *"$GS_STOP_AT_CHECK"* ]]; then
+                echo "# stopped at the check GS_STOP_AT_CHECK names"; finish
+        fi
+}
 # skip DESC: a check that cannot run on this machine, with the reason in DESC. Never for a piece
 # the test itself installs or builds: a broken environment is a failure, not a skip.
 skip() { nskip=$((nskip + 1)); echo "skip - $1"; }

@@ -353,11 +353,13 @@ build() {
         grep -q "^ninja: no work to do" "$log" && echo "no work"
         return 0
 }
-# run_tests LOG TEST...: run them; prints "RESULT NAME" a line (meson's results: OK, FAIL, SKIP, TIMEOUT...)
+# run_tests LOG TEST...: run them; prints "RESULT NAME" a line (meson's results: OK, FAIL, SKIP, TIMEOUT...).
+# With STOP_AT set (a mutation's CHECK), a check.sh test stops at the first failed check that
+# names it (GS_STOP_AT_CHECK, tests/lib/check.sh): the rest of that test would only tell more.
 run_tests() {
         local log=$1; shift
         rm -f "$BUILD/meson-logs/testlog.json"
-        meson test -C "$BUILD" --no-rebuild --num-processes 1 "$@" >"$log" 2>&1
+        GS_STOP_AT_CHECK=${STOP_AT:-} meson test -C "$BUILD" --no-rebuild --num-processes 1 "$@" >"$log" 2>&1
         cat "$BUILD/meson-logs/testlog.txt" >>"$log" 2>/dev/null # every test's whole output
         [ -s "$BUILD/meson-logs/testlog.json" ] || return 1
         jq -r '"\(.result) \(.name | sub(".* / "; ""))"' "$BUILD/meson-logs/testlog.json"
@@ -425,7 +427,7 @@ for m in "${MUTATIONS[@]}"; do
                 echo "$m: NOT COMPILED into $tests' targets"; broken=$((broken + 1)); restore "$file"; continue
         fi
         # shellcheck disable=SC2086
-        res=$(run_tests "$LOGS/$m.test.log" $tests)
+        res=$(STOP_AT=${CHECK[$m]} run_tests "$LOGS/$m.test.log" $tests)
         restore "$file"
         trap - INT TERM
         # killed: a named test failed (FAIL, TIMEOUT, ERROR...; a SKIP kills nothing) and, with a
