@@ -225,11 +225,6 @@ mutation prioclass vgpu_turns src/vgpu/config.c \
         'v = NULL; /* mutation */' \
         "priority classes ignored (GPUSLICE_PRIORITY not read: a high slice treated as normal, a low one too): cap 60 high beside cap 60 low split the GPU" \
         "cap 60 high beside cap 60 low"
-mutation dramemory k8s_dra_plugin src/k8s/dra_prepare.c \
-        'if (r->memory > total)' \
-        'if (0)' \
-        "the DRA plugin prepares a claim that consumes more memory than its GPU has (an over-committed slice)" \
-        "more memory than gpu-0 has"
 # issue 33 (dra)
 mutation drarepublish k8s_dra_plugin src/k8s/dra_plugin.c \
         'if (rc == 0 && status == 404) {' \
