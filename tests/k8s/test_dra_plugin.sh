@@ -604,7 +604,8 @@ d, gs = sys.argv[1], sys.argv[2]
 docs = [x for f in sorted(glob.glob(d + "/*.yaml")) for x in yaml.safe_load_all(open(f)) if x]
 kinds = sorted({x["kind"] for x in docs})
 assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "DeviceClass", "Pod",
-                 "ResourceClaimTemplate", "ServiceAccount"], kinds
+                 "ResourceClaimTemplate", "ServiceAccount", "ValidatingAdmissionPolicy",
+                 "ValidatingAdmissionPolicyBinding"], kinds
 role = [x for x in docs if x["kind"] == "ClusterRole"][0]
 assert {(r["resources"][0], tuple(r["verbs"]), tuple(r.get("resourceNames", ()))) for r in role["rules"]} == {
     ("resourceclaims", ("get",), ()), ("resourceclaims/status", ("patch",), ()),
@@ -633,8 +634,28 @@ assert hp["driver"] == "gpu.gpuslice.io" and hp["parameters"] == {"apiVersion": 
     "kind": "SliceConfig", "maxPriority": "high", "maxComputeMode": "share"}, hp
 cfg = t["slice-4g-30"]["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
 assert cfg["priority"] == "high", cfg
+# the admission policy: the plugin's own service account (as rbac.yaml and the DaemonSet name it)
+# writes only the slices of the node its token is bound to, of its driver; bound with Deny
+sa = [x for x in docs if x["kind"] == "ServiceAccount"][0]["metadata"]
+assert ds["serviceAccountName"] == sa["name"], (ds["serviceAccountName"], sa)
+vap = [x for x in docs if x["kind"] == "ValidatingAdmissionPolicy"][0]
+spec = vap["spec"]
+assert spec["failurePolicy"] == "Fail"
+rr = spec["matchConstraints"]["resourceRules"]
+assert [(r["apiGroups"], r["resources"], sorted(r["operations"])) for r in rr] == \
+    [(["resource.k8s.io"], ["resourceslices"], ["CREATE", "DELETE", "UPDATE"])], rr
+user = "system:serviceaccount:%s:%s" % (sa["namespace"], sa["name"])
+assert [m["expression"].strip() for m in spec["matchConditions"]] == ["request.userInfo.username == '%s'" % user], spec
+v = {x["name"]: x["expression"].strip() for x in spec["variables"]}
+assert "authentication.kubernetes.io/node-name" in v["tokenNode"] and "oldObject" in v["slice"] \
+    and v["sliceNode"] == "variables.slice.spec.?nodeName.orValue('')", v
+checks = [x["expression"].strip() for x in spec["validations"]]
+assert checks == ["variables.tokenNode != ''", "variables.sliceNode == variables.tokenNode",
+                  "variables.slice.spec.driver == 'gpu.gpuslice.io'"], checks
+b = [x for x in docs if x["kind"] == "ValidatingAdmissionPolicyBinding"][0]["spec"]
+assert b == {"policyName": vap["metadata"]["name"], "validationActions": ["Deny"]}, b
 print("ok")
 PYEOF
-then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices; create events; get nodes), POD_UID for sockets of the instance's own, the DaemonSet's options in --help, the 4Gi/30 % template"
+then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices; create events; get nodes), POD_UID for sockets of the instance's own, the DaemonSet's options in --help, the 4Gi/30 % template, the admission policy (the plugin's service account writes only its own node's slices, bound with Deny)"
 else not_ok "deploy/k8s/dra: $(tail -3 "$TMP/deploy.out")"; fi
 finish
