@@ -242,7 +242,13 @@ mutation quiethandover vgpu_latency src/vgpu/arbiter.c \
         'if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {' \
         'if (others && (quiet || (!wanting && idle)) && judged) {' \
         "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back"
-SLOW=(limiter prioclass)
+# issue 34 (item 4: latency request by request)
+mutation strictone vgpu_turns src/vgpu/limiter.c \
+        'return gs_arb_below(&d->arb) &&' \
+        'return 0 && gs_arb_below(&d->arb) &&' \
+        "beside a slice of a higher class, a batch's long kernels are not launched one at a time on a fresh look at the records: its next kernel, launched on a view from before the high client took the GPU, runs ahead of the client's request (a late start)" \
+        "beside 5 ms batch kernels, request by request"
+SLOW=(limiter prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
         MUTATIONS=()
