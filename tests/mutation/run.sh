@@ -242,6 +242,11 @@ mutation quiethandover vgpu_latency src/vgpu/arbiter.c \
         'if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {' \
         'if (others && (quiet || (!wanting && idle)) && judged) {' \
         "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back"
+mutation stallwake unit_arbiter src/vgpu/arbiter.c \
+        '(now - last > GS_ARB_WANT_NS && a->unwanted_at > last)' \
+        '(now - last > GS_ARB_WANT_NS)' \
+        "a slice whose threads were kept off a CPU for 2 ms while it wanted the GPU is taken for waking: a quantum of credit, and it cuts the holder's turn (a turn more than its share on a loaded machine)" \
+        "test_stall_is_no_waking"
 # issue 34 (item 4: latency request by request)
 mutation strictone vgpu_turns src/vgpu/limiter.c \
         'return gs_arb_below(&d->arb) &&' \

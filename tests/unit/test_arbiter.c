@@ -116,6 +116,30 @@ static void test_fresh_turn_kept(void **state)
         assert_false(gs_arb_may_launch(&a)); /* a, quiet: handed over */
 }
 
+/* A slice whose threads were all kept off a CPU for more than GS_ARB_WANT_NS (2 ms) while it
+ * wanted the GPU is not waking: it gets no credit and cuts no turn (it did: taken for waking, a
+ * batch slice on a loaded machine cut the holder's turn, had a turn more than its share, and its
+ * neighbours, short of theirs, took it for a liar). One whose ticker saw it want nothing is. */
+static void test_stall_is_no_waking(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false); /* b joins behind a, waits */
+        assert_false(gs_arb_may_launch(&b));
+        gs_arb_tick(&a, gs_mono_ns(), true, 10000000u, 0, false, false, false); /* a: 10 ms of GPU */
+        usleep(3000); /* b's threads off the CPU: no tick, no launcher's look */
+        gs_arb_try_take(&b);
+        assert_false(gs_arb_may_launch(&b)); /* b wanted the GPU all along: no cut */
+        gs_arb_tick(&b, gs_mono_ns(), false, 0, 0, true, false, false); /* b wants nothing now */
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        usleep(3000);
+        gs_arb_try_take(&b); /* b's next request: it wakes, and cuts a's turn (less GPU time) */
+        assert_true(gs_arb_may_launch(&b));
+}
+
 /* A launcher that must launch on a fresh view waits out a refresh the ticker is making, and is
  * told when it could not have one (it must not launch on the old view), never left to guess. */
 static void test_poll_fresh_view(void **state)
@@ -213,6 +237,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_poll_fresh_view, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_class_from_host_record, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_liar_costs_its_share, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stall_is_no_waking, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
