@@ -247,6 +247,11 @@ mutation stallwake unit_arbiter src/vgpu/arbiter.c \
         '(now - last > GS_ARB_WANT_NS)' \
         "a slice whose threads were kept off a CPU for 2 ms while it wanted the GPU is taken for waking: a quantum of credit, and it cuts the holder's turn (a turn more than its share on a loaded machine)" \
         "test_stall_is_no_waking"
+mutation owedgrace unit_arbiter src/vgpu/arbiter.c \
+        '(was ? now - a->owed_cause_at <= GS_ARB_OWED_GRACE_NS && got < owed' \
+        '(was ? higher && wanting && got < owed' \
+        "a share-mode slice's owed mark goes off at the first tick that saw no demand of the higher class within 2 ms (a stall): the high slice then cuts the owed turn by class" \
+        "test_owed_through_a_stall"
 # issue 34 (item 4: latency request by request)
 mutation strictone vgpu_turns src/vgpu/limiter.c \
         'return gs_arb_below(&d->arb) &&' \

@@ -140,6 +140,47 @@ static void test_stall_is_no_waking(void **state)
         assert_true(gs_arb_may_launch(&b));
 }
 
+/* A share-mode slice owed its share beside a higher class stays owed through a lapse of a few
+ * milliseconds in the higher class's demand (its threads kept off a CPU): the mark went off at the
+ * first tick that saw no demand of it within 2 ms, and the high slice then cut the owed turn by
+ * class (a low share-30 slice got 0.22 of the GPU in CI's sanitizer build). */
+static uint32_t owed_flag(const struct gs_arb *x)
+{
+        return atomic_load(&x->me->flags) & GS_ARB_OWED;
+}
+
+static void test_owed_through_a_stall(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_HIGH);
+        open_slice(&b, GS_ARB_PRIO_LOW);
+        /* a holds and runs; b, wanting and getting nothing, becomes owed and takes a turn */
+        uint64_t t0 = gs_mono_ns(), now, got_a = 0;
+        while ((now = gs_mono_ns()) - t0 < 300000000u && !gs_arb_may_launch(&b)) {
+                bool ran = gs_arb_may_launch(&a);
+                got_a += ran ? 1000000u : 0;
+                gs_arb_tick(&a, now, true, ran ? 1000000u : 0, got_a, !ran, false, false);
+                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+                usleep(1000);
+        }
+        assert_true(gs_arb_may_launch(&b));
+        assert_true(owed_flag(&b) != 0);
+        /* a's threads off the CPU for 3 ms (its demand 2 ms old at b's last ticks): b stays owed
+         * (the grace is 10 ms: room for a late usleep on a loaded machine) */
+        uint64_t s0 = gs_mono_ns();
+        while (gs_mono_ns() - s0 < 3000000u) {
+                usleep(500);
+                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+        }
+        assert_true(owed_flag(&b) != 0);
+        /* ... but not for good: 20 ms more without a higher class wanting the GPU, and it is not */
+        for (int i = 0; i < 20; i++) {
+                usleep(1000);
+                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+        }
+        assert_true(owed_flag(&b) == 0);
+}
+
 /* A launcher that must launch on a fresh view waits out a refresh the ticker is making, and is
  * told when it could not have one (it must not launch on the old view), never left to guess. */
 static void test_poll_fresh_view(void **state)
@@ -238,6 +279,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_class_from_host_record, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_liar_costs_its_share, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stall_is_no_waking, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_owed_through_a_stall, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
