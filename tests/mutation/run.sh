@@ -252,6 +252,11 @@ mutation owedgrace unit_arbiter src/vgpu/arbiter.c \
         '(was ? higher && wanting && got < owed' \
         "a share-mode slice's owed mark goes off at the first tick that saw no demand of the higher class within 2 ms (a stall): the high slice then cuts the owed turn by class" \
         "test_owed_through_a_stall"
+mutation honestmargin unit_arbiter src/vgpu/arbiter.c \
+        '#define GS_ARB_MARGIN_NS GS_ARB_QUANTUM_NS' \
+        '#define GS_ARB_MARGIN_NS 0ull' \
+        "the liar guard's margin is the slack alone: an honest peer whose turn of 43 ms costs a slice 20 ms more than its share is taken for a liar (its record ignored, both hold the GPU)" \
+        "test_lumpy_peer_not_ignored"
 # issue 34 (item 4: latency request by request)
 mutation strictone vgpu_turns src/vgpu/limiter.c \
         'return gs_arb_below(&d->arb) &&' \
