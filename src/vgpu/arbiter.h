@@ -11,7 +11,7 @@
  * mode only from its host record; "owed" only where it can check it; and a slice that cost the
  * reader more than its share while the reader is short of its own is ignored. A file another
  * slice truncates, fills with garbage or replaces by a FIFO is skipped; nothing it writes can crash
- * us or keep us below our share by more than the owed slack a window. The hook makes the directory (sticky, world-writable on the host, so
+ * us or keep us below our share by more than a turn and the owed slack a window. The hook makes the directory (sticky, world-writable on the host, so
  * that host slices of any user can add their file), the container's own file (0660, the
  * container user's) and its host record (root's, 0644), and mounts the directory read-only into
  * the container with only its own file writable.
@@ -153,13 +153,18 @@ struct gs_arb {
         bool woke;                /* we gave our last turn up for want of work: our next is waking */
         bool woke_taken;          /* ... we were waking when we took the turn we hold */
         bool held_back;           /* our budget was spent since we last wanted the GPU */
+        uint64_t unwanted_at;     /* our ticker last saw us want nothing (note_want: waking) */
         /* A turn taken, given up or handed over, and why (the limiter's log at level 4; NULL: none) */
         void (*note)(const struct gs_arb *a, const char *what);
+        /* A peer's record taken for a liar's, or believed again (the limiter's log at level 2;
+         * NULL: none) */
+        void (*warn)(const struct gs_arb *a, const char *what);
         bool guaranteed;          /* share mode: owed its share over a window, whatever the classes */
         uint64_t win_tick, win_at, win_want;       /* the window: last tick, last step, time wanted */
         bool short_of_share;      /* over the window we got less than our share of the time we
                                    * wanted, by GS_ARB_OWED_SLACK_NS (arbiter.c) */
         uint64_t charge_at;       /* our last charge of the others (gs_arb_tick) */
+        uint64_t owed_cause_at;   /* we last wanted the GPU beside a higher class (judge_owed) */
         unsigned win_i;
         uint64_t win_got[GS_ARB_BUCKETS], win_wanted[GS_ARB_BUCKETS];
         uint64_t read_at;         /* last refresh of the peers */

@@ -19,6 +19,7 @@
 #define BUSY_FILE_ENV  "FAKEGPU_BUSY_FILE"
 #define KERNEL_US_ENV  "FAKEGPU_KERNEL_US"
 #define SHARED_ENV     "FAKEGPU_SHARED_TIMELINE"
+#define KLOG_ENV       "FAKEGPU_KERNEL_LOG"
 #define MAX_NS         (1ULL << 62)   /* saturation: the sums below never overflow */
 
 struct timeline {
@@ -35,6 +36,8 @@ static unsigned long long g_busy_ns;  /* atomic: summed durations of the work ru
 static unsigned long long g_kernels;  /* atomic */
 static char g_busy_path[4096];
 static pid_t g_busy_pid;
+static FILE *g_klog;                  /* FAKEGPU_KERNEL_LOG: "k START END" per run (monotonic ns) */
+static pid_t g_klog_pid;
 
 /* ---------------------------------------------------------------------------------------- */
 /* Clock                                                                                     */
@@ -180,6 +183,8 @@ uint64_t tl_run(int dev, uint64_t *stream_tail, uint64_t ns, unsigned long long 
         } while (!__atomic_compare_exchange_n(&tl->tail, &tail, end, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     }
     atomic_max(stream_tail, end);
+    if (g_klog != NULL) /* (stdio's own lock; written out at exit, or per 1 MiB) */
+        fprintf(g_klog, "k %llu %llu\n", (unsigned long long)start, (unsigned long long)end);
     if (g_shared_util != NULL)
         util_note(&g_shared_util[(size_t)dev * FG_UTIL_BUCKETS], start, end);
     __atomic_add_fetch(&g_busy_ns, ns, __ATOMIC_RELAXED);
@@ -254,6 +259,33 @@ static void shared_init(void)
     g_shared_util = (struct fg_util_bucket *)(g_shared_tl + MAX_DEV);
 }
 
+/* FAKEGPU_KERNEL_LOG=<file>: each piece of work this process runs on a timeline (a kernel, a graph
+ * launch) as "k START END" (CLOCK_MONOTONIC ns, the start after all the work queued before it), in
+ * launch order, appended (bench/latency_timeline.py's format: tests/vgpu/test_turns.sh counts a
+ * client's slips and late starts with it). Buffered: written at exit. */
+static void klog_close(void)
+{
+    if (g_klog != NULL && getpid() == g_klog_pid)
+        fclose(g_klog);
+    g_klog = NULL;
+}
+
+static void klog_init(void)
+{
+    const char *path = getenv(KLOG_ENV);
+
+    if (g_klog != NULL || path == NULL || path[0] == '\0')
+        return;
+    g_klog = fopen(path, "ae");
+    if (g_klog == NULL) {
+        fprintf(stderr, "fakegpu: cuda: %s=%s: %s\n", KLOG_ENV, path, strerror(errno));
+        return;
+    }
+    setvbuf(g_klog, NULL, _IOFBF, 1 << 20);
+    g_klog_pid = getpid();
+    atexit(klog_close);
+}
+
 void time_init(void)
 {
     const char *env = getenv(KERNEL_US_ENV);
@@ -276,4 +308,5 @@ void time_init(void)
     memset(g_tl, 0, sizeof(g_tl));
     shared_init();
     busy_file_init();
+    klog_init();
 }

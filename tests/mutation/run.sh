@@ -291,7 +291,28 @@ mutation quiethandover vgpu_latency src/vgpu/arbiter.c \
         'if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {' \
         'if (others && (quiet || (!wanting && idle)) && judged) {' \
         "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back"
-SLOW=(limiter prioclass)
+mutation stallwake unit_arbiter src/vgpu/arbiter.c \
+        '(now - last > GS_ARB_WANT_NS && a->unwanted_at > last)' \
+        '(now - last > GS_ARB_WANT_NS)' \
+        "a slice whose threads were kept off a CPU for 2 ms while it wanted the GPU is taken for waking: a quantum of credit, and it cuts the holder's turn (a turn more than its share on a loaded machine)" \
+        "test_stall_is_no_waking"
+mutation owedgrace unit_arbiter src/vgpu/arbiter.c \
+        '(was ? now - a->owed_cause_at <= GS_ARB_OWED_GRACE_NS && got < owed' \
+        '(was ? higher && wanting && got < owed' \
+        "a share-mode slice's owed mark goes off at the first tick that saw no demand of the higher class within 2 ms (a stall): the high slice then cuts the owed turn by class" \
+        "test_owed_through_a_stall"
+mutation honestmargin unit_arbiter src/vgpu/arbiter.c \
+        '#define GS_ARB_MARGIN_NS GS_ARB_QUANTUM_NS' \
+        '#define GS_ARB_MARGIN_NS 0ull' \
+        "the liar guard's margin is the slack alone: an honest peer whose turn of 43 ms costs a slice 20 ms more than its share is taken for a liar (its record ignored, both hold the GPU)" \
+        "test_lumpy_peer_not_ignored"
+# issue 34 (item 4: latency request by request)
+mutation strictone vgpu_turns src/vgpu/limiter.c \
+        'return gs_arb_below(&d->arb) &&' \
+        'return 0 && gs_arb_below(&d->arb) &&' \
+        "beside a slice of a higher class, a batch's long kernels are not launched one at a time on a fresh look at the records: its next kernel, launched on a view from before the high client took the GPU, runs ahead of the client's request (a late start)" \
+        "beside 5 ms batch kernels, request by request"
+SLOW=(limiter prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
         MUTATIONS=()

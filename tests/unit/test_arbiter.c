@@ -116,6 +116,121 @@ static void test_fresh_turn_kept(void **state)
         assert_false(gs_arb_may_launch(&a)); /* a, quiet: handed over */
 }
 
+/* A slice whose threads were all kept off a CPU for more than GS_ARB_WANT_NS (2 ms) while it
+ * wanted the GPU is not waking: it gets no credit and cuts no turn (it did: taken for waking, a
+ * batch slice on a loaded machine cut the holder's turn, had a turn more than its share, and its
+ * neighbours, short of theirs, took it for a liar). One whose ticker saw it want nothing is. */
+static void test_stall_is_no_waking(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false); /* b joins behind a, waits */
+        assert_false(gs_arb_may_launch(&b));
+        gs_arb_tick(&a, gs_mono_ns(), true, 10000000u, 0, false, false, false); /* a: 10 ms of GPU */
+        usleep(3000); /* b's threads off the CPU: no tick, no launcher's look */
+        gs_arb_try_take(&b);
+        assert_false(gs_arb_may_launch(&b)); /* b wanted the GPU all along: no cut */
+        gs_arb_tick(&b, gs_mono_ns(), false, 0, 0, true, false, false); /* b wants nothing now */
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        usleep(3000);
+        gs_arb_try_take(&b); /* b's next request: it wakes, and cuts a's turn (less GPU time) */
+        assert_true(gs_arb_may_launch(&b));
+}
+
+/* A share-mode slice owed its share beside a higher class stays owed through a lapse of a few
+ * milliseconds in the higher class's demand (its threads kept off a CPU): the mark went off at the
+ * first tick that saw no demand of it within 2 ms, and the high slice then cut the owed turn by
+ * class (a low share-30 slice got 0.22 of the GPU in CI's sanitizer build). */
+static uint32_t owed_flag(const struct gs_arb *x)
+{
+        return atomic_load(&x->me->flags) & GS_ARB_OWED;
+}
+
+static void test_owed_through_a_stall(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_HIGH);
+        open_slice(&b, GS_ARB_PRIO_LOW);
+        /* a holds and runs; b, wanting and getting nothing, becomes owed and takes a turn */
+        uint64_t t0 = gs_mono_ns(), now, got_a = 0;
+        while ((now = gs_mono_ns()) - t0 < 300000000u && !gs_arb_may_launch(&b)) {
+                bool ran = gs_arb_may_launch(&a);
+                got_a += ran ? 1000000u : 0;
+                gs_arb_tick(&a, now, true, ran ? 1000000u : 0, got_a, !ran, false, false);
+                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+                usleep(1000);
+        }
+        assert_true(gs_arb_may_launch(&b));
+        assert_true(owed_flag(&b) != 0);
+        /* a's threads off the CPU for 3 ms (its demand 2 ms old at b's last ticks): b stays owed
+         * (the grace is 10 ms: room for a late usleep on a loaded machine) */
+        uint64_t s0 = gs_mono_ns();
+        while (gs_mono_ns() - s0 < 3000000u) {
+                usleep(500);
+                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+        }
+        assert_true(owed_flag(&b) != 0);
+        /* ... but not for good: 20 ms more without a higher class wanting the GPU, and it is not */
+        for (int i = 0; i < 20; i++) {
+                usleep(1000);
+                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+        }
+        assert_true(owed_flag(&b) == 0);
+}
+
+/* An honest peer's cost comes in turns: over a window it may cost a slice up to a turn more than
+ * its share while the slice is short of its own, and is not taken for a liar. Here b (share 50,
+ * as a) takes the GPU in turns of 43.2 ms (a cut each time, as a waking slice's), a has the 36.8 ms
+ * between them: b costs a about 540 ms of the 1000 it wanted (its share: 500) while a is 40 ms
+ * short. With the slack alone as the margin (20 ms) a ignored b's record (eight equal slices did
+ * so in every run on the simulated GPU, one got 0.177 of it). */
+static void say(const struct gs_arb *x, const char *what)
+{
+        (void)x;
+        print_message("%s\n", what);
+}
+
+static void test_lumpy_peer_not_ignored(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        uint64_t t0 = gs_mono_ns(), last = t0, got = 0, now, since = 0;
+        bool ignored = false;
+        a.warn = say;
+        while ((now = gs_mono_ns()) - t0 < 1600000000u) {
+                bool bturn = (now - t0) % 80000000u < 43200000u; /* b's turns 43.2 ms, a's 36.8 */
+                if (bturn) {
+                        if (since == 0)
+                                since = now;
+                        atomic_store(&b.me->vtime, atomic_load(&a.me->vtime));
+                        atomic_store(&b.me->want_ns, now);
+                        atomic_store(&b.me->alive_ns, now);
+                        atomic_store(&b.me->flags, GS_ARB_CUT);
+                        atomic_store(&b.me->since, since);
+                        atomic_store(&b.me->until, now + 80000000u);
+                        atomic_store(&b.me->state, GS_ARB_HOLDING);
+                } else {
+                        since = 0;
+                        atomic_store(&b.me->state, GS_ARB_FREE);
+                        atomic_store(&b.me->flags, 0);
+                        atomic_store(&b.me->alive_ns, now);
+                }
+                bool ran = gs_arb_may_launch(&a);
+                if (ran)
+                        got += now - last;
+                gs_arb_tick(&a, now, true, ran ? now - last : 0, got, false, false, false);
+                for (unsigned i = 0; i < a.npeers; i++)
+                        ignored |= a.peer[i].ignored;
+                last = now;
+                usleep(1000);
+        }
+        assert_false(ignored);
+}
+
 /* A launcher that must launch on a fresh view waits out a refresh the ticker is making, and is
  * told when it could not have one (it must not launch on the old view), never left to guess. */
 static void test_poll_fresh_view(void **state)
@@ -213,6 +328,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_poll_fresh_view, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_class_from_host_record, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_liar_costs_its_share, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stall_is_no_waking, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_owed_through_a_stall, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lumpy_peer_not_ignored, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

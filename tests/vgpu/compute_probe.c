@@ -14,7 +14,11 @@
  * between requests and prints requests=R (served) due=D (the requests its period asks for in
  * SECONDS: a request that takes longer than the period delays the next) p50_us= p99_us= max_us= of
  * the requests' latency, from the start of the request to the end of its last kernel, and
- * p99_run_us= max_run_us= of the same less the time the process waited for a CPU meanwhile).
+ * p99_run_us= max_run_us= of the same less the time the process waited for a CPU meanwhile;
+ * PROBE_TIMELINE=FILE: each request as "q FIRST START_NS LATENCY_NS" in FILE, FIRST its first
+ * kernel's place among the process's kernels, START_NS when it came (CLOCK_MONOTONIC): with the
+ * simulated GPU's FAKEGPU_KERNEL_LOG, what tests/vgpu/timeline_count.py counts slips and late
+ * starts from).
  * PROBE_NVML=1 reads NVML's utilization of device 0 two thirds of the way through (util=U below).
  * PROBE_PROGRESS=FILE: the launches so far in FILE as they go (progress.h; not in request mode).
  * PROBE_BUSY_THREAD=1 starts a thread of its own that spins on the CPU for the whole run (a stand-in for
@@ -92,10 +96,12 @@ static int die(const char *what, CUresult rc);
 /* The latency client: every `period` us a request of `kernels` kernels, each waited for, until
  * `end`; each request's latency into lat[]. Returns the kernels launched. */
 static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigned blocks, CUstream s, double end,
-                              double period, int kernels, double gap, double *lat, double *own, size_t cap, size_t *nreq)
+                              double period, int kernels, double gap, double *lat, double *own, size_t cap, size_t *nreq,
+                              FILE *tl)
 {
         unsigned long n = 0;
         while (progress_now_us() < end && *nreq < cap) {
+                unsigned long first = n;
                 double w0 = progress_wait_us(), r0 = progress_now_us();
                 for (int k = 0; k < kernels; k++) {
                         /* the host's own work between two kernels of a request (busy: as a CPU step) */
@@ -108,6 +114,8 @@ static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigne
                 lat[*nreq] = progress_now_us() - r0;
                 /* the same request less the time this process waited for a CPU during it */
                 own[*nreq] = w0 >= 0 ? lat[*nreq] - (progress_wait_us() - w0) : lat[*nreq];
+                if (tl != NULL)
+                        fprintf(tl, "q %lu %.0f %.0f\n", first, r0 * 1e3, lat[*nreq] * 1e3);
                 (*nreq)++;
                 sleep_until_us(r0 + period);
         }
@@ -227,8 +235,13 @@ int main(int argc, char **argv)
                         ;
                 fputs("BEGIN-QUIET\n", stderr);
         }
+        FILE *tl = request && getenv("PROBE_TIMELINE") != NULL ? fopen(getenv("PROBE_TIMELINE"), "we") : NULL;
+        if (tl != NULL)
+                setvbuf(tl, NULL, _IOFBF, 1 << 20); /* (written at the end: no write between requests) */
         if (request)
-                n = requests(launch, f, blocks, s, end, period, req_kernels, req_gap, lat, own, req_cap, &nreq);
+                n = requests(launch, f, blocks, s, end, period, req_kernels, req_gap, lat, own, req_cap, &nreq, tl);
+        if (tl != NULL)
+                fclose(tl);
         while (!request && progress_now_us() < end) {
                 CUresult rc;
                 if (strcmp(mode, "ptsz") == 0)

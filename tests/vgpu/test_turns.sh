@@ -36,15 +36,26 @@ sliced() {
 # of BATCH_US kernels); outputs in $TMP/batch and $TMP/client. (The client comes first: a batch
 # slice alone on a GPU queues up to 4 ms or 4 kernels ahead, and a client that joins then waits
 # for that once; beside another slice it queues about one kernel.)
+# (The simulated GPU logs each side's kernels, the client its requests: tcount below.)
 pair() {
         fresh
-        sliced client $2 "$PROBE" request 4 70
+        rm -f "$TMP"/client.k "$TMP"/client.q "$TMP"/batch.k
+        sliced client FAKEGPU_KERNEL_LOG="$TMP/client.k" PROBE_TIMELINE="$TMP/client.q" $2 "$PROBE" request 4 70
         local c=$!
         sleep 0.3
-        sliced batch $1 "$PROBE" kernel 4 "$3"
+        sliced batch FAKEGPU_KERNEL_LOG="$TMP/batch.k" $1 "$PROBE" kernel 4 "$3"
         wait $c $!
 }
 ran() { [ -n "$(field requests "$TMP/client")" ] && [ -n "$(field fraction "$TMP/batch")" ]; }
+# tcount: the last pair's requests as the GPU ran them (tests/vgpu/timeline_count.py): requests=
+# slipped= (requests a batch kernel ran inside of, between two of their kernels) late= (requests
+# whose first kernel a batch kernel launched after they came ran ahead of) max_us=
+tcount() {
+        cat "$TMP/client.k" "$TMP/client.q" >"$TMP/client.tl" 2>/dev/null
+        python3 "$SRC/tests/vgpu/timeline_count.py" "$TMP/client.tl" "$TMP/batch.k" 2>&1
+}
+# few N COUNT: COUNT is at most N % of the requests counted (and there are some)
+few() { awk -v p="$1" -v c="$2" -v r="$(field requests <(echo "$3"))" 'BEGIN { exit !(r > 0 && c != "" && c <= r * p / 100) }'; }
 
 # bench/latency_timeline.py, which tells on the real GPU where a client's requests waited, on a
 # made-up pair of timelines (µs): request 0 comes at 1000 while a batch kernel runs until 2000,
@@ -117,6 +128,7 @@ normal=$(field p99_run_us "$TMP/client")
 pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=low" \
         "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high" 2000
 high=$(field p99_run_us "$TMP/client") hraw=$(field p99_us "$TMP/client") bfrac=$(field fraction "$TMP/batch")
+hmax=$(field max_run_us "$TMP/client") htl=$(tcount)
 # (the batch's floor is its guarantee: 30 % of the 4 s it wanted the GPU, less the owed rule's
 # 20 ms of slack per 1 s window; CPU stalls measured in its run allowed for as everywhere)
 blo=$(probe_lo 0.28 "$TMP/batch")
@@ -140,6 +152,20 @@ if ran && within 0 6000 "$high" && awk -v h="$high" -v n="$normal" 'BEGIN { exit
 else
         not_ok "priority: high p99 ${high:-none} us (raw ${hraw:-none}; want <= 6000 and under half of normal's ${normal:-none})"
 fi
+# ... and not at p99 only (issue 34): every request as the GPU ran it. A batch kernel between two of
+# a request's kernels (a slip: the high client's turn handed over or cut in the middle of it) or
+# ahead of its first one though launched after it came (a late start: launched on a view from
+# before the client took the GPU) is rare: late starts at most 1 % of the ~1900 requests (0-6
+# seen), slips at most 2 % (0-8 seen: the client's thread kept off its CPU for more than a tick
+# between two of its kernels hands its turn over, on this loaded VM), and the longest request
+# stays under half a quantum (20 ms: it never waited for a neighbour's turn; its CPU waits taken
+# off, as the p99's; 6-7 ms seen, 12 ms in the sanitizer build beside another test).
+s1=$(field slipped <(echo "$htl")) l1=$(field late <(echo "$htl"))
+if ran && few 2 "$s1" "$htl" && few 1 "$l1" "$htl" && within 0 20000 "$hmax"; then
+        ok "a high client beside a low batch, request by request: $s1 slipped, $l1 started late, the longest $hmax us (<= 20000): $htl"
+else
+        not_ok "a high client beside a low batch, request by request: ${s1:-?} slipped (want <= 2 %), ${l1:-?} started late (want <= 1 %), the longest ${hmax:-none} us (want <= 20000): $htl"
+fi
 # ... and the low batch keeps its guarantee beside the high client: on this simulated GPU, beside a
 # client that takes the GPU every 2 ms, it gets 0.35-0.37 (a quiet machine): each hand-over back
 # to it waits for the client to be quiet for a tick (0.25 ms) and the client's next request
@@ -155,12 +181,23 @@ within "$blo" 1.0 "$bfrac" && ok "... the low batch keeps its 30 % and takes gap
 # GPU time per 20 ms, and at 30 % its budget would hold it back now and then.)
 pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=low" \
         "GPUSLICE_COMPUTE_LIMIT=60 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high PROBE_REQ_GAP_US=100" 5000
-p99=$(field p99_run_us "$TMP/client") raw=$(field p99_us "$TMP/client")
+p99=$(field p99_run_us "$TMP/client") raw=$(field p99_us "$TMP/client") mx=$(field max_run_us "$TMP/client") tl=$(tcount)
 if ran && within 0 7500 "$p99"; then
         ok "a high client's request waits for one 5 ms batch kernel, not two: p99 $p99 us (<= 7500; raw $raw)"
 else
         not_ok "high client, 5 ms batch kernels, 0.1 ms host gaps: p99 ${p99:-none} us (raw ${raw:-none}; want <= 7500)"
         tail -n 3 "$TMP/client" "$TMP/batch"
+fi
+# Request by request (~200): a slip or a late start is a whole 5 ms kernel. Late starts at most
+# 2.5 % of the requests (0-2 seen; with the batch's kernels not one at a time beside the high
+# client, 11-17), slips at most 5 % (0-6 seen: the client's thread kept off its CPU for more than a
+# tick between two kernels, as above), and the longest within two batch kernels and 6 ms (7-11 ms
+# seen).
+s2=$(field slipped <(echo "$tl")) l2=$(field late <(echo "$tl"))
+if ran && few 5 "$s2" "$tl" && few 2.5 "$l2" "$tl" && within 0 16000 "$mx"; then
+        ok "a high client beside 5 ms batch kernels, request by request: $s2 slipped, $l2 started late, the longest $mx us (<= 16000): $tl"
+else
+        not_ok "a high client beside 5 ms batch kernels, request by request: ${s2:-?} slipped (want <= 5 %), ${l2:-?} started late (want <= 2.5 %), the longest ${mx:-none} us (want <= 16000): $tl"
 fi
 
 # Classes without a guarantee (cap): a high slice gets its whole cap beside a low one that wants
