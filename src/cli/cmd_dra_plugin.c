@@ -1,11 +1,11 @@
-/* gpuslice dra-plugin: option parsing and printing; the plugin is src/k8s (dra_plugin.h). */
+/* gpuslice dra-plugin: option parsing and printing; the plugin is src/dra (plugin.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "k8s/dra_plugin.h"
+#include "dra/plugin.h"
 #include "runtime/hostconfig.h"
 
 static const char help[] =

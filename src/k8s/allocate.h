@@ -42,9 +42,9 @@
 #include <stddef.h>
 
 #include "api.pb-c.h"
-#include "k8s/arena.h"
-#include "k8s/health.h"
-#include "k8s/resources.h"
+#include "kubelet/arena.h"
+#include "kubelet/health.h"
+#include "kubelet/resources.h"
 
 struct gs_k8s_alloc_ctx {
         const struct gs_k8s_plan *plan;

@@ -18,12 +18,12 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "k8s/allocate.h"
-#include "k8s/arena.h"
-#include "k8s/cdispec.h"
 #include "k8s/plugin_int.h"
 #include "k8s/prefer.h"
-#include "k8s/serve.h"
-#include "k8s/topology.h"
+#include "kubelet/arena.h"
+#include "kubelet/cdispec.h"
+#include "kubelet/serve.h"
+#include "kubelet/topology.h"
 
 #define MAX_CONTAINERS 64    /* container requests in one call */
 #define MAX_IDS 4096         /* device IDs in one container request */

@@ -8,10 +8,10 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "k8s/h2c.h"
-#include "k8s/health.h"
 #include "k8s/plugin.h"
-#include "k8s/resources.h"
+#include "kubelet/h2c.h"
+#include "kubelet/health.h"
+#include "kubelet/resources.h"
 
 #define GS_K8S_MAX_CONNS 64     /* connections of all kinds at once */
 #define GS_K8S_MAX_WATCHERS 8   /* ListAndWatch streams per endpoint */

@@ -6,7 +6,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
-#include "k8s/topology.h"
+#include "kubelet/topology.h"
 
 static unsigned gpu_of(const struct gs_k8s_resource *r, size_t d)
 {

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "k8s/resources.h"
+#include "kubelet/resources.h"
 
 /* avail/must: indexes into r->devs (must ⊆ avail is not required: a must device is taken as
  * is). out: room for `size` indexes. -1 with err when size is 0, smaller than must, or more than

@@ -11,10 +11,10 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/proc.h"
-#include "k8s/cdispec.h"
 #include "k8s/plugin_int.h"
-#include "k8s/serve.h"
-#include "k8s/topology.h"
+#include "kubelet/cdispec.h"
+#include "kubelet/serve.h"
+#include "kubelet/topology.h"
 
 #define TICK_MS 1000
 

@@ -657,7 +657,7 @@ unsigned gs_slice_sweep(const char *regions_dir)
 
 /* The pod's names as the CRI runtimes put them into config.json's annotations: CRI-O's keys,
  * then containerd's; then what the host gave the hook on its command line (a DRA claim's CDI
- * device: src/k8s/dra_prepare.c). Never the container's env (issue 31): the image and the pod
+ * device: src/dra/prepare.c). Never the container's env (issue 31): the image and the pod
  * spec write that. */
 static const struct {
         const char *label;

@@ -1,5 +1,5 @@
 /* libFuzzer harness: what the DRA plugin reads from the API server, which whoever writes
- * ResourceClaims controls: a claim document (dra_claim.c, with the quantities of its consumed
+ * ResourceClaims controls: a claim document (dra/claim.c, with the quantities of its consumed
  * capacity, quantity.c), and a quantity on its own (the input's first line). Nothing may crash,
  * leak or read out of bounds; an accepted claim must hold what the parser promises. The seed corpus
  * (corpus/dra) holds allocated claims: a slice with opaque config, a whole GPU, a MIG device, a
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/dra_claim.h"
-#include "k8s/quantity.h"
+#include "dra/claim.h"
+#include "kubelet/quantity.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "k8s/dra_int.h"
-#include "k8s/h2c.h"
+#include "dra/plugin_int.h"
+#include "kubelet/h2c.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -91,7 +91,7 @@ static void setup(void)
         p->prep.claims = json_object_new_object();
         char lock[sizeof(dir) + 32];
         snprintf(lock, sizeof(lock), "%s/checkpoint.lock", dir);
-        p->prep.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600); /* (dra_checkpoint.h: every call locks) */
+        p->prep.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600); /* (dra/checkpoint.h: every call locks) */
         if (p->prep.lock_fd < 0)
                 abort();
         p->prep_open = true;

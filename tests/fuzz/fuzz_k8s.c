@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/h2c.h"
 #include "k8s/plugin_int.h"
+#include "kubelet/h2c.h"
 
 static struct gs_device_info dev;
 static struct gs_hostconfig hc;

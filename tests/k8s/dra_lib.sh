@@ -54,7 +54,7 @@ stop_apiserver() {
 
 # dra CMD ARGS...: the fake kubelet's command; its JSON line in $TMP/k.json (kq/kexpect read it)
 dra() {
-        "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/k8s/proto" --stubs "$TMP/dra-stubs" "$@" \
+        "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/kubelet/proto" --stubs "$TMP/dra-stubs" "$@" \
                 >"$TMP/k.json" 2>>"$TMP/dra-kubelet.err" ||
                 echo '{"ok": false, "error": "the fake kubelet failed"}' >"$TMP/k.json"
 }

@@ -1,7 +1,7 @@
 /*
  * dra-probe: the kubelet's calls to a DRA plugin, in C, for hosts without Python's grpcio (the GPU
  * host) and for the benchmark (no interpreter in the timing): through the plugin's own HTTP/2 +
- * gRPC layer (src/k8s/h2c.c), so the CI test, which also drives the plugin with grpcio, checks it.
+ * gRPC layer (src/kubelet/h2c.c), so the CI test, which also drives the plugin with grpcio, checks it.
  *
  *   dra-probe SOCKET prepare|unprepare NS/NAME/UID      one call on the kubelet's v1 path: the answer as
  *                                                      JSON {"UID": {"cdi": [...], "error": "..."}}
@@ -21,7 +21,7 @@
 
 #include "common/proc.h"
 #include "dra.pb-c.h"
-#include "k8s/h2c.h"
+#include "kubelet/h2c.h"
 
 struct result {
         int status; /* -1: none yet */

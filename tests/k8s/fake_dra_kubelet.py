@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The kubelet's side of a DRA plugin, one command per run, for the DRA plugin tests (Debian's
-python3-grpcio; stubs generated from src/k8s/proto/{dra,pluginregistration}.proto into --stubs,
+python3-grpcio; stubs generated from src/kubelet/proto/{dra,pluginregistration}.proto into --stubs,
 once). Each run prints one JSON line: {"ok": true, ...} or {"ok": false, "code", "message"}.
 
     register REG_SOCKET [ACCEPT]       what the plugin watcher does: GetInfo, then

@@ -2,7 +2,7 @@
 """A fake kubelet for the device plugin tests, driven one command at a time.
 
 Run with Debian's /usr/bin/python3 (python3-grpcio, python3-grpc-tools). The gRPC stubs are
-generated at start from the same .proto files the plugin is built from (src/k8s/proto), services
+generated at start from the same .proto files the plugin is built from (src/kubelet/proto), services
 included, into a temporary directory.
 
     fake_kubelet.py --proto-dir DIR --socket-dir DIR [--pod-resources SOCKET] CMD_FIFO REPLY_FIFO

@@ -4,7 +4,7 @@
  * endpoint, check GetDevicePluginOptions, Allocate IDS, and print the answer as one JSON object:
  *   {"endpoint": ..., "cdi_devices": [...], "envs": {...}, "devices": [{"container_path", "host_path",
  *    "permissions"}], "annotations": {...}}
- * It speaks through the plugin's own HTTP/2 + gRPC layer (src/k8s/h2c.c), so the CI tests, which
+ * It speaks through the plugin's own HTTP/2 + gRPC layer (src/kubelet/h2c.c), so the CI tests, which
  * also drive the plugin with grpcio, check it before it is used there.
  * GetDevicePluginOptions and Allocate go out together on one connection: gRPC does not order the
  * answers of two calls (the plugin's HTTP/2 layer may finish Allocate's stream first when both
@@ -26,7 +26,7 @@
 
 #include "api.pb-c.h"
 #include "common/proc.h"
-#include "k8s/h2c.h"
+#include "kubelet/h2c.h"
 
 static const char *want_resource;
 static char endpoint[256];

@@ -13,7 +13,7 @@ start_kubelet() {
         local dir=$1 podres=${2:-}
         rm -f "$TMP/kubelet.cmd" "$TMP/kubelet.reply"
         mkfifo "$TMP/kubelet.cmd" "$TMP/kubelet.reply"
-        "$PY" "$SRC/tests/k8s/fake_kubelet.py" --proto-dir "$SRC/src/k8s/proto" --socket-dir "$dir" \
+        "$PY" "$SRC/tests/k8s/fake_kubelet.py" --proto-dir "$SRC/src/kubelet/proto" --socket-dir "$dir" \
                 ${podres:+--pod-resources "$podres"} "$TMP/kubelet.cmd" "$TMP/kubelet.reply" 2>>"$TMP/kubelet.err" &
         KUBELET_PID=$!
         # read-write opens: neither blocks (nor hangs the test if the kubelet dies early)

@@ -332,7 +332,7 @@ rm -f "$EV" # the machine is whole again for what follows
 sed -i '/^fault nvmlEventSetCreate/d' "$DRV/etc/fakegpu/gpus.conf"
 
 # D. kubelet-probe, the C stand-in for the kubelet that tests/gpu/run.sh uses on the GPU host
-#    (no grpcio there): it registers the plugin and allocates one share, through src/k8s/h2c.c.
+#    (no grpcio there): it registers the plugin and allocates one share, through src/kubelet/h2c.c.
 DP=$TMP/dp-d
 mkdir -p "$DP"
 plugin_config "$TMP/d.toml" "$DP" 'slices = ["4g=4Gi"]' "cdi-kind = \"$KIND\"" "cdi-spec = \"$TMP/cdi/d.json\"" \

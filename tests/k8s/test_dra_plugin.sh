@@ -466,7 +466,7 @@ claim_json ml race-1 e0000000-0000-4000-8000-000000000011 "$DRIVER" "$(res gpu-0
 claim_json ml race-2 e0000000-0000-4000-8000-000000000012 "$DRIVER" "$(res gpu-0 "" '{"memory": "10Gi", "compute": "30"}')"
 for i in 1 2; do
         s=$SOCK_A; [ "$i" = 2 ] && s=$SOCK_B
-        "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/k8s/proto" --stubs "$TMP/dra-stubs" prepare "$s" v1 \
+        "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/kubelet/proto" --stubs "$TMP/dra-stubs" prepare "$s" v1 \
                 "ml/race-$i/e0000000-0000-4000-8000-00000000001$i" >"$TMP/race-$i.json" 2>>"$TMP/dra-kubelet.err" &
 done
 wait_for 20 eval '[ -s "$TMP/race-1.json" ] && [ -s "$TMP/race-2.json" ]'

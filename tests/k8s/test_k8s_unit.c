@@ -15,12 +15,12 @@
 #include <cmocka.h>
 
 #include "common/proc.h"
+#include "dra/claim.h"
+#include "dra/slices.h"
 #include "k8s/allocate.h"
-#include "k8s/dra_claim.h"
-#include "k8s/dra_slices.h"
-#include "k8s/h2c.h"
 #include "k8s/prefer.h"
-#include "k8s/resources.h"
+#include "kubelet/h2c.h"
+#include "kubelet/resources.h"
 
 static struct gs_device_info dev;
 static struct gs_hostconfig hc;

@@ -1,0 +1,57 @@
+/*
+ * `gpuslice dra-plugin`: a Kubernetes DRA driver's kubelet plugin (resource.k8s.io/v1; the
+ * kubelet's DRA gRPC service v1 and v1beta1) for GPUs, MIG devices and memory + compute slices of
+ * a GPU (consumable capacity). One thread, one poll loop, as the device plugin (plugin.h):
+ *
+ *   registration  Registration (pluginregistration v1) on <registry-dir>/<driver>-reg.sock: GetInfo
+ *                 answers type DRAPlugin, the driver name, the DRA socket and the services
+ *                 "v1.DRAPlugin", "v1beta1.DRAPlugin"; NotifyRegistrationStatus is logged. A kubelet
+ *                 that restarts finds the socket again; a socket removed is made anew (checked on
+ *                 inotify-free ticks every second)
+ *   DRA service   <plugin-dir>/dra.sock: NodePrepareResources / NodeUnprepareResources under both
+ *                 /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/ and .v1beta1.DRAPlugin/ (the kubelet's
+ *                 gRPC paths; dra/prepare.c), an error per claim
+ *   ResourceSlice published at start (dra/slices.c; created, or updated from the one there), again
+ *                 when a device's health changes (health.c), tried again every 5 s while the API
+ *                 server does not take it; read back every resync period and published again when
+ *                 it is gone (the kubelet deletes a node's slices when it restarts and after a
+ *                 driver unregisters); kept when the plugin stops (SIGTERM, SIGINT): a restart or
+ *                 an upgrade leaves the node schedulable
+ *   instances     with an instance id (--instance-id, $POD_UID) the sockets are
+ *                 <driver>-<id>-reg.sock and dra-<id>.sock, so that a new plugin registers beside
+ *                 the old one (the kubelet plugin helper's rolling update); the checkpoint is shared
+ *                 between them (dra/prepare.h: locked, read again for every call)
+ */
+#ifndef GS_DRA_PLUGIN_H
+#define GS_DRA_PLUGIN_H
+
+#include <gpuslice/gpuslice.h>
+
+#include "runtime/hostconfig.h"
+
+#define GS_DRA_DEFAULT_DRIVER "gpu.gpuslice.io"
+#define GS_DRA_DEFAULT_CDI_DIR "/var/run/cdi"
+#define GS_DRA_DEFAULT_REGISTRY "/var/lib/kubelet/plugins_registry"
+#define GS_DRA_DEFAULT_PLUGINS "/var/lib/kubelet/plugins"
+
+struct gs_dra_opts {
+        const struct gs_hostconfig *hc; /* [driver], device-plugin.hook-path / host-root / sysfs / health-checks */
+        struct gs_context *ctx;
+        const char *driver;          /* NULL: GS_DRA_DEFAULT_DRIVER */
+        const char *kubeconfig;      /* NULL: in-cluster */
+        const char *node;            /* NULL: $NODE_NAME */
+        const char *cdi_dir;         /* NULL: GS_DRA_DEFAULT_CDI_DIR */
+        const char *plugin_dir;      /* NULL: GS_DRA_DEFAULT_PLUGINS/<driver> */
+        const char *registry_dir;    /* NULL: GS_DRA_DEFAULT_REGISTRY */
+        unsigned health_period_ms;   /* 0: 5000 */
+        unsigned resync_period_ms;   /* 0: 10000; how often the ResourceSlice is checked (deleted: published again) */
+        unsigned stale_period_ms;    /* 0: 600000; how often prepared claims are checked against the API server */
+        const char *instance;        /* NULL: $POD_UID, else none; per-instance socket names (rolling update) */
+        void (*note)(void *ud, const char *line);
+        void *ud;
+};
+
+/* Run until SIGTERM or SIGINT: 0. -1 with err when it cannot start. */
+int gs_dra_plugin_run(const struct gs_dra_opts *o, struct gs_error *err);
+
+#endif

@@ -1,0 +1,70 @@
+/* The DRA plugin's state, shared by dra/plugin.c (sockets, the loop, publication) and
+ * dra/service.c (the Registration and DRAPlugin services). */
+#ifndef GS_DRA_PLUGIN_INT_H
+#define GS_DRA_PLUGIN_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "dra/plugin.h"
+#include "dra/prepare.h"
+#include "kubelet/h2c.h"
+#include "kubelet/health.h"
+#include "kubelet/kubeapi.h"
+#include "kubelet/resources.h"
+
+#define GS_DRA_MAX_CONNS 32
+#define GS_DRA_MAX_CLAIMS 256 /* claims in one call */
+
+struct gs_dra_sock {
+        char path[PATH_MAX];
+        int lfd;
+        dev_t dev;
+        ino_t ino;
+        struct timespec ctime;
+};
+
+struct gs_dra_conn {
+        struct gs_h2c_conn *h;
+        long long opened;
+};
+
+struct gs_dra {
+        const struct gs_dra_opts *o;
+        const char *driver;
+        char node[254];
+        char plugin_dir[PATH_MAX];
+        const struct gs_device_info *dev;
+        struct gs_k8s_topology topo;
+        struct gs_k8s_health health;
+        struct gs_k8s_health_watch hw;
+        struct gs_kubeapi api;
+        bool api_open;
+        struct gs_dra_prep prep;
+        bool prep_open;
+        struct gs_dra_sock reg, svc;
+        struct gs_dra_conn conns[GS_DRA_MAX_CONNS];
+        unsigned nconns;
+        int signal_fd;
+        bool stop;
+        bool registered;
+        bool publish_due;      /* the slice must be (re)published */
+        long long publish_at;  /* not before (gs_now_ms) */
+        long long generation;  /* the pool generation last published */
+        bool published;
+        long long check_at;
+        bool gate_noted;
+        bool node_asked;       /* the Node's uid asked (owner) */
+        char node_uid[64];     /* the slice's owner; "": none */       /* said: the API server drops consumable capacity */
+        long long sweep_at;    /* stale claims looked up then (0: not yet scheduled) */    /* the slice read back then (gs_now_ms) */
+};
+
+void gs_dra_note(struct gs_dra *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gs_dra_note_cb(void *ud, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* dra/service.c */
+extern const struct gs_h2c_server_ops gs_dra_service;
+
+#endif

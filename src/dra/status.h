@@ -1,0 +1,40 @@
+/*
+ * The DRA plugin's word on a claim's status (resource.k8s.io/v1 ResourceClaim status.devices, one
+ * AllocatedDeviceStatus per device of ours: driver, pool, device, shareID, and a condition "Ready"
+ * True or False with a reason, a message and its lastTransitionTime), written by a server-side
+ * apply on the status subresource:
+ *
+ *   PATCH /apis/resource.k8s.io/v1/namespaces/NS/resourceclaims/NAME/status
+ *         ?fieldManager=<driver>&force=true, application/apply-patch+yaml
+ *
+ * so the entries are the driver's own (the list is a map keyed by driver, pool, device and
+ * shareID: other drivers' entries stay). metadata.uid goes with it: the API server refuses the
+ * write to a claim made anew under the same name. One try, bounded by the client's timeout: the
+ * status is the user's explanation, never a reason to hold or fail a prepare. RBAC:
+ * resourceclaims/status patch, and resourceclaims/driver associated-node:patch (Kubernetes 1.36's
+ * granular status authorization).
+ */
+#ifndef GS_DRA_STATUS_H
+#define GS_DRA_STATUS_H
+
+#include <stdbool.h>
+
+#include <gpuslice/gpuslice.h>
+
+#include "dra/claim.h"
+#include "kubelet/kubeapi.h"
+
+#define GS_DRA_STATUS_MAX_MESSAGE 32768 /* the API's limit on a condition's message */
+
+/* Ready = `ready` with `reason` (CamelCase, [A-Za-z][A-Za-z0-9_,:]*) and `message` on each of the
+ * claim's devices c->r[0..n). 0: the API server took it; -1 with err otherwise. */
+int gs_dra_status_write(struct gs_kubeapi *api, const char *driver, const struct gs_dra_claim *c, bool ready,
+                        const char *reason, const char *message, struct gs_error *err);
+
+/* A core/v1 Event on this node (involvedObject: the Node `node`, namespace "default", as the kubelet
+ * writes node events), type Warning, `reason` and `message`, reported by `driver`; one try. RBAC:
+ * create on events. 0: the API server took it. */
+int gs_dra_event_node(struct gs_kubeapi *api, const char *driver, const char *node, const char *reason,
+                      const char *message, struct gs_error *err);
+
+#endif

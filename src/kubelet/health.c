@@ -1,0 +1,185 @@
+/* Device health from NVML's events (see health.h). */
+#include "kubelet/health.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define GS_NVML_NO_PROTOTYPES
+#include "abi/nvml.h"
+#include "common/log.h"
+#include "common/proc.h"
+
+/* XIDs an application causes (NVIDIA's device plugin skips the same ones): 13 graphics engine
+ * exception, 31 GPU memory page fault, 43 GPU stopped processing, 45 preemptive cleanup, 68 video
+ * processor exception, 109 context switch timeout. */
+static bool application_xid(unsigned long long xid)
+{
+        static const unsigned long long skip[] = {13, 31, 43, 45, 68, 109};
+        for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+                if (xid == skip[i])
+                        return true;
+        return false;
+}
+
+bool gs_k8s_device_healthy(const struct gs_k8s_health *h, const struct gs_k8s_device *d)
+{
+        if (d->gpu >= GS_MAX_GPUS || h->gpu_bad[d->gpu])
+                return false;
+        return d->mig < 0 || d->mig >= GS_MAX_MIGS || !h->mig_bad[d->gpu][d->mig];
+}
+
+/* The GPU an event names: its index when the UUID agrees, else by UUID; -1 unknown. */
+static int gpu_of(const struct gs_device_info *dev, const struct gs_nvml_event *ev)
+{
+        if (ev->index >= 0 && (unsigned)ev->index < dev->ngpus &&
+            (ev->uuid[0] == '\0' || strcmp(dev->gpus[ev->index].uuid, ev->uuid) == 0))
+                return ev->index;
+        for (unsigned i = 0; ev->uuid[0] != '\0' && i < dev->ngpus; i++)
+                if (strcmp(dev->gpus[i].uuid, ev->uuid) == 0)
+                        return (int)i;
+        return -1;
+}
+
+static bool mark_all(const struct gs_device_info *dev, struct gs_k8s_health *h)
+{
+        bool changed = false;
+        for (unsigned i = 0; i < dev->ngpus; i++) {
+                changed |= !h->gpu_bad[i];
+                h->gpu_bad[i] = true;
+        }
+        return changed;
+}
+
+static bool apply_xid(const struct gs_device_info *dev, struct gs_k8s_health *h, const struct gs_nvml_event *ev,
+                      gs_k8s_note_fn note, void *ud)
+{
+        int g = gpu_of(dev, ev);
+        if (application_xid(ev->xid)) {
+                note(ud, "GPU %d: XID %llu (an application error): the GPU stays healthy", g,
+                     (unsigned long long)ev->xid);
+                return false;
+        }
+        if (g < 0) {
+                note(ud, "XID %llu on an unknown GPU (%s): every GPU is marked unhealthy", (unsigned long long)ev->xid,
+                     ev->uuid);
+                return mark_all(dev, h);
+        }
+        const struct gs_gpu *gpu = &dev->gpus[g];
+        if (ev->gi != GS_NVML_INVALID_INSTANCE_ID && ev->ci != GS_NVML_INVALID_INSTANCE_ID) {
+                for (unsigned j = 0; j < gpu->nmigs && j < GS_MAX_MIGS; j++) {
+                        if (gpu->migs[j].gi == ev->gi && gpu->migs[j].ci == ev->ci) {
+                                note(ud, "MIG device %s: XID %llu: unhealthy", gpu->migs[j].uuid,
+                                     (unsigned long long)ev->xid);
+                                bool changed = !h->mig_bad[g][j];
+                                h->mig_bad[g][j] = true;
+                                return changed;
+                        }
+                }
+        }
+        note(ud, "GPU %d (%s): XID %llu: unhealthy", g, gpu->uuid, (unsigned long long)ev->xid);
+        bool changed = !h->gpu_bad[g];
+        h->gpu_bad[g] = true;
+        return changed;
+}
+
+bool gs_k8s_health_apply(const struct gs_device_info *dev, struct gs_k8s_health *h, const struct gs_nvml_event *ev,
+                         gs_k8s_note_fn note, void *ud)
+{
+        switch (ev->kind) {
+        case GS_NVML_EV_READY:
+                note(ud, "health: watching NVML events%s%s", ev->msg[0] ? "; " : "", ev->msg);
+                return false;
+        case GS_NVML_EV_XID:
+                return apply_xid(dev, h, ev, note, ud);
+        case GS_NVML_EV_LOST: {
+                int g = gpu_of(dev, ev);
+                if (g < 0) {
+                        note(ud, "NVML: %s, no GPU named: every GPU is marked unhealthy", ev->msg);
+                        return mark_all(dev, h);
+                }
+                note(ud, "GPU %d (%s) is lost: unhealthy", g, dev->gpus[g].uuid);
+                bool changed = !h->gpu_bad[g];
+                h->gpu_bad[g] = true;
+                return changed;
+        }
+        case GS_NVML_EV_ERROR:
+        default:
+                note(ud, "health: %s", ev->msg);
+                return false;
+        }
+}
+
+static void start(struct gs_k8s_health_watch *hw, long long now)
+{
+        struct gs_error err = {0};
+        hw->ready = false;
+        hw->starts++;
+        if (gs_nvml_watch_start(hw->ctx, hw->period_ms, &hw->w, &err) < 0) {
+                hw->note(hw->ud, "health: cannot start the NVML watcher: %s", err.msg);
+                hw->restart_at = now + 5000;
+                return;
+        }
+        hw->running = true;
+}
+
+void gs_k8s_health_start(struct gs_k8s_health_watch *hw, struct gs_context *ctx, const struct gs_device_info *dev,
+                         unsigned period_ms, gs_k8s_note_fn note, void *ud)
+{
+        memset(hw, 0, sizeof(*hw));
+        hw->ctx = ctx;
+        hw->dev = dev;
+        hw->period_ms = period_ms;
+        hw->note = note;
+        hw->ud = ud;
+        hw->w.fd = -1;
+        hw->w.pid = -1;
+        start(hw, gs_now_ms());
+}
+
+int gs_k8s_health_fd(const struct gs_k8s_health_watch *hw)
+{
+        return hw->running ? hw->w.fd : -1;
+}
+
+bool gs_k8s_health_poll(struct gs_k8s_health_watch *hw, struct gs_k8s_health *h, long long now)
+{
+        bool changed = false;
+        if (!hw->running) {
+                if (hw->ctx != NULL && hw->restart_at != 0 && now >= hw->restart_at)
+                        start(hw, now);
+                return false;
+        }
+        for (int i = 0; i < 64; i++) {
+                struct gs_nvml_event ev;
+                int r = gs_nvml_watch_read(&hw->w, &ev);
+                if (r == 0)
+                        break;
+                if (r < 0) {
+                        gs_nvml_watch_stop(&hw->w);
+                        hw->running = false;
+                        /* back off: 1 s, then up to 30 s for a helper that keeps failing */
+                        hw->restart_at = now + (hw->starts < 5 ? 1000 : 30000);
+                        hw->note(hw->ud, "health: the NVML watcher ended; starting it again in %lld s",
+                                 (hw->restart_at - now) / 1000);
+                        break;
+                }
+                if (ev.kind == GS_NVML_EV_READY) {
+                        hw->ready = true;
+                        hw->starts = 0;
+                } else if (ev.kind == GS_NVML_EV_ERROR && !hw->ready && ev.index < 0) {
+                        hw->note(hw->ud, "health: NVML does not start (%s): every GPU is marked unhealthy", ev.msg);
+                        changed |= mark_all(hw->dev, h);
+                        continue;
+                }
+                changed |= gs_k8s_health_apply(hw->dev, h, &ev, hw->note, hw->ud);
+        }
+        return changed;
+}
+
+void gs_k8s_health_stop(struct gs_k8s_health_watch *hw)
+{
+        if (hw->running)
+                gs_nvml_watch_stop(&hw->w);
+        hw->running = false;
+        hw->ctx = NULL;
+}
