@@ -21,6 +21,8 @@ SIM=$SRC/tests/gpu/latency_sim.sh
 # 1. the simulated GPU
 export LAT_SIM_BUILD=$BUILD FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf
 export FAKEGPU_SHARED_TIMELINE=$TMP/timeline FAKEGPU_STATE=$TMP/state LAT_SIM_TRAIN_SECONDS=1.3
+# (the sanitizer build's interposer is preloaded into programs not built with ASan, as in tests/vgpu)
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
 O=$TMP/sim.txt
 LAT_SIMULATED=1 LAT_BIN=$SIM LAT_TORCH_CMD="$SIM torch" LAT_LIB=$BUILD/libgpuslice-vgpu.so LAT_SHAPES="two,equal2 torch" \
         bash "$SRC/bench/latency.sh" "$BUILD" 1 >"$O" 2>&1
