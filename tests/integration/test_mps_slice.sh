@@ -72,6 +72,8 @@ wait_for() { # SECONDS CMD...: until CMD succeeds
         return 1
 }
 state_is() { grep -q "^$1$" "$CLIENT/state" 2>/dev/null; }
+# The supervisor writes its state file before it logs; a log line may come a moment after the state.
+sup_says() { wait_for 3 grep -qE "$1" "$TMP/sup.log"; }
 mps_check() { # NAME CONFIG: doctor's mps check as JSON {status, message, fix}
         run "$1" -- "$GS" --root "$DRV" doctor --config "$2" --json
         jq -c '.checks[] | select(.name == "mps")' "$TMP/$1.out" >"$TMP/$1.mps" 2>/dev/null
@@ -218,7 +220,7 @@ doc_expect doff ok "slice.mps = off: compute slices take turns on their GPU"
 sup=$!
 wait_for 10 state_is state=ok && ok "supervise: the GPU's state file, ok" || not_ok "no state file: $(cat "$TMP/sup.log")"
 D1=$(daemon)
-grep -q "GPU 0: started the MPS control daemon (pid $D1)" "$TMP/sup.log" && alive "$D1" &&
+sup_says "GPU 0: started the MPS control daemon \\(pid $D1\\)" && alive "$D1" &&
         ok "supervise started GPU 0's daemon ($D1), and said so" || not_ok "supervise start: $(cat "$TMP/sup.log")"
 mps_check dsup "$TMP/auto.toml"
 doc_expect dsup ok "slice.mps = auto: cap slices on one GPU run beside each other through its MPS daemon, supervised (pid $sup)"
@@ -240,7 +242,7 @@ sleep 0.8
 fb=$!
 wait_for 5 state_is state=poisoned && ok "supervise: the GPU is marked poisoned in its state file" ||
         not_ok "not poisoned: $(cat "$CLIENT/state" 2>&1; tail -5 "$TMP/sup.log")"
-grep -qE "GPU 0: MPS server [0-9]+ is poisoned: a client hit a fatal GPU error" "$TMP/sup.log" && ok "... and said so" ||
+sup_says "GPU 0: MPS server [0-9]+ is poisoned: a client hit a fatal GPU error" && ok "... and said so" ||
         not_ok "supervise log: $(tail -5 "$TMP/sup.log")"
 run metrics1 -- "$GS" metrics --once --no-nvml --no-hami --window 0.2 --config "$TMP/auto.toml"
 check "metrics: gpuslice_mps_poisoned 1" metrics1 "^gpuslice_mps_poisoned\{UUID=\"$U0\"\} 1$"
@@ -261,7 +263,7 @@ wait_for 8 state_is restarts=1 && state_is state=ok && ok "its clients gone: the
 D2=$(daemon)
 [ -n "$D2" ] && [ "$D2" != "$D1" ] && alive "$D2" && ! alive "$D1" && ok "... a new daemon ($D2 for $D1)" ||
         not_ok "daemon after the restart: $D2 (was $D1)"
-grep -q "restarting the daemon" "$TMP/sup.log" && ok "... said so" || not_ok "restart log: $(tail -5 "$TMP/sup.log")"
+sup_says "restarting the daemon" && ok "... said so" || not_ok "restart log: $(tail -5 "$TMP/sup.log")"
 run metrics2 -- "$GS" metrics --once --no-nvml --no-hami --window 0.2 --config "$TMP/auto.toml"
 check "metrics: not poisoned any more" metrics2 "^gpuslice_mps_poisoned\{UUID=\"$U0\"\} 0$"
 check "metrics: one restart" metrics2 "^gpuslice_mps_daemon_restarts_total\{UUID=\"$U0\"\} 1$"
@@ -278,7 +280,7 @@ SRV=$(ui get_server_list | head -1)
 ui set_active_thread_percentage "$SRV" 100 >/dev/null
 wait_for 4 sh -c "[ \"\$(echo get_active_thread_percentage $SRV | CUDA_MPS_PIPE_DIRECTORY=$PIPE $DRV/usr/bin/nvidia-cuda-mps-control)\" = 30.0 ]" &&
         ok "a server set to 100 % is put back to 30 % by the supervisor" || not_ok "percentage: $(ui get_active_thread_percentage "$SRV")"
-grep -q "had another active thread percentage than gpuslice set (30 %): put back" "$TMP/sup.log" && state_is resets=1 &&
+sup_says "had another active thread percentage than gpuslice set \\(30 %\\): put back" && state_is resets=1 &&
         ok "... said so, and counted" || not_ok "reset log: $(tail -3 "$TMP/sup.log"; cat "$CLIENT/state")"
 wait $fc
 # A daemon that dies is started again.
