@@ -105,23 +105,39 @@ if [ -z "${FUZZ_ONLY:-}" ]; then
         fi
 fi
 
+# fuzz_one HARNESS: run it FUZZ_SECONDS on a copy of its corpus; its exit status in fuzz_HARNESS.rc
+fuzz_one() {
+        local f=$1 corpus rc
+        corpus=$(mktemp -d)
+        [ -d "tests/fuzz/corpus/$f" ] && cp -r "tests/fuzz/corpus/$f/." "$corpus/"
+        "$BUILD_FUZZ/tests/fuzz/fuzz_$f" -max_total_time="$FUZZ_SECONDS" -print_final_stats=0 \
+                -artifact_prefix="$BUILD_FUZZ/crash-$f-" "$corpus" >"$BUILD_FUZZ/fuzz_$f.log" 2>&1
+        rc=$?
+        echo "$rc" >"$BUILD_FUZZ/fuzz_$f.rc"
+        rm -rf "$corpus"
+}
+
 echo "=== fuzz: configure + build ($BUILD_FUZZ)"
 if { [ -f "$BUILD_FUZZ/build.ninja" ] || CC=clang meson setup "$BUILD_FUZZ" -Dfuzz=true -Dtests=true \
         --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link; } &&
         ninja -C "$BUILD_FUZZ" tests/fuzz/fuzz_ldcache tests/fuzz/fuzz_devices tests/fuzz/fuzz_require \
                 tests/fuzz/fuzz_hostconfig tests/fuzz/fuzz_oci tests/fuzz/fuzz_cdi tests/fuzz/fuzz_region tests/fuzz/fuzz_k8s tests/fuzz/fuzz_toml tests/fuzz/fuzz_dra tests/fuzz/fuzz_dra_grpc; then
-        for f in ldcache devices require hostconfig oci cdi region k8s toml dra dra_grpc; do
-                corpus=$(mktemp -d)
-                [ -d "tests/fuzz/corpus/$f" ] && cp -r "tests/fuzz/corpus/$f/." "$corpus/"
+        # Two harnesses at a time (one per CPU of a CI machine; each runs FUZZ_SECONDS of wall time).
+        harnesses=(ldcache devices require hostconfig oci cdi region k8s toml dra dra_grpc)
+        for f in "${harnesses[@]}"; do
+                while [ "$(jobs -rp | wc -l)" -ge "${FUZZ_JOBS:-2}" ]; do wait -n; done
                 echo "=== fuzz_$f for ${FUZZ_SECONDS}s"
-                if "$BUILD_FUZZ/tests/fuzz/fuzz_$f" -max_total_time="$FUZZ_SECONDS" -print_final_stats=0 \
-                        -artifact_prefix="$BUILD_FUZZ/crash-$f-" "$corpus" >"$BUILD_FUZZ/fuzz_$f.log" 2>&1; then
+                rm -f "$BUILD_FUZZ/fuzz_$f.rc"
+                fuzz_one "$f" &
+        done
+        wait
+        for f in "${harnesses[@]}"; do
+                if [ "$(cat "$BUILD_FUZZ/fuzz_$f.rc" 2>/dev/null)" = 0 ]; then
                         passed=$((passed + 1)); echo "fuzz_$f: OK ($(grep -c '' "$BUILD_FUZZ/fuzz_$f.log") log lines)"
                 else
                         failed=$((failed + 1)); failures+=("fuzz: fuzz_$f (see $BUILD_FUZZ/fuzz_$f.log)")
                         tail -n 40 "$BUILD_FUZZ/fuzz_$f.log"
                 fi
-                rm -rf "$corpus"
         done
 else
         failed=$((failed + 1)); failures+=("fuzz: build")

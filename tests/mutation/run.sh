@@ -46,23 +46,28 @@ mutation() { MUTATIONS+=("$1"); TESTS[$1]=$2 FILE[$1]=$3 OLD[$1]=$4 NEW[$1]=$5 D
 mutation quota vgpu src/vgpu/hooks_cuda.c \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0) {' \
         'if ((bytes) == 0 || gs_vgpu_charge((vis), (bytes)) == 0 || 1) {' \
-        "the memory quota never refuses an allocation (cuMemAlloc*'s charge is ignored)"
+        "the memory quota never refuses an allocation (cuMemAlloc*'s charge is ignored)" \
+        "quota granted"
 mutation devices vgpu_devices src/vgpu/devmap.c \
         'CUdevice r = dev >= 0 ? gs_vgpu_translated(dev) : -1;' \
         'CUdevice r = dev;' \
-        "where the driver shows more GPUs, a device number reaches the driver untranslated (GPU 0 for 0)"
+        "where the driver shows more GPUs, a device number reaches the driver untranslated (GPU 0 for 0)" \
+        "ordinal 0 = GPU 1"
 mutation gpunodes integration_configure src/container/configure.c \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor);' \
         'snprintf(node, sizeof(node), "/dev/nvidia%u", g->minor); continue;' \
-        "configure mounts no GPU device node (/dev/nvidiaN, its MIG caps)"
+        "configure mounts no GPU device node (/dev/nvidiaN, its MIG caps)" \
+        "/dev/nvidia0 is a char device"
 mutation rollback integration_configure src/container/configure.c \
         'rollback(x);' \
         'if (0) rollback(x); /* mutation */' \
-        "a failed configure leaves its mounts and files in the container (rollback skipped)"
+        "a failed configure leaves its mounts and files in the container (rollback skipped)" \
+        "failure injected at step"
 mutation failinject integration_configure src/container/fail_inject.c \
         '#if GS_FAILURE_INJECTION' \
         '#if 1 /* mutation */' \
-        "a build without failure injection (a release build) still honours GPUSLICE_TEST_FAIL_AT"
+        "a build without failure injection (a release build) still honours GPUSLICE_TEST_FAIL_AT" \
+        "GPUSLICE_TEST_FAIL_AT=1: test build exit"
 mutation void unit_runtime src/runtime/request.c \
         'if (l == 4 && strncmp(t, "void", 4) == 0) {' \
         'if (0) {' \
@@ -82,19 +87,23 @@ mutation cgminor unit_cgroup src/container/cgroup.c \
 mutation regionlimit vgpu_resize src/vgpu/vgpu.c \
         'int rc = gs_region_try_charge_limit(S.region, S.slot, (unsigned)vis, bytes, gs_vgpu_quota(vis), &usage);' \
         'int rc = gs_region_try_charge(S.region, S.slot, (unsigned)vis, bytes, &usage);' \
-        "the interposer takes its quota from the usage region, which any process of the slice can write"
+        "the interposer takes its quota from the usage region, which any process of the slice can write" \
+        "its allocations still stop at the host's"
 mutation livewatch vgpu_resize src/vgpu/live.c \
         "if (S.cfg.live[0] == '\\0' || atomic_exchange(&V.running, true))" \
         'if (1)' \
-        "a process applies a live change only when it allocates (no watcher: an idle one keeps the old limits)"
+        "a process applies a live change only when it allocates (no watcher: an idle one keeps the old limits)" \
+        "an idle process (no call into CUDA) applied generation"
 mutation liverw integration_resize_hook src/container/configure.c \
         '{"live", GS_SLICE_LIVE_DIR, GS_NODE_DIR, GS_MNT_PROC},' \
         '{"live", GS_SLICE_LIVE_DIR, GS_NODE_DIR, GS_MNT_IPC},' \
-        "the live limits directory is mounted writable: the container rewrites its own limits"
+        "the live limits directory is mounted writable: the container rewrites its own limits" \
+        "root in the container cannot write the live file"
 mutation leanhook integration_runtime src/runtime/hook_exe.c \
         'if (beside(self, GS_HOOK_EXE, out, len) || beside(self, "gpuslice", out, len))' \
         'if (beside(self, "gpuslice", out, len))' \
-        "the hooks gpuslice writes run the whole gpuslice (TLS, HTTP/2, protobuf, ncurses mapped at every container start), not gpuslice-hook"
+        "the hooks gpuslice writes run the whole gpuslice (TLS, HTTP/2, protobuf, ncurses mapped at every container start), not gpuslice-hook" \
+        "legacy: the prestart hook added"
 # Too slow for every CI run (vgpu_compute takes ~100 s, twice): MUTATION_ONLY=limiter runs it.
 mutation limiter vgpu_compute src/vgpu/limiter.c \
         'if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))' \
@@ -104,23 +113,28 @@ mutation limiter vgpu_compute src/vgpu/limiter.c \
 mutation shimenv integration_runtime src/engine/shim.c \
         'if (!cfg->privileged && !hc->accept_env_unprivileged) {' \
         'if (0) {' \
-        "the runtime shim honours an image's NVIDIA_VISIBLE_DEVICES (all, a CDI name) in an unprivileged container when the host refuses it"
+        "the runtime shim honours an image's NVIDIA_VISIBLE_DEVICES (all, a CDI name) in an unprivileged container when the host refuses it" \
+        "k8s node, cdi, env all refused"
 mutation hookenv integration_runtime src/runtime/request.c \
         'if (vis == NULL || in->privileged || hc->accept_env_unprivileged) {' \
         'if (1) {' \
-        "the hook (and the shim's legacy mode) takes NVIDIA_VISIBLE_DEVICES, a CUDA image's implicit all, from an unprivileged container when the host refuses it"
+        "the hook (and the shim's legacy mode) takes NVIDIA_VISIBLE_DEVICES, a CUDA image's implicit all, from an unprivileged container when the host refuses it" \
+        "k8s node, auto, env all refused"
 mutation envkinds integration_runtime src/engine/shim.c \
         'for (size_t i = 0; k->from_env && i < k->nnames; i++)' \
         'for (size_t i = 0; 0 && i < k->nnames; i++)' \
-        "a CDI name from the env resolves to any kind: the device plugin's =all, another claim's per-claim device"
+        "a CDI name from the env resolves to any kind: the device plugin's =all, another claim's per-claim device" \
+        "env NVIDIA_VISIBLE_DEVICES=k8s.gpuslice.io/gpu=all: refused"
 mutation devnullsrc integration_runtime src/runtime/oci.c \
         'if (strcmp(s, "/dev/null") != 0 || strncmp(d, root, sizeof(root) - 1) != 0' \
         'if (strncmp(d, root, sizeof(root) - 1) != 0' \
-        "any mount under /var/run/nvidia-container-devices (an image's VOLUME, a tmpfs) asks for devices, not only the kubelet's /dev/null"
+        "any mount under /var/run/nvidia-container-devices (an image's VOLUME, a tmpfs) asks for devices, not only the kubelet's /dev/null" \
+        "a mount not of /dev/null asks for nothing"
 mutation k8sdoctor integration_doctor src/doctor/check_requests.c \
         'if (hc->accept_env_unprivileged && signs[0] != '"'"'\0'"'"') {' \
         'if (0) {' \
-        "doctor says nothing of a Kubernetes node that takes NVIDIA_VISIBLE_DEVICES from unprivileged containers"
+        "doctor says nothing of a Kubernetes node that takes NVIDIA_VISIBLE_DEVICES from unprivileged containers" \
+        "gpu-requests is 'ok', wanted 'warn'"
 # issue 31 (dra)
 mutation drabound unit_k8s src/dra/claim.c \
         'if (bound(&cls[k], &clm[k], &c->r[k], &c->beyond_class, err) < 0)' \
@@ -129,7 +143,8 @@ mutation drabound unit_k8s src/dra/claim.c \
 mutation labelsenv observe_hook src/runtime/hook.c \
         'gs_slice_write_labels(s->regions_dir, id, cfg->annotations, cfg->nannotations, given, &lerr)' \
         'gs_slice_write_labels(s->regions_dir, id, cfg->env, cfg->nenv, given, &lerr)' \
-        "a slice's labels read from the container's env (its image's ENV, the pod spec): it passes for another pod"
+        "a slice's labels read from the container's env (its image's ENV, the pod spec): it passes for another pod" \
+        "no labels file in"
 # issue 31 (arbiter)
 mutation arbclass unit_arbiter src/vgpu/arbiter.c \
         'p->prio = p->host.prio == GS_ARB_PRIO_HIGH && !p->host_root ? GS_ARB_PRIO_NORMAL : p->host.prio;' \
@@ -146,28 +161,34 @@ mutation arbcost unit_arbiter src/vgpu/arbiter.c \
 mutation regionmode integration_hostfiles src/slice/slice.c \
         'write_owned(h->dirfd, "usage", "", 0, 0660, uid, gid, err) < 0)' \
         'write_owned(h->dirfd, "usage", "", 0, 0666, uid, gid, err) < 0)' \
-        "a container's usage region is world-writable on the host (any local user wedges its accounting)"
+        "a container's usage region is world-writable on the host (any local user wedges its accounting)" \
+        "nothing under the slices and arbiter directories is world-writable"
 mutation slicelock integration_hostfiles src/slice/live.c \
         'gs_autoclose int lockfd = lock_slice(dirfd, regions_dir, id, err);' \
         'gs_autoclose int lockfd = dup(dirfd); flock(lockfd, LOCK_EX);' \
-        "slice set locks the slice directory, which any user can lock, and waits for it forever"
+        "slice set locks the slice directory, which any user can lock, and waits for it forever" \
+        "slice set while another user holds the slice directory's flock"
 # issue 31 (devices)
 mutation devices_hook vgpu_devices src/vgpu/hooks_device.c \
         'ONE_DEVICE(cuMulticastAddDevice, (CUmemGenericAllocationHandle mcHandle, CUdevice dev), dev, mcHandle, dev)' \
         'GS_EXPORT CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev) { return REAL(cuMulticastAddDevice, mcHandle, dev); }' \
-        "a device-taking entry point (cuMulticastAddDevice) hooked but forwarding the device unchecked"
+        "a device-taking entry point (cuMulticastAddDevice) hooked but forwarding the device unchecked" \
+        "past cuInit, ordinal 1"
 mutation devices_out vgpu_devices src/vgpu/hooks_device.c \
         'GS_EXPORT CUresult cuCtxGetDevice(CUdevice *device) { return device_out(REAL(cuCtxGetDevice, device), device); }' \
         'GS_EXPORT CUresult cuCtxGetDevice(CUdevice *device) { return REAL(cuCtxGetDevice, device); }' \
-        "cuCtxGetDevice answers the driver's number of the slice's GPU (1), not the slice's (0)"
+        "cuCtxGetDevice answers the driver's number of the slice's GPU (1), not the slice's (0)" \
+        "ordinal 0 = GPU 1"
 mutation devices_nvml vgpu_devices src/vgpu/hooks_nvml.c \
         'return slice_handle(NREAL(nvmlDeviceGetHandleBySerial, serial, &h), &h, device);' \
         'return NREAL(nvmlDeviceGetHandleBySerial, serial, device);' \
-        "nvmlDeviceGetHandleBySerial hands out a GPU outside the slice"
+        "nvmlDeviceGetHandleBySerial hands out a GPU outside the slice" \
+        "NVML: serial and topology lists reach past the slice"
 mutation devices_pool vgpu_devices src/vgpu/devmap.c \
         'return gs_vgpu_visible_of(real1 - 1);' \
         'return gs_vgpu_current_device();' \
-        "cuMemAllocFromPoolAsync charges the current context's GPU, not the pool's"
+        "cuMemAllocFromPoolAsync charges the current context's GPU, not the pool's" \
+        "pool allocations charged to the wrong GPU"
 # issue 31 (engines)
 mutation tomltable "unit_toml_tomllib integration_runtime_configure" src/engine/toml_parse.c \
         'struct gs_tnode *t = x->d->sections[sect].table;' \
@@ -176,7 +197,8 @@ mutation tomltable "unit_toml_tomllib integration_runtime_configure" src/engine/
 mutation backupmode integration_runtime_configure src/engine/conffile.c \
         'if (fill(fd, out, old, f, err) < 0) {' \
         'if (fill(fd, out, old, &(struct gs_conffile){.mode = 0644, .uid = (uid_t)-1, .gid = (gid_t)-1}, err) < 0) {' \
-        "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)"
+        "an engine config's backup is 0644 and root's, whatever the original's owner and mode (registry credentials readable by every user)" \
+        "the backup is 0600"
 mutation conffifo integration_runtime_configure src/engine/conffile.c \
         'O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);' \
         'O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);' \
@@ -199,7 +221,8 @@ mutation envraise "unit_runtime integration_allocator" src/runtime/slice_rules.c
 mutation oneslice integration_allocator src/runtime/hook.c \
         'if (same)' \
         'if (1)' \
-        "two slice devices of one container that differ: the first hook's slice holds for every GPU (maybe the wider)"
+        "two slice devices of one container that differ: the first hook's slice holds for every GPU (maybe the wider)" \
+        "never the wider slice"
 mutation slicemounts "unit_runtime k8s_device_plugin_env" src/runtime/request.c \
         'if (alloc == NULL && hc->accept_volume_mounts) {' \
         'if (0) {' \
