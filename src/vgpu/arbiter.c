@@ -324,7 +324,7 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                 }
         }
         judge_peers(a, now);
-        bool contended = false, shared = false, below = false;
+        bool contended = false, shared = false, below = false, level = false;
         uint32_t mine = my_place(a).cls;
         for (unsigned i = 0; i < a->npeers; i++) {
                 const struct gs_arb_peer *p = &a->peer[i];
@@ -332,7 +332,9 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                 contended |= peer_wants(p, now) || peer_holds(p, now);
                 shared |= here;
                 below |= (here || peer_wants(p, now) || peer_holds(p, now)) && peer_place(p).cls < mine;
+                level |= here && !p->ignored && p->prio == a->prio;
         }
+        atomic_store_explicit(&a->level, level, memory_order_relaxed);
         atomic_store_explicit(&a->contended, contended, memory_order_relaxed);
         atomic_store_explicit(&a->shared, shared || contended, memory_order_relaxed);
         atomic_store_explicit(&a->below, below, memory_order_relaxed);

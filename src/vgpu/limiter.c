@@ -41,6 +41,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 #include "common/clock.h"
 #include "region/region.h"
@@ -149,6 +151,7 @@ static struct {
         _Atomic bool stopping;
         pthread_t thread;
         pthread_mutex_t lock; /* set-up only */
+        _Atomic uint32_t napping; /* the ticker's long nap (a futex word: 1 while it naps long) */
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void nap(uint64_t ns)
@@ -156,6 +159,28 @@ static void nap(uint64_t ns)
         struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
+}
+
+/* The ticker's nap while nothing happens: GS_LIMITER_IDLE_TICK_NS, cut short by wake_ticker(). */
+static void long_nap(void)
+{
+        struct timespec ts = {0, (long)GS_LIMITER_IDLE_TICK_NS};
+        atomic_store(&L.napping, 1);
+        syscall(SYS_futex, &L.napping, FUTEX_WAIT_PRIVATE, 1, &ts, NULL, 0);
+        atomic_store(&L.napping, 0);
+}
+
+/* A launcher took a turn on the GPU (the gate's slow path: it waited, or found the GPU free):
+ * the ticker, napping long while nothing of ours happened, must look at once (the turn is then
+ * handed over as soon as our work is done, not when the nap ends: a turn held idle for up to 5 ms
+ * while every other slice's request waited). One system call, only when the ticker naps long. */
+static void wake_ticker(struct lim_dev *d, bool held_back)
+{
+        if (held_back || !gs_arb_level(&d->arb) || !gs_arb_may_launch(&d->arb))
+                return;
+        uint32_t one = 1;
+        if (atomic_compare_exchange_strong(&L.napping, &one, 0))
+                syscall(SYS_futex, &L.napping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 void gs_limiter_configure(void)
@@ -575,6 +600,7 @@ int gs_limiter_gate(CUstream stream)
         if (!spent(d) && not_our_turn(d)) { /* a free GPU is taken without waiting */
                 going(d, vis); /* (from before the take: the ticker's next look sees it) */
                 gs_arb_try_take(&d->arb);
+                wake_ticker(d, false);
                 if (!over_budget(d) && !queue_full(d) && (!beside_higher(d) || strict_go(d)))
                         return going(d, vis);
         }
@@ -595,6 +621,7 @@ int gs_limiter_gate(CUstream stream)
                 bool ours = !not_our_turn(d);
                 if ((was_spent ? refilled(d) : !spent(d)) && !ours) {
                         gs_arb_try_take(&d->arb);
+                        wake_ticker(d, was_spent);
                         check_turn_wait(d, vis, gs_mono_ns());
                 } else if (ours) {
                         gs_arb_poll(&d->arb, false); /* our turn, no room: was it cut? */
@@ -1028,7 +1055,10 @@ static void *ticker(void *arg)
                         if (L.dev[i].bp != 0 && atomic_load_explicit(&L.dev[i].ready, memory_order_acquire) == 2)
                                 active |= tick(&L.dev[i], i, now);
                 refill(now);
-                nap(active ? GS_LIMITER_TICK_NS : GS_LIMITER_IDLE_TICK_NS);
+                if (active)
+                        nap(GS_LIMITER_TICK_NS);
+                else
+                        long_nap();
         }
         return NULL;
 }
@@ -1070,6 +1100,7 @@ void gs_limiter_after_fork(void)
         pthread_mutex_init(&L.lock, NULL);
         atomic_store(&L.running, false);
         atomic_store(&L.local_refill, 0);
+        atomic_store(&L.napping, 0);
         for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
                 struct lim_dev *d = &L.dev[i];
                 unsigned bp = d->bp;

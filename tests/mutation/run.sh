@@ -314,6 +314,11 @@ mutation quiethandover vgpu_latency src/vgpu/arbiter.c \
         'if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {' \
         'if (others && (quiet || (!wanting && idle)) && judged) {' \
         "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back"
+mutation takewake vgpu_latency_handover src/vgpu/limiter.c \
+        'if (atomic_compare_exchange_strong(&L.napping, &one, 0))' \
+        'if (0 && atomic_compare_exchange_strong(&L.napping, &one, 0))' \
+        "a turn a launcher takes while its ticker naps 5 ms is held idle until the nap ends: the other equal slice's request waits for it" \
+        "handed over when the work is done"
 mutation stallwake unit_arbiter src/vgpu/arbiter.c \
         '(now - last > GS_ARB_WANT_NS && a->unwanted_at > last)' \
         '(now - last > GS_ARB_WANT_NS)' \

@@ -15,8 +15,9 @@
  * SECONDS: a request that takes longer than the period delays the next) p50_us= p99_us= max_us= of
  * the requests' latency, from the start of the request to the end of its last kernel, and
  * p99_run_us= max_run_us= of the same less the time the process waited for a CPU meanwhile;
- * PROBE_TIMELINE=FILE: each request as "q FIRST START_NS LATENCY_NS" in FILE, FIRST its first
- * kernel's place among the process's kernels, START_NS when it came (CLOCK_MONOTONIC): with the
+ * PROBE_TIMELINE=FILE: each request as "q FIRST START_NS LATENCY_NS RUN_NS" in FILE, FIRST its
+ * first kernel's place among the process's kernels, START_NS when it came (CLOCK_MONOTONIC),
+ * RUN_NS its latency less the time the process waited for a CPU meanwhile: with the
  * simulated GPU's FAKEGPU_KERNEL_LOG, what tests/vgpu/timeline_count.py counts slips and late
  * starts from).
  * PROBE_NVML=1 reads NVML's utilization of device 0 two thirds of the way through (util=U below).
@@ -115,7 +116,7 @@ static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigne
                 /* the same request less the time this process waited for a CPU during it */
                 own[*nreq] = w0 >= 0 ? lat[*nreq] - (progress_wait_us() - w0) : lat[*nreq];
                 if (tl != NULL)
-                        fprintf(tl, "q %lu %.0f %.0f\n", first, r0 * 1e3, lat[*nreq] * 1e3);
+                        fprintf(tl, "q %lu %.0f %.0f %.0f\n", first, r0 * 1e3, lat[*nreq] * 1e3, own[*nreq] * 1e3);
                 (*nreq)++;
                 sleep_until_us(r0 + period);
         }

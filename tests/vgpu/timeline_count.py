@@ -2,7 +2,7 @@
 """Where a latency client's requests waited on the simulated GPU: timeline_count.py CLIENT NEIGHBOUR...
 
 CLIENT: the client's FAKEGPU_KERNEL_LOG ("k START END" per kernel, in launch order) and compute_probe's
-PROBE_TIMELINE ("q FIRST START LATENCY" per request) in one file; each NEIGHBOUR: a neighbour's
+PROBE_TIMELINE ("q FIRST START LATENCY RUN" per request) in one file; each NEIGHBOUR: a neighbour's
 kernel log (CLOCK_MONOTONIC ns, one clock for all). Per request:
   slips  neighbour kernels that began between two of its kernels (it held the GPU through its
          request: none should)
@@ -26,7 +26,7 @@ def main():
             p = line.split()
             if p and p[0] == "k" and len(p) == 3:
                 mine.append((int(p[1]), int(p[2])))
-            elif p and p[0] == "q" and len(p) == 4:
+            elif p and p[0] == "q" and len(p) >= 4:
                 reqs.append((int(p[1]), float(p[2]), float(p[3])))
     for path in sys.argv[2:]:
         with open(path) as f:
