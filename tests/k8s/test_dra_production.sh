@@ -34,14 +34,17 @@ prod=("${common[@]}" --kubeconfig "$TMP/kubeconfig" --cdi-dir "$CDI_DIR" --plugi
       --stale-period 0.3)
 start_dra "$TMP/dra-a.log" "${prod[@]}" --instance-id inst-a
 PID_A=$DRA_PID
-start_dra "$TMP/dra-b.log" "${prod[@]}" --instance-id inst-b
-PID_B=$DRA_PID
 SOCK_A=$PLUG/dra-inst-a.sock SOCK_B=$PLUG/dra-inst-b.sock REG_A=$REG/$DRIVER-inst-a-reg.sock REG_B=$REG/$DRIVER-inst-b-reg.sock
 SLICE=$API_STATE/slices/$NODE-$DRIVER.json
 # running PID: the process is there and not a zombie
 running() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }
 # said LOG PID TEXT: the plugin's log holds TEXT, or the plugin is no longer running
 said() { grep -qF -- "$3" "$1" || ! running "$2"; }
+# the new instance, B, beside the old one once that one has published the slice (as a rolling
+# update starts it; B then updates the slice A made, and no write of one fails on the other's)
+wait_for 20 said "$TMP/dra-a.log" "$PID_A" "published ResourceSlice"
+start_dra "$TMP/dra-b.log" "${prod[@]}" --instance-id inst-b
+PID_B=$DRA_PID
 
 # ---------------------------------------------------------------------------------------------
 # Two instances side by side; the ResourceSlice (its owner, the gate, published again)
@@ -67,7 +70,8 @@ else not_ok "DRAConsumableCapacity off: the plugin says so: GPUs allocated whole
 
 # the kubelet deletes a node's slices when it restarts: published again (a new object) at the next
 # read-back. Each instance GETs the deleted slice twice at most before it writes it (the read-back,
-# then its publishing's own look): a fifth 404 means neither published it again.
+# then its publishing's own look; one whose write then fails on the other's waits 5 s to try
+# again, reading nothing back meanwhile): a fifth 404 means neither published it again.
 slice404() { grep -c "^GET /apis/resource.k8s.io/v1/resourceslices/$NODE-$DRIVER 404" "$API_STATE/requests.log"; }
 uid0=$(jq -r .metadata.uid "$SLICE" 2>/dev/null) n0=$(slice404)
 republished() { [ -s "$SLICE" ] && [ "$(jq -r .metadata.uid "$SLICE" 2>/dev/null)" != "$uid0" ]; }
