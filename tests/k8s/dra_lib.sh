@@ -1,26 +1,71 @@
-# Shared by the DRA plugin tests (sourced after tests/integration/lib.sh and tests/k8s/lib.sh): the
-# fake API server (fake_apiserver.py: HTTPS with a certificate made here, a token), a kubeconfig
-# for it, the fake kubelet's side (fake_dra_kubelet.py, one command per run) and the plugin.
-APISERVER_PID= DRA_PID= DRA_ALL=()
+# Shared by the DRA plugin tests (test_dra_plugin.sh, test_dra_production.sh; sourced after
+# tests/integration/lib.sh and tests/k8s/lib.sh): the set-up both make (dra_setup: the tools, the
+# simulated 2-GPU machine, the driver's names and directories, the cleanup at exit), the fake API
+# server (fake_apiserver.py: HTTPS with a certificate made here, a token), a kubeconfig for it,
+# the fake kubelet's side (fake_dra_kubelet.py, one command per run), the plugin, and the claims
+# and the checks of them both tests make.
+APISERVER_PIDS=() DRA_PID= DRA_ALL=()
 TOKEN=token-$$-$RANDOM
 
-# start_apiserver STATE_DIR [ARGS...]: certificate, server (ARGS: its options, e.g. --feature-gates),
-# kubeconfig ($TMP/kubeconfig); $API_PORT
+# dra_setup: the tools (a missing one ends the test); the simulated 2-GPU machine ($DRV, $GPU0,
+# $GPU1); $DRIVER, $KIND, $NODE, $API_STATE, $CDI_DIR (default /var/run/cdi: where podman looks),
+# $REG, $PLUG; the cleanup at exit (which calls the test's dra_cleanup_more first, where it has
+# one); $TMP/dra.toml; the fake kubelet's stubs (made while the machine is built)
+dra_setup() {
+        need jq openssl
+        [ -x "$GS" ] || { echo "not ok - $GS is not built"; exit 1; }
+        if ! [ -x "$PY" ] || ! "$PY" -c 'import grpc, grpc_tools.protoc, jsonschema' 2>/dev/null; then
+                not_ok "$PY cannot import grpc, grpc_tools and jsonschema (make test-deps: python3-grpcio python3-grpc-tools python3-jsonschema)"
+                finish
+        fi
+        "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/kubelet/proto" --stubs "$TMP/dra-stubs" stubs \
+                >/dev/null 2>>"$TMP/dra-kubelet.err" &
+        local stubs=$!
+        DRV=$(mkroot drv 2gpu.conf)
+        GPU0=$GPU0_UUID GPU1=$GPU1_UUID
+        DRIVER=t$$.gpuslice.io
+        KIND=k8s.$DRIVER/claim
+        NODE=node-a
+        API_STATE=$TMP/api
+        CDI_DIR=${CDI_DIR:-/var/run/cdi}
+        REG=$TMP/plugins_registry PLUG=$TMP/plugins/$DRIVER
+        CDI_DIR_MADE=
+        mkdir -p "$REG" "$TMP/plugins"
+        trap dra_cleanup EXIT
+        [ -d "$CDI_DIR" ] || { mkdir -p "$CDI_DIR" && CDI_DIR_MADE=$CDI_DIR; }
+        printf '[driver]\nroot = "%s"\n' "$DRV" >"$TMP/dra.toml"
+        wait "$stubs" || { not_ok "the fake kubelet cannot make its stubs: $(tail -3 "$TMP/dra-kubelet.err")"; finish; }
+}
+
+dra_cleanup() {
+        stop_all_dra
+        stop_apiserver
+        if declare -F dra_cleanup_more >/dev/null; then dra_cleanup_more; fi
+        rm -f "$CDI_DIR/$DRIVER"-claim-*.json "$CDI_DIR/m$DRIVER"-claim-*.json
+        [ -n "$CDI_DIR_MADE" ] && rmdir "$CDI_DIR_MADE" 2>/dev/null
+        awk -v t="$TMP/" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+                while read -r m; do umount -l "$m"; done
+        rm -rf "$TMP"
+}
+
+# start_apiserver STATE_DIR KUBECONFIG [ARGS...]: the certificate (made at the first call), a
+# server (ARGS: its options, e.g. --feature-gates), KUBECONFIG for it; $API_PORT: its port
 start_apiserver() {
-        local st=$1; shift
+        local st=$1 kc=$2; shift 2
         mkdir -p "$st/claims"
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
-                -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$TMP/api-key.pem" -out "$TMP/api-cert.pem" \
-                2>"$TMP/openssl.err" || { not_ok "openssl cannot make the test's certificate: $(cat "$TMP/openssl.err")"; finish; }
-        rm -f "$TMP/api.port"
+        [ -s "$TMP/api-cert.pem" ] ||
+                openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
+                        -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$TMP/api-key.pem" -out "$TMP/api-cert.pem" \
+                        2>"$TMP/openssl.err" || { not_ok "openssl cannot make the test's certificate: $(cat "$TMP/openssl.err")"; finish; }
+        rm -f "$st.port"
         "$PY" "$SRC/tests/k8s/fake_apiserver.py" --cert "$TMP/api-cert.pem" --key "$TMP/api-key.pem" --token "$TOKEN" \
-                --state "$st" --schema "$SRC/tests/k8s/resourceslice.schema.json" --port-file "$TMP/api.port" "$@" \
+                --state "$st" --schema "$SRC/tests/k8s/resourceslice.schema.json" --port-file "$st.port" "$@" \
                 >>"$TMP/apiserver.err" 2>&1 &
-        APISERVER_PID=$!
-        for _ in $(seq 100); do [ -s "$TMP/api.port" ] && break; sleep 0.1; done
-        API_PORT=$(cat "$TMP/api.port" 2>/dev/null)
+        APISERVER_PIDS+=("$!")
+        for _ in $(seq 200); do [ -s "$st.port" ] && break; sleep 0.05; done
+        API_PORT=$(cat "$st.port" 2>/dev/null)
         [ -n "$API_PORT" ] || { not_ok "the fake API server did not start: $(tail -5 "$TMP/apiserver.err")"; finish; }
-        cat >"$TMP/kubeconfig" <<KC
+        cat >"$kc" <<KC
 apiVersion: v1
 kind: Config
 current-context: test
@@ -45,11 +90,11 @@ api() {
                 -H 'Content-Type: application/json' -X "$1" ${3:+--data "$3"} "https://127.0.0.1:$API_PORT$2"
 }
 
+# stop_apiserver: every server started here
 stop_apiserver() {
-        [ -n "$APISERVER_PID" ] || return 0
-        kill "$APISERVER_PID" 2>/dev/null
-        wait "$APISERVER_PID" 2>/dev/null
-        APISERVER_PID=
+        local p
+        for p in "${APISERVER_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+        APISERVER_PIDS=()
 }
 
 # dra CMD ARGS...: the fake kubelet's command; its JSON line in $TMP/k.json (kq/kexpect read it)
@@ -73,7 +118,7 @@ stop_dra() {
         DRA_RC=
         [ -n "$DRA_PID" ] || return 0
         kill -TERM "$DRA_PID" 2>/dev/null
-        for _ in $(seq 100); do kill -0 "$DRA_PID" 2>/dev/null || break; sleep 0.1; done
+        for _ in $(seq 200); do kill -0 "$DRA_PID" 2>/dev/null || break; sleep 0.05; done
         kill -KILL "$DRA_PID" 2>/dev/null
         wait "$DRA_PID"
         DRA_RC=$?
@@ -89,10 +134,10 @@ stop_all_dra() {
         DRA_ALL=()
 }
 
-# wait_for SECONDS CMD...: until CMD succeeds
+# wait_for SECONDS CMD...: until CMD succeeds (tried every 50 ms)
 wait_for() {
         local t=$1; shift
-        for _ in $(seq $((t * 10))); do "$@" && return 0; sleep 0.1; done
+        for _ in $(seq $((t * 20))); do "$@" && return 0; sleep 0.05; done
         return 1
 }
 
@@ -106,4 +151,40 @@ claim_json() {
                 metadata: {name: $name, namespace: $ns, uid: $uid, resourceVersion: "7"},
                 spec: {devices: {requests: [{name: "gpu", exactly: {deviceClassName: "gpu.gpuslice.io"}}]}},
                 status: {allocation: {devices: {results: $r, config: $c}}}}' >"$API_STATE/claims/$ns/$name.json"
+}
+
+# res DEVICE [POOL [CONSUMED-CAPACITY-JSON]]: an allocation's results, one device of $DRIVER
+res() { echo "[{\"request\": \"gpu\", \"driver\": \"$DRIVER\", \"pool\": \"${2:-$NODE}\", \"device\": \"$1\"${3:+, \"consumedCapacity\": $3}}]"; }
+# gets NS NAME: the API server's GETs of a claim so far
+gets() { grep -c "^GET /apis/resource.k8s.io/v1/namespaces/$1/resourceclaims/$2 " "$API_STATE/requests.log"; }
+speccount() { find "$CDI_DIR" -maxdepth 1 -name "$DRIVER-claim-*.json" | wc -l; }
+# ready NAME: our entries of the stored claim's status.devices, "DEVICE READY REASON MESSAGE" a line
+ready() {
+        jq -r --arg d "$DRIVER" '.status.devices // [] | .[] | select(.driver == $d) | .device + " " +
+                (.conditions[] | select(.type == "Ready") | .status + " " + .reason + " " + .message)' \
+                "$API_STATE/claims/ml/$1.json" 2>/dev/null
+}
+# no_checkpoint_entry UID: the plugin's checkpoint is there, a JSON object with a "claims" object,
+# and has no entry for UID (a checkpoint missing, empty or damaged is not "no entry")
+no_checkpoint_entry() {
+        jq -e --arg u "$1" '(.claims | type) == "object" and (.claims | has($u) | not)' "$PLUG/checkpoint.json" >/dev/null 2>&1
+}
+# bad NAME UID WANT-TEXT DESC [REASON]: the claim ml/NAME prepared through $SOCK is refused with an
+# error holding WANT-TEXT, no spec, no checkpoint entry; with REASON the claim's status must say
+# Ready False, REASON, the error (without, the status is left alone)
+bad() {
+        local before; before=$(speccount)
+        dra prepare "$SOCK" v1 "ml/$1/$2"
+        if [ "$(kq ".ok and (.claims[\"$2\"].devices // []) == [] and (.claims[\"$2\"].error | contains(\"$3\"))")" = true ] &&
+           [ "$(speccount)" = "$before" ] && no_checkpoint_entry "$2"; then
+                ok "$4: refused ($(kq ".claims[\"$2\"].error" | head -c 150)); no spec, no checkpoint entry"
+        else not_ok "$4: $(head -c 400 "$TMP/k.json") (specs $before -> $(speccount))"; return; fi
+        [ -e "$API_STATE/claims/ml/$1.json" ] || return 0
+        local st; st=$(ready "$1")
+        if [ -n "${5:-}" ]; then
+                if [ "$(echo "$st" | wc -l)" = 1 ] && [[ "$st" == *" False $5 "*"$3"* ]]; then
+                        ok "... the claim's status: its device not Ready, $5, the same error"
+                else not_ok "... the claim's status: '$st' ($(jq -c .status.devices "$API_STATE/claims/ml/$1.json"))"; fi
+        elif [ -z "$st" ]; then ok "... the claim's status left alone (not a claim of ours to speak for)"
+        else not_ok "... the claim's status was written: $st"; fi
 }

@@ -10,6 +10,7 @@ once). Each run prints one JSON line: {"ok": true, ...} or {"ok": false, "code",
     unprepare SOCKET VERSION NS/NAME/UID...  NodeUnprepareResources
     raw SOCKET PATH HEX                a unary call of these bytes: its status
     time-prepare SOCKET N NS/NAME/UID  N times prepare + unprepare: the prepare times (ms)
+    stubs                              the stubs made (a test makes them while it sets up)
 """
 import argparse
 import json
@@ -68,7 +69,9 @@ def main():
     a = ap.parse_args()
     dra, reg = stubs(a.proto_dir, a.stubs)
     try:
-        if a.cmd == "register":
+        if a.cmd == "stubs":
+            res = {"ok": True}
+        elif a.cmd == "register":
             info = call(a.args[0], "/pluginregistration.Registration/GetInfo", reg.InfoRequest(), reg.PluginInfo)
             accept = len(a.args) < 2 or a.args[1] != "no"
             call(a.args[0], "/pluginregistration.Registration/NotifyRegistrationStatus",

@@ -248,55 +248,55 @@ mutation prioclass vgpu_turns src/vgpu/config.c \
         'v = NULL; /* mutation */' \
         "priority classes ignored (GPUSLICE_PRIORITY not read: a high slice treated as normal, a low one too): cap 60 high beside cap 60 low split the GPU" \
         "cap 60 high beside cap 60 low"
-# issue 33 (dra)
-mutation drarepublish k8s_dra_plugin src/dra/plugin.c \
+# issue 33 (dra): tests/k8s/test_dra_production.sh puts the check meant for each of these first
+mutation drarepublish k8s_dra_production src/dra/plugin.c \
         'if (rc == 0 && status == 404) {' \
         'if (0) {' \
         "the DRA plugin never publishes its ResourceSlice again once deleted (the kubelet deletes a node's slices when it restarts)" \
-        "published again within 10 s"
-mutation draowner k8s_dra_plugin src/dra/plugin.c \
+        "published again at the next read-back"
+mutation draowner k8s_dra_production src/dra/plugin.c \
         'owner(p, s);' \
         '(void)owner; /* mutation */' \
         "the DRA plugin's ResourceSlice has no owner: kept at stop, it outlives a Node deleted from the cluster" \
         "owned by its Node"
-mutation drainstance k8s_dra_plugin src/dra/plugin.c \
+mutation drainstance k8s_dra_production src/dra/plugin.c \
         'if (inst != NULL && inst[0] != '"'"'\0'"'"') {' \
         'if (0) {' \
         "the DRA plugin's sockets have fixed names whatever its instance: a new plugin takes the old one's sockets (no rolling update)" \
         "two instances side by side"
-mutation drashared k8s_dra_plugin src/dra/checkpoint.c \
+mutation drashared k8s_dra_production src/dra/checkpoint.c \
         'load(p); /* what another instance wrote since */' \
         '/* mutation */' \
         "the DRA plugin's checkpoint read once at start: an instance beside another does not see what that one prepared" \
         "instance B answers it from the shared checkpoint"
-mutation drastale k8s_dra_plugin src/dra/prepare.c \
+mutation drastale k8s_dra_production src/dra/prepare.c \
         'if (status == 404)
                 return true;' \
         'if (0)
                 return true;' \
         "a prepared claim deleted from the API server is never cleaned up (its spec and checkpoint entry stay)" \
         "unprepared by the stale sweep"
-mutation dracorrupt k8s_dra_plugin src/dra/checkpoint.c \
+mutation dracorrupt k8s_dra_production src/dra/checkpoint.c \
         'size_t n = rebuild(p);' \
         'size_t n = 0;' \
         "a corrupt DRA checkpoint is set aside and the plugin starts empty: the prepared claims' books are lost" \
         "rebuilt from the claims' specs"
-mutation dracommit k8s_dra_plugin src/dra/prepare.c \
+mutation dracommit k8s_dra_production src/dra/prepare.c \
         'if (held_mem + mem <= total && held_cs + cs <= 100)' \
         'if (1)' \
         "the DRA plugin prepares a claim that, with the claims already prepared on the GPU, over-commits its memory or compute (issue 34: an over-committed claim prepared)" \
         "beside a prepared 20 Gi"
-mutation drashareid k8s_dra_plugin src/dra/service.c \
+mutation drashareid k8s_dra_production src/dra/service.c \
         'if (member(d, "share_id")[0] != '"'"'\0'"'"')' \
         'if (0)' \
         "the DRA plugin's answer leaves out the device's share_id (field 5): the kubelet cannot tell two shares of one GPU apart" \
-        "its share_id (field 5) echoed"
+        "share_id (field 5) echoed"
 mutation dracapstep unit_k8s src/dra/slices.c \
         'uint64_t top = min > 0 ? value - value % min : value;' \
         'uint64_t top = value;' \
         "the DRA slice's memory requestPolicy default and max not on the 1 Mi step (the API server refuses the slice)" \
         "test_dra_capacity_step"
-mutation dragate k8s_dra_plugin src/dra/plugin.c \
+mutation dragate k8s_dra_production src/dra/plugin.c \
         'if (gpus && !shared && !p->gate_noted)' \
         'if (0)' \
         "the DRA plugin says nothing when the API server drops its consumable capacity (DRAConsumableCapacity off): slices silently never scheduled" \
