@@ -133,7 +133,7 @@ n0=$(patches slice-4g-30)
 sleep 4
 n1=$(patches slice-4g-30)
 [ "$n1" = "$n0" ] && ok "a share that holds still is not written again ($n0 usage writes so far, none in 4 s at a 1 s period)" ||
-        not_ok "a steady share written $((n1 - n0)) times in 4 s"
+        not_ok "a share that holds still is written again: $((n1 - n0)) times in 4 s"
 
 # ---------------------------------------------------------------------------------------------
 # 3. The quota hit
@@ -154,7 +154,7 @@ region c1 4294967296 50 0 0 0
 wait_for 10 data slice-4g-30 '.memory.quotaRefusals == 50' || not_ok "quotaRefusals not 50: $(entry slice-4g-30)"
 sleep 1.5
 [ "$(events)" = 1 ] && ok "... 47 more refusals within the minute: no second Event (a tenant failing in a loop floods nothing)" ||
-        not_ok "$(events) MemoryQuotaReached Events"
+        not_ok "no second Event expected within the minute: $(events) MemoryQuotaReached Events"
 
 # ---------------------------------------------------------------------------------------------
 # 4. The tenant's garbage
@@ -163,12 +163,12 @@ slice c2 garbage
 "$TOOL" corrupt magic "$REGIONS/c2/usage" || not_ok "region_tool corrupt"
 slice c3 absurd
 region c3 18446744073709551615 18446744073709551615 50000 1000000 3000
-if wait_for 10 data absurd '.memory.usedBytes > 0 and (.compute.usedPercent // 0) > 0'; then
+if wait_for 10 data absurd '(.compute.usedPercent // 0) > 0'; then
         data absurd '.memory.usedBytes == 42949672960 and .memory.peakBytes == 42949672960 and .memory.limitBytes == 1073741824
                 and .memory.quotaRefusals == 9223372036854775807 and .compute.usedPercent == 100
                 and .compute.throttledSeconds <= (.compute.windowSeconds + 0.5) and .processes == 1' &&
                 ok "a region with absurd numbers (2^64-1 bytes and refusals, 50x the wall time busy): clamped (40 GiB, the GPU's; 2^63-1; 100 %; throttled at most the window)" ||
-                not_ok "absurd region's data: $(entry absurd)"
+                not_ok "absurd region's data not clamped: $(entry absurd)"
 else not_ok "no data for the absurd region: $(entry absurd); $(tail -3 "$TMP/dra.log")"; fi
 sleep 1
 jq -e --arg d "$DRIVER" '[.status.devices // [] | .[] | select(.driver == $d and .data != null)] == []' "$(claimfile garbage)" >/dev/null &&
