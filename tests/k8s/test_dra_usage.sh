@@ -10,7 +10,8 @@
 #   2. the usage falls: the data follows, the peak stays; a steady share writes nothing more;
 #   3. refusals at the quota: one MemoryQuotaReached Event on the claim, not one per refusal;
 #   4. a damaged region (bad magic): no data, the plugin lives on; a valid-looking region with
-#      absurd numbers: clamped (memory to the GPU's, GPU time to 100 %, counts to JSON's).
+#      absurd numbers: clamped (memory to the GPU's, GPU time to 100 %, counts to JSON's);
+#   5. --status-period 0: nothing written.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"
@@ -179,5 +180,22 @@ kill -0 "$DRA_PID" 2>/dev/null && ok "the plugin lives on" || not_ok "the plugin
 [ ! -s "$API_STATE/invalid.log" ] && ok "nothing the plugin wrote was refused" || not_ok "refused writes: $(head -3 "$API_STATE/invalid.log")"
 dra unprepare "$SOCK" v1 "ml/absurd/$U3"
 kexpect "the absurd claim unprepared" '.ok'
+
+# ---------------------------------------------------------------------------------------------
+# 5. --status-period 0: off
+
+"$GS" dra-plugin --status-period=-1 >"$TMP/sp.out" 2>&1
+[ $? = 2 ] && grep -q "invalid --status-period" "$TMP/sp.out" && ok "--status-period=-1 refused (a usage error)" ||
+        not_ok "--status-period=-1: $(head -c 300 "$TMP/sp.out")"
+stop_dra
+start_dra "$TMP/dra2.log" -c "$TMP/dra.toml" --driver-name "$DRIVER" --kubeconfig "$TMP/kubeconfig" --node "$NODE" \
+        --cdi-dir "$TMP/cdi" --plugin-dir "$PLUG" --registry-dir "$REG" --resync-period 1 --status-period 0
+wait_for 20 test -S "$SOCK" || not_ok "the plugin (--status-period 0) does not serve $SOCK: $(tail -5 "$TMP/dra2.log")"
+n0=$(patches slice-4g-30)
+region c1 2147483648 50 0 0 0
+sleep 3
+[ "$(patches slice-4g-30)" = "$n0" ] && data slice-4g-30 '.memory.usedBytes == 4294967296' &&
+        ok "--status-period 0: the usage no longer written (the claim keeps the last data)" ||
+        not_ok "--status-period 0 still writes: $(entry slice-4g-30)"
 
 finish
