@@ -300,6 +300,11 @@ mutation draevents k8s_dra_usage src/dra/usage.c \
         '(0 && gap)' \
         "the DRA plugin posts a MemoryQuotaReached Event at every sample the refusals grew: a tenant failing allocations in a loop floods the API server with Events" \
         "no second Event"
+mutation drastatusoff k8s_dra_usage src/dra/plugin.c \
+        'if (!o->status_off &&' \
+        'if (1 &&' \
+        "gpuslice dra-plugin --status-period 0 still writes the shares' usage on their claims (it cannot be turned off)" \
+        "--status-period 0 still writes"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
