@@ -18,6 +18,7 @@
 
 #define SAMPLE_MAX_MS 5000
 #define EVENT_MIN_MS 60000
+#define WRITES_PER_SAMPLE 8 /* claims written at one sample: the loop (the kubelet's calls) waits on them */
 #define MiB (1024ull * 1024)
 
 /* One sample of a share, clamped (see usage.h). */
@@ -383,11 +384,15 @@ long long gs_dra_usage_tick(struct gs_dra_usage *u, long long now)
                 measure(u, &u->s[i], &obs);
         }
         gs_observation_release(&obs);
+        unsigned writes = 0;
         for (size_t i = 0; i < u->n; i++) {
                 struct share *s = &u->s[i];
                 quota_event(u, s, now);
-                if (!s->done && s->now.containers > 0 && now - s->written_at >= (long long)u->period_ms && moved(s))
+                if (!s->done && s->now.containers > 0 && now - s->written_at >= (long long)u->period_ms && moved(s) &&
+                    writes < WRITES_PER_SAMPLE) {
                         write_claim(u, s, now);
+                        writes++; /* the others at the next sample */
+                }
         }
         return u->next;
 }

@@ -20,7 +20,9 @@
  *                 only when a value moved meaningfully (memory or peak by 1 % of the quota or
  *                 1 MiB, the GPU-time share by a point, throttled time by 100 ms or 1 % of the
  *                 window, a refusal, the process count); a claim whose slice has not used the GPU
- *                 yet gets nothing
+ *                 yet gets nothing. At most 8 claims are written at one sample (each write is one
+ *                 try, bounded by the API client's timeout, and the kubelet's calls wait on the loop):
+ *                 the others at the next
  *   the event     MemoryQuotaReached on the ResourceClaim when its share's refusals grew, at most
  *                 one a share a max(period, 60 s) (a tenant that fails allocations in a loop must
  *                 not flood the API server)
