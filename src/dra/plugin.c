@@ -354,6 +354,8 @@ static int loop(struct gs_dra *p)
                 if (fds[FD_SIGNAL].revents)
                         on_signal(p);
                 serve_conns(p, fds + FD_FIXED, n, now);
+                if (p->stats != NULL)
+                        gs_dra_stats_prepared(p->stats, gs_dra_prepared_count(&p->prep));
                 if (fds[FD_REG].revents && p->reg.lfd >= 0)
                         accept_on(p, &p->reg);
                 if (fds[FD_SVC].revents && p->svc.lfd >= 0)
@@ -453,6 +455,12 @@ static int start(struct gs_dra *p, struct gs_error *err)
             (p->usage = gs_dra_usage_new(&p->prep, o->hc->regions_dir, o->status_period_ms ? o->status_period_ms : STATUS_MS,
                                          usage_note, p, err)) == NULL)
                 return -1;
+        if (o->metrics_listen != NULL) {
+                if ((p->stats = gs_dra_stats_start(o->metrics_listen, err)) == NULL)
+                        return gs_error_wrap(err, "--metrics-listen");
+                gs_dra_stats_prepared(p->stats, gs_dra_prepared_count(&p->prep));
+                gs_dra_note(p, "metrics on http://%s/metrics", gs_dra_stats_address(p->stats));
+        }
         if (sock_listen(&p->svc, err) < 0 || sock_listen(&p->reg, err) < 0)
                 return -1;
         gs_dra_note(p, "serving %s (DRA v1, v1beta1) and %s (registration), node %s", p->svc.path, p->reg.path, p->node);
@@ -486,6 +494,7 @@ out:
         if (p->api_open)
                 gs_kubeapi_close(&p->api); /* the ResourceSlice kept (slice_check) */
         gs_dra_usage_free(p->usage);
+        gs_dra_stats_stop(p->stats);
         if (p->prep_open)
                 gs_dra_prep_close(&p->prep);
         if (p->signal_fd >= 0)

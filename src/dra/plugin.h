@@ -24,6 +24,8 @@
  *   usage         each prepared slice share's memory, peak, GPU-time share and throttled time in its
  *                 claim's status.devices[].data, and an Event when it hits its memory quota
  *                 (dra/usage.h), every status period at most (--status-period)
+ *   metrics       prepare and unprepare counts and durations, the claims prepared, on
+ *                 --metrics-listen (dra/stats.h: a thread of its own)
  */
 #ifndef GS_DRA_PLUGIN_H
 #define GS_DRA_PLUGIN_H
@@ -52,6 +54,7 @@ struct gs_dra_opts {
         const char *instance;        /* NULL: $POD_UID, else none; per-instance socket names (rolling update) */
         unsigned status_period_ms;   /* 0: 30000; how often a share's usage may be written on its claim */
         bool status_off;             /* no usage on claims (dra/usage.h) */
+        const char *metrics_listen;  /* NULL: no metrics endpoint; ADDR:PORT (dra/stats.h) */
         void (*note)(void *ud, const char *line);
         void *ud;
 };

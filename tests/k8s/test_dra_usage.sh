@@ -11,7 +11,8 @@
 #   3. refusals at the quota: one MemoryQuotaReached Event on the claim, not one per refusal;
 #   4. a damaged region (bad magic): no data, the plugin lives on; a valid-looking region with
 #      absurd numbers: clamped (memory to the GPU's, GPU time to 100 %, counts to JSON's);
-#   5. --status-period 0: nothing written.
+#   5. --status-period 0: nothing written;
+#   6. the plugin's own metrics (--metrics-listen): prepare and unprepare counts and durations.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"
@@ -190,12 +191,38 @@ kexpect "the absurd claim unprepared" '.ok'
 stop_dra
 n0=$(patches slice-4g-30) # (a plugin writes a share's usage at its first sample: none here)
 start_dra "$TMP/dra2.log" -c "$TMP/dra.toml" --driver-name "$DRIVER" --kubeconfig "$TMP/kubeconfig" --node "$NODE" \
-        --cdi-dir "$TMP/cdi" --plugin-dir "$PLUG" --registry-dir "$REG" --resync-period 1 --status-period 0
+        --cdi-dir "$TMP/cdi" --plugin-dir "$PLUG" --registry-dir "$REG" --resync-period 1 --status-period 0 \
+        --metrics-listen 127.0.0.1:0
 wait_for 20 test -S "$SOCK" || not_ok "the plugin (--status-period 0) does not serve $SOCK: $(tail -5 "$TMP/dra2.log")"
 region c1 2147483648 50 0 0 0
 sleep 3
 [ "$(patches slice-4g-30)" = "$n0" ] && data slice-4g-30 '.memory.usedBytes == 4294967296' &&
         ok "--status-period 0: the usage not written (the claim keeps the last data)" ||
         not_ok "--status-period 0 still writes: $(entry slice-4g-30)"
+
+# ---------------------------------------------------------------------------------------------
+# 6. The plugin's own metrics (--metrics-listen): counts and durations since it started
+
+MURL=$(sed -n 's|.*metrics on \(http://[^ ]*\).*|\1|p' "$TMP/dra2.log" | head -1)
+[ -n "$MURL" ] && ok "--metrics-listen 127.0.0.1:0: the plugin says where ($MURL)" || not_ok "no metrics address logged: $(tail -3 "$TMP/dra2.log")"
+dra prepare "$SOCK" v1 "ml/slice-4g-30/$U1"
+kexpect "a prepared claim asked again (answered from the checkpoint)" ".ok and (.claims[\"$U1\"].error // \"\") == \"\""
+dra prepare "$SOCK" v1 "ml/no-such-claim/22222222-aaaa-4bbb-8ccc-000000000009"
+kexpect "a claim the API server does not have: refused" ".ok and (.claims[\"22222222-aaaa-4bbb-8ccc-000000000009\"].error // \"\") != \"\""
+dra unprepare "$SOCK" v1 "ml/garbage/$U2"
+kexpect "the garbage claim unprepared" '.ok'
+curl -sS -o "$TMP/metrics.txt" -w '%{http_code} %{content_type}' "$MURL" >"$TMP/metrics.code" 2>&1
+m() { awk -v k="$1" '$1 == k {print $2}' "$TMP/metrics.txt"; }
+if grep -q '^200 text/plain; version=0.0.4' "$TMP/metrics.code" &&
+   [ "$(m 'gpuslice_dra_prepare_total{result="prepared"}')" = 1 ] && [ "$(m 'gpuslice_dra_prepare_total{result="refused"}')" = 1 ] &&
+   [ "$(m 'gpuslice_dra_unprepare_total{result="unprepared"}')" = 1 ] && [ "$(m 'gpuslice_dra_unprepare_total{result="failed"}')" = 0 ] &&
+   [ "$(m gpuslice_dra_prepare_duration_seconds_count)" = 2 ] && [ "$(m 'gpuslice_dra_prepare_duration_seconds_bucket{le="+Inf"}')" = 2 ] &&
+   [ "$(m gpuslice_dra_unprepare_duration_seconds_count)" = 1 ] && [ "$(m gpuslice_dra_prepared_claims)" = 1 ] &&
+   awk '$1 == "gpuslice_dra_prepare_duration_seconds_sum" { exit !($2 > 0 && $2 < 10) }' "$TMP/metrics.txt"; then
+        ok "GET /metrics: prepare 1 prepared + 1 refused, unprepare 1, their durations (histograms), 1 claim prepared"
+else not_ok "the plugin's metrics: $(cat "$TMP/metrics.code"); $(grep -v '^#' "$TMP/metrics.txt" | head -40 | tr '\n' ' ')"; fi
+code=$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$MURL" 2>&1)
+[ "$code" = 405 ] && [ "$(curl -sS "${MURL%/metrics}/healthz")" = ok ] && ok "... POST refused (405), /healthz ok" ||
+        not_ok "POST /metrics: $code, /healthz: $(curl -sS "${MURL%/metrics}/healthz" 2>&1)"
 
 finish

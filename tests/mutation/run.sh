@@ -305,6 +305,11 @@ mutation drastatusoff k8s_dra_usage src/dra/plugin.c \
         'if (1 &&' \
         "gpuslice dra-plugin --status-period 0 still writes the shares' usage on their claims (it cannot be turned off)" \
         "--status-period 0 still writes"
+mutation drametrics k8s_dra_usage src/dra/service.c \
+        'gs_dra_stats_note(p->stats, GS_DRA_OP_PREPARE, devs != NULL, mono_s() - t0);' \
+        'gs_dra_stats_note(p->stats, GS_DRA_OP_PREPARE, true, mono_s() - t0);' \
+        "the DRA plugin's metrics count a refused claim as prepared (gpuslice_dra_prepare_total{result=\"refused\"} never moves)" \
+        "the plugin's metrics"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
