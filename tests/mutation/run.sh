@@ -279,8 +279,8 @@ mutation dragate k8s_dra_plugin src/dra/plugin.c \
         "the DRA plugin says nothing when the API server drops its consumable capacity (DRAConsumableCapacity off): slices silently never scheduled" \
         "the plugin says so: GPUs allocated whole"
 mutation drausage k8s_dra_usage src/dra/usage.c \
-        'now - s->written_at >= (long long)u->period_ms && moved(s))' \
-        '!s->written && moved(s))' \
+        'now - s->written_at >= (long long)u->period_ms && moved(s) &&' \
+        '!s->written && moved(s) &&' \
         "the DRA plugin writes a share's usage on its claim once and never again: the claim's status shows its first sample forever" \
         "no usage data on the claim"
 mutation drachanged k8s_dra_usage src/dra/usage.c \
