@@ -32,6 +32,14 @@ static const char help[] =
         "                            again (default 10)\n"
         "      --stale-period=SECS   how often prepared claims are looked up; one the API server no\n"
         "                            longer has is unprepared (default 600)\n"
+        "      --status-period=SECS  how often each slice share's usage (memory in use and peak, GPU-time\n"
+        "                            share, throttled time) may be written on its claim's status; also the\n"
+        "                            GPU-time window (default 30, 0: off)\n"
+        "      --metrics-listen=ADDR:PORT\n"
+        "                            serve the plugin's own metrics (prepare and unprepare counts and\n"
+        "                            durations, the claims prepared) at http://ADDR:PORT/metrics, e.g.\n"
+        "                            :9395 or 127.0.0.1:9395; port 0 picks a free one (logged; default:\n"
+        "                            none)\n"
         "      --instance-id=ID      sockets of this instance's own (default $POD_UID, else none), so\n"
         "                            that a new plugin registers beside the old one (rolling update)\n"
         "  -h, --help\n";
@@ -43,7 +51,7 @@ struct dra_cli {
 
 static int parse(struct dra_cli *d, int argc, char **argv)
 {
-        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH, O_RESYNC, O_STALE, O_INSTANCE };
+        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH, O_RESYNC, O_STALE, O_INSTANCE, O_STATUS, O_METRICS };
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'},
                 {"driver-name", required_argument, NULL, O_DRIVER},
@@ -56,6 +64,8 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                 {"resync-period", required_argument, NULL, O_RESYNC},
                 {"stale-period", required_argument, NULL, O_STALE},
                 {"instance-id", required_argument, NULL, O_INSTANCE},
+                {"status-period", required_argument, NULL, O_STATUS},
+                {"metrics-listen", required_argument, NULL, O_METRICS},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
@@ -80,6 +90,15 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                         break;
                 }
                 case O_INSTANCE: d->o.instance = optarg; break;
+                case O_METRICS: d->o.metrics_listen = optarg; break;
+                case O_STATUS:
+                        d->o.status_off = strcmp(optarg, "0") == 0;
+                        if (!d->o.status_off) {
+                                int rc = cli_parse_seconds("dra-plugin", "--status-period", optarg, &d->o.status_period_ms);
+                                if (rc != 0)
+                                        return rc;
+                        }
+                        break;
                 case 'h':
                         fputs(help, stdout);
                         return 0;

@@ -27,6 +27,7 @@
 #define PUBLISH_RETRY_MS 5000
 #define RESYNC_MS 10000
 #define STALE_MS 600000
+#define STATUS_MS 30000
 
 /* ------------------------------------------------------------------------------------------ */
 /* Sockets                                                                                     */
@@ -333,6 +334,7 @@ static int loop(struct gs_dra *p)
                 }
                 publish_tick(p, now);
                 slice_check(p, now);
+                long long usage_at = p->usage != NULL ? gs_dra_usage_tick(p->usage, gs_now_ms()) : next_tick;
                 fds[FD_SIGNAL] = (struct pollfd){.fd = p->signal_fd, .events = POLLIN};
                 fds[FD_HEALTH] = (struct pollfd){.fd = gs_k8s_health_fd(&p->hw), .events = POLLIN};
                 fds[FD_REG] = (struct pollfd){.fd = p->reg.lfd, .events = POLLIN};
@@ -340,7 +342,7 @@ static int loop(struct gs_dra *p)
                 unsigned n = p->nconns;
                 for (unsigned i = 0; i < n; i++)
                         fds[FD_FIXED + i] = (struct pollfd){.fd = gs_h2c_fd(p->conns[i].h), .events = gs_h2c_events(p->conns[i].h)};
-                long long wake = next_tick;
+                long long wake = next_tick < usage_at ? next_tick : usage_at;
                 if (p->publish_due && p->publish_at < wake)
                         wake = p->publish_at;
                 if (p->published && !p->publish_due && p->check_at < wake)
@@ -352,6 +354,8 @@ static int loop(struct gs_dra *p)
                 if (fds[FD_SIGNAL].revents)
                         on_signal(p);
                 serve_conns(p, fds + FD_FIXED, n, now);
+                if (p->stats != NULL)
+                        gs_dra_stats_prepared(p->stats, gs_dra_prepared_count(&p->prep));
                 if (fds[FD_REG].revents && p->reg.lfd >= 0)
                         accept_on(p, &p->reg);
                 if (fds[FD_SVC].revents && p->svc.lfd >= 0)
@@ -378,6 +382,11 @@ static bool dns_subdomain(const char *s)
                         return false;
         }
         return true;
+}
+
+static void usage_note(void *ud, const char *line)
+{
+        gs_dra_note(ud, "%s", line);
 }
 
 /* Names, paths, the devices, the API client, the checkpoint: everything before serving. */
@@ -442,6 +451,16 @@ static int start(struct gs_dra *p, struct gs_error *err)
                 return -1;
         if (gs_dra_prepared_count(&p->prep) > 0)
                 gs_dra_note(p, "checkpoint: %zu claim(s) prepared before", gs_dra_prepared_count(&p->prep));
+        if (!o->status_off &&
+            (p->usage = gs_dra_usage_new(&p->prep, o->hc->regions_dir, o->status_period_ms ? o->status_period_ms : STATUS_MS,
+                                         usage_note, p, err)) == NULL)
+                return -1;
+        if (o->metrics_listen != NULL) {
+                if ((p->stats = gs_dra_stats_start(o->metrics_listen, err)) == NULL)
+                        return gs_error_wrap(err, "--metrics-listen");
+                gs_dra_stats_prepared(p->stats, gs_dra_prepared_count(&p->prep));
+                gs_dra_note(p, "metrics on http://%s/metrics", gs_dra_stats_address(p->stats));
+        }
         if (sock_listen(&p->svc, err) < 0 || sock_listen(&p->reg, err) < 0)
                 return -1;
         gs_dra_note(p, "serving %s (DRA v1, v1beta1) and %s (registration), node %s", p->svc.path, p->reg.path, p->node);
@@ -474,6 +493,8 @@ out:
         sock_close(&p->svc);
         if (p->api_open)
                 gs_kubeapi_close(&p->api); /* the ResourceSlice kept (slice_check) */
+        gs_dra_usage_free(p->usage);
+        gs_dra_stats_stop(p->stats);
         if (p->prep_open)
                 gs_dra_prep_close(&p->prep);
         if (p->signal_fd >= 0)

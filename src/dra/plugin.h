@@ -21,6 +21,11 @@
  *                 <driver>-<id>-reg.sock and dra-<id>.sock, so that a new plugin registers beside
  *                 the old one (the kubelet plugin helper's rolling update); the checkpoint is shared
  *                 between them (dra/prepare.h: locked, read again for every call)
+ *   usage         each prepared slice share's memory, peak, GPU-time share and throttled time in its
+ *                 claim's status.devices[].data, and an Event when it hits its memory quota
+ *                 (dra/usage.h), every status period at most (--status-period)
+ *   metrics       prepare and unprepare counts and durations, the claims prepared, on
+ *                 --metrics-listen (dra/stats.h: a thread of its own)
  */
 #ifndef GS_DRA_PLUGIN_H
 #define GS_DRA_PLUGIN_H
@@ -47,6 +52,9 @@ struct gs_dra_opts {
         unsigned resync_period_ms;   /* 0: 10000; how often the ResourceSlice is checked (deleted: published again) */
         unsigned stale_period_ms;    /* 0: 600000; how often prepared claims are checked against the API server */
         const char *instance;        /* NULL: $POD_UID, else none; per-instance socket names (rolling update) */
+        unsigned status_period_ms;   /* 0: 30000; how often a share's usage may be written on its claim */
+        bool status_off;             /* no usage on claims (dra/usage.h) */
+        const char *metrics_listen;  /* NULL: no metrics endpoint; ADDR:PORT (dra/stats.h) */
         void (*note)(void *ud, const char *line);
         void *ud;
 };

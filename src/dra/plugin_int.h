@@ -10,6 +10,8 @@
 
 #include "dra/plugin.h"
 #include "dra/prepare.h"
+#include "dra/stats.h"
+#include "dra/usage.h"
 #include "kubelet/h2c.h"
 #include "kubelet/health.h"
 #include "kubelet/kubeapi.h"
@@ -58,6 +60,8 @@ struct gs_dra {
         bool gate_noted;
         bool node_asked;       /* the Node's uid asked (owner) */
         char node_uid[64];     /* the slice's owner; "": none */       /* said: the API server drops consumable capacity */
+        struct gs_dra_usage *usage; /* NULL: off */
+        struct gs_dra_stats *stats; /* NULL: no --metrics-listen */
         long long sweep_at;    /* stale claims looked up then (0: not yet scheduled) */    /* the slice read back then (gs_now_ms) */
 };
 

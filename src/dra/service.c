@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dra.pb-c.h"
 #include "dra/plugin_int.h"
+#include "dra/stats.h"
 #include "kubelet/arena.h"
 #include "kubelet/serve.h"
 #include "pluginregistration.pb-c.h"
@@ -29,6 +31,13 @@ void gs_dra_note_cb(void *ud, const char *fmt, ...)
         va_start(ap, fmt);
         gs_k8s_vnote(p->o->note, p->o->ud, fmt, ap);
         va_end(ap);
+}
+
+static double mono_s(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void reply_packed(struct gs_h2c_conn *c, int32_t stream, const ProtobufCMessage *m)
@@ -140,7 +149,9 @@ static void prepare(struct gs_dra *p, struct gs_h2c_conn *c, int32_t stream, con
         for (size_t i = 0; out.claims != NULL && i < rq->n_claims; i++) {
                 const V1__Claim *cl = rq->claims[i];
                 struct gs_error err = {0};
+                double t0 = mono_s();
                 json_object *devs = gs_dra_prepare(&p->prep, cl->namespace_, cl->name, cl->uid, &err);
+                gs_dra_stats_note(p->stats, GS_DRA_OP_PREPARE, devs != NULL, mono_s() - t0);
                 V1__NodePrepareResourcesResponse__ClaimsEntry *e = gs_k8s_arena_alloc(&a, sizeof(*e));
                 if (e == NULL)
                         break;
@@ -184,7 +195,9 @@ static void unprepare(struct gs_dra *p, struct gs_h2c_conn *c, int32_t stream, c
         for (size_t i = 0; out.claims != NULL && i < rq->n_claims; i++) {
                 const V1__Claim *cl = rq->claims[i];
                 struct gs_error err = {0};
+                double t0 = mono_s();
                 int rc = gs_dra_unprepare(&p->prep, cl->uid, &err);
+                gs_dra_stats_note(p->stats, GS_DRA_OP_UNPREPARE, rc == 0, mono_s() - t0);
                 V1__NodeUnprepareResourcesResponse__ClaimsEntry *e = gs_k8s_arena_alloc(&a, sizeof(*e));
                 V1__NodeUnprepareResourceResponse *r = gs_k8s_arena_alloc(&a, sizeof(*r));
                 if (e == NULL || r == NULL)

@@ -17,7 +17,9 @@
 #ifndef GS_DRA_STATUS_H
 #define GS_DRA_STATUS_H
 
+#include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <gpuslice/gpuslice.h>
 
@@ -31,10 +33,24 @@
 int gs_dra_status_write(struct gs_kubeapi *api, const char *driver, const struct gs_dra_claim *c, bool ready,
                         const char *reason, const char *message, struct gs_error *err);
 
+/* The usage of a claim's shares (dra/usage.h) in status.devices[].data, applied as a field
+ * manager of its own, <driver>-usage: the entries' conditions (the driver's manager) stay, and a
+ * usage write never moves their lastTransitionTime. `data` is each entry's object (borrowed). */
+#define GS_DRA_USAGE_MANAGER_SUFFIX "-usage"
+struct gs_dra_status_entry {
+        const char *pool, *device, *share_id;
+        json_object *data;
+};
+int gs_dra_status_data(struct gs_kubeapi *api, const char *driver, const char *ns, const char *name, const char *uid,
+                       const struct gs_dra_status_entry *e, size_t n, struct gs_error *err);
+
 /* A core/v1 Event on this node (involvedObject: the Node `node`, namespace "default", as the kubelet
  * writes node events), type Warning, `reason` and `message`, reported by `driver`; one try. RBAC:
  * create on events. 0: the API server took it. */
 int gs_dra_event_node(struct gs_kubeapi *api, const char *driver, const char *node, const char *reason,
                       const char *message, struct gs_error *err);
+/* The same about a ResourceClaim (in its namespace: `kubectl describe resourceclaim` shows it). */
+int gs_dra_event_claim(struct gs_kubeapi *api, const char *driver, const char *node, const char *ns, const char *name,
+                       const char *uid, const char *reason, const char *message, struct gs_error *err);
 
 #endif

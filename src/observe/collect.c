@@ -304,6 +304,7 @@ static int add_slice(struct gs_observation *out, size_t *cap, const struct sourc
         sl->labels = s->labels;
         sl->compute_mode = atomic_load_explicit(&img->hdr.compute_mode, memory_order_relaxed);
         sl->created_ns = img->hdr.created_ns;
+        sl->refused = atomic_load_explicit(&img->hdr.refused, memory_order_relaxed);
         sl->last_kernel_ns = sums.last_launch_ns;
         sl->compute_window_ns = s->busy.ratio_valid ? s->busy.ratio_window_ns : 0;
         sl->priority = img->counters ? atomic_load_explicit(&img->ctr.priority, memory_order_relaxed) : GS_REGION_UNSET;

@@ -104,6 +104,9 @@ struct gs_obs_slice {
                                                seen (only compute-limited processes record it) */
         uint64_t compute_window_ns;         /* the window compute_used covers; 0 = none yet */
         uint64_t waits_window_ns;           /* the window waits_window covers; 0 = none yet */
+        uint64_t refused;                   /* charges refused at the memory quota since the region
+                                               was made (the region's `refused`: as the container
+                                               wrote it) */
         unsigned nprocs;                    /* live processes (slots) */
         struct gs_obs_proc *procs;
         unsigned ndevices;

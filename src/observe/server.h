@@ -14,16 +14,8 @@
 
 #include "observe/collect.h"
 #include "observe/gpus.h"
+#include "observe/listen.h"
 #include "observe/metrics.h"
-
-/* --listen ADDR:PORT: ":PORT" or "*:PORT" (every address, IPv6 and IPv4 where the host has
- * IPv6), "IPV4:PORT", "[IPV6]:PORT", "HOSTNAME:PORT"; PORT 0..65535 (0: any free port). */
-struct gs_listen_addr {
-        struct sockaddr_storage ss;
-        socklen_t len;
-        bool any;
-};
-int gs_listen_parse(const char *spec, struct gs_listen_addr *out, struct gs_error *err);
 
 struct gs_metrics_server_opts {
         const char *listen;

@@ -9,6 +9,8 @@
 #     (cuda_fill: nvidia-smi and cudaMemGetInfo show 4096 MiB, cudaMalloc is refused at the quota,
 #     NVML's count for the process within 1 % under it), one runs compute_shapes short (its rate
 #     30 +- 2 % of the native rate measured before and after, on the host);
+#   - the claim's status data (issue 33, --status-period 1): memory in use within 2 % of NVML's count
+#     for the filling process, a MemoryQuotaReached Event when it hit the quota;
 #   - unprepare removes the spec; SIGTERM keeps the ResourceSlice.
 #   tests/gpu/dra_check.sh BUILD OUTDIR   (as root; PASS/FAIL/SKIP lines, then "N passed, N failed,
 #                                          N skipped" (tests/gpu/lib.sh); exits 1 on a FAIL, 77
@@ -80,7 +82,7 @@ DRIVER=gpu.gpuslice.io NODE=gpu-host UID_=0d5a0000-0000-4000-8000-$(printf '%012
         [ -z "$SIM" ] && [ -x /sbin/ldconfig.real ] && echo 'ldconfig = "@/sbin/ldconfig.real"'
 } >"$W/config.toml"
 "$GS" dra-plugin -c "$W/config.toml" --driver-name "$DRIVER" --kubeconfig "$W/kubeconfig" --node "$NODE" \
-        --cdi-dir "$W/cdi" --plugin-dir "$W/plugin" --registry-dir "$W/reg" 2>"$OUT/dra-plugin.log" &
+        --cdi-dir "$W/cdi" --plugin-dir "$W/plugin" --registry-dir "$W/reg" --status-period 1 2>"$OUT/dra-plugin.log" &
 DRA_PID=$!
 SLICE=$W/api/slices/$NODE-$DRIVER.json
 published_or_dead() { [ -s "$SLICE" ] || ! kill -0 "$DRA_PID" 2>/dev/null; }
@@ -190,6 +192,14 @@ elif [ "$bins_ok" = 1 ]; then
         fp=$(pgrep -x cuda_fill | head -1)
         used=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | awk -F', ' -v p="$fp" '$1 == p {print $2}')
         slice_during=no; [ -d "/run/gpuslice/slices/$id" ] && slice_during=yes
+        # issue 33: the share's usage on the claim (--status-period 1), read while the container holds
+        CLAIM=$W/api/claims/gs/slice-4g-30.json
+        claim_used() { python3 -c 'import json, sys
+d = [x.get("data", {}) for x in json.load(open(sys.argv[1])).get("status", {}).get("devices", [])]
+print(d[0]["memory"]["usedBytes"] // 1048576 if d and d[0].get("memory", {}).get("usedBytes", 0) > 0 else "")' "$CLAIM" 2>/dev/null; }
+        claim_mib=
+        for _ in $(seq 30); do claim_mib=$(claim_used); [ -n "$claim_mib" ] && [ "$claim_mib" -ge $((Q - 41)) ] && break; kill -0 "$rp" 2>/dev/null || break; sleep 0.1; done
+        cp "$CLAIM" "$OUT/dra-claim-status.json" 2>/dev/null
         wait "$rp"; rc=$?
         cat "$OUT/dra-fill.txt"
         echo "  NVML counts ${used:-?} MiB for the container's cuda_fill (pid ${fp:-?}); the slice directory was there: $slice_during"
@@ -200,6 +210,13 @@ elif [ "$bins_ok" = 1 ]; then
                 grep -q '^filled .*first refusal: cudaErrorMemoryAllocation' "$OUT/dra-fill.txt"
         check "claim container: NVML's count for the process reaches the quota and stays in it ($((Q - 41)) <= ${used:-?} <= $Q MiB)" \
                 test "${used:-0}" -ge $((Q - 41)) -a "${used:-99999}" -le $Q
+        echo "  the claim's status data: $(python3 -c 'import json, sys; print(json.dumps([x.get("data") for x in json.load(open(sys.argv[1]))["status"]["devices"]]))' "$OUT/dra-claim-status.json" 2>&1)"
+        check "claim status (issue 33): memory.usedBytes ${claim_mib:-?} MiB within 2 % of NVML's ${used:-?} MiB for the process" \
+                awk -v a="${claim_mib:-0}" -v b="${used:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && b > 0 && d <= 82) }'
+        wait_for 3 grep -q '"MemoryQuotaReached"' "$W/api/events.log"
+        grep '"MemoryQuotaReached"' "$W/api/events.log" 2>/dev/null | head -1 >"$OUT/dra-quota-event.json"
+        check "claim status (issue 33): a MemoryQuotaReached Event on the claim when cudaMalloc was refused at the quota" \
+                grep -q '"name": "slice-4g-30"' "$OUT/dra-quota-event.json"
         check "claim container: the slice directory existed while it ran" test "$slice_during" = yes
         check "claim container: poststop removed the slice directory" test "$slice_during" = yes -a ! -e "/run/gpuslice/slices/$id"
 
@@ -210,6 +227,7 @@ elif [ "$bins_ok" = 1 ]; then
         rc=$?
         "$CARRY/compute_shapes" short 3 >"$OUT/dra-native2.txt" 2>&1
         cat "$OUT/dra-compute.txt"
+        echo "  the claim's status data after compute_shapes (the last 1 s window): $(python3 -c 'import json, sys; print(json.dumps([x.get("data") for x in json.load(open(sys.argv[1]))["status"]["devices"]]))' "$W/api/claims/gs/slice-4g-30.json" 2>&1)"
         n1=$(rate "$OUT/dra-native1.txt") n2=$(rate "$OUT/dra-native2.txt") r=$(rate "$OUT/dra-compute.txt")
         pct=$(awk -v a="${r:-0}" -v n1="${n1:-0}" -v n2="${n2:-0}" 'BEGIN { n = (n1 + n2) / 2; printf "%.1f", (n > 0 ? 100 * a / n : -1) }')
         echo "  compute: the claim's container $r, native $n1 / $n2: $pct % of native"

@@ -12,8 +12,8 @@ TOKEN" (else 401). Enough of resource.k8s.io/v1:
            AllocatedDeviceStatus of an allocated device (driver, pool, device, shareID as in
            status.allocation.devices.results), conditions checked as metav1.Condition (at most 8,
            unique types, status True/False/Unknown, reason's pattern, message, lastTransitionTime
-           RFC 3339); entries merged by that key, the manager's earlier entries it no longer
-           applies removed; metadata.uid, when given, must be the claim's (409); written back to
+           RFC 3339); entries merged by that key field by field, as server-side apply does (a
+           manager's fields set, its fields it no longer applies removed, other managers' kept); metadata.uid, when given, must be the claim's (409); written back to
            DIR/claims/NS/NAME.json. DIR/forbid-status exists -> 403.
     GET    /apis/resource.k8s.io/v1/resourceslices[/NAME]               the list, or one (404)
     POST   /apis/resource.k8s.io/v1/resourceslices                      create (409 if there)
@@ -71,6 +71,8 @@ def check_device_status(claim, d):
     results = claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])
     if device_key(d) not in {device_key(r) for r in results}:
         raise ValueError("status.devices: %s/%s/%s is not an allocated device" % device_key(d)[:3])
+    if "data" in d and (not isinstance(d["data"], dict) or len(json.dumps(d["data"])) > 10240):
+        raise ValueError("status.devices: data must be an object of at most 10 KiB")
     conds = d.get("conditions", [])
     if not isinstance(conds, list) or len(conds) > 8:
         raise ValueError("status.devices: at most 8 conditions")
@@ -154,7 +156,7 @@ class State:
         self.slices = {}
         self.rv = 100
         self.schema = None
-        self.owners = {}  # (ns, name, fieldManager) -> the status.devices keys it applied
+        self.owners = {}  # (ns, name, fieldManager) -> {status.devices key: the fields it applied}
         if args.schema != "none":  # the GPU host and the bench: no python3-jsonschema there
             import jsonschema
             self.jsonschema = jsonschema
@@ -309,11 +311,20 @@ class Handler(BaseHTTPRequestHandler):
             return self.status(422, "Invalid", str(e))
         if "uid" in meta and meta["uid"] != claim["metadata"]["uid"]:
             return self.status(409, "Conflict", "the uid %s is not the claim's" % meta["uid"])
-        mine = {device_key(d) for d in devs}
-        gone = st.owners.get((ns, name, q["fieldManager"]), set()) - mine
-        cur = [d for d in claim.setdefault("status", {}).get("devices", []) if device_key(d) not in mine | gone]
-        claim["status"]["devices"] = cur + devs
-        st.owners[(ns, name, q["fieldManager"])] = mine
+        # field by field, as a server-side apply merges a list map: the manager's fields of each
+        # entry are set, its fields it no longer applies removed; other managers' fields stay; an
+        # entry no manager holds a field of is gone
+        keyf = ("driver", "pool", "device", "shareID")
+        now = {device_key(d): set(d) - set(keyf) for d in devs}
+        prev = st.owners.get((ns, name, q["fieldManager"]), {})
+        entries = {device_key(d): d for d in claim.setdefault("status", {}).get("devices", [])}
+        for k, fields in prev.items():
+            for f in fields - now.get(k, set()):
+                entries.get(k, {}).pop(f, None)
+        for d in devs:
+            entries.setdefault(device_key(d), {}).update(d)
+        st.owners[(ns, name, q["fieldManager"])] = now
+        claim["status"]["devices"] = [e for e in entries.values() if set(e) - set(keyf)]
         st.rv += 1
         claim["metadata"]["resourceVersion"] = str(st.rv)
         with open(p + ".tmp", "w") as f:

@@ -301,6 +301,38 @@ mutation dragate k8s_dra_production src/dra/plugin.c \
         'if (0)' \
         "the DRA plugin says nothing when the API server drops its consumable capacity (DRAConsumableCapacity off): slices silently never scheduled" \
         "the plugin says so: GPUs allocated whole"
+mutation drausage k8s_dra_usage src/dra/usage.c \
+        'now - s->written_at >= (long long)u->period_ms && moved(s) &&' \
+        '!s->written && moved(s) &&' \
+        "the DRA plugin writes a share's usage on its claim once and never again: the claim's status shows its first sample forever" \
+        "no usage data on the claim"
+mutation drachanged k8s_dra_usage src/dra/usage.c \
+        'if (!s->written)
+                return true;' \
+        'if (1)
+                return true;' \
+        "the DRA plugin writes every share's usage every period, changed or not (a node of idle shares keeps the API server busy)" \
+        "a share that holds still is written again"
+mutation draclamp k8s_dra_usage src/dra/usage.c \
+        'm->used = m->used < s->total ? m->used : s->total;' \
+        '/* mutation */' \
+        "the DRA plugin takes the memory a tenant's region claims as it is: 2^64-1 bytes in use goes on the claim (as -1)" \
+        "clamped"
+mutation draevents k8s_dra_usage src/dra/usage.c \
+        '(s->event_at != 0 && now - s->event_at < gap)' \
+        '(0 && gap)' \
+        "the DRA plugin posts a MemoryQuotaReached Event at every sample the refusals grew: a tenant failing allocations in a loop floods the API server with Events" \
+        "no second Event"
+mutation drastatusoff k8s_dra_usage src/dra/plugin.c \
+        'if (!o->status_off &&' \
+        'if (1 &&' \
+        "gpuslice dra-plugin --status-period 0 still writes the shares' usage on their claims (it cannot be turned off)" \
+        "--status-period 0 still writes"
+mutation drametrics k8s_dra_usage src/dra/service.c \
+        'gs_dra_stats_note(p->stats, GS_DRA_OP_PREPARE, devs != NULL, mono_s() - t0);' \
+        'gs_dra_stats_note(p->stats, GS_DRA_OP_PREPARE, true, mono_s() - t0);' \
+        "the DRA plugin's metrics count a refused claim as prepared (gpuslice_dra_prepare_total{result=\"refused\"} never moves)" \
+        "the plugin's metrics"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
