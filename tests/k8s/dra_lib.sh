@@ -161,7 +161,7 @@ speccount() { find "$CDI_DIR" -maxdepth 1 -name "$DRIVER-claim-*.json" | wc -l; 
 # ready NAME: our entries of the stored claim's status.devices, "DEVICE READY REASON MESSAGE" a line
 ready() {
         jq -r --arg d "$DRIVER" '.status.devices // [] | .[] | select(.driver == $d) | .device + " " +
-                (.conditions[] | select(.type == "Ready") | .status + " " + .reason + " " + .message)' \
+                ((.conditions // [])[] | select(.type == "Ready") | .status + " " + .reason + " " + .message)' \
                 "$API_STATE/claims/ml/$1.json" 2>/dev/null
 }
 # no_checkpoint_entry UID: the plugin's checkpoint is there, a JSON object with a "claims" object,
