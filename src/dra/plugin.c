@@ -200,6 +200,53 @@ static void owner(struct gs_dra *p, json_object *slice)
         json_object_object_add(meta, "ownerReferences", refs);
 }
 
+/* Device taints need the API server's DRADeviceTaints feature gate (alpha, off by default in
+ * 1.33-1.34); a server without it drops them silently, and an unhealthy device would be published
+ * untainted: schedulable. So the first slice with a taint is written as a dry run first; a server
+ * that drops them (then, or in any later answer) is said once, and unhealthy devices are left out
+ * of the slice instead (published again at once when a real write lost them). True: dropped. */
+static bool taints_dropped(struct gs_dra *p, bool sent, const char *answer)
+{
+        if (!sent)
+                return false;
+        json_object *o = answer != NULL ? json_tokener_parse(answer) : NULL;
+        bool kept = gs_dra_slice_tainted(o);
+        json_object_put(o);
+        if (kept) {
+                p->taints_gate = GS_DRA_TAINTS_ON;
+                return false;
+        }
+        if (p->taints_gate != GS_DRA_TAINTS_OFF)
+                gs_dra_note(p, "the API server dropped the devices' taints (its DRADeviceTaints feature gate is off): "
+                            "unhealthy devices are left out of the ResourceSlice instead");
+        p->taints_gate = GS_DRA_TAINTS_OFF;
+        return true;
+}
+
+/* PUT (a resourceVersion: the slice is there) or POST the slice; dry: only asked (?dryRun=All). */
+static int write_slice(struct gs_dra *p, const char *path, const char *rv, const char *body, bool dry, long *status,
+                       char **answer, struct gs_error *err)
+{
+        char url[1100];
+        snprintf(url, sizeof(url), "%s%s", rv[0] != '\0' ? path : "/apis/resource.k8s.io/v1/resourceslices",
+                 dry ? "?dryRun=All" : "");
+        if (gs_kubeapi_call(&p->api, rv[0] != '\0' ? "PUT" : "POST", url, body, status, answer, err) < 0)
+                return -1;
+        if (*status != 200 && *status != 201)
+                return gs_error_set(err, GS_EINVAL, "%s %s%s: HTTP %ld", rv[0] ? "PUT" : "POST", path,
+                                    dry ? " (dry run)" : "", *status);
+        return 0;
+}
+
+static json_object *build(struct gs_dra *p, long long gen, const char *rv)
+{
+        json_object *s = gs_dra_slice_build(p->dev, &p->topo, &p->health, p->taints_gate != GS_DRA_TAINTS_OFF,
+                                            p->driver, p->node, gen, rv);
+        if (s != NULL)
+                owner(p, s);
+        return s;
+}
+
 static int publish(struct gs_dra *p, struct gs_error *err)
 {
         char name[512], path[1024], rv[128];
@@ -210,17 +257,29 @@ static int publish(struct gs_dra *p, struct gs_error *err)
         if (old < 0)
                 return -1;
         long long gen = (old > p->generation ? old : p->generation) + 1;
-        json_object *s = gs_dra_slice_build(p->dev, &p->topo, &p->health, p->driver, p->node, gen, rv);
+        json_object *s = build(p, gen, rv);
         if (s == NULL)
                 return gs_error_set(err, GS_ENOMEM, "out of memory");
-        owner(p, s);
+        bool tainted = gs_dra_slice_tainted(s);
+        long status = 0;
+        if (tainted && p->taints_gate == GS_DRA_TAINTS_UNKNOWN) {
+                gs_autofree char *dry = NULL;
+                if (write_slice(p, path, rv, json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN), true, &status,
+                                &dry, err) < 0) {
+                        json_object_put(s);
+                        return -1;
+                }
+                if (taints_dropped(p, true, dry)) {
+                        json_object_put(s);
+                        if ((s = build(p, gen, rv)) == NULL)
+                                return gs_error_set(err, GS_ENOMEM, "out of memory");
+                        tainted = false;
+                }
+        }
         const char *body = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN);
         size_t body_len = strlen(body);
-        long status = 0;
         gs_autofree char *answer = NULL;
-        int rc = rv[0] != '\0' ? gs_kubeapi_call(&p->api, "PUT", path, body, &status, &answer, err)
-                               : gs_kubeapi_call(&p->api, "POST", "/apis/resource.k8s.io/v1/resourceslices", body, &status,
-                                                 &answer, err);
+        int rc = write_slice(p, path, rv, body, false, &status, &answer, err);
         json_object *devs = NULL, *spec = NULL;
         json_object_object_get_ex(s, "spec", &spec);
         json_object_object_get_ex(spec, "devices", &devs);
@@ -228,11 +287,13 @@ static int publish(struct gs_dra *p, struct gs_error *err)
         json_object_put(s);
         if (rc < 0)
                 return -1;
-        if (status != 200 && status != 201)
-                return gs_error_set(err, GS_EINVAL, "%s %s: HTTP %ld", rv[0] ? "PUT" : "POST", name, status);
         p->generation = gen;
         p->published = true;
         gate_check(p, answer);
+        if (taints_dropped(p, tainted, answer)) {
+                p->publish_due = true;
+                p->publish_at = 0;
+        }
         p->check_at = gs_now_ms() + (p->o->resync_period_ms ? p->o->resync_period_ms : RESYNC_MS);
         gs_dra_note(p, "published ResourceSlice %s: %zu device(s), pool generation %lld (%lld ms, %zu bytes)", name, ndevs,
                     gen, gs_now_ms() - t0, body_len);
@@ -246,12 +307,12 @@ static void publish_tick(struct gs_dra *p, long long now)
         struct gs_error err = {0};
         unsigned attempts = p->api.attempts;
         p->api.attempts = 1; /* the loop tries again itself: never blocks it long */
+        p->publish_due = false; /* publish() may ask for another at once */
         int rc = publish(p, &err);
         p->api.attempts = attempts;
-        if (rc == 0) {
-                p->publish_due = false;
+        if (rc == 0)
                 return;
-        }
+        p->publish_due = true;
         p->publish_at = now + PUBLISH_RETRY_MS;
         gs_dra_note(p, "cannot publish the ResourceSlice: %s; trying again in %d s", err.msg, PUBLISH_RETRY_MS / 1000);
 }

@@ -33,6 +33,9 @@ struct gs_dra_conn {
         long long opened;
 };
 
+/* The API server's DRADeviceTaints gate, as its answers show it (dra/plugin.c taints_dropped). */
+enum gs_dra_taints_gate { GS_DRA_TAINTS_UNKNOWN, GS_DRA_TAINTS_ON, GS_DRA_TAINTS_OFF };
+
 struct gs_dra {
         const struct gs_dra_opts *o;
         const char *driver;
@@ -58,6 +61,7 @@ struct gs_dra {
         bool published;
         long long check_at;
         bool gate_noted;
+        enum gs_dra_taints_gate taints_gate;
         bool node_asked;       /* the Node's uid asked (owner) */
         char node_uid[64];     /* the slice's owner; "": none */       /* said: the API server drops consumable capacity */
         struct gs_dra_usage *usage; /* NULL: off */

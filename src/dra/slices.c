@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/error.h"
 #include "kubelet/quantity.h"
@@ -180,9 +181,44 @@ static json_object *device(const struct gs_device_info *dev, const struct gs_k8s
         return d;
 }
 
+/* taints: [{key, value, effect, timeAdded}] for an unhealthy device. A GPU NVML names lost is
+ * NoExecute (its pods cannot use it any more: evicted, their controllers start them elsewhere);
+ * an XID, or NVML failing, is NoSchedule (the pods running keep running: an XID may touch one
+ * process, and NVML failing says nothing about the GPUs). */
+static void taint(json_object *d, const struct gs_k8s_fault *why)
+{
+        json_object *ts = json_object_new_array(), *t = json_object_new_object();
+        char value[64], when[32];
+        time_t since = (time_t)why->since;
+        struct tm tm;
+        if (why->lost)
+                snprintf(value, sizeof(value), "gpu-lost");
+        else if (why->xid != 0)
+                snprintf(value, sizeof(value), "xid-%llu", why->xid);
+        else
+                snprintf(value, sizeof(value), "nvml-error");
+        if (gmtime_r(&since, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                when[0] = '\0';
+        json_object_object_add(t, "key", json_object_new_string(GS_DRA_TAINT_KEY));
+        json_object_object_add(t, "value", json_object_new_string(value));
+        json_object_object_add(t, "effect", json_object_new_string(why->lost ? "NoExecute" : "NoSchedule"));
+        if (when[0] != '\0')
+                json_object_object_add(t, "timeAdded", json_object_new_string(when));
+        json_object_array_add(ts, t);
+        json_object_object_add(d, "taints", ts);
+}
+
+/* A device: tainted when unhealthy (taints), or left out (NULL why: healthy). */
+static void add_device(json_object *devs, json_object *d, const struct gs_k8s_fault *why)
+{
+        if (d != NULL && why != NULL)
+                taint(d, why);
+        json_object_array_add(devs, d);
+}
+
 json_object *gs_dra_slice_build(const struct gs_device_info *dev, const struct gs_k8s_topology *topo,
-                                const struct gs_k8s_health *health, const char *driver, const char *node,
-                                long long generation, const char *resource_version)
+                                const struct gs_k8s_health *health, bool taints, const char *driver,
+                                const char *node, long long generation, const char *resource_version)
 {
         json_object *s = json_object_new_object(), *meta = json_object_new_object(), *spec = json_object_new_object(),
                     *pool = json_object_new_object(), *devs = json_object_new_array();
@@ -210,17 +246,34 @@ json_object *gs_dra_slice_build(const struct gs_device_info *dev, const struct g
         json_object_object_add(spec, "pool", pool);
         for (unsigned i = 0; i < dev->ngpus; i++) {
                 const struct gs_gpu *g = &dev->gpus[i];
-                if (health != NULL && health->gpu_bad[i])
+                const struct gs_k8s_fault *gbad = health != NULL && health->gpu_bad[i] ? &health->gpu_why[i] : NULL;
+                if (gbad != NULL && !taints)
                         continue;
                 if (!g->mig_enabled) {
-                        json_object_array_add(devs, device(dev, topo, i, -1));
+                        add_device(devs, device(dev, topo, i, -1), gbad);
                         continue;
                 }
-                for (unsigned j = 0; j < g->nmigs; j++)
-                        if (health == NULL || !health->mig_bad[i][j])
-                                json_object_array_add(devs, device(dev, topo, i, (int)j));
+                for (unsigned j = 0; j < g->nmigs; j++) {
+                        const struct gs_k8s_fault *bad = gbad;
+                        if (bad == NULL && health != NULL && j < GS_MAX_MIGS && health->mig_bad[i][j])
+                                bad = &health->mig_why[i][j];
+                        if (bad == NULL || taints)
+                                add_device(devs, device(dev, topo, i, (int)j), bad);
+                }
         }
         json_object_object_add(spec, "devices", devs);
         json_object_object_add(s, "spec", spec);
         return s;
+}
+
+bool gs_dra_slice_tainted(json_object *slice)
+{
+        json_object *spec = NULL, *devs = NULL;
+        if (slice == NULL || !json_object_object_get_ex(slice, "spec", &spec) ||
+            !json_object_object_get_ex(spec, "devices", &devs))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(devs); i++)
+                if (json_object_object_get_ex(json_object_array_get_idx(devs, i), "taints", NULL))
+                        return true;
+        return false;
 }

@@ -12,7 +12,10 @@
  * is allocated whole.
  *
  * The slice: name <node>-<driver>, pool <node> (generation bumped on every change), one slice in
- * the pool, nodeName <node>. Unhealthy devices are left out.
+ * the pool, nodeName <node>. An unhealthy device (kubelet/health.h) carries a taint (KEP-5055,
+ * resource.k8s.io/v1 Device.taints): key GS_DRA_TAINT_KEY, value "xid-<n>", "gpu-lost" or
+ * "nvml-error", effect NoExecute for a GPU NVML names lost, NoSchedule otherwise, timeAdded when
+ * it turned unhealthy. Without taints (the API server's DRADeviceTaints gate off) it is left out.
  */
 #ifndef GS_DRA_SLICES_H
 #define GS_DRA_SLICES_H
@@ -26,6 +29,7 @@
 #include "kubelet/health.h"
 #include "kubelet/resources.h"
 
+#define GS_DRA_TAINT_KEY "gpuslice.io/unhealthy"
 #define GS_DRA_MIN_MEMORY (1u << 20) /* the smallest memory a claim consumes, and its step */
 
 /* "gpu-0" / "gpu-0-mig-1" into a GPU and MIG index (mig -1: the GPU). -1 (GS_ENOTFOUND) for a
@@ -34,10 +38,13 @@ int gs_dra_device_lookup(const struct gs_device_info *dev, const char *name, uns
                          struct gs_error *err);
 void gs_dra_device_name(unsigned gpu, int mig, char *buf, size_t len);
 
-/* The ResourceSlice object; resource_version "" for a create. NULL when out of memory. */
+/* The ResourceSlice object; resource_version "" for a create; taints: unhealthy devices tainted
+ * (else left out). NULL when out of memory. */
 json_object *gs_dra_slice_build(const struct gs_device_info *dev, const struct gs_k8s_topology *topo,
-                                const struct gs_k8s_health *health, const char *driver, const char *node,
-                                long long generation, const char *resource_version);
+                                const struct gs_k8s_health *health, bool taints, const char *driver,
+                                const char *node, long long generation, const char *resource_version);
+/* Does a slice (as built, or as the API server answered) carry a device taint? */
+bool gs_dra_slice_tainted(json_object *slice);
 /* Its name: <node>-<driver> (a DNS subdomain when both are). */
 void gs_dra_slice_name(const char *driver, const char *node, char *buf, size_t len);
 

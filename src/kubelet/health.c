@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define GS_NVML_NO_PROTOTYPES
 #include "abi/nvml.h"
@@ -40,13 +41,27 @@ static int gpu_of(const struct gs_device_info *dev, const struct gs_nvml_event *
         return -1;
 }
 
+/* A device turns unhealthy: since when and why kept from the first time; a GPU named lost later
+ * on is a change (its taint's effect). True when something changed. */
+static bool mark(bool *bad, struct gs_k8s_fault *why, unsigned long long xid, bool lost)
+{
+        if (!*bad) {
+                *bad = true;
+                *why = (struct gs_k8s_fault){.since = (long long)time(NULL), .xid = xid, .lost = lost};
+                return true;
+        }
+        if (lost && !why->lost) {
+                why->lost = true;
+                return true;
+        }
+        return false;
+}
+
 static bool mark_all(const struct gs_device_info *dev, struct gs_k8s_health *h)
 {
         bool changed = false;
-        for (unsigned i = 0; i < dev->ngpus; i++) {
-                changed |= !h->gpu_bad[i];
-                h->gpu_bad[i] = true;
-        }
+        for (unsigned i = 0; i < dev->ngpus && i < GS_MAX_GPUS; i++)
+                changed |= mark(&h->gpu_bad[i], &h->gpu_why[i], 0, false);
         return changed;
 }
 
@@ -70,16 +85,12 @@ static bool apply_xid(const struct gs_device_info *dev, struct gs_k8s_health *h,
                         if (gpu->migs[j].gi == ev->gi && gpu->migs[j].ci == ev->ci) {
                                 note(ud, "MIG device %s: XID %llu: unhealthy", gpu->migs[j].uuid,
                                      (unsigned long long)ev->xid);
-                                bool changed = !h->mig_bad[g][j];
-                                h->mig_bad[g][j] = true;
-                                return changed;
+                                return mark(&h->mig_bad[g][j], &h->mig_why[g][j], ev->xid, false);
                         }
                 }
         }
         note(ud, "GPU %d (%s): XID %llu: unhealthy", g, gpu->uuid, (unsigned long long)ev->xid);
-        bool changed = !h->gpu_bad[g];
-        h->gpu_bad[g] = true;
-        return changed;
+        return mark(&h->gpu_bad[g], &h->gpu_why[g], ev->xid, false);
 }
 
 bool gs_k8s_health_apply(const struct gs_device_info *dev, struct gs_k8s_health *h, const struct gs_nvml_event *ev,
@@ -98,9 +109,7 @@ bool gs_k8s_health_apply(const struct gs_device_info *dev, struct gs_k8s_health 
                         return mark_all(dev, h);
                 }
                 note(ud, "GPU %d (%s) is lost: unhealthy", g, dev->gpus[g].uuid);
-                bool changed = !h->gpu_bad[g];
-                h->gpu_bad[g] = true;
-                return changed;
+                return mark(&h->gpu_bad[g], &h->gpu_why[g], 0, true);
         }
         case GS_NVML_EV_ERROR:
         default:

@@ -4,7 +4,9 @@
  * its GPU unhealthy (or only its MIG device, when the event names the instance), except the XIDs
  * that an application causes (13, 31, 43, 45, 68, 109: the GPU itself is fine); a GPU that NVML
  * reports lost (GPU_IS_LOST) is unhealthy, and so is every GPU when NVML cannot start or says a
- * GPU is lost without naming it. Unhealthy stays unhealthy until the plugin restarts.
+ * GPU is lost without naming it. Unhealthy stays unhealthy until the plugin restarts (NVML says
+ * nothing when a GPU is well again: after a reset or a repair, the operator restarts the plugin).
+ * Why and since when a device is unhealthy is kept beside (the DRA plugin's device taints).
  */
 #ifndef GS_KUBELET_HEALTH_H
 #define GS_KUBELET_HEALTH_H
@@ -16,9 +18,18 @@
 #include "driver/nvml_events.h"
 #include "kubelet/resources.h"
 
+/* Why a device is unhealthy: the first cause, and a GPU named lost later on. */
+struct gs_k8s_fault {
+        long long since;        /* wall-clock seconds (time(2)) it turned unhealthy */
+        unsigned long long xid; /* the XID that marked it; 0: none (lost, or NVML failing) */
+        bool lost;              /* NVML names this GPU lost (GPU_IS_LOST) */
+};
+
 struct gs_k8s_health {
         bool gpu_bad[GS_MAX_GPUS];
         bool mig_bad[GS_MAX_GPUS][GS_MAX_MIGS];
+        struct gs_k8s_fault gpu_why[GS_MAX_GPUS];
+        struct gs_k8s_fault mig_why[GS_MAX_GPUS][GS_MAX_MIGS];
 };
 
 bool gs_k8s_device_healthy(const struct gs_k8s_health *h, const struct gs_k8s_device *d);

@@ -27,6 +27,7 @@ DRAConsumableCapacity off drops a written slice's allowMultipleAllocations and c
 requestPolicy (unless the stored slice uses them), and a claim's consumedCapacity and shareID;
 DRADeviceTaints off drops devices' taints; DRAAdminAccess off drops adminAccess from a claim's
 requests and results. Dropped silently, as the API server's strategies do (not refused).
+A slice written with ?dryRun=All is answered as it would be stored, and not stored.
 
 What the plugin writes is checked against FILE ("none": not checked; a JSON schema of the v1 ResourceSlice, no field
 outside it) and the API's own rules the schema cannot say (unique device names, at most 32
@@ -333,10 +334,16 @@ class Handler(BaseHTTPRequestHandler):
         return self.answer(200, claim)
 
     def slices(self, data):
-        if self.path == PREFIX + "/resourceslices" and self.command == "GET":
+        """ResourceSlices; ?dryRun=All on a write: the object as it would be stored (the gates'
+        fields dropped), nothing stored (DIR/dry-runs.log counts them)."""
+        path, _, query = self.path.partition("?")
+        dry = "dryRun=All" in query.split("&")
+        if dry:
+            st.log("dry-runs.log", "%s %s" % (self.command, path))
+        if path == PREFIX + "/resourceslices" and self.command == "GET":
             return self.answer(200, {"kind": "ResourceSliceList", "apiVersion": "resource.k8s.io/v1",
                                      "items": list(st.slices.values())})
-        if self.path == PREFIX + "/resourceslices" and self.command == "POST":
+        if path == PREFIX + "/resourceslices" and self.command == "POST":
             try:
                 drop_slice_fields(st.gates, data, None)
                 st.validate(data)
@@ -348,9 +355,10 @@ class Handler(BaseHTTPRequestHandler):
                 return self.status(409, "AlreadyExists", "resourceslices %s already exists" % name)
             if "resourceVersion" in data["metadata"]:
                 return self.status(422, "Invalid", "resourceVersion must not be set on create")
-            st.store(name, data)
+            if not dry:
+                st.store(name, data)
             return self.answer(201, data)
-        m = SLICE_RE.match(self.path)
+        m = SLICE_RE.match(path)
         if not m:
             return self.status(404, "NotFound", "no such path")
         name = m.group(1)
@@ -377,7 +385,8 @@ class Handler(BaseHTTPRequestHandler):
             if data["metadata"]["name"] != name:
                 return self.status(400, "BadRequest", "name does not match the path")
             data["metadata"]["uid"] = st.slices[name]["metadata"]["uid"]
-            st.store(name, data)
+            if not dry:
+                st.store(name, data)
             return self.answer(200, data)
         return self.status(405, "MethodNotAllowed", self.command)
 

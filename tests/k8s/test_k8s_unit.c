@@ -603,7 +603,7 @@ static void test_dra_capacity_step(void **state)
 {
         (void)state;
         dev.gpus[3].memory_total = (20ull << 30) + (512ull << 10); /* 20 GiB + 512 KiB */
-        json_object *s = gs_dra_slice_build(&dev, NULL, NULL, "gpu.gpuslice.io", "node-a", 1, NULL);
+        json_object *s = gs_dra_slice_build(&dev, NULL, NULL, true, "gpu.gpuslice.io", "node-a", 1, NULL);
         assert_non_null(s);
         json_object *spec = NULL, *devs = NULL, *mem = NULL;
         assert_true(json_object_object_get_ex(s, "spec", &spec) && json_object_object_get_ex(spec, "devices", &devs));

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# gpuslice dra-plugin's device health as device taints (issue 33, item 4; KEP-5055, resource.k8s.io
+# v1 Device.taints), against two fake API servers on the simulated 2-GPU machine: one with the
+# DRADeviceTaints gate on (an XID on GPU 1: gpu-1 stays in the ResourceSlice with a NoSchedule
+# taint, its claims refused at prepare; the GPU then lost: NoExecute, timeAdded kept; repaired and
+# the plugin restarted: the taint gone), one with it off (alpha, off by default in 1.33-1.34: the
+# server drops taints silently; the plugin finds it out with a dry run, says so once, and leaves
+# the unhealthy device out instead, never publishing it untainted).
+#
+# The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
+# mutations (drataint, drataintgate). Every wait ends on what the plugins did (the slice, a log
+# line), never on a timeout alone.
+. "$(dirname "$0")/../integration/lib.sh"
+. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
+. "$SRC/tests/k8s/lib.sh"
+. "$SRC/tests/k8s/dra_lib.sh"
+
+CDI_DIR=$TMP/cdi # no container runs here: the specs stay in the test's directory
+dra_setup
+OFF=$TMP/api-off
+start_apiserver "$OFF" "$TMP/kubeconfig-off" --feature-gates DRADeviceTaints=false
+start_apiserver "$API_STATE" "$TMP/kubeconfig"
+mkdir -p "$TMP/registry-off"
+common=(-c "$TMP/dra.toml" --driver-name "$DRIVER" --node "$NODE" --health-period 0.2)
+on_args=("${common[@]}" --kubeconfig "$TMP/kubeconfig" --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" --registry-dir "$REG")
+start_dra "$TMP/dra-on.log" "${on_args[@]}"
+PID_ON=$DRA_PID
+start_dra "$TMP/dra-off.log" "${common[@]}" --kubeconfig "$TMP/kubeconfig-off" --cdi-dir "$TMP/cdi-off" \
+        --plugin-dir "$TMP/plugins-off" --registry-dir "$TMP/registry-off"
+PID_OFF=$DRA_PID
+SLICE=$API_STATE/slices/$NODE-$DRIVER.json SLICE_OFF=$OFF/slices/$NODE-$DRIVER.json
+SOCK=$PLUG/dra.sock
+running() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }
+# said LOG PID TEXT: the plugin's log holds TEXT, or the plugin is no longer running
+said() { grep -qF -- "$3" "$1" || ! running "$2"; }
+# dev SLICE NAME: the device's entry in the slice (null: not there)
+dev() { jq -c --arg n "$2" '[.spec.devices[] | select(.name == $n)][0]' "$1" 2>/dev/null; }
+published() { [ "$(jq -r '[.spec.devices[].name] | join(",")' "$1" 2>/dev/null)" = "gpu-0,gpu-1" ]; }
+if wait_for 20 published "$SLICE" && wait_for 20 published "$SLICE_OFF" &&
+   [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ]; then
+        ok "both plugins publish gpu-0 and gpu-1, healthy: no taints"
+else not_ok "the slices before any XID: $(jq -c '[.spec.devices[] | {name, taints}]' "$SLICE" "$SLICE_OFF" 2>&1 | head -c 600) $(tail -2 "$TMP/dra-on.log")"; fi
+
+# ---------------------------------------------------------------------------------------------
+# An XID on GPU 1
+
+t0=$(date -u +%s)
+echo "xid $GPU1 79" >>"$DRV/etc/fakegpu/events"
+tainted() { [ "$(dev "$SLICE" gpu-1 | jq -r '.taints[0].value // empty')" = xid-79 ] || ! running "$PID_ON"; }
+wait_for 15 tainted
+taint=$(dev "$SLICE" gpu-1 | jq -c .taints)
+added=$(jq -r '.[0].timeAdded // empty' <<<"$taint" 2>/dev/null)
+added_s=$(date -u -d "$added" +%s 2>/dev/null || echo 0)
+if jq -e 'length == 1 and .[0].key == "gpuslice.io/unhealthy" and .[0].value == "xid-79" and .[0].effect == "NoSchedule"' \
+        <<<"$taint" >/dev/null 2>&1 && [ "$added_s" -ge $((t0 - 1)) ] && [ "$added_s" -le $(($(date -u +%s) + 1)) ] &&
+   [ "$(dev "$SLICE" gpu-0 | jq -c .taints)" = null ]; then
+        ok "DRADeviceTaints on: XID 79 on GPU 1: gpu-1 stays in the slice with the taint gpuslice.io/unhealthy=xid-79:NoSchedule, timeAdded now; gpu-0 untainted"
+else not_ok "DRADeviceTaints on: XID 79 on GPU 1: gpu-1 stays in the slice with the taint gpuslice.io/unhealthy=xid-79:NoSchedule: $taint (t0 $t0) $(jq -c '[.spec.devices[].name]' "$SLICE") $(tail -2 "$TMP/dra-on.log")"; fi
+[ ! -s "$API_STATE/invalid.log" ] && ok "... the tainted slice is schema-valid (key, value, effect, timeAdded)" ||
+        not_ok "refused writes: $(head -3 "$API_STATE/invalid.log")"
+! grep -q "DRADeviceTaints" "$TMP/dra-on.log" && ok "... and the plugin says no gate is off" ||
+        not_ok "the plugin says the gate is off: $(grep DRADeviceTaints "$TMP/dra-on.log")"
+
+# the gate off: a dry run finds the taints dropped; gpu-1 left out, said once
+dropped() { [ "$(jq -r '[.spec.devices[].name] | join(",")' "$SLICE_OFF" 2>/dev/null)" = gpu-0 ] || ! running "$PID_OFF"; }
+wait_for 15 dropped
+if [ "$(jq -r '[.spec.devices[].name] | join(",")' "$SLICE_OFF")" = gpu-0 ] &&
+   grep -q "DRADeviceTaints feature gate is off): unhealthy devices are left out" "$TMP/dra-off.log"; then
+        ok "DRADeviceTaints off: gpu-1 left out of the slice, the plugin says the gate is off"
+else not_ok "DRADeviceTaints off: gpu-1 left out of the slice, the plugin says the gate is off: $(jq -c '[.spec.devices[] | {name, taints}]' "$SLICE_OFF") $(grep -c DRADeviceTaints "$TMP/dra-off.log") $(tail -2 "$TMP/dra-off.log")"; fi
+# never stored untainted: every stored version of the slice after the XID lacks gpu-1 (the dry
+# run came before the write)
+grep -qx "PUT /apis/resource.k8s.io/v1/resourceslices/$NODE-$DRIVER" "$OFF/dry-runs.log" 2>/dev/null &&
+        ok "... found out by a dry run (?dryRun=All) before the write: gpu-1 never published untainted" ||
+        not_ok "... no dry run before the write: $(cat "$OFF/dry-runs.log" 2>&1)"
+
+# prepare of the tainted device refused (a claim that tolerates the taint gets no unhealthy GPU)
+U1=11111111-aaaa-4bbb-8ccc-000000000001
+claim_json ml on-bad-gpu "$U1" "$DRIVER" "$(res gpu-1)"
+dra prepare "$SOCK" v1 "ml/on-bad-gpu/$U1"
+kexpect "a claim on the tainted gpu-1 (one that tolerates the taint): refused at prepare" \
+        ".ok and (.claims[\"$U1\"].error | contains(\"unhealthy\"))"
+U2=11111111-aaaa-4bbb-8ccc-000000000002
+claim_json ml on-good-gpu "$U2" "$DRIVER" "$(res gpu-0)"
+dra prepare "$SOCK" v1 "ml/on-good-gpu/$U2"
+kexpect "... one on gpu-0: prepared" ".ok and (.claims[\"$U2\"].devices | length) == 1"
+
+# ---------------------------------------------------------------------------------------------
+# GPU 1 then lost: NoExecute, the first timeAdded kept
+
+echo "lost $GPU1" >>"$DRV/etc/fakegpu/events"
+lost() { [ "$(dev "$SLICE" gpu-1 | jq -r '.taints[0].value // empty')" = gpu-lost ] || ! running "$PID_ON"; }
+wait_for 15 lost
+taint2=$(dev "$SLICE" gpu-1 | jq -c .taints)
+if jq -e --arg t "$added" 'length == 1 and .[0].key == "gpuslice.io/unhealthy" and .[0].value == "gpu-lost"
+        and .[0].effect == "NoExecute" and .[0].timeAdded == $t' <<<"$taint2" >/dev/null 2>&1; then
+        ok "GPU 1 then lost: the taint is gpu-lost:NoExecute (its pods evicted), timeAdded kept from the XID ($added)"
+else not_ok "GPU 1 then lost: the taint is gpu-lost:NoExecute, timeAdded kept: $taint2 (was $taint) $(tail -2 "$TMP/dra-on.log")"; fi
+[ "$(grep -c "DRADeviceTaints feature gate is off" "$TMP/dra-off.log")" = 1 ] &&
+        [ "$(jq -r '[.spec.devices[].name] | join(",")' "$SLICE_OFF")" = gpu-0 ] &&
+        ok "... the gate off: still left out, said once" ||
+        not_ok "... the gate off: $(grep -c "DRADeviceTaints feature gate is off" "$TMP/dra-off.log") notes, $(jq -c '[.spec.devices[].name]' "$SLICE_OFF")"
+
+# ---------------------------------------------------------------------------------------------
+# Repaired (the events gone: the fake GPU well again) and the plugin restarted: the taint gone
+
+DRA_PID=$PID_ON stop_dra
+: >"$DRV/etc/fakegpu/events"
+gen=$(jq .spec.pool.generation "$SLICE")
+start_dra "$TMP/dra-on2.log" "${on_args[@]}"
+PID_ON=$DRA_PID
+cleared() { { [ "$(jq .spec.pool.generation "$SLICE")" -gt "$gen" ] && published "$SLICE" &&
+              [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ]; } || ! running "$PID_ON"; }
+wait_for 15 cleared
+if [ "$(jq .spec.pool.generation "$SLICE")" -gt "$gen" ] && [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ]; then
+        ok "GPU 1 repaired, the plugin restarted: the taint gone from gpu-1 (published again, a newer generation)"
+else not_ok "GPU 1 repaired, the plugin restarted: the taint gone: $(dev "$SLICE" gpu-1 | jq -c .taints) gen $(jq .spec.pool.generation "$SLICE") (was $gen) $(tail -2 "$TMP/dra-on2.log")"; fi
+U3=11111111-aaaa-4bbb-8ccc-000000000003
+claim_json ml after-repair "$U3" "$DRIVER" "$(res gpu-1)"
+dra prepare "$SOCK" v1 "ml/after-repair/$U3"
+kexpect "... a claim on gpu-1 prepared again" ".ok and (.claims[\"$U3\"].devices | length) == 1"
+
+stop_dra
+[ "$DRA_RC" = 0 ] && ok "the plugin stops cleanly" || not_ok "exit $DRA_RC"
+DRA_PID=$PID_OFF stop_dra
+finish
