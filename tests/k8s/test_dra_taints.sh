@@ -8,7 +8,7 @@
 # the unhealthy device out instead, never publishing it untainted).
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
-# mutations (drataint, drataintgate). Every wait ends on what the plugins did (the slice, a log
+# mutations (drataint, drataintgate, drataintdry). Every wait ends on what the plugins did (the slice, a log
 # line), never on a timeout alone.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
@@ -72,7 +72,7 @@ else not_ok "DRADeviceTaints off: gpu-1 left out of the slice, the plugin says t
 # run came before the write)
 grep -qx "PUT /apis/resource.k8s.io/v1/resourceslices/$NODE-$DRIVER" "$OFF/dry-runs.log" 2>/dev/null &&
         ok "... found out by a dry run (?dryRun=All) before the write: gpu-1 never published untainted" ||
-        not_ok "... no dry run before the write: $(cat "$OFF/dry-runs.log" 2>&1)"
+        not_ok "... found out by a dry run (?dryRun=All) before the write: none in the API server's log: $(cat "$OFF/dry-runs.log" 2>&1)"
 
 # prepare of the tainted device refused (a claim that tolerates the taint gets no unhealthy GPU)
 U1=11111111-aaaa-4bbb-8ccc-000000000001

@@ -301,6 +301,21 @@ mutation dragate k8s_dra_production src/dra/plugin.c \
         'if (0)' \
         "the DRA plugin says nothing when the API server drops its consumable capacity (DRAConsumableCapacity off): slices silently never scheduled" \
         "the plugin says so: GPUs allocated whole"
+mutation drataint k8s_dra_taints src/dra/slices.c \
+        'if (d != NULL && why != NULL)' \
+        'if (0)' \
+        "the DRA plugin publishes an unhealthy GPU untainted (DRADeviceTaints on): the scheduler keeps giving claims a GPU with an XID" \
+        "gpu-1 stays in the slice with the taint"
+mutation drataintgate k8s_dra_taints src/dra/plugin.c \
+        'if (kept) {' \
+        'if (1) {' \
+        "the DRA plugin never notices an API server that drops taints (DRADeviceTaints off): an unhealthy GPU published untainted, schedulable" \
+        "DRADeviceTaints off: gpu-1 left out of the slice"
+mutation drataintdry k8s_dra_taints src/dra/plugin.c \
+        'if (tainted && p->taints_gate == GS_DRA_TAINTS_UNKNOWN) {' \
+        'if (0) {' \
+        "the DRA plugin writes its first tainted slice without a dry run: with DRADeviceTaints off an unhealthy GPU is stored untainted until the answer shows it" \
+        "found out by a dry run"
 mutation drausage k8s_dra_usage src/dra/usage.c \
         'now - s->written_at >= (long long)u->period_ms && moved(s) &&' \
         '!s->written && moved(s) &&' \
