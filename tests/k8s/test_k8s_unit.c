@@ -20,7 +20,10 @@
 #include "k8s/allocate.h"
 #include "k8s/prefer.h"
 #include "kubelet/h2c.h"
+#include "kubelet/health.h"
 #include "kubelet/resources.h"
+#define GS_NVML_NO_PROTOTYPES
+#include "abi/nvml.h"
 
 static struct gs_device_info dev;
 static struct gs_hostconfig hc;
@@ -620,6 +623,73 @@ static void test_dra_capacity_step(void **state)
         json_object_put(s);
 }
 
+static void quiet(void *ud, const char *fmt, ...)
+{
+        (void)ud;
+        (void)fmt;
+}
+
+/* The slice's devices: "name[:value:effect]" each, comma-separated (a device without taints: its name). */
+static void slice_devices(json_object *s, char *out, size_t len)
+{
+        json_object *spec = NULL, *devs = NULL;
+        out[0] = '\0';
+        assert_true(json_object_object_get_ex(s, "spec", &spec) && json_object_object_get_ex(spec, "devices", &devs));
+        for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                json_object *d = json_object_array_get_idx(devs, i), *n = NULL, *ts = NULL, *v = NULL, *e = NULL, *k = NULL,
+                            *t = NULL;
+                json_object_object_get_ex(d, "name", &n);
+                snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? "," : "", json_object_get_string(n));
+                if (!json_object_object_get_ex(d, "taints", &ts))
+                        continue;
+                assert_int_equal(json_object_array_length(ts), 1);
+                json_object *t0 = json_object_array_get_idx(ts, 0);
+                assert_true(json_object_object_get_ex(t0, "key", &k) && json_object_object_get_ex(t0, "value", &v) &&
+                            json_object_object_get_ex(t0, "effect", &e) && json_object_object_get_ex(t0, "timeAdded", &t));
+                assert_string_equal(json_object_get_string(k), "gpuslice.io/unhealthy");
+                assert_int_equal(strlen(json_object_get_string(t)), 20); /* 2026-11-29T01:53:19Z */
+                snprintf(out + strlen(out), len - strlen(out), ":%s:%s", json_object_get_string(v), json_object_get_string(e));
+        }
+}
+
+/* issue 33, item 4: health as device taints. An XID on a GPU: NoSchedule; on a MIG device (the
+ * event names its instance): that device alone; the GPU then lost: NoExecute, the first time kept.
+ * Without taints (the gate off) the unhealthy devices are left out. */
+static void test_dra_taints(void **state)
+{
+        (void)state;
+        struct gs_nvml_event xid0 = {.kind = GS_NVML_EV_XID, .index = 0, .xid = 79, .gi = GS_NVML_INVALID_INSTANCE_ID,
+                                     .ci = GS_NVML_INVALID_INSTANCE_ID},
+                             xidmig = {.kind = GS_NVML_EV_XID, .index = 2, .xid = 48, .gi = 2, .ci = 0},
+                             app = {.kind = GS_NVML_EV_XID, .index = 1, .xid = 31, .gi = GS_NVML_INVALID_INSTANCE_ID,
+                                    .ci = GS_NVML_INVALID_INSTANCE_ID},
+                             lost0 = {.kind = GS_NVML_EV_LOST, .index = 0};
+        char got[512];
+        assert_true(gs_k8s_health_apply(&dev, &health, &xid0, quiet, NULL));
+        assert_true(gs_k8s_health_apply(&dev, &health, &xidmig, quiet, NULL));
+        assert_false(gs_k8s_health_apply(&dev, &health, &app, quiet, NULL)); /* an application's XID */
+        assert_false(gs_k8s_health_apply(&dev, &health, &xid0, quiet, NULL)); /* again: no change */
+        json_object *s = gs_dra_slice_build(&dev, NULL, &health, true, "gpu.gpuslice.io", "node-a", 2, NULL);
+        assert_non_null(s);
+        slice_devices(s, got, sizeof(got));
+        assert_string_equal(got, "gpu-0:xid-79:NoSchedule,gpu-1,gpu-2-mig-0,gpu-2-mig-1:xid-48:NoSchedule,gpu-3");
+        assert_true(gs_dra_slice_tainted(s));
+        json_object_put(s);
+        health.gpu_why[0].since -= 100; /* turned unhealthy a while ago: kept when lost */
+        long long since = health.gpu_why[0].since;
+        assert_true(gs_k8s_health_apply(&dev, &health, &lost0, quiet, NULL));
+        assert_true(health.gpu_why[0].since == since && health.gpu_why[0].lost);
+        s = gs_dra_slice_build(&dev, NULL, &health, true, "gpu.gpuslice.io", "node-a", 3, NULL);
+        slice_devices(s, got, sizeof(got));
+        assert_string_equal(got, "gpu-0:gpu-lost:NoExecute,gpu-1,gpu-2-mig-0,gpu-2-mig-1:xid-48:NoSchedule,gpu-3");
+        json_object_put(s);
+        s = gs_dra_slice_build(&dev, NULL, &health, false, "gpu.gpuslice.io", "node-a", 4, NULL);
+        slice_devices(s, got, sizeof(got));
+        assert_string_equal(got, "gpu-1,gpu-2-mig-0,gpu-3");
+        assert_false(gs_dra_slice_tainted(s));
+        json_object_put(s);
+}
+
 static void test_dra_class_bound(void **state)
 {
         (void)state;
@@ -700,6 +770,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
                 cmocka_unit_test(test_dra_class_bound),
                 cmocka_unit_test_setup_teardown(test_dra_capacity_step, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_dra_taints, setup, teardown),
                 cmocka_unit_test(test_grpc_message),
                 cmocka_unit_test(test_h2c_loopback),
                 cmocka_unit_test(test_h2c_stream_is_not_unary),
