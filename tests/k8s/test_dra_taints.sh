@@ -8,7 +8,7 @@
 # the unhealthy device out instead, never publishing it untainted).
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
-# mutations (drataint, drataintgate, drataintdry). Every wait ends on what the plugins did (the slice, a log
+# mutations (drataint, drataintexec, drataintgate, drataintdry). Every wait ends on what the plugins did (the slice, a log
 # line), never on a timeout alone.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids

@@ -306,6 +306,11 @@ mutation drataint k8s_dra_taints src/dra/slices.c \
         'if (0)' \
         "the DRA plugin publishes an unhealthy GPU untainted (DRADeviceTaints on): the scheduler keeps giving claims a GPU with an XID" \
         "gpu-1 stays in the slice with the taint"
+mutation drataintexec k8s_dra_taints src/dra/slices.c \
+        'why->lost ? "NoExecute" : "NoSchedule"' \
+        '"NoExecute"' \
+        "the DRA plugin's taint for any XID is NoExecute: every pod using the GPU evicted on an error that may concern one process" \
+        "gpu-1 stays in the slice with the taint"
 mutation drataintgate k8s_dra_taints src/dra/plugin.c \
         'if (kept) {' \
         'if (1) {' \
