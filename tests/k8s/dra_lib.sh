@@ -1,4 +1,4 @@
-# Shared by the DRA plugin tests (test_dra_plugin.sh, test_dra_production.sh; sourced after
+# Shared by the DRA plugin tests (test_dra_plugin.sh, test_dra_production.sh, test_dra_taints.sh; sourced after
 # tests/integration/lib.sh and tests/k8s/lib.sh): the set-up both make (dra_setup: the tools, the
 # simulated 2-GPU machine, the driver's names and directories, the cleanup at exit), the fake API
 # server (fake_apiserver.py: HTTPS with a certificate made here, a token), a kubeconfig for it,
