@@ -45,7 +45,7 @@ cleanup() {
 trap cleanup EXIT
 
 printf '[driver]\nroot = "%s"\n\n[slice]\nregions-dir = "%s"\n' "$DRV" "$REGIONS" >"$TMP/dra.toml"
-start_apiserver "$API_STATE"
+start_apiserver "$API_STATE" "$TMP/kubeconfig"
 start_dra "$TMP/dra.log" -c "$TMP/dra.toml" --driver-name "$DRIVER" --kubeconfig "$TMP/kubeconfig" --node "$NODE" \
         --cdi-dir "$TMP/cdi" --plugin-dir "$PLUG" --registry-dir "$REG" --resync-period 1 --status-period 1
 SOCK=$PLUG/dra.sock
