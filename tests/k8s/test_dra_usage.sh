@@ -16,9 +16,9 @@
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
 # mutations (drametrics, drastatusoff, drausage, draclamp, drachanged, draevents): those checks
-# come in that order, as early as they can. The status period is short ($P s: the GPU-time window
-# too), every wait ends on what the plugin wrote where there is something to wait for, and the
-# sleeps left (a share holding still, a second Event not posted) are counted in periods.
+# come in that order, as early as they can. The status period is short (P, 0.3 s; the GPU-time
+# window is the period), every wait ends on what the plugin wrote where there is something to wait
+# for, and the sleeps left (a share holding still, a second Event not posted) count periods.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"
@@ -41,7 +41,7 @@ API_STATE=$TMP/api
 REGIONS=$TMP/regions
 REG=$TMP/plugins_registry PLUG=$TMP/plugins/$DRIVER
 SOCK=$PLUG/dra.sock
-P=0.5 # the status period (s), the GPU-time window with it
+P=0.3 # the status period (s), the GPU-time window with it
 # periods N: N status periods, in seconds
 periods() { awk -v n="$1" -v p="$P" 'BEGIN { print n * p }'; }
 mkdir -p "$REG" "$TMP/plugins" "$TMP/cdi" "$REGIONS"
@@ -173,8 +173,8 @@ slice c2 garbage
 slice c3 absurd
 region c3 18446744073709551615 18446744073709551615 50000 1000000 20000
 plugin "$TMP/dra1.log" --status-period "$P"
-# (two samples: the first primes the GPU-time window; 10 periods at most)
-if wait_for 5 data slice-4g-30 '.memory.usedBytes == 4187593113 and (.compute.usedPercent // 0) > 0'; then
+# (two samples: the first primes the GPU-time window; ~13 periods at most)
+if wait_for 4 data slice-4g-30 '.memory.usedBytes == 4187593113 and (.compute.usedPercent // 0) > 0'; then
         ok "a 3.9 GiB / ~30 % share: its usage in the claim's status.devices[].data within a few periods"
 else not_ok "no usage data on the claim: $(entry slice-4g-30); $(tail -3 "$TMP/dra1.log")"; fi
 data slice-4g-30 '.memory == {usedBytes: 4187593113, peakBytes: 4187593113, limitBytes: 4294967296, quotaRefusals: 0}
