@@ -14,7 +14,8 @@
  *                                              a 30 % share, USED bytes in use and REFUSED charges
  *                                              refused; then for MS ms its busy time grows by BUSY
  *                                              and its launches' waits by WAIT (per mille of the
- *                                              wall time), written every 100 ms
+ *                                              wall time), written every 20 ms (a window
+ *                                              of half a second sees them closely)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,7 +100,7 @@ static int share(struct gs_region_file *f, char **a)
                 close(fd);
                 if (el >= ms * 1000000ull)
                         return 0;
-                usleep(100000);
+                usleep(20000);
         }
 }
 
