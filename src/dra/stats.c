@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "observe/httpd.h"
 #include "observe/listen.h"
 #include "observe/prom.h"
 
@@ -76,24 +77,7 @@ char *gs_dra_stats_render(struct gs_dra_stats *s, size_t *len)
         return gs_prom_take(&p, len);
 }
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body, size_t len,
-                             bool owned)
-{
-        struct MHD_Response *r =
-                MHD_create_response_from_buffer(len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-        if (r == NULL) {
-                if (owned)
-                        free(body);
-                return MHD_NO;
-        }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-        enum MHD_Result rc = MHD_queue_response(conn, status, r);
-        MHD_destroy_response(r);
-        return rc;
-}
-
-#define TEXT(conn, status, s) reply(conn, status, "text/plain; charset=utf-8", (char *)(s), sizeof(s) - 1, false)
+#define TEXT(conn, status, s) gs_http_reply(conn, status, "text/plain; charset=utf-8", (char *)(s), sizeof(s) - 1, false)
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -119,7 +103,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         char *text = gs_dra_stats_render(cls, &len);
         if (text == NULL)
                 return TEXT(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-        return reply(conn, MHD_HTTP_OK, GS_PROM_CONTENT_TYPE, text, len, true);
+        return gs_http_reply(conn, MHD_HTTP_OK, GS_PROM_CONTENT_TYPE, text, len, true);
 }
 
 struct gs_dra_stats *gs_dra_stats_start(const char *listen, struct gs_error *err)

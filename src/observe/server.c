@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/strutil.h"
+#include "observe/httpd.h"
 #include "observe/listen.h"
 #include "observe/prom.h"
 
@@ -54,27 +55,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
         server_log(s, "http: %s", line);
 }
 
-/* Queue a response: `body` is freed by MHD when `owned`, else it must be static. */
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body, size_t len,
-                             bool owned)
-{
-        struct MHD_Response *r =
-                MHD_create_response_from_buffer(len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-        if (r == NULL) {
-                if (owned)
-                        free(body);
-                return MHD_NO;
-        }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-        if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-        enum MHD_Result rc = MHD_queue_response(conn, status, r);
-        MHD_destroy_response(r);
-        return rc;
-}
-
-#define STATIC_REPLY(conn, status, text) reply(conn, status, "text/plain; charset=utf-8", (char *)(text), sizeof(text) - 1, false)
+#define STATIC_REPLY(conn, status, text) gs_http_reply(conn, status, "text/plain; charset=utf-8", (char *)(text), sizeof(text) - 1, false)
 
 static enum MHD_Result serve_metrics(struct gs_metrics_server *s, struct MHD_Connection *conn)
 {
@@ -85,7 +66,7 @@ static enum MHD_Result serve_metrics(struct gs_metrics_server *s, struct MHD_Con
                 server_log(s, "scrape failed: %s", err.msg);
                 return STATIC_REPLY(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "scrape failed (see the exporter's log)\n");
         }
-        return reply(conn, MHD_HTTP_OK, GS_PROM_CONTENT_TYPE, text, len, true);
+        return gs_http_reply(conn, MHD_HTTP_OK, GS_PROM_CONTENT_TYPE, text, len, true);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
