@@ -354,18 +354,21 @@ mutation drametrics k8s_dra_usage src/dra/service.c \
         "the DRA plugin's metrics count a refused claim as prepared (gpuslice_dra_prepare_total{result=\"refused\"} never moves)" \
         "the plugin's metrics"
 # issue 32 (lat)
-mutation sharewindow vgpu_latency src/vgpu/limiter.c \
+mutation sharewindow vgpu_latency_conserve src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
         'atomic_store(&d->borrow, u.gpu <= own + 5 + 0 * own_second);' \
-        "share mode judges NVML's lagging utilization against the slices' last 100 ms only: a share slice beside an idle one stops borrowing for a second at a time"
-mutation joinplace vgpu_latency src/vgpu/arbiter.c \
+        "share mode judges NVML's lagging utilization against the slices' last 100 ms only: a share slice beside an idle one stops borrowing for a second at a time" \
+        "beside an idle slice"
+mutation joinplace vgpu_latency_join src/vgpu/arbiter.c \
         'bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;' \
         'bool joining = false;' \
-        "a slice that joins keeps its virtual time 0 (or a quantum of credit below the least of those wanting the GPU): its turns run a whole quantum against a waiting latency client"
-mutation quiethandover vgpu_latency src/vgpu/arbiter.c \
+        "a slice that joins keeps its virtual time 0 (or a quantum of credit below the least of those wanting the GPU): its turns run a whole quantum against a waiting latency client" \
+        "a batch joining as 8 new slices"
+mutation quiethandover vgpu_latency_two src/vgpu/arbiter.c \
         'if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {' \
         'if (others && (quiet || (!wanting && idle)) && judged) {' \
-        "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back"
+        "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back" \
+        "two latency slices"
 mutation takewake vgpu_latency_handover src/vgpu/limiter.c \
         'if (atomic_compare_exchange_strong(&L.napping, &one, 0))' \
         'if (0 && atomic_compare_exchange_strong(&L.napping, &one, 0))' \
