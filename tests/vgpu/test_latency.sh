@@ -8,8 +8,8 @@
 #   test_latency.sh [CASE...]   (default: every case; GS_LATENCY_CASES too)
 # Cases, each a meson test of its own (vgpu_latency_CASE, tests/vgpu/meson.build), so that a
 # mutation meant for one runs that one alone: conserve (1. work conservation), join (2. joiners),
-# two (3. two equal latency slices). A case is a function case_NAME below: a new one is a function
-# and a name in meson.build's list.
+# two (3. two equal latency slices). A case is a function case_NAME below: a new one is a function,
+# a name in CASES and one in meson.build's list.
 # In a sanitizer build (GS_SANITIZE, from meson.build) each case runs its distinct code paths and
 # skips ("skip - ...: timing accuracy is checked in the normal build") the runs that repeat one:
 # conserve the slice alone, join and two the cap mode (share mode runs the same turns).
@@ -40,6 +40,7 @@ sliced() {
         env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_REGION="$TMP/region.$n.$name" "$@" >"$TMP/$name" 2>&1 &
 }
 SHARE30="GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share"
+CASES="conserve join two"
 
 # conserved WHAT FILE: the share-30 slice of FILE got >= 0.95 of the GPU (less its CPU stalls)
 conserved() {
@@ -148,8 +149,8 @@ case_two() {
         done
 }
 
-for c in ${*:-${GS_LATENCY_CASES:-conserve join two}}; do
-        if [ "$(type -t "case_$c")" = function ]; then "case_$c"; else not_ok "no case '$c' (conserve join two)"; fi
+for c in ${*:-${GS_LATENCY_CASES:-$CASES}}; do
+        if [[ " $CASES " == *" $c "* ]]; then "case_$c"; else not_ok "no case '$c' ($CASES)"; fi
 done
 
 finish
