@@ -310,6 +310,9 @@ sliced PROBE_NVML=1 "$PROBE" kernel 0.5 500 >"$TMP/out" 2>&1
 # the slice stays on the time limiter.
 mkdir -p "$TMP/mps" "$TMP/mps-log"
 CUDA_MPS_PIPE_DIRECTORY="$TMP/mps" CUDA_MPS_LOG_DIRECTORY="$TMP/mps-log" "$FAKE/nvidia-cuda-mps-control" -d
+# (-d returns before the daemon listens, as the real one may: wait for its pid file and socket, as
+# test_mps.sh does; a probe that came first found no daemon and took the time limiter)
+for _ in $(seq 50); do [ -e "$TMP/mps/nvidia-cuda-mps-control.pid" ] && [ -S "$TMP/mps/control" ] && break; sleep 0.1; done
 run "cap 30 % through MPS: the partition's throughput" 0.27 0.30 GPUSLICE_COMPUTE_LIMIT=30 \
         GPUSLICE_MPS_PIPE_DIRECTORY="$TMP/mps" PROBE_BLOCKS=2112 "$PROBE" procaddr 1 500
 grep -q "intercepted=0 sms=38" "$TMP/out" && ok "through MPS: 38 SMs seen, launches not intercepted" ||
