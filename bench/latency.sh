@@ -56,7 +56,9 @@
 # a line "# timeline SHAPE CONFIG: ..." tells where the client's requests waited
 # (bench/latency_timeline.py).
 # Without a GPU (tests/gpu/latency_sim.sh): LAT_SIMULATED=1 skips the GPU check and MPS, LAT_BIN and
-# LAT_TORCH_CMD name stand-ins for the latency program and bench/latency_torch.py.
+# LAT_TORCH_CMD name stand-ins for the latency program and bench/latency_torch.py, and
+# LAT_LEAD_SECONDS (1.5: the clients' start after the batches') and LAT_BASE_SECONDS (3: the
+# batch's run alone) may be shortened (tests/gpu/test_latency_script.sh: 0.5 and 1).
 # shellcheck disable=SC2046,SC2086 # (a configuration's environment is split into words on purpose)
 set -uo pipefail
 BUILD=${1:-build} SECS=${2:-5}
@@ -75,6 +77,7 @@ TL=${LAT_TIMELINE_DIR:-}
 SHAPES=${LAT_SHAPES:-req4 req20 graph two coop equal2 equal8 torch torch2}
 CONFIGS=${LAT_CONFIGS:-alone none share cap high}
 RUNS=${LAT_RUNS:-1}
+LEAD=${LAT_LEAD_SECONDS:-1.5} BASE_SECS=${LAT_BASE_SECONDS:-3}
 SHAPES=${SHAPES//,/ } CONFIGS=${CONFIGS//,/ }
 [ -x "$LAT" ] && [ -e "$LIB" ] || { echo "latency: needs $LAT and $LIB (tests/gpu/prepare.sh $BUILD)"; exit 1; }
 W=$(mktemp -d)
@@ -154,11 +157,11 @@ cal() {
         echo "# kernel of $1 us: ${KMS[$1]} ms (iters ${ITERS[$1]}, $BLOCKS blocks)"
 }
 batch_env() { echo "LAT_STEP=$STEP LAT_BATCH_KIND=$BKIND"; }
-# base: BASE[key] the batch's rate alone, native, one process (3 s)
+# base: BASE[key] the batch's rate alone, native, one process (BASE_SECS: 3 s)
 base_rate() {
         local key=$BATCH_US:$BKIND:$STEP
         [ -n "${BASE[$key]:-}" ] && return 0
-        if ! timeout -k 5 60 env $(batch_env) "$LAT" batch 3 "${ITERS[$BATCH_US]}" >"$W/base" 2>&1; then
+        if ! timeout -k 5 60 env $(batch_env) "$LAT" batch "$BASE_SECS" "${ITERS[$BATCH_US]}" >"$W/base" 2>&1; then
                 fail "$name: the batch alone: $(tail -2 "$W/base")"; return 1
         fi
         BASE[$key]=$(field rate "$W/base")
@@ -219,7 +222,7 @@ cell() {
                         pids+=($!)
                 done
         else
-                t0=$(calc "$EPOCHREALTIME + 1.5 + 0.1 * $(wc -w <<<"$CLIENTS")") # (8 clients start up together)
+                t0=$(calc "$EPOCHREALTIME + $LEAD + 0.1 * $(wc -w <<<"$CLIENTS")") # (8 clients start up together)
                 for ((b = 1; b <= NB; b++)); do
                         batch_loop "$c" "$b" "$t0" "$W/cell/b$b" &
                         bp+=($!)

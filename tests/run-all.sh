@@ -7,6 +7,13 @@
 # and the "SKIP " lines of the GPU-host run (tests/gpu/run.sh). Each build's tests are also totalled
 # per layer (unit, integration, GPU host), and every skip is listed with its reason. A test run
 # that executed no test, or a whole run that passed nothing, is a failure.
+# The sanitizer build runs the timing tests on the simulated GPU (vgpu_compute, vgpu_turns,
+# vgpu_liar, vgpu_latency_*, gpu_latency_script) reduced: meson.build passes b_sanitize to them
+# (GS_SANITIZE), and they run the cases that exercise distinct code paths (what the sanitizers are
+# there for: the interposer itself is never instrumented, the simulated GPU, the probes and gpuslice
+# are) and skip those that repeat one at another share, limit or kernel length: each such check a
+# "skip - ...: timing accuracy is checked in the normal build" line, counted and listed with the
+# skips below. The normal build runs them all.
 set -uo pipefail
 BUILD=${1:-build} BUILD_ASAN=${2:-build-asan} BUILD_FUZZ=${3:-build-fuzz} FUZZ_SECONDS=${4:-12}
 cd "$(dirname "$0")/.."

@@ -18,6 +18,19 @@ not_ok() {
 # the test itself installs or builds: a broken environment is a failure, not a skip.
 skip() { nskip=$((nskip + 1)); echo "skip - $1"; }
 
+# sanitized_skip DESC [WHY]: in the sanitizer build (GS_SANITIZE: meson's b_sanitize, which
+# meson.build passes to the timing tests; anything but none), a "skip - DESC: WHY" line and true;
+# false in the normal build. WHY defaults to "timing accuracy is checked in the normal build".
+# The timing tests (tests/vgpu, tests/gpu/test_latency_script.sh) run every case in the normal
+# build; the sanitizer build, there for memory errors, runs the cases that exercise distinct code
+# paths and skips, visibly, those that only repeat one at another share or limit:
+#   sanitized_skip "cap 10 %" || run "cap 10 %" ...
+sanitized() { case ${GS_SANITIZE:-none} in none | "" | "[]") return 1 ;; esac; }
+sanitized_skip() {
+        sanitized || return 1
+        skip "$1: ${2:-timing accuracy is checked in the normal build}"
+}
+
 # check DESC CMD...: ok when CMD exits 0, not ok (with its exit status) otherwise
 check() {
         local desc=$1 rc; shift

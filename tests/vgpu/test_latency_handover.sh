@@ -26,6 +26,9 @@
 # count to 24-42, sliced or not; the mean of medians of eight equal slices (branch n2-lat2's
 # check) moved with the load across the old code's figures: 2.5-5.6 ms against 6.4-7.3 ms.
 # Issue 32's target (p99 within 1.1 x no slicing) is the GPU host's (tests/gpu, bench/latency.sh).
+# In a sanitizer build (GS_SANITIZE, from meson.build; the interposer is never instrumented) share
+# mode runs and cap mode, the same hand-over, is skipped: "skip - ...: timing accuracy is checked in
+# the normal build".
 set -uo pipefail
 SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
 unset LD_LIBRARY_PATH LD_PRELOAD
@@ -80,6 +83,7 @@ handover() {
         [ -n "$base" ] && [ -n "$cnt" ] && [ "$tot" -ge 100 ] && [ $((cnt * 100)) -le $((tot * 8)) ]
 }
 for MODE in share cap; do
+        [ $MODE = cap ] && sanitized_skip "a turn taken while the ticker naps is handed over when the work is done, $MODE 50/50" && continue
         probe_case "a turn taken while the ticker naps is handed over when the work is done, $MODE 50/50" handover \
                 "$TMP/a.none" "$TMP/b.none" "$TMP/a.$MODE" "$TMP/b.$MODE" ||
                 tail -n 2 "$TMP/a.$MODE" "$TMP/b.$MODE"
