@@ -5,14 +5,15 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "dra/apiversion.h"
 #include "dra/plugin.h"
 #include "runtime/hostconfig.h"
 
 static const char help[] =
         "Usage: gpuslice [GLOBAL OPTIONS] dra-plugin [OPTIONS]\n"
         "\n"
-        "A Kubernetes DRA driver's kubelet plugin (resource.k8s.io/v1; the kubelet's DRA service v1 and\n"
-        "v1beta1): publishes this node's GPUs and MIG devices as a ResourceSlice (a GPU's memory and\n"
+        "A Kubernetes DRA driver's kubelet plugin (resource.k8s.io/v1, or v1beta2 where v1 is not served;\n"
+        "the kubelet's DRA service v1 and v1beta1): publishes this node's GPUs and MIG devices as a ResourceSlice (a GPU's memory and\n"
         "compute as consumable capacity), registers with the kubelet's plugin watcher, and prepares each\n"
         "claim with a CDI spec of its own: a whole GPU, a MIG device, or a slice of a GPU (the memory\n"
         "and compute the claim consumes). Runs until SIGTERM or SIGINT (the ResourceSlice is kept: a\n"
@@ -40,6 +41,9 @@ static const char help[] =
         "                            durations, the claims prepared) at http://ADDR:PORT/metrics, e.g.\n"
         "                            :9395 or 127.0.0.1:9395; port 0 picks a free one (logged; default:\n"
         "                            none)\n"
+        "      --api-version=VERSION resource.k8s.io's version: auto (default: v1 when the API server\n"
+        "                            serves it, else v1beta2), v1, or v1beta2 (Kubernetes 1.33: no\n"
+        "                            consumable capacity, so GPUs are allocated whole, no slices)\n"
         "      --instance-id=ID      sockets of this instance's own (default $POD_UID, else none), so\n"
         "                            that a new plugin registers beside the old one (rolling update)\n"
         "  -h, --help\n";
@@ -51,7 +55,7 @@ struct dra_cli {
 
 static int parse(struct dra_cli *d, int argc, char **argv)
 {
-        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH, O_RESYNC, O_STALE, O_INSTANCE, O_STATUS, O_METRICS };
+        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH, O_RESYNC, O_STALE, O_INSTANCE, O_STATUS, O_METRICS, O_APIVER };
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'},
                 {"driver-name", required_argument, NULL, O_DRIVER},
@@ -66,6 +70,7 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                 {"instance-id", required_argument, NULL, O_INSTANCE},
                 {"status-period", required_argument, NULL, O_STATUS},
                 {"metrics-listen", required_argument, NULL, O_METRICS},
+                {"api-version", required_argument, NULL, O_APIVER},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
@@ -91,6 +96,11 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                 }
                 case O_INSTANCE: d->o.instance = optarg; break;
                 case O_METRICS: d->o.metrics_listen = optarg; break;
+                case O_APIVER:
+                        if (!gs_dra_api_version_valid(optarg))
+                                return cli_usage_error("dra-plugin", "--api-version: '%s' is none of auto, v1, v1beta2", optarg);
+                        d->o.api_version = optarg;
+                        break;
                 case O_STATUS:
                         d->o.status_off = strcmp(optarg, "0") == 0;
                         if (!d->o.status_off) {

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/strutil.h"
+#include "dra/apiversion.h"
 #include "dra/plugin_int.h"
 #include "dra/slices.h"
 #include "kubelet/serve.h"
@@ -228,8 +229,9 @@ static int write_slice(struct gs_dra *p, const char *path, const char *rv, const
                        char **answer, struct gs_error *err)
 {
         char url[1100];
-        snprintf(url, sizeof(url), "%s%s", rv[0] != '\0' ? path : "/apis/resource.k8s.io/v1/resourceslices",
-                 dry ? "?dryRun=All" : "");
+        char coll[64];
+        snprintf(coll, sizeof(coll), "/apis/resource.k8s.io/%s/resourceslices", p->api.res_version);
+        snprintf(url, sizeof(url), "%s%s", rv[0] != '\0' ? path : coll, dry ? "?dryRun=All" : "");
         if (gs_kubeapi_call(&p->api, rv[0] != '\0' ? "PUT" : "POST", url, body, status, answer, err) < 0)
                 return -1;
         if (*status != 200 && *status != 201)
@@ -242,8 +244,10 @@ static json_object *build(struct gs_dra *p, long long gen, const char *rv)
 {
         json_object *s = gs_dra_slice_build(p->dev, &p->topo, &p->health, p->taints_gate != GS_DRA_TAINTS_OFF,
                                             p->driver, p->node, gen, rv);
-        if (s != NULL)
+        if (s != NULL) {
+                gs_dra_slice_version(s, p->api.res_version, gs_dra_api_shares(&p->api));
                 owner(p, s);
+        }
         return s;
 }
 
@@ -252,7 +256,7 @@ static int publish(struct gs_dra *p, struct gs_error *err)
         char name[512], path[1024], rv[128];
         long long t0 = gs_now_ms();
         gs_dra_slice_name(p->driver, p->node, name, sizeof(name));
-        snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s", name);
+        snprintf(path, sizeof(path), "/apis/resource.k8s.io/%s/resourceslices/%s", p->api.res_version, name);
         long long old = old_slice(p, path, rv, sizeof(rv), err);
         if (old < 0)
                 return -1;
@@ -300,6 +304,32 @@ static int publish(struct gs_dra *p, struct gs_error *err)
         return 0;
 }
 
+/* The resource.k8s.io version, asked (dra/apiversion.h) and said. -1 with err: the API server
+ * answered that it has neither (the plugin cannot work); 0 otherwise (unknown when it did not
+ * answer: v1 meanwhile, asked again before the next publication). */
+static int ask_version(struct gs_dra *p, struct gs_error *err)
+{
+        if (p->version_known)
+                return 0;
+        if (gs_dra_api_version(&p->api, p->o->api_version, err) < 0) {
+                if (err->code == GS_ENOTFOUND || err->code == GS_EUNSATISFIED)
+                        return -1;
+                gs_dra_note(p, "cannot learn which resource.k8s.io version the API server serves: %s; %s meanwhile",
+                            err->msg, p->api.res_version);
+                *err = (struct gs_error){0};
+                return 0;
+        }
+        p->version_known = true;
+        bool asked = p->o->api_version == NULL || strcmp(p->o->api_version, "auto") == 0;
+        if (gs_dra_api_shares(&p->api))
+                gs_dra_note(p, "resource.k8s.io/%s (%s)", p->api.res_version, asked ? "the API server serves it" : "--api-version");
+        else
+                gs_dra_note(p, "resource.k8s.io/%s (%s): no consumable capacity in that version, GPUs are allocated "
+                            "whole, no claim gets a slice", p->api.res_version,
+                            asked ? "the API server does not serve v1" : "--api-version");
+        return 0;
+}
+
 static void publish_tick(struct gs_dra *p, long long now)
 {
         if (!p->publish_due || now < p->publish_at)
@@ -308,7 +338,11 @@ static void publish_tick(struct gs_dra *p, long long now)
         unsigned attempts = p->api.attempts;
         p->api.attempts = 1; /* the loop tries again itself: never blocks it long */
         p->publish_due = false; /* publish() may ask for another at once */
-        int rc = publish(p, &err);
+        int rc = ask_version(p, &err);
+        if (rc == 0 && !p->version_known)
+                rc = gs_error_set(&err, GS_EINVAL, "the API server's resource.k8s.io versions are not known yet");
+        if (rc == 0)
+                rc = publish(p, &err);
         p->api.attempts = attempts;
         if (rc == 0)
                 return;
@@ -329,7 +363,7 @@ static void slice_check(struct gs_dra *p, long long now)
         struct gs_error err = {0};
         long status = 0;
         gs_dra_slice_name(p->driver, p->node, name, sizeof(name));
-        snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s", name);
+        snprintf(path, sizeof(path), "/apis/resource.k8s.io/%s/resourceslices/%s", p->api.res_version, name);
         unsigned attempts = p->api.attempts;
         p->api.attempts = 1;
         int rc = gs_kubeapi_call(&p->api, "GET", path, NULL, &status, NULL, &err);
@@ -494,6 +528,8 @@ static int start(struct gs_dra *p, struct gs_error *err)
         if (gs_kubeapi_open(&p->api, o->kubeconfig, err) < 0)
                 return gs_error_wrap(err, "API server");
         p->api_open = true;
+        if (ask_version(p, err) < 0)
+                return gs_error_wrap(err, "API server");
         static char exe[PATH_MAX];
         const char *hook = o->hc->dp.hook_path;
         if (hook[0] == '\0') {

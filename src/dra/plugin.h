@@ -1,6 +1,6 @@
 /*
- * `gpuslice dra-plugin`: a Kubernetes DRA driver's kubelet plugin (resource.k8s.io/v1; the
- * kubelet's DRA gRPC service v1 and v1beta1) for GPUs, MIG devices and memory + compute slices of
+ * `gpuslice dra-plugin`: a Kubernetes DRA driver's kubelet plugin (resource.k8s.io/v1, or v1beta2
+ * where v1 is not served: dra/apiversion.h; the kubelet's DRA gRPC service v1 and v1beta1) for GPUs, MIG devices and memory + compute slices of
  * a GPU (consumable capacity). One thread, one poll loop, as the device plugin (plugin.h):
  *
  *   registration  Registration (pluginregistration v1) on <registry-dir>/<driver>-reg.sock: GetInfo
@@ -54,6 +54,7 @@ struct gs_dra_opts {
         const char *instance;        /* NULL: $POD_UID, else none; per-instance socket names (rolling update) */
         unsigned status_period_ms;   /* 0: 30000; how often a share's usage may be written on its claim */
         bool status_off;             /* no usage on claims (dra/usage.h) */
+        const char *api_version;     /* NULL or "auto": v1 when served, else v1beta2; "v1", "v1beta2" (dra/apiversion.h) */
         const char *metrics_listen;  /* NULL: no metrics endpoint; ADDR:PORT (dra/stats.h) */
         void (*note)(void *ud, const char *line);
         void *ud;

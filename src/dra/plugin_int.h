@@ -47,6 +47,7 @@ struct gs_dra {
         struct gs_k8s_health_watch hw;
         struct gs_kubeapi api;
         bool api_open;
+        bool version_known;    /* api.res_version asked (dra/apiversion.h), or given */
         struct gs_dra_prep prep;
         bool prep_open;
         struct gs_dra_sock reg, svc;

@@ -102,7 +102,7 @@ size_t gs_dra_prepared_count(const struct gs_dra_prep *p)
 static int fetch(struct gs_dra_prep *p, const char *ns, const char *name, struct gs_dra_claim *c, struct gs_error *err)
 {
         char path[512];
-        snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", ns, name);
+        snprintf(path, sizeof(path), "/apis/resource.k8s.io/%s/namespaces/%s/resourceclaims/%s", p->api->res_version, ns, name);
         long status = 0;
         gs_autofree char *body = NULL;
         if (gs_kubeapi_call(p->api, "GET", path, NULL, &status, &body, err) < 0)
@@ -449,7 +449,7 @@ static bool claim_gone(struct gs_dra_prep *p, const char *ns, const char *name, 
         long status = 0;
         gs_autofree char *body = NULL;
         struct gs_error err = {0};
-        snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", ns, name);
+        snprintf(path, sizeof(path), "/apis/resource.k8s.io/%s/namespaces/%s/resourceclaims/%s", p->api->res_version, ns, name);
         unsigned attempts = p->api->attempts;
         p->api->attempts = 1;
         int rc = gs_kubeapi_call(p->api, "GET", path, NULL, &status, &body, &err);

@@ -266,6 +266,26 @@ json_object *gs_dra_slice_build(const struct gs_device_info *dev, const struct g
         return s;
 }
 
+void gs_dra_slice_version(json_object *slice, const char *version, bool shares)
+{
+        char v[64];
+        json_object *spec = NULL, *devs = NULL;
+        snprintf(v, sizeof(v), "resource.k8s.io/%s", version);
+        json_object_object_add(slice, "apiVersion", json_object_new_string(v));
+        if (shares || !json_object_object_get_ex(slice, "spec", &spec) || !json_object_object_get_ex(spec, "devices", &devs))
+                return;
+        for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                json_object *d = json_object_array_get_idx(devs, i), *caps = NULL;
+                json_object_object_del(d, "allowMultipleAllocations");
+                if (!json_object_object_get_ex(d, "capacity", &caps))
+                        continue;
+                json_object_object_foreach(caps, key, c) {
+                        (void)key;
+                        json_object_object_del(c, "requestPolicy");
+                }
+        }
+}
+
 bool gs_dra_slice_tainted(json_object *slice)
 {
         json_object *spec = NULL, *devs = NULL;

@@ -43,6 +43,10 @@ void gs_dra_device_name(unsigned gpu, int mig, char *buf, size_t len);
 json_object *gs_dra_slice_build(const struct gs_device_info *dev, const struct gs_k8s_topology *topo,
                                 const struct gs_k8s_health *health, bool taints, const char *driver,
                                 const char *node, long long generation, const char *resource_version);
+/* The slice as resource.k8s.io/`version` (its apiVersion); without shares (v1beta2: no consumable
+ * capacity, dra/apiversion.h) its devices lose allowMultipleAllocations and their capacities'
+ * requestPolicy: each GPU is allocated whole. */
+void gs_dra_slice_version(json_object *slice, const char *version, bool shares);
 /* Does a slice (as built, or as the API server answered) carry a device taint? */
 bool gs_dra_slice_tainted(json_object *slice);
 /* Its name: <node>-<driver> (a DNS subdomain when both are). */

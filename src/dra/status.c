@@ -58,9 +58,11 @@ static json_object *apply_doc(const char *driver, const struct gs_dra_claim *c, 
 static int apply(struct gs_kubeapi *api, const char *manager, const char *ns, const char *name, json_object *doc,
                  struct gs_error *err)
 {
-        char path[700];
-        if ((size_t)snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status"
-                             "?fieldManager=%s&force=true", ns, name, manager) >= sizeof(path))
+        char path[700], version[64];
+        snprintf(version, sizeof(version), "resource.k8s.io/%s", api->res_version);
+        json_object_object_add(doc, "apiVersion", json_object_new_string(version)); /* the path's */
+        if ((size_t)snprintf(path, sizeof(path), "/apis/resource.k8s.io/%s/namespaces/%s/resourceclaims/%s/status"
+                             "?fieldManager=%s&force=true", api->res_version, ns, name, manager) >= sizeof(path))
                 return gs_error_set(err, GS_EINVAL, "the claim's path is too long");
         const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
         long status = 0;
@@ -182,7 +184,9 @@ int gs_dra_event_claim(struct gs_kubeapi *api, const char *driver, const char *n
                        const char *uid, const char *reason, const char *message, struct gs_error *err)
 {
         json_object *obj = json_object_new_object();
-        json_object_object_add(obj, "apiVersion", json_object_new_string("resource.k8s.io/v1"));
+        char version[64];
+        snprintf(version, sizeof(version), "resource.k8s.io/%s", api->res_version);
+        json_object_object_add(obj, "apiVersion", json_object_new_string(version));
         json_object_object_add(obj, "kind", json_object_new_string("ResourceClaim"));
         json_object_object_add(obj, "namespace", json_object_new_string(ns));
         json_object_object_add(obj, "name", json_object_new_string(name));

@@ -242,6 +242,7 @@ int gs_kubeapi_open(struct gs_kubeapi *api, const char *kubeconfig, struct gs_er
 {
         memset(api, 0, sizeof(*api));
         api->attempts = 4;
+        strcpy(api->res_version, "v1");
         api->timeout_ms = 5000;
         if (kubeconfig != NULL && kubeconfig[0] != '\0') {
                 if (load_kubeconfig(api, kubeconfig, err) < 0)

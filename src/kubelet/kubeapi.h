@@ -32,6 +32,8 @@ struct gs_kubeapi {
         unsigned attempts;         /* default 4 */
         unsigned timeout_ms;       /* per try, default 5000 */
         void *curl;                /* the reused easy handle */
+        char res_version[16];      /* resource.k8s.io's version in every DRA path and object: "v1"
+                                    * (gs_kubeapi_open), "v1beta2" (dra/apiversion.h) */
 };
 
 /* kubeconfig NULL or "": in-cluster. */

@@ -29,6 +29,16 @@ DRADeviceTaints off drops devices' taints; DRAAdminAccess off drops adminAccess 
 requests and results. Dropped silently, as the API server's strategies do (not refused).
 A slice written with ?dryRun=All is answered as it would be stored, and not stored.
 
+Versions (--versions V,...; default v1,v1beta2, as Kubernetes 1.34-1.35): every path above is
+also served under /apis/resource.k8s.io/v1beta2 when listed, and a version not listed is 404;
+GET /apis/resource.k8s.io is the APIGroup discovery document (its versions, preferredVersion).
+An object written must say the path's apiVersion (422). v1beta2 is v1beta2 as Kubernetes 1.33
+serves it (--versions v1beta2: a 1.33 cluster): the same devices as v1, but no consumable capacity,
+so a written slice's allowMultipleAllocations and requestPolicy and a status entry's shareID are
+unknown fields, dropped with a warning as the API server does (fieldValidation=Warn, its default)
+and each a line in DIR/unknown-fields.log; objects read through v1beta2 come without them (and
+without a result's consumedCapacity and shareID).
+
 What the plugin writes is checked against FILE ("none": not checked; a JSON schema of the v1 ResourceSlice, no field
 outside it) and the API's own rules the schema cannot say (unique device names, at most 32
 attributes + capacities per device); a refused write is 422 and a line in DIR/invalid.log.
@@ -49,7 +59,12 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-PREFIX = "/apis/resource.k8s.io/v1"
+GROUP = "/apis/resource.k8s.io"
+PREFIX = GROUP + "/v1"  # paths are matched as v1 (handle_any takes the version off first)
+VERSION_RE = re.compile(r"^" + GROUP + r"/([a-z0-9]+)(/.*)?$")
+# v1beta2 as Kubernetes 1.33 has it: what it lacks of v1 (consumable capacity came with 1.34)
+V1BETA2_SLICE_DEVICE_UNKNOWN = ("allowMultipleAllocations",)
+V1BETA2_CAPACITY_UNKNOWN = ("requestPolicy",)
 CLAIM_RE = re.compile(r"^" + PREFIX + r"/namespaces/([a-z0-9-]+)/resourceclaims/([a-z0-9.-]+)$")
 CLAIM_STATUS_RE = re.compile(r"^" + PREFIX + r"/namespaces/([a-z0-9-]+)/resourceclaims/([a-z0-9.-]+)/status\?(.*)$")
 REASON_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
@@ -149,10 +164,39 @@ def drop_claim_fields(gates, claim):
     return claim
 
 
+def to_v1beta2_slice(obj, unknown):
+    """A slice as v1beta2 (1.33) holds it: consumable capacity's fields gone; each one dropped is
+    named in `unknown` (a list) when given."""
+    obj["apiVersion"] = "resource.k8s.io/v1beta2"
+    for d in obj.get("spec", {}).get("devices", []):
+        for f in V1BETA2_SLICE_DEVICE_UNKNOWN:
+            if d.pop(f, None) is not None and unknown is not None:
+                unknown.append("spec.devices[%s].%s" % (d.get("name"), f))
+        for k, c in d.get("capacity", {}).items():
+            for f in V1BETA2_CAPACITY_UNKNOWN:
+                if isinstance(c, dict) and c.pop(f, None) is not None and unknown is not None:
+                    unknown.append("spec.devices[%s].capacity.%s.%s" % (d.get("name"), k, f))
+    return obj
+
+
+def to_v1beta2_claim(claim):
+    """A claim read through v1beta2 (1.33): no consumed capacity, no share ids."""
+    claim["apiVersion"] = "resource.k8s.io/v1beta2"
+    for r in claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results", []):
+        r.pop("consumedCapacity", None)
+        r.pop("shareID", None)
+    for d in claim.get("status", {}).get("devices", []):
+        d.pop("shareID", None)
+    return claim
+
+
 class State:
     def __init__(self, args):
         self.args = args
         self.gates = gates_of(args.feature_gates)
+        self.versions = [v for v in args.versions.split(",") if v]
+        if not self.versions or set(self.versions) - {"v1", "v1beta2"}:
+            raise SystemExit("--versions: %r (known: v1, v1beta2)" % args.versions)
         self.lock = threading.Lock()
         self.slices = {}
         self.rv = 100
@@ -207,7 +251,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        st.log("requests.log", "%s %s %d" % (self.command, self.path, status))
+        st.log("requests.log", "%s %s %d" % (self.command, getattr(self, "asked", self.path), status))
 
     def status(self, code, reason, msg):
         self.answer(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
@@ -236,6 +280,28 @@ class Handler(BaseHTTPRequestHandler):
             data = self.body() if self.command in ("POST", "PUT", "PATCH") else None
         except ValueError as e:
             return self.status(400, "BadRequest", "not JSON: %s" % e)
+        self.asked, self.version = self.path, "v1"
+        if self.path.partition("?")[0] == GROUP and self.command == "GET":
+            vs = [{"groupVersion": "resource.k8s.io/" + v, "version": v} for v in st.versions]
+            return self.answer(200, {"kind": "APIGroup", "apiVersion": "v1", "name": "resource.k8s.io",
+                                     "versions": vs, "preferredVersion": vs[0]})
+        m = VERSION_RE.match(self.path)
+        if m:
+            if m.group(1) not in st.versions:
+                return self.status(404, "NotFound", "the server could not find the requested resource")
+            self.version, self.path = m.group(1), PREFIX + (m.group(2) or "")
+            if self.version != "v1" and isinstance(data, dict):  # written as v1beta2: held as v1
+                if data.get("apiVersion") != "resource.k8s.io/" + self.version:
+                    st.log("invalid.log", "%s apiVersion %s at %s" % (self.command, data.get("apiVersion"), self.asked))
+                    return self.status(422, "Invalid", "apiVersion %s is not the path's" % data.get("apiVersion"))
+                unknown = []
+                to_v1beta2_slice(data, unknown)
+                for d in data.get("status", {}).get("devices", []) if isinstance(data.get("status"), dict) else []:
+                    if isinstance(d, dict) and d.pop("shareID", None) is not None:
+                        unknown.append("status.devices[%s].shareID" % d.get("device"))
+                for u in unknown:
+                    st.log("unknown-fields.log", "%s %s %s" % (self.command, self.asked, u))
+                data["apiVersion"] = "resource.k8s.io/v1"
         m = NODE_RE.match(self.path)
         if m and self.command == "GET":  # any node name: a Node with a uid of its own (DIR/no-nodes: 403)
             if os.path.exists(os.path.join(st.args.state, "no-nodes")):
@@ -255,9 +321,21 @@ class Handler(BaseHTTPRequestHandler):
             if not os.path.exists(p):
                 return self.status(404, "NotFound", "resourceclaims %s not found" % m.group(2))
             with open(p) as f:
-                return self.answer(200, drop_claim_fields(st.gates, json.load(f)))
+                return self.answer(200, self.as_version(drop_claim_fields(st.gates, json.load(f))))
         with st.lock:
             return self.slices(data)
+
+    def as_version(self, obj):
+        """An object (a claim, a slice, a list of slices) as the path's version has it."""
+        if self.version == "v1beta2":
+            obj = json.loads(json.dumps(obj))
+            if obj.get("kind") == "ResourceClaim":
+                return to_v1beta2_claim(obj)
+            if obj.get("kind") == "ResourceSlice":
+                return to_v1beta2_slice(obj, None)
+            obj["apiVersion"] = "resource.k8s.io/v1beta2"
+            obj["items"] = [to_v1beta2_slice(i, None) for i in obj.get("items", [])]
+        return obj
 
     def event(self, ns, data):
         """A core/v1 Event: the fields an Event needs, a line of JSON in DIR/events.log."""
@@ -331,7 +409,7 @@ class Handler(BaseHTTPRequestHandler):
         with open(p + ".tmp", "w") as f:
             json.dump(claim, f)
         os.rename(p + ".tmp", p)
-        return self.answer(200, claim)
+        return self.answer(200, self.as_version(claim))
 
     def slices(self, data):
         """ResourceSlices; ?dryRun=All on a write: the object as it would be stored (the gates'
@@ -341,8 +419,8 @@ class Handler(BaseHTTPRequestHandler):
         if dry:
             st.log("dry-runs.log", "%s %s" % (self.command, path))
         if path == PREFIX + "/resourceslices" and self.command == "GET":
-            return self.answer(200, {"kind": "ResourceSliceList", "apiVersion": "resource.k8s.io/v1",
-                                     "items": list(st.slices.values())})
+            return self.answer(200, self.as_version({"kind": "ResourceSliceList", "apiVersion": "resource.k8s.io/v1",
+                                                     "items": list(st.slices.values())}))
         if path == PREFIX + "/resourceslices" and self.command == "POST":
             try:
                 drop_slice_fields(st.gates, data, None)
@@ -357,7 +435,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.status(422, "Invalid", "resourceVersion must not be set on create")
             if not dry:
                 st.store(name, data)
-            return self.answer(201, data)
+            return self.answer(201, self.as_version(data))
         m = SLICE_RE.match(path)
         if not m:
             return self.status(404, "NotFound", "no such path")
@@ -365,7 +443,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.command == "GET":
             if name not in st.slices:
                 return self.status(404, "NotFound", "resourceslices %s not found" % name)
-            return self.answer(200, st.slices[name])
+            return self.answer(200, self.as_version(st.slices[name]))
         if self.command == "DELETE":
             if st.slices.pop(name, None) is None:
                 return self.status(404, "NotFound", "resourceslices %s not found" % name)
@@ -387,7 +465,7 @@ class Handler(BaseHTTPRequestHandler):
             data["metadata"]["uid"] = st.slices[name]["metadata"]["uid"]
             if not dry:
                 st.store(name, data)
-            return self.answer(200, data)
+            return self.answer(200, self.as_version(data))
         return self.status(405, "MethodNotAllowed", self.command)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
@@ -398,6 +476,7 @@ def main():
     ap = argparse.ArgumentParser()
     for a in ("--cert", "--key", "--token", "--state", "--schema", "--port-file"):
         ap.add_argument(a, required=True)
+    ap.add_argument("--versions", default="v1,v1beta2", help="resource.k8s.io versions served, the preferred first")
     ap.add_argument("--feature-gates", default="", help="GATE=false,... (as kube-apiserver's --feature-gates)")
     args = ap.parse_args()
     st = State(args)
