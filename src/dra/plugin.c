@@ -305,20 +305,18 @@ static int publish(struct gs_dra *p, struct gs_error *err)
 }
 
 /* The resource.k8s.io version, asked (dra/apiversion.h) and said. -1 with err: the API server
- * answered that it has neither (the plugin cannot work); 0 otherwise (unknown when it did not
- * answer: v1 meanwhile, asked again before the next publication). */
+ * answered that it has neither (the plugin cannot work); 0 otherwise: known, or not yet (the API
+ * server did not answer: err says why; v1 meanwhile, asked again before the next publication). */
 static int ask_version(struct gs_dra *p, struct gs_error *err)
 {
         if (p->version_known)
                 return 0;
-        if (gs_dra_api_version(&p->api, p->o->api_version, err) < 0) {
-                if (err->code == GS_ENOTFOUND || err->code == GS_EUNSATISFIED)
-                        return -1;
-                gs_dra_note(p, "cannot learn which resource.k8s.io version the API server serves: %s; %s meanwhile",
-                            err->msg, p->api.res_version);
-                *err = (struct gs_error){0};
-                return 0;
-        }
+        unsigned attempts = p->api.attempts;
+        p->api.attempts = 1; /* the loop asks again itself */
+        int rc = gs_dra_api_version(&p->api, p->o->api_version, err);
+        p->api.attempts = attempts;
+        if (rc < 0)
+                return err->code == GS_ENOTFOUND || err->code == GS_EUNSATISFIED ? -1 : 0;
         p->version_known = true;
         bool asked = p->o->api_version == NULL || strcmp(p->o->api_version, "auto") == 0;
         if (gs_dra_api_shares(&p->api))
@@ -338,11 +336,7 @@ static void publish_tick(struct gs_dra *p, long long now)
         unsigned attempts = p->api.attempts;
         p->api.attempts = 1; /* the loop tries again itself: never blocks it long */
         p->publish_due = false; /* publish() may ask for another at once */
-        int rc = ask_version(p, &err);
-        if (rc == 0 && !p->version_known)
-                rc = gs_error_set(&err, GS_EINVAL, "the API server's resource.k8s.io versions are not known yet");
-        if (rc == 0)
-                rc = publish(p, &err);
+        int rc = ask_version(p, &err) < 0 || !p->version_known ? -1 : publish(p, &err);
         p->api.attempts = attempts;
         if (rc == 0)
                 return;
@@ -530,6 +524,7 @@ static int start(struct gs_dra *p, struct gs_error *err)
         p->api_open = true;
         if (ask_version(p, err) < 0)
                 return gs_error_wrap(err, "API server");
+        *err = (struct gs_error){0}; /* not answered: asked again before publishing */
         static char exe[PATH_MAX];
         const char *hook = o->hc->dp.hook_path;
         if (hook[0] == '\0') {

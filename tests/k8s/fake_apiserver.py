@@ -251,7 +251,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        st.log("requests.log", "%s %s %d" % (self.command, getattr(self, "asked", self.path), status))
+        st.log("requests.log", "%s %s %d" % (self.command, self.asked, status))
 
     def status(self, code, reason, msg):
         self.answer(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
@@ -262,6 +262,7 @@ class Handler(BaseHTTPRequestHandler):
         return json.loads(self.rfile.read(n)) if n else None
 
     def handle_any(self):
+        self.asked, self.version = self.path, "v1"  # (one handler serves a keep-alive connection's requests)
         delay = os.path.join(st.args.state, "delay")
         if os.path.exists(delay):
             try:
@@ -280,7 +281,6 @@ class Handler(BaseHTTPRequestHandler):
             data = self.body() if self.command in ("POST", "PUT", "PATCH") else None
         except ValueError as e:
             return self.status(400, "BadRequest", "not JSON: %s" % e)
-        self.asked, self.version = self.path, "v1"
         if self.path.partition("?")[0] == GROUP and self.command == "GET":
             vs = [{"groupVersion": "resource.k8s.io/" + v, "version": v} for v in st.versions]
             return self.answer(200, {"kind": "APIGroup", "apiVersion": "v1", "name": "resource.k8s.io",

@@ -98,6 +98,32 @@ if wait_for 20 said "$TMP/dra-both.log" "$PID_BOTH" "published ResourceSlice" &&
         ok "v1 and v1beta2 served: v1 spoken (said in the log), the GPUs shareable (allowMultipleAllocations)"
 else not_ok "v1 and v1beta2 served: not v1: $(grep resourceslices "$BOTH/requests.log" | head -2 | tr '\n' ';') $(head -3 "$TMP/dra-both.log")"; fi
 
+# deploy/k8s/dra/presets.yaml: gpu-quarter's request, as the scheduler allocates it on v1 (its
+# capacity requests consumed), prepared as a quarter: the memory asked, 25 % of the GPU's time
+if "$PY" - "$SRC/deploy/k8s/dra/presets.yaml" >"$TMP/presets.json" 2>"$TMP/presets.err" <<'PYEOF'
+import json, sys, yaml
+t = {x["metadata"]["name"]: x for x in yaml.safe_load_all(open(sys.argv[1])) if x}
+assert set(t) == {"gpu-quarter", "gpu-half"} and all(x["kind"] == "ResourceClaimTemplate" for x in t.values()), t
+r = {n: x["spec"]["spec"]["devices"]["requests"][0]["exactly"] for n, x in t.items()}
+assert all(q["deviceClassName"] == "gpu.gpuslice.io" for q in r.values()), r
+mi = lambda q: int(q.removesuffix("Mi"))
+q, h = r["gpu-quarter"]["capacity"]["requests"], r["gpu-half"]["capacity"]["requests"]
+assert (q["compute"], h["compute"]) == ("25", "50") and 4 * mi(q["memory"]) <= 81559 and 2 * mi(h["memory"]) <= 81559 \
+    and mi(h["memory"]) == 2 * mi(q["memory"]), (q, h)
+print(json.dumps(q))
+PYEOF
+then
+        UQ=f0000000-0000-4000-8000-000000000003 QMEM=$(jq -r .memory "$TMP/presets.json")
+        API_STATE=$BOTH claim_json ml quarter "$UQ" "$DRIVER" "$(res gpu-0 "" "$(cat "$TMP/presets.json")")"
+        dra prepare "$TMP/plugins-both/dra.sock" v1 "ml/quarter/$UQ"
+        env=$(jq -c '.devices[0].containerEdits.env' "$TMP/cdi-both/$DRIVER-claim-$UQ.json" 2>&1)
+        if [ "$(kq ".ok and (.claims[\"$UQ\"].devices | length) == 1")" = true ] &&
+           jq -e --arg m "GPUSLICE_MEMORY_LIMIT=$QMEM" 'index($m) != null and index("GPUSLICE_COMPUTE_LIMIT=25") != null' \
+                <<<"$env" >/dev/null; then
+                ok "presets.yaml: gpu-quarter ($QMEM, 25 %; gpu-half twice it, both fitting 80 GB GPUs) prepared as its share"
+        else not_ok "presets.yaml: gpu-quarter not prepared as its share: $(head -c 300 "$TMP/k.json") $env"; fi
+else not_ok "presets.yaml: $(tail -2 "$TMP/presets.err")"; fi
+
 # --api-version v1beta2 taken as given (nothing asked), and checked
 "$GS" dra-plugin --api-version v1beta3 >"$TMP/bad.out" 2>&1
 rc=$?

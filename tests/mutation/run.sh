@@ -354,6 +354,17 @@ mutation drametrics k8s_dra_usage src/dra/service.c \
         'gs_dra_stats_note(p->stats, GS_DRA_OP_PREPARE, true, mono_s() - t0);' \
         "the DRA plugin's metrics count a refused claim as prepared (gpuslice_dra_prepare_total{result=\"refused\"} never moves)" \
         "the plugin's metrics"
+# issue 33, item 6: resource.k8s.io v1beta2 where v1 is not served (Kubernetes 1.33)
+mutation draversion k8s_dra_versions src/dra/apiversion.c \
+        'strcpy(api->res_version, v1 ? "v1" : "v1beta2");' \
+        'strcpy(api->res_version, "v1");' \
+        "the DRA plugin speaks resource.k8s.io/v1 whatever the API server serves (discovery's answer ignored): on a 1.33 cluster nothing is published, no claim read" \
+        "v1beta2-only API server: the slice published at"
+mutation drav1beta2whole k8s_dra_versions src/dra/plugin.c \
+        'gs_dra_slice_version(s, p->api.res_version, gs_dra_api_shares(&p->api));' \
+        'gs_dra_slice_version(s, p->api.res_version, true);' \
+        "through v1beta2 the DRA plugin writes v1's consumable-capacity fields, which v1beta2 (1.33) lacks: dropped with warnings, never a slice of a GPU" \
+        "no field v1beta2 lacks written"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency_conserve src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
