@@ -69,6 +69,7 @@ static void setup(void)
         }
         p->api.attempts = 1;
         p->api.timeout_ms = 200;
+        snprintf(p->api.res_version, sizeof(p->api.res_version), "v1"); /* (gs_kubeapi_open's default) */
         p->api_open = true;
         dev.ngpus = 1;
         snprintf(dev.gpus[0].uuid, sizeof(dev.gpus[0].uuid), "GPU-00000000-0000-0000-0000-000000000000");
