@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "runtime/hook.h"
 #include "runtime/hostconfig.h"
+#include "runtime/slice_gpus.h"
 #include "runtime/slice_rules.h"
 #include "slice/slice.h"
 
@@ -103,11 +104,13 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
                 cli_error("hook", "out of memory");
                 return CLI_EXIT_FAILURE;
         }
-        argc = gs_slice_args_take(argc, argv, av, &h.alloc, &given, &aerr);
+        argc = gs_slice_gpu_take(argc, argv, av, &h.alloc_gpu, &aerr);
+        if (argc >= 0)
+                argc = gs_slice_args_take(argc, av, av, &h.alloc, &given, &aerr);
         if (argc < 0)
                 return cli_usage_error("hook", "%s", aerr.msg);
         argv = av;
-        h.alloc_given = given > 0;
+        h.alloc_given = given > 0 || h.alloc_gpu != NULL;
         if (g->from_nvidia_name) {
                 int rc = nvidia_args(argc, argv, &stage_name);
                 if (rc != 0)

@@ -10,6 +10,8 @@
 #include "common/log.h"
 #include "runtime/oci.h"
 #include "runtime/request.h"
+#include "runtime/slice_gpus.h"
+#include "runtime/slice_rules.h"
 #include "slice/live.h"
 #include "slice/slice.h"
 
@@ -84,6 +86,45 @@ static int one_slice(const struct gs_hook_opts *h, const struct gs_oci_state *st
                             "another (%s): one slice per container, its slice devices must agree", st->id, d);
 }
 
+/* The container's GPUs' UUIDs in its visible order (slice_gpus.h): those selected, else those
+ * whose device node config.json names, in the host's order. */
+static size_t container_gpus(struct gs_context *ctx, const struct gs_request *rq, const struct gs_oci_config *cfg,
+                             const char **gpus, struct gs_error *err)
+{
+        const struct gs_device_info *dev = gs_devices_basic(ctx, err);
+        struct gs_selection sel;
+        size_t n = 0;
+        if (dev == NULL)
+                return 0;
+        if (rq->opts.devices != NULL && gs_select_devices(rq->opts.devices, dev, &sel, err) < 0)
+                return 0;
+        for (unsigned i = 0; i < dev->ngpus && n < GS_MAX_GPUS; i++) {
+                bool has = rq->opts.devices != NULL && gs_selection_uses_gpu(&sel, i);
+                for (size_t k = 0; rq->opts.devices == NULL && k < cfg->ngpu_minors; k++)
+                        has = has || cfg->gpu_minors[k] == dev->gpus[i].minor;
+                if (has && dev->gpus[i].uuid[0] != '\0')
+                        gpus[n++] = dev->gpus[i].uuid;
+        }
+        return n;
+}
+
+/* Per-GPU slice hooks (--gpu): the slice of every such hook of the container, each GPU its own
+ * hook's limits, narrowed by the env (slice_gpus.h); rq's slice replaced. */
+static int per_gpu_slice(const struct gs_hook_opts *h, struct gs_context *ctx, const struct gs_oci_config *cfg,
+                         struct gs_request *rq, struct gs_slice_opts *merged, struct gs_error *err)
+{
+        const char *gpus[GS_MAX_GPUS];
+        size_t n = container_gpus(ctx, rq, cfg, gpus, err);
+        if (n == 0 && err->code != 0)
+                return -1;
+        *merged = h->alloc;
+        if (gs_slice_gpus_merge((char *const *const *)cfg->gpu_hooks, cfg->ngpu_hooks, gpus, n, merged, err) < 0)
+                return -1;
+        rq->slice.ignored[0] = '\0';
+        return gs_slice_rules_apply(merged, cfg->env, cfg->nenv, h->hc->env_may_raise || cfg->privileged, &rq->slice,
+                                    &rq->opts.slice, err);
+}
+
 /* prestart / createRuntime: the container's env -> request -> configure. */
 static int configure_container(const struct gs_hook_opts *h, const struct gs_oci_state *st, struct gs_error *err)
 {
@@ -100,6 +141,16 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
         if (gs_request_from_oci(&rq, &cfg, h->alloc_given ? &h->alloc : NULL, h->hc, err) < 0) {
                 gs_oci_config_release(&cfg);
                 return hook_error(err);
+        }
+        struct gs_context *ctx = h->alloc_gpu != NULL ? gs_context_new(&h->ctx, err) : NULL;
+        struct gs_slice_opts merged;
+        if (h->alloc_gpu != NULL && ctx == NULL) {
+                err->stage = "initialization";
+                goto out;
+        }
+        if (h->alloc_gpu != NULL && per_gpu_slice(h, ctx, &cfg, &rq, &merged, err) < 0) {
+                err->stage = "slice";
+                goto out;
         }
         if (rq.env_refused)
                 gs_log_warn("container %s: ignoring the GPUs NVIDIA_VISIBLE_DEVICES asks for (not privileged, "
@@ -126,8 +177,7 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
         gs_log_info("container %s: gpu=%s devices=%s caps=0x%x requirements=%zu slice=%s", st->id,
                     rq.gpu ? "yes" : "no", rq.opts.devices != NULL ? rq.opts.devices : "(none)", rq.opts.caps,
                     rq.opts.nrequires, gs_slice_requested(&rq.opts.slice) ? "yes" : "no");
-        struct gs_context *ctx = gs_context_new(&h->ctx, err);
-        if (ctx == NULL) {
+        if (ctx == NULL && (ctx = gs_context_new(&h->ctx, err)) == NULL) {
                 err->stage = "initialization";
                 goto out;
         }
@@ -137,8 +187,9 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
         rv = gs_configure(ctx, &rq.opts, err);
         if (rv == 0 && gs_slice_requested(&rq.opts.slice))
                 write_labels(&rq.opts.slice, st->id, &cfg, &h->labels);
-        gs_context_free(ctx);
 out:
+        if (ctx != NULL)
+                gs_context_free(ctx);
         gs_request_release(&rq);
         gs_oci_config_release(&cfg);
         return rv;

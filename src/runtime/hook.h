@@ -31,6 +31,7 @@ struct gs_hook_opts {
         bool load_kmods, no_pivot;
         struct gs_slice_opts alloc;     /* the allocator's slice options (runtime/slice_rules.h) ... */
         bool alloc_given;               /* ... when it gave any: its values are the slice's ceiling */
+        const char *alloc_gpu;          /* --gpu=UUID: they are that GPU's (runtime/slice_gpus.h) */
         struct gs_slice_labels labels;  /* --k8s-claim/-namespace/-pod: the host's names for the
                                            slice's labels ("" unset; CRI annotations win) */
 };

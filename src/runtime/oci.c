@@ -291,6 +291,72 @@ static int parse_device_mounts(struct json_object *mounts, struct gs_oci_config 
         return 0;
 }
 
+/* One hook list (createRuntime or prestart): those whose args name a GPU, their args kept. */
+static int parse_gpu_hooks(struct json_object *list, struct gs_oci_config *cfg, struct gs_error *err)
+{
+        if (!json_object_is_type(list, json_type_array))
+                return 0;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                struct json_object *h = json_object_array_get_idx(list, i), *args = NULL;
+                if (!json_object_is_type(h, json_type_object) || !json_object_object_get_ex(h, "args", &args) ||
+                    !json_object_is_type(args, json_type_array))
+                        continue;
+                size_t n = json_object_array_length(args);
+                bool gpu = false;
+                for (size_t k = 0; k < n; k++) {
+                        struct json_object *a = json_object_array_get_idx(args, k);
+                        gpu = gpu || (json_object_is_type(a, json_type_string) &&
+                                      strncmp(json_object_get_string(a), "--gpu=", 6) == 0);
+                }
+                if (!gpu || n > 256)
+                        continue;
+                if (cfg->ngpu_hooks == GS_OCI_MAX_GPU_HOOKS)
+                        return gs_error_set(err, GS_EFORMAT, "invalid OCI config: more than %d hooks naming a GPU",
+                                            GS_OCI_MAX_GPU_HOOKS);
+                if (cfg->gpu_hooks == NULL && (cfg->gpu_hooks = calloc(GS_OCI_MAX_GPU_HOOKS + 1, sizeof(char **))) == NULL)
+                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+                char **v = calloc(n + 1, sizeof(char *));
+                if (v == NULL)
+                        return gs_error_set(err, GS_ENOMEM, "out of memory");
+                cfg->gpu_hooks[cfg->ngpu_hooks++] = v;
+                for (size_t k = 0; k < n; k++) {
+                        struct json_object *a = json_object_array_get_idx(args, k);
+                        if ((v[k] = strdup(json_object_is_type(a, json_type_string) ? json_object_get_string(a) : "")) == NULL)
+                                return gs_error_set(err, GS_ENOMEM, "out of memory");
+                }
+        }
+        return 0;
+}
+
+/* linux.devices[]: the GPUs' device nodes (/dev/nvidia<N>). */
+static void parse_gpu_nodes(struct json_object *lin, struct gs_oci_config *cfg)
+{
+        struct json_object *devs = NULL;
+        if (!json_object_is_type(lin, json_type_object) || !json_object_object_get_ex(lin, "devices", &devs) ||
+            !json_object_is_type(devs, json_type_array))
+                return;
+        for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                struct json_object *d = json_object_array_get_idx(devs, i), *p = NULL;
+                if (!json_object_is_type(d, json_type_object) || !json_object_object_get_ex(d, "path", &p) ||
+                    !json_object_is_type(p, json_type_string))
+                        continue;
+                const char *s = json_object_get_string(p);
+                if (strncmp(s, "/dev/nvidia", 11) != 0 || s[11] < '0' || s[11] > '9' || strlen(s) > 15)
+                        continue;
+                unsigned m = 0;
+                bool digits = true;
+                for (const char *c = s + 11; *c != '\0'; c++) {
+                        digits = digits && *c >= '0' && *c <= '9';
+                        m = m * 10 + (unsigned)(*c - '0');
+                }
+                bool seen = !digits;
+                for (size_t k = 0; k < cfg->ngpu_minors && !seen; k++)
+                        seen = cfg->gpu_minors[k] == m;
+                if (!seen && cfg->ngpu_minors < GS_OCI_MAX_GPU_NODES)
+                        cfg->gpu_minors[cfg->ngpu_minors++] = m;
+        }
+}
+
 static int parse_annotations(struct json_object *a, struct gs_oci_config *cfg, const char *what, struct gs_error *err)
 {
         if (!json_object_is_type(a, json_type_object))
@@ -339,6 +405,14 @@ int gs_oci_config_parse(const char *json, size_t len, const char *bundle, struct
                 goto fail;
         if (json_object_object_get_ex(o, "mounts", &v) && v != NULL && parse_device_mounts(v, cfg, what, err) < 0)
                 goto fail;
+        if (json_object_object_get_ex(o, "hooks", &v) && json_object_is_type(v, json_type_object)) {
+                struct json_object *l = NULL;
+                if ((json_object_object_get_ex(v, "createRuntime", &l) && parse_gpu_hooks(l, cfg, err) < 0) ||
+                    (json_object_object_get_ex(v, "prestart", &l) && parse_gpu_hooks(l, cfg, err) < 0))
+                        goto fail;
+        }
+        if (json_object_object_get_ex(o, "linux", &v))
+                parse_gpu_nodes(v, cfg);
         return 0;
 fail:
         gs_oci_config_release(cfg);
@@ -379,6 +453,14 @@ void gs_oci_config_release(struct gs_oci_config *cfg)
         free_vec(cfg->env, cfg->nenv);
         free_vec(cfg->annotations, cfg->nannotations);
         free_vec(cfg->device_mounts, cfg->ndevice_mounts);
+        for (size_t i = 0; cfg->gpu_hooks != NULL && i < cfg->ngpu_hooks; i++) {
+                for (size_t k = 0; cfg->gpu_hooks[i][k] != NULL; k++)
+                        free(cfg->gpu_hooks[i][k]);
+                free(cfg->gpu_hooks[i]);
+        }
+        free(cfg->gpu_hooks);
+        cfg->gpu_hooks = NULL;
+        cfg->ngpu_hooks = cfg->ngpu_minors = 0;
         cfg->env = cfg->annotations = cfg->device_mounts = NULL;
         cfg->nenv = cfg->nannotations = cfg->ndevice_mounts = 0;
 }

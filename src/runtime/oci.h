@@ -22,6 +22,8 @@
 /* NVIDIA's volume-mount strategy: a mount of /dev/null onto <this>/<device> asks for <device> */
 #define GS_OCI_DEVICES_DIR "/var/run/nvidia-container-devices"
 #define GS_OCI_MAX_DEVICE_MOUNTS 128
+#define GS_OCI_MAX_GPU_HOOKS 64
+#define GS_OCI_MAX_GPU_NODES 64
 
 struct gs_oci_state {
         char id[256];          /* container id (required) */
@@ -50,6 +52,14 @@ struct gs_oci_config {
          * "cdi/nvidia.com/gpu/0", "imex/3"); NULL-terminated */
         char **device_mounts;
         size_t ndevice_mounts;
+        /* hooks.createRuntime[] and hooks.prestart[] whose args name a GPU (an arg "--gpu=..."):
+         * each one's args (NULL-terminated), the per-GPU slice hooks of the container's slice
+         * devices (runtime/slice_gpus.h); at most GS_OCI_MAX_GPU_HOOKS, NULL-terminated */
+        char ***gpu_hooks;
+        size_t ngpu_hooks;
+        /* linux.devices[]: the minors of /dev/nvidia<N> (the container's GPUs, as CDI adds them) */
+        unsigned gpu_minors[GS_OCI_MAX_GPU_NODES];
+        size_t ngpu_minors;
 };
 
 /* Go's filepath.Clean of an absolute or relative path, in place: one slash between names, no "."

@@ -13,6 +13,7 @@
 #   PRELOAD_WRITE <result>         the same for /etc/ld.so.preload
 #   ENV_LD_PRELOAD <value|unset>   the container's own LD_PRELOAD
 #   PROBE_M <line> / PROBE_Q <line> / PROBE_RC <m> <q>   vgpu-probe meminfo / quota 64
+#   PROBE_T <line>                 vgpu-probe totals (each GPU: its total and an allocation past it), with PROBE_TOTALS=1
 #   DONE
 # and the host side asserts on them (expect_fact, expect_no_fact).
 
@@ -56,6 +57,8 @@ if [ -x /usr/bin/vgpu-probe ] && [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ]; 
         /usr/bin/vgpu-probe quota 64 >/tmp/q.out 2>&1; q=$?
         sed 's/^/PROBE_M /' /tmp/m.out; sed 's/^/PROBE_Q /' /tmp/q.out
         echo "PROBE_RC $m $q"
+        # each GPU's view, where the test asks (PROBE_TOTALS=1 in the container's env)
+        if [ -n "${PROBE_TOTALS-}" ]; then /usr/bin/vgpu-probe totals 2>&1 | sed "s/^/PROBE_T /"; fi
         if [ -e /etc/gpuslice/slice.conf ]; then
                 # Ways out a process could try: a larger limit in its own environment (ours and
                 # HAMi's names), its own slice file and region, an invalid value with "run

@@ -424,6 +424,33 @@ int main(int argc, char **argv)
         }
         if (strcmp(argv[1], "literal") == 0)
                 return literal(argc > 2 ? argv[2] : NULL);
+        if (strcmp(argv[1], "totals") == 0) {
+                /* each device's view: "dev <i> <uuid> total <MiB>" (cuMemGetInfo_v2 in its context)
+                 * and "dev <i> over <rc>" (an allocation of 64 MiB past that total) */
+                int n = -1;
+                if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&n) != CUDA_SUCCESS)
+                        return 1;
+                for (int i = 0; i < n; i++) {
+                        CUdevice d;
+                        CUcontext c;
+                        CUuuid u;
+                        size_t f = 0, t = 0;
+                        CUdeviceptr p = 0;
+                        if (cuDeviceGet(&d, i) != CUDA_SUCCESS || cuDeviceGetUuid_v2(&u, d) != CUDA_SUCCESS ||
+                            cuDevicePrimaryCtxRetain(&c, d) != CUDA_SUCCESS || cuCtxSetCurrent(c) != CUDA_SUCCESS ||
+                            cuMemGetInfo_v2(&f, &t) != CUDA_SUCCESS)
+                                return 1;
+                        const unsigned char *b = (const unsigned char *)u.bytes;
+                        printf("dev %d GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x total %zu\n",
+                               i, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                               b[14], b[15], t / MIB);
+                        CUresult rc = cuMemAlloc_v2(&p, t + 64 * MIB);
+                        printf("dev %d over %d\n", i, (int)rc);
+                        if (rc == CUDA_SUCCESS)
+                                cuMemFree_v2(p);
+                }
+                return 0;
+        }
         if (strcmp(argv[1], "devices") == 0) {
                 int n = -1;
                 if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&n) != CUDA_SUCCESS)
