@@ -144,7 +144,6 @@ static int fits(struct gs_dra_prep *p, const struct gs_dra_claim *c, const struc
 
 static int check(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct plan *pl, struct gs_error *err)
 {
-        unsigned slices = 0;
         for (size_t i = 0; i < c->n; i++) {
                 const struct gs_dra_result *r = &c->r[i];
                 if (strcmp(r->pool, p->node) != 0)
@@ -171,9 +170,6 @@ static int check(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct pla
                 }
                 bool whole_mem = r->memory == 0 || r->memory == total, whole_compute = r->compute == 0 || r->compute == 100;
                 pl[i].slice = !(whole_mem && whole_compute);
-                if (pl[i].slice && ++slices > 1)
-                        return gs_error_set(err, GS_EINVAL, "more than one slice in one claim (a container has one slice "
-                                            "env): claim each slice on its own");
         }
         for (size_t i = 0; i < c->n; i++)
                 if (fits(p, c, &c->r[i], &pl[i], err) < 0)
@@ -188,25 +184,41 @@ static json_object *str_list(const char *s)
         return a;
 }
 
-/* The slice's labels for metrics, top and `slice set` (issue 31: never env, which the container
- * writes): --k8s-claim, --k8s-namespace and --k8s-pod on its createRuntime hook's command line,
- * before the stage (its last argument). */
-static void label_args(json_object *dev, const struct gs_dra_claim *c)
+/* The slice's GPU (runtime/slice_gpus.h: its limits are that GPU's, beside the container's other
+ * slice devices; not in the env) and labels for metrics, top and `slice set` (issue 31: never env, which the
+ * container writes): --gpu, --k8s-claim, --k8s-namespace and --k8s-pod on its createRuntime hook's
+ * command line, before the stage (its last argument). */
+static void label_args(json_object *dev, const struct gs_dra_claim *c, const char *uuid)
 {
-        json_object *edits = NULL, *hooks = NULL;
-        if (!json_object_object_get_ex(dev, "containerEdits", &edits) || !json_object_object_get_ex(edits, "hooks", &hooks))
+        json_object *edits = NULL, *hooks = NULL, *env = NULL;
+        if (!json_object_object_get_ex(dev, "containerEdits", &edits))
+                return;
+        /* the limits only as the hook's: in the env (one name for every GPU of the container) two
+         * claims' values would collide, the last narrowing the other's GPU */
+        if (json_object_object_get_ex(edits, "env", &env) && json_object_is_type(env, json_type_array)) {
+                json_object *keep = json_object_new_array();
+                for (size_t k = 0; k < json_object_array_length(env); k++) {
+                        json_object *e = json_object_array_get_idx(env, k);
+                        const char *kv = json_object_get_string(e);
+                        if (strncmp(kv, "GPUSLICE_MEMORY_LIMIT=", 22) != 0 && strncmp(kv, "GPUSLICE_COMPUTE_LIMIT=", 23) != 0)
+                                json_object_array_add(keep, json_object_get(e));
+                }
+                json_object_object_add(edits, "env", keep);
+        }
+        if (!json_object_object_get_ex(edits, "hooks", &hooks))
                 return;
         for (size_t k = 0; k < json_object_array_length(hooks); k++) {
                 json_object *h = json_object_array_get_idx(hooks, k), *name = NULL, *args = NULL;
                 if (!json_object_object_get_ex(h, "hookName", &name) || strcmp(json_object_get_string(name), "createRuntime") != 0 ||
                     !json_object_object_get_ex(h, "args", &args) || json_object_array_length(args) < 2)
                         continue;
-                const char *opt[] = {"--k8s-claim=", "--k8s-namespace=", "--k8s-pod="}, *val[] = {c->name, c->ns, c->pod};
+                const char *opt[] = {"--gpu=", "--k8s-claim=", "--k8s-namespace=", "--k8s-pod="},
+                           *val[] = {uuid, c->name, c->ns, c->pod};
                 size_t n = json_object_array_length(args);
                 json_object *out = json_object_new_array();
                 for (size_t j = 0; j + 1 < n; j++)
                         json_object_array_add(out, json_object_get(json_object_array_get_idx(args, j)));
-                for (size_t j = 0; j < 3; j++) {
+                for (size_t j = 0; j < 4; j++) {
                         char kv[320];
                         if (val[j][0] == '\0')
                                 continue;
@@ -218,62 +230,87 @@ static void label_args(json_object *dev, const struct gs_dra_claim *c)
         }
 }
 
+/* Result i's slice: its limits (the allocator's word) as src/cdi's slice device takes them. */
+static void slice_of(const struct gs_dra_prep *p, const struct gs_dra_result *r, const struct plan *pl,
+                     struct gs_cdi_slice *sl)
+{
+        memset(sl, 0, sizeof(*sl));
+        gs_strlcpy(sl->name, SLICE_NAME, sizeof(sl->name));
+        if (r->memory != 0 && r->memory != p->dev->gpus[pl->gpu].memory_total)
+                gs_k8s_quantity_format(r->memory, sl->memory, sizeof(sl->memory));
+        else
+                snprintf(sl->memory, sizeof(sl->memory), "0"); /* compute only */
+        sl->compute = r->compute < 100 ? r->compute : 0;
+        gs_strlcpy(sl->priority, r->priority, sizeof(sl->priority));
+        gs_strlcpy(sl->compute_mode, r->compute_mode, sizeof(sl->compute_mode));
+        sl->gpus_only = true;
+}
+
+static json_object *device_named(json_object *spec, const char *want)
+{
+        json_object *all = NULL, *d = NULL;
+        json_object_object_get_ex(spec, "devices", &all);
+        for (size_t k = 0; all != NULL && k < json_object_array_length(all); k++) {
+                json_object *e = json_object_array_get_idx(all, k), *n = NULL;
+                if (json_object_object_get_ex(e, "name", &n) && strcmp(json_object_get_string(n), want) == 0)
+                        d = e;
+        }
+        return d;
+}
+
+/* Result i's CDI device: a copy of src/cdi's, named <claim uid>-<device>; a slice's from a spec of
+ * its own limits (a claim may hold shares of several GPUs, each its own), its hook naming its GPU. */
+static json_object *result_device(struct gs_dra_prep *p, const struct gs_dra_claim *c, size_t i, const struct plan *pl,
+                                  json_object *spec, const struct gs_cdi_opts *base, struct gs_error *err)
+{
+        const struct gs_gpu *g = &p->dev->gpus[pl[i].gpu];
+        char want[256], name[256];
+        struct gs_cdi_slice sl;
+        gs_cdi_device_name(GS_CDI_NAME_INDEX, g, pl[i].mig >= 0 ? &g->migs[pl[i].mig] : NULL, want, sizeof(want));
+        json_object *own = NULL;
+        if (pl[i].slice) {
+                snprintf(want + strlen(want), sizeof(want) - strlen(want), "-%s", SLICE_NAME);
+                struct gs_cdi_opts o = *base;
+                slice_of(p, &c->r[i], &pl[i], &sl);
+                o.slices = &sl;
+                o.nslices = 1;
+                if ((own = gs_cdi_spec_build(p->ctx, p->dev, &p->drv, &o, err)) == NULL)
+                        return NULL;
+                spec = own;
+        }
+        json_object *d = device_named(spec, want), *copy = NULL;
+        if (d == NULL)
+                gs_error_set(err, GS_ENOTFOUND, "no CDI device %s for %s", want, c->r[i].device);
+        else if (json_object_deep_copy(d, &copy, NULL) != 0)
+                gs_error_set(err, GS_ENOMEM, "out of memory");
+        json_object_put(own);
+        if (copy == NULL)
+                return NULL;
+        snprintf(name, sizeof(name), "%s-%s", c->uid, c->r[i].device);
+        json_object_object_add(copy, "name", json_object_new_string(name));
+        if (pl[i].slice)
+                label_args(copy, c, g->uuid);
+        return copy;
+}
+
 /* The spec: src/cdi's, its devices replaced by the claim's. */
 static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim *c, const struct plan *pl,
                                char *kind, size_t kindlen, struct gs_error *err)
 {
-        struct gs_cdi_slice sl = {0};
-        size_t nsl = 0;
         char vendor[300];
         snprintf(vendor, sizeof(vendor), "k8s.%s", p->driver);
         snprintf(kind, kindlen, "%s/claim", vendor);
-        for (size_t i = 0; i < c->n; i++) {
-                if (!pl[i].slice)
-                        continue;
-                gs_strlcpy(sl.name, SLICE_NAME, sizeof(sl.name));
-                if (c->r[i].memory != 0 && c->r[i].memory != p->dev->gpus[pl[i].gpu].memory_total)
-                        gs_k8s_quantity_format(c->r[i].memory, sl.memory, sizeof(sl.memory));
-                else
-                        snprintf(sl.memory, sizeof(sl.memory), "0"); /* compute only */
-                sl.compute = c->r[i].compute < 100 ? c->r[i].compute : 0;
-                gs_strlcpy(sl.priority, c->r[i].priority, sizeof(sl.priority));
-                gs_strlcpy(sl.compute_mode, c->r[i].compute_mode, sizeof(sl.compute_mode));
-                sl.gpus_only = true;
-                nsl = 1;
-        }
         struct gs_cdi_opts o = {.vendor = vendor, .class = "claim", .strategy = GS_CDI_NAME_INDEX,
-                                .slices = &sl, .nslices = nsl, .hook_path = p->hook_path};
+                                .hook_path = p->hook_path};
         json_object *spec = gs_cdi_spec_build(p->ctx, p->dev, &p->drv, &o, err);
         if (spec == NULL)
                 return NULL;
-        json_object *all = NULL, *mine = json_object_new_array();
-        json_object_object_get_ex(spec, "devices", &all);
+        json_object *mine = json_object_new_array();
         for (size_t i = 0; i < c->n; i++) {
-                const struct gs_gpu *g = &p->dev->gpus[pl[i].gpu];
-                char want[256], name[256];
-                gs_cdi_device_name(GS_CDI_NAME_INDEX, g, pl[i].mig >= 0 ? &g->migs[pl[i].mig] : NULL, want, sizeof(want));
-                if (pl[i].slice)
-                        snprintf(want + strlen(want), sizeof(want) - strlen(want), "-%s", SLICE_NAME);
-                json_object *d = NULL;
-                for (size_t k = 0; all != NULL && k < json_object_array_length(all); k++) {
-                        json_object *e = json_object_array_get_idx(all, k), *n = NULL;
-                        if (json_object_object_get_ex(e, "name", &n) && strcmp(json_object_get_string(n), want) == 0)
-                                d = e;
-                }
-                if (d == NULL) {
-                        gs_error_set(err, GS_ENOTFOUND, "no CDI device %s for %s", want, c->r[i].device);
+                json_object *d = result_device(p, c, i, pl, spec, &o, err);
+                if (d == NULL)
                         goto fail;
-                }
-                json_object *copy = NULL;
-                if (json_object_deep_copy(d, &copy, NULL) != 0) {
-                        gs_error_set(err, GS_ENOMEM, "out of memory");
-                        goto fail;
-                }
-                snprintf(name, sizeof(name), "%s-%s", c->uid, c->r[i].device);
-                json_object_object_add(copy, "name", json_object_new_string(name));
-                if (pl[i].slice)
-                        label_args(copy, c);
-                json_object_array_add(mine, copy);
+                json_object_array_add(mine, d);
         }
         json_object_object_add(spec, "devices", mine);
         json_object_object_add(spec, "cdiVersion", json_object_new_string(gs_cdi_min_version(spec)));

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -87,15 +88,27 @@ static int one_slice(const struct gs_hook_opts *h, const struct gs_oci_state *st
 }
 
 /* The container's GPUs' UUIDs in its visible order (slice_gpus.h): those selected, else those
- * whose device node config.json names, in the host's order. */
+ * whose device node config.json names, in the host's order. Where the host's GPUs cannot be read
+ * (a hook that does not see the driver root), a container of one GPU node whose slice hooks name
+ * one GPU has it as its device 0; any other is an error. */
 static size_t container_gpus(struct gs_context *ctx, const struct gs_request *rq, const struct gs_oci_config *cfg,
-                             const char **gpus, struct gs_error *err)
+                             const char *gpu, const char **gpus, struct gs_error *err)
 {
         const struct gs_device_info *dev = gs_devices_basic(ctx, err);
         struct gs_selection sel;
         size_t n = 0;
-        if (dev == NULL)
-                return 0;
+        if (dev == NULL) {
+                bool one = rq->opts.devices == NULL && cfg->ngpu_minors <= 1;
+                for (size_t k = 0; one && k < cfg->ngpu_hooks; k++)
+                        for (size_t j = 0; cfg->gpu_hooks[k][j] != NULL; j++)
+                                one = one && (strncmp(cfg->gpu_hooks[k][j], "--gpu=", 6) != 0 ||
+                                              strcasecmp(cfg->gpu_hooks[k][j] + 6, gpu) == 0);
+                if (!one)
+                        return gs_error_wrap(err, "the container's GPUs' order (its slice hooks name several GPUs)"), 0;
+                gs_error_clear(err);
+                gpus[0] = gpu;
+                return 1;
+        }
         if (rq->opts.devices != NULL && gs_select_devices(rq->opts.devices, dev, &sel, err) < 0)
                 return 0;
         for (unsigned i = 0; i < dev->ngpus && n < GS_MAX_GPUS; i++) {
@@ -114,7 +127,7 @@ static int per_gpu_slice(const struct gs_hook_opts *h, struct gs_context *ctx, c
                          struct gs_request *rq, struct gs_slice_opts *merged, struct gs_error *err)
 {
         const char *gpus[GS_MAX_GPUS];
-        size_t n = container_gpus(ctx, rq, cfg, gpus, err);
+        size_t n = container_gpus(ctx, rq, cfg, h->alloc_gpu, gpus, err);
         if (n == 0 && err->code != 0)
                 return -1;
         *merged = h->alloc;

@@ -113,6 +113,17 @@ static int merge_one(char *const *args, const char *const *gpus, size_t ngpus, s
         return 0;
 }
 
+/* The value every one of the container's n GPUs has ("0", unlimited, when they differ or one has none). */
+static const char *common(const char *const *dev, size_t n, bool compute)
+{
+        if (n == 0 || n > GS_SLICE_MAX_DEVICES || dev[0] == NULL)
+                return "0";
+        for (size_t i = 1; i < n; i++)
+                if (dev[i] == NULL || value(dev[i], compute) != value(dev[0], compute))
+                        return "0";
+        return dev[0];
+}
+
 int gs_slice_gpus_merge(char *const *const *hooks, size_t nhooks, const char *const *gpus, size_t ngpus,
                         struct gs_slice_opts *merged, struct gs_error *err)
 {
@@ -123,8 +134,9 @@ int gs_slice_gpus_merge(char *const *const *hooks, size_t nhooks, const char *co
         for (size_t k = 0; k < nhooks; k++)
                 if (merge_one(hooks[k], gpus, ngpus, merged, err) < 0)
                         return -1;
-        /* (GPUs no hook names: unlimited; "0" for a limit is unlimited too) */
-        merged->memory = "0";
-        merged->compute = "0";
+        /* every GPU of the container the same value: that value for all (the slice file of one
+         * GPU's slice reads as before); else unlimited where no hook names the GPU */
+        merged->memory = common(merged->memory_dev, ngpus, false);
+        merged->compute = common(merged->compute_dev, ngpus, true);
         return 0;
 }

@@ -11,6 +11,7 @@
  *   - each named GPU's memory and compute share: its hooks' (the tightest where two slice devices
  *     name the same GPU), at the GPU's visible index in the container (GPUSLICE_MEMORY_LIMIT_<i>);
  *   - a GPU no hook names (a whole GPU beside them): unlimited, as the allocator gave it whole;
+ *     (where every GPU of the container has the same value, it is written once, for all);
  *   - the mode and priority (one per container in the interposer): the narrowest of the hooks'.
  * Every such hook builds the same slice, so the first makes it and the later ones find it made
  * (runtime/hook.c's one-slice rule). The env may then only narrow each GPU's value (slice_rules.h).
@@ -33,8 +34,9 @@ int gs_slice_gpu_take(int argc, char **argv, char **out, const char **gpu, struc
 
 /* The allocator's word for the whole container from its per-GPU slice hooks (`hooks`: each hook's
  * args, as config.json holds them), `gpus` the container's GPUs' UUIDs in its visible order.
- * Fills *merged's memory_dev, compute_dev, compute_mode and priority (pointers into hooks) and
- * clears its memory and compute (unlimited where no hook names the GPU). -1 with err (GS_EINVAL):
+ * Fills *merged's memory_dev, compute_dev, compute_mode and priority (pointers into hooks), and
+ * its memory and compute: the value all of the container's GPUs share, else "0" (unlimited where
+ * no hook names the GPU). -1 with err (GS_EINVAL):
  * a hook's GPU the container does not have, a per-device option (--memory-<i>) beside --gpu, a
  * malformed option. */
 int gs_slice_gpus_merge(char *const *const *hooks, size_t nhooks, const char *const *gpus, size_t ngpus,

@@ -109,8 +109,10 @@ check "NodePrepareResources of the 4 Gi / 30 % claim answers its CDI device $NAM
 [ -s "$SPEC" ] && cp "$SPEC" "$OUT/dra-claim-spec.json"
 python3 tests/gpu/cdi_apply.py --list "$SPEC" >"$W/names.txt" 2>&1
 check "the claim's spec loads as a CDI runtime loads it and offers $NAME" grep -qx "$NAME" "$W/names.txt"
-check "... its device carries GPUSLICE_MEMORY_LIMIT=4Gi and GPUSLICE_COMPUTE_LIMIT=30" \
-        python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["devices"][0]["containerEdits"]["env"]; sys.exit(not {"GPUSLICE_MEMORY_LIMIT=4Gi", "GPUSLICE_COMPUTE_LIMIT=30"} <= set(e))' "$SPEC"
+check "... its device's slice hook carries --memory=4Gi, --compute-share=30 and its GPU (--gpu: per-GPU slices)" \
+        python3 -c 'import json, sys; h = json.load(open(sys.argv[1]))["devices"][0]["containerEdits"]["hooks"]
+a = [x for x in h if x["hookName"] == "createRuntime"][0]["args"]
+sys.exit(not ({"--memory=4Gi", "--compute-share=30"} <= set(a) and any(x.startswith("--gpu=GPU-") for x in a)))' "$SPEC"
 SMI=$(python3 -c 'import json, sys
 s = json.load(open(sys.argv[1]))
 m = [x["containerPath"] for x in s.get("containerEdits", {}).get("mounts", []) if x["containerPath"].endswith("/nvidia-smi")]
@@ -170,11 +172,12 @@ EOF
         mkbundle fill '["/bin/sh", "/fill.sh"]' && mkbundle compute '["/compute_shapes", "short", "3"]'
         check "the claim's device applied to two runc bundles (cdi_apply.py)" test -s "$W/fill/config.json" -a -s "$W/compute/config.json"
         cp "$W/fill/config.json" "$OUT/dra-fill-config.json" 2>/dev/null
-        check "... their config.json: the 4 Gi / 30 % env, the slice hooks (gpuslice-hook createRuntime, poststop), GPU 0's node" \
+        check "... their config.json: the slice hooks (gpuslice-hook --gpu=GPU 0 --memory=4Gi --compute-share=30 createRuntime, poststop), GPU 0's node" \
                 python3 -c 'import json, sys
-c = json.load(open(sys.argv[1])); env = c["process"]["env"]
+c = json.load(open(sys.argv[1]))
 hooks = {k: [[h["args"][0], h["args"][-1]] for h in v] for k, v in c.get("hooks", {}).items()}  # options before the stage
-ok = "GPUSLICE_MEMORY_LIMIT=4Gi" in env and "GPUSLICE_COMPUTE_LIMIT=30" in env
+args = [a for h in c.get("hooks", {}).get("createRuntime", []) for a in h["args"]]
+ok = "--memory=4Gi" in args and "--compute-share=30" in args and any(a.startswith("--gpu=GPU-") for a in args)
 ok &= ["gpuslice-hook", "createRuntime"] in hooks.get("createRuntime", []) and ["gpuslice-hook", "poststop"] in hooks.get("poststop", [])
 ok &= any(d["path"] == "/dev/nvidia0" for d in c["linux"].get("devices", []))
 sys.exit(not ok)' "$W/fill/config.json"

@@ -75,7 +75,7 @@ gpu narrow 1 "$U1" 512 "... GPU 1 takes the narrower 512Mi"
 gpus_case same '[["--gpu='$U0'", "--memory=2Gi", "--compute-share=30", "--priority=high"],
         ["--gpu='$U0'", "--memory=1Gi", "--compute-share=50"]]' NVIDIA_VISIBLE_DEVICES=0
 expect_done same "two slice hooks of GPU 0 (2Gi/30 %/high and 1Gi/50 %)"
-expect_fact same "SLICE GPUSLICE_COMPUTE_LIMIT_0=30" "... the smaller share (30 %)"
+expect_fact same "SLICE GPUSLICE_COMPUTE_LIMIT=30" "... the smaller share (30 %)"
 expect_fact same "SLICE GPUSLICE_PRIORITY=normal" "... the lower priority (normal)"
 gpu same 0 "$U0" 1024 "... the smaller memory"
 

@@ -224,6 +224,11 @@ mutation oneslice integration_allocator src/runtime/hook.c \
         'if (1)' \
         "two slice devices of one container that differ: the first hook's slice holds for every GPU (maybe the wider)" \
         "never the wider slice"
+mutation pergpu integration_slice_gpus src/runtime/slice_gpus.c \
+        'tighten(&m->memory_dev[idx], o.memory != NULL ? o.memory : "0", false);' \
+        'for (size_t j = 0; j < ngpus && j < GS_SLICE_MAX_DEVICES; j++) tighten(&m->memory_dev[j], o.memory != NULL ? o.memory : "0", false);' \
+        "per-GPU slices: one claim's memory limit applied to both GPUs of the container (each slice hook's on every GPU, the tightest kept)" \
+        "GPU 1's memory is its claim's 2Gi"
 mutation slicemounts "unit_runtime k8s_device_plugin_env" src/runtime/request.c \
         'if (alloc == NULL && hc->accept_volume_mounts) {' \
         'if (0) {' \
