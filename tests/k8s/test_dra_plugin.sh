@@ -246,6 +246,27 @@ jq -e '.devices[0].containerEdits | ((.env // []) + [.hooks[]? | select(.hookNam
         ok "... its spec: priority low and compute mode cap (the claim's, narrower than the class's)" ||
         not_ok "narrow spec: $(jq -c '.devices[0].containerEdits | {env, hooks}' "$CDI_DIR/$DRIVER-claim-$UN.json" 2>&1 | head -c 600)"
 dra unprepare "$SOCK" v1 "ml/narrow/$UN"
+# issue 33, several shares: one claim with shares of two GPUs (tensor parallelism), each its own
+UT=c0000000-0000-4000-8000-000000000007
+claim_json ml tp-2x "$UT" "$DRIVER" "[{\"request\": \"gpu\", \"driver\": \"$DRIVER\", \"pool\": \"$NODE\", \"device\": \"gpu-0\",
+          \"shareID\": \"5f1c9d1e-0000-4000-8000-000000000007\", \"consumedCapacity\": {\"memory\": \"2Gi\", \"compute\": \"20\"}},
+        {\"request\": \"gpu\", \"driver\": \"$DRIVER\", \"pool\": \"$NODE\", \"device\": \"gpu-1\",
+          \"shareID\": \"5f1c9d1e-0000-4000-8000-000000000008\", \"consumedCapacity\": {\"memory\": \"3Gi\", \"compute\": \"40\"}}]"
+dra unprepare "$SOCK" v1 "ml/whole-1/$U2" # (gpu-1 whole: prepared again below)
+dra prepare "$SOCK" v1 "ml/tp-2x/$UT"
+kexpect "a claim with shares of two GPUs (2 Gi / 20 % of gpu-0, 3 Gi / 40 % of gpu-1): prepared, one device each" \
+        ".ok and (.claims[\"$UT\"].error // \"\") == \"\" and [.claims[\"$UT\"].devices[].cdi_device_ids[0]] == [\"$KIND=$UT-gpu-0\", \"$KIND=$UT-gpu-1\"]"
+jq -e --arg g0 "$GPU0" --arg g1 "$GPU1" '[.devices[] | .containerEdits | {nodes: [.deviceNodes[].path | select(test("^/dev/nvidia[0-9]+$"))],
+        args: [.hooks[] | select(.hookName == "createRuntime") | .args[] | select(test("^--(gpu|memory|compute-share)="))],
+        limits: [(.env // [])[] | select(test("^GPUSLICE_(MEMORY|COMPUTE)_LIMIT"))]}]
+        == [{nodes: ["/dev/nvidia0"], args: ["--memory=2Gi", "--compute-share=20", ("--gpu=" + $g0)], limits: []},
+            {nodes: ["/dev/nvidia2"], args: ["--memory=3Gi", "--compute-share=40", ("--gpu=" + $g1)], limits: []}]' \
+        "$CDI_DIR/$DRIVER-claim-$UT.json" >/dev/null &&
+        ok "... its spec: each GPU's device with its own node, its own limits and its GPU on its slice hook (--gpu), none in the env" ||
+        not_ok "two-GPU spec: $(jq -c '[.devices[].containerEdits | {deviceNodes, hooks, env}]' "$CDI_DIR/$DRIVER-claim-$UT.json" 2>&1 | head -c 900)"
+dra unprepare "$SOCK" v1 "ml/tp-2x/$UT"
+dra prepare "$SOCK" v1 "ml/whole-1/$U2"
+kexpect "... unprepared; the whole gpu-1 claim prepared again" ".ok and (.claims[\"$U2\"].devices | length) == 1"
 bad missing b0000000-0000-4000-8000-000000000009 "does not exist" "a claim the API server does not have"
 bad "..%2fx" b0000000-0000-4000-8000-00000000000a "invalid claim name" "a claim name that would change the API path"
 dra prepare "$SOCK" v1 "ml/too-big/b0000000-0000-4000-8000-000000000001" "ml/slice-4g-30/$U1"
