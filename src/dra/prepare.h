@@ -9,13 +9,14 @@
  *              <uid>.json, kind k8s.<driver>/claim, a device "<uid>-<device>" per allocated device:
  *              src/cdi's spec (the same discovery and rules as `cdi generate`), whose GPU or MIG
  *              device is given whole, or, for a device the claim consumes part of, as the slice
- *              device (GPUSLICE_MEMORY_LIMIT = consumed memory, GPUSLICE_COMPUTE_LIMIT = consumed
+ *              device (its hook's --memory = consumed memory, --compute-share = consumed
  *              compute, GPUSLICE_PRIORITY / GPUSLICE_COMPUTE_MODE from the opaque config, and the
  *              hooks that bring the interposer; the createRuntime hook's --k8s-claim /
  *              --k8s-namespace / --k8s-pod, the claim and the one pod it is reserved for, which the
  *              hook writes as the slice's labels for metrics, top and slice set: never env, which
- *              the container writes). At most one slice per claim (the slice env is the
- *              container's). The answer: the CDI names, per device, with its request and pool.
+ *              the container writes) and --gpu=<uuid> (its limits are that GPU's:
+ *              runtime/slice_gpus.h; the limits leave the env, where two claims' would collide).
+ *              A claim may hold slices of several GPUs, one device each. The answer: the CDI names, per device, with its request and pool.
  *   checkpoint <plugin-dir>/checkpoint.json: every prepared claim's answer and spec path, written
  *              atomically after the spec and durably (fsync of the file, rename, fsync of the
  *              directory) before the answer; a prepare of a claim already there answers from it
