@@ -308,8 +308,10 @@ static int parse_gpu_hooks(struct json_object *list, struct gs_oci_config *cfg, 
                         gpu = gpu || (json_object_is_type(a, json_type_string) &&
                                       strncmp(json_object_get_string(a), "--gpu=", 6) == 0);
                 }
-                if (!gpu || n > 256)
+                if (!gpu)
                         continue;
+                if (n > 256) /* (its GPU's limits must not be lost: an error, never a skip) */
+                        return gs_error_set(err, GS_EFORMAT, "invalid OCI config: a hook naming a GPU has %zu args", n);
                 if (cfg->ngpu_hooks == GS_OCI_MAX_GPU_HOOKS)
                         return gs_error_set(err, GS_EFORMAT, "invalid OCI config: more than %d hooks naming a GPU",
                                             GS_OCI_MAX_GPU_HOOKS);

@@ -13,6 +13,7 @@
 #include "runtime/hostconfig.h"
 #include "runtime/oci.h"
 #include "runtime/request.h"
+#include "runtime/slice_gpus.h"
 #include "slice/slice.h"
 
 #define S(x) x, strlen(x)
@@ -629,6 +630,54 @@ static void slice_args(void **unused)
         assert_int_equal(given, 0);
 }
 
+/* Per-GPU slices (runtime/slice_gpus.h): each hook's limits at its GPU's index, never another's. */
+#define UA "GPU-2f8c1d4e-7a90-3b5c-e6d1-0a9b8c7d6e5f"
+#define UB "GPU-9e3a5b7c-1d2f-4a6b-8c0d-2e4f6a8b0c1d"
+static void slice_gpus(void **unused)
+{
+        (void)unused;
+        char *a[] = {"gpuslice-hook", "--gpu=" UB, "--memory=2Gi", "--compute-share=50", "--priority=high", "createRuntime", NULL};
+        char *b[] = {"gpuslice-hook", "--memory=1Gi", "--gpu", UA, "--compute-share=30", "createRuntime", NULL};
+        char *const *hooks[] = {a, b};
+        const char *gpus[] = {UA, UB};
+        struct gs_slice_opts m = {0};
+        struct gs_error err = {0};
+        assert_int_equal(gs_slice_gpus_merge(hooks, 2, gpus, 2, &m, &err), 0);
+        assert_string_equal(m.memory_dev[0], "1Gi");
+        assert_string_equal(m.memory_dev[1], "2Gi");
+        assert_string_equal(m.compute_dev[0], "30");
+        assert_string_equal(m.compute_dev[1], "50");
+        assert_null(m.memory_dev[2]);
+        assert_string_equal(m.memory, "0"); /* they differ: none for all */
+        assert_string_equal(m.priority, "normal"); /* the lowest: b's default */
+        assert_string_equal(m.compute_mode, "cap");
+        /* the same GPU twice: the tightest of each value; one GPU: written once, for all */
+        char *c[] = {"h", "--gpu=" UA, "--memory=2Gi", "--compute-share=20", "createRuntime", NULL};
+        char *const *same[] = {c, b};
+        assert_int_equal(gs_slice_gpus_merge(same, 2, gpus, 1, &m, &err), 0);
+        assert_string_equal(m.memory_dev[0], "1Gi");
+        assert_string_equal(m.compute_dev[0], "20");
+        assert_string_equal(m.memory, "1Gi");
+        assert_string_equal(m.compute, "20");
+        /* a GPU the container lacks; a per-device option beside --gpu */
+        assert_int_equal(gs_slice_gpus_merge(hooks, 2, gpus, 1, &m, &err), -1);
+        assert_non_null(strstr(err.msg, "which the container does not have"));
+        char *d[] = {"h", "--gpu=" UA, "--memory-1=2Gi", "createRuntime", NULL};
+        char *const *dev[] = {d};
+        assert_int_equal(gs_slice_gpus_merge(dev, 1, gpus, 2, &m, &err), -1);
+        assert_non_null(strstr(err.msg, "per-device limit beside --gpu"));
+        /* --gpu taken out of argv */
+        char *av[] = {"x", "--gpu=" UA, "y", NULL}, *out[4];
+        const char *g = NULL;
+        assert_int_equal(gs_slice_gpu_take(3, av, out, &g, &err), 2);
+        assert_string_equal(g, UA);
+        assert_string_equal(out[1], "y");
+        char *bad[] = {"x", "--gpu=../etc", NULL};
+        assert_int_equal(gs_slice_gpu_take(2, bad, out, &g, &err), -1);
+        char *twice[] = {"x", "--gpu=" UA, "--gpu=" UB, NULL};
+        assert_int_equal(gs_slice_gpu_take(3, twice, out, &g, &err), -1);
+}
+
 static void hook_stages_and_ids(void **unused)
 {
         (void)unused;
@@ -796,6 +845,7 @@ int main(void)
                 cmocka_unit_test_setup(env_may_not_raise, setup_hc),
                 cmocka_unit_test_setup(allocator_is_the_ceiling, setup_hc),
                 cmocka_unit_test(slice_args),
+                cmocka_unit_test(slice_gpus),
                 cmocka_unit_test(hook_stages_and_ids),
                 cmocka_unit_test(path_clean),
                 cmocka_unit_test(device_mounts),
