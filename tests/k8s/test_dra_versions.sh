@@ -118,9 +118,11 @@ then
         UQ=f0000000-0000-4000-8000-000000000003 QMEM=$(jq -r .memory "$TMP/presets.json")
         API_STATE=$BOTH claim_json ml quarter "$UQ" "$DRIVER" "$(res gpu-0 "" "$(cat "$TMP/presets.json")")"
         dra prepare "$TMP/plugins-both/dra.sock" v1 "ml/quarter/$UQ"
-        env=$(jq -c '.devices[0].containerEdits.env' "$TMP/cdi-both/$DRIVER-claim-$UQ.json" 2>&1)
+        # (the share's limits: its slice hook's options, per GPU)
+        env=$(jq -c '[.devices[0].containerEdits.hooks[] | select(.hookName == "createRuntime") | .args[]]' \
+                "$TMP/cdi-both/$DRIVER-claim-$UQ.json" 2>&1)
         if [ "$(kq ".ok and (.claims[\"$UQ\"].devices | length) == 1")" = true ] &&
-           jq -e --arg m "GPUSLICE_MEMORY_LIMIT=$QMEM" 'index($m) != null and index("GPUSLICE_COMPUTE_LIMIT=25") != null' \
+           jq -e --arg m "--memory=$QMEM" 'index($m) != null and index("--compute-share=25") != null' \
                 <<<"$env" >/dev/null; then
                 ok "presets.yaml: gpu-quarter ($QMEM, 25 %; gpu-half twice it, both fitting 80 GB GPUs) prepared as its share"
         else not_ok "presets.yaml: gpu-quarter not prepared as its share: $(head -c 300 "$TMP/k.json") $env"; fi
