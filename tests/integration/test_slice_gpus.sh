@@ -13,6 +13,8 @@
 #   3. two differing slices of the SAME GPU: the tightest of them (memory, share, priority).
 #   4. only GPU 1 in the container: its limits at the container's device 0.
 #   5. a hook naming a GPU the container lacks: the start fails.
+#   6. as CDI gives the GPUs (NVIDIA_VISIBLE_DEVICES=void, the nodes in linux.devices): the
+#      visible order from the nodes.
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
@@ -83,6 +85,32 @@ gpu same 0 "$U0" 1024 "... the smaller memory"
 gpus_case one '[["--gpu='$U1'", "--memory=2Gi"]]' NVIDIA_VISIBLE_DEVICES=1
 expect_done one "a slice hook of GPU 1, the container has GPU 1 only"
 gpu one 0 "$U1" 2048 "... GPU 1 is the container's device 0"
+
+# 6 (here: before 5). As CDI gives the GPUs (NVIDIA_VISIBLE_DEVICES=void, the device nodes in
+# config.json's linux.devices; the hook mounts no driver, so only slice.conf is read): GPU 1's
+# node alone gives GPU 1 index 0; both nodes, each its own index.
+NODES='[{path: "/dev/nvidia2", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0}]'
+gpus_cdi() { # NAME NODES HOOKS
+        local name=$1 nodes=$2 hooks=$3
+        make_bundle "$name" '.process.env += ["NVIDIA_VISIBLE_DEVICES=void"] | .linux.devices = ((.linux.devices // []) + '"$nodes"')
+                | .hooks = {createRuntime: [$hooks[] | {path: $gs, args: (["gpuslice", "--root", $drv, "hook",
+                        "--config", $conf] + . + ["createRuntime"]), env: $hookenv}],
+                    poststop: [{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststop"], env: $hookenv}]}' \
+                --argjson hooks "$hooks"
+        run_bundle "$name"
+}
+gpus_cdi cdi-one "$NODES" '[["--gpu='$U1'", "--memory=2Gi"]]'
+expect_done cdi-one "CDI-style container of GPU 1's node (minor 2), its slice hook's 2Gi"
+expect_fact cdi-one "SLICE GPUSLICE_MEMORY_LIMIT=2Gi" "... GPU 1, the container's only GPU, has its 2Gi"
+gpus_cdi cdi-two '[{path: "/dev/nvidia0", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0},
+        {path: "/dev/nvidia2", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0}]' "$TWO"
+expect_done cdi-two "CDI-style container of both GPUs' nodes, two slice hooks"
+expect_fact cdi-two "SLICE GPUSLICE_MEMORY_LIMIT_0=1Gi" "... GPU 0 (minor 0) is index 0: its 1Gi"
+expect_fact cdi-two "SLICE GPUSLICE_MEMORY_LIMIT_1=2Gi" "... GPU 1 (minor 2) is index 1: its 2Gi"
+gpus_cdi cdi-missing "$NODES" "$TWO"
+[ "$(rc_of cdi-missing)" != 0 ] && grep -q "which the container does not have" "$TMP/cdi-missing.err" &&
+        ok "... GPU 1's node alone with a slice hook of GPU 0 too: the start fails" ||
+        not_ok "cdi-missing: exit $(rc_of cdi-missing): $(grep -m3 -i error "$TMP/cdi-missing.err" | tr '\n' ' ')"
 
 # 5. a GPU the container does not have
 gpus_case missing '[["--gpu='$U1'", "--memory=2Gi"]]' NVIDIA_VISIBLE_DEVICES=0
