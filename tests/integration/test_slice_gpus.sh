@@ -90,13 +90,15 @@ gpu one 0 "$U1" 2048 "... GPU 1 is the container's device 0"
 # config.json's linux.devices; the hook mounts no driver, so only slice.conf is read): GPU 1's
 # node alone gives GPU 1 index 0; both nodes, each its own index.
 NODES='[{path: "/dev/nvidia2", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0}]'
-gpus_cdi() { # NAME NODES HOOKS
-        local name=$1 nodes=$2 hooks=$3
-        make_bundle "$name" '.process.env += ["NVIDIA_VISIBLE_DEVICES=void"] | .linux.devices = ((.linux.devices // []) + '"$nodes"')
+gpus_cdi() { # NAME NODES HOOKS [ENV...]: (the driver's libcuda bind-mounted, as a CDI spec's mounts give it)
+        local name=$1 nodes=$2 hooks=$3; shift 3
+        make_bundle "$name" '.process.env += ["NVIDIA_VISIBLE_DEVICES=void"] + $env | .linux.devices = ((.linux.devices // []) + '"$nodes"')
+                | .mounts += [{destination: "'"$LIBDIR"'/libcuda.so.1", source: ($drv + "'"$LIBDIR"'/libcuda.so.1"),
+                        type: "bind", options: ["rbind", "ro"]}]
                 | .hooks = {createRuntime: [$hooks[] | {path: $gs, args: (["gpuslice", "--root", $drv, "hook",
                         "--config", $conf] + . + ["createRuntime"]), env: $hookenv}],
                     poststop: [{path: $gs, args: ["gpuslice", "hook", "--config", $conf, "poststop"], env: $hookenv}]}' \
-                --argjson hooks "$hooks"
+                --argjson hooks "$hooks" --argjson env "$(env_json PROBE_TOTALS=1 "$@")"
         run_bundle "$name"
 }
 gpus_cdi cdi-one "$NODES" '[["--gpu='$U1'", "--memory=2Gi"]]'
@@ -107,6 +109,18 @@ gpus_cdi cdi-two '[{path: "/dev/nvidia0", type: "c", major: 1, minor: 3, fileMod
 expect_done cdi-two "CDI-style container of both GPUs' nodes, two slice hooks"
 expect_fact cdi-two "SLICE GPUSLICE_MEMORY_LIMIT_0=1Gi" "... GPU 0 (minor 0) is index 0: its 1Gi"
 expect_fact cdi-two "SLICE GPUSLICE_MEMORY_LIMIT_1=2Gi" "... GPU 1 (minor 2) is index 1: its 2Gi"
+# the app's CUDA_VISIBLE_DEVICES reorders the GPUs: each keeps its own quota (the slice names its
+# GPUs by UUID: GPUSLICE_DEVICES), never the other's (GPU 0 would get GPU 1's 2Gi)
+BOTH='[{path: "/dev/nvidia0", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0},
+        {path: "/dev/nvidia2", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0}]'
+for c in cdi-reorder:void run-reorder:0,1; do
+        n=${c%%:*}
+        if [ "${c#*:}" = void ]; then gpus_cdi "$n" "$BOTH" "$TWO" CUDA_VISIBLE_DEVICES=1,0
+        else gpus_case "$n" "$TWO" NVIDIA_VISIBLE_DEVICES=0,1 CUDA_VISIBLE_DEVICES=1,0; fi
+        expect_done "$n" "$n: two slice hooks, the container's env CUDA_VISIBLE_DEVICES=1,0"
+        expect_fact_re "$n" "^PROBE_T dev [01] $U0 total 1024\$" "$n: ... GPU 0 keeps its 1Gi, whatever its number"
+        expect_fact_re "$n" "^PROBE_T dev [01] $U1 total 2048\$" "$n: ... GPU 1 keeps its 2Gi"
+done
 gpus_cdi cdi-missing "$NODES" "$TWO"
 [ "$(rc_of cdi-missing)" != 0 ] && grep -q "which the container does not have" "$TMP/cdi-missing.err" &&
         ok "... GPU 1's node alone with a slice hook of GPU 0 too: the start fails" ||
