@@ -131,7 +131,8 @@ static int per_gpu_slice(const struct gs_hook_opts *h, struct gs_context *ctx, c
         if (n == 0 && err->code != 0)
                 return -1;
         *merged = h->alloc;
-        if (gs_slice_gpus_merge((char *const *const *)cfg->gpu_hooks, cfg->ngpu_hooks, gpus, n, merged, err) < 0)
+        if (gs_slice_gpus_merge(h->alloc_gpu, &h->alloc, (char *const *const *)cfg->gpu_hooks, cfg->ngpu_hooks, gpus, n,
+                                merged, err) < 0)
                 return -1;
         rq->slice.ignored[0] = '\0';
         return gs_slice_rules_apply(merged, cfg->env, cfg->nenv, h->hc->env_may_raise || cfg->privileged, &rq->slice,

@@ -70,7 +70,11 @@ static void tighten(const char **have, const char *v, bool compute)
                 *have = v;
 }
 
-/* One hook's options: its GPU's index, its limits; the narrowest mode and lowest priority kept. */
+/* One hook's options (o, for gpu): its GPU's index, its limits; the narrowest mode and lowest
+ * priority kept. */
+static int add_one(const char *gpu, const struct gs_slice_opts *o, const char *const *gpus, size_t ngpus,
+                   struct gs_slice_opts *m, struct gs_error *err);
+
 static int merge_one(char *const *args, const char *const *gpus, size_t ngpus, struct gs_slice_opts *m,
                      struct gs_error *err)
 {
@@ -87,8 +91,13 @@ static int merge_one(char *const *args, const char *const *gpus, size_t ngpus, s
         int n = gs_slice_gpu_take((int)argc, a, a, &gpu, err);
         if (n < 0 || gs_slice_args_take(n, a, b, &o, &given, err) < 0)
                 return gs_error_wrap(err, "a slice hook of the container");
-        if (gpu == NULL)
-                return 0;
+        return gpu != NULL ? add_one(gpu, &o, gpus, ngpus, m, err) : 0;
+}
+
+static int add_one(const char *gpu, const struct gs_slice_opts *op, const char *const *gpus, size_t ngpus,
+                   struct gs_slice_opts *m, struct gs_error *err)
+{
+        const struct gs_slice_opts o = *op;
         for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++)
                 if (o.memory_dev[i] != NULL || o.compute_dev[i] != NULL)
                         return gs_error_set(err, GS_EINVAL, "the slice hook of %s gives a per-device limit beside "
@@ -124,13 +133,16 @@ static const char *common(const char *const *dev, size_t n, bool compute)
         return dev[0];
 }
 
-int gs_slice_gpus_merge(char *const *const *hooks, size_t nhooks, const char *const *gpus, size_t ngpus,
-                        struct gs_slice_opts *merged, struct gs_error *err)
+int gs_slice_gpus_merge(const char *own_gpu, const struct gs_slice_opts *own, char *const *const *hooks, size_t nhooks,
+                        const char *const *gpus, size_t ngpus, struct gs_slice_opts *merged, struct gs_error *err)
 {
         merged->memory = merged->compute = NULL;
         merged->compute_mode = merged->priority = NULL;
         for (int i = 0; i < GS_SLICE_MAX_DEVICES; i++)
                 merged->memory_dev[i] = merged->compute_dev[i] = NULL;
+        /* this hook's own options first: never lost, even where config.json does not hold it */
+        if (own_gpu != NULL && add_one(own_gpu, own, gpus, ngpus, merged, err) < 0)
+                return -1;
         for (size_t k = 0; k < nhooks; k++)
                 if (merge_one(hooks[k], gpus, ngpus, merged, err) < 0)
                         return -1;

@@ -32,14 +32,16 @@
  * twice". */
 int gs_slice_gpu_take(int argc, char **argv, char **out, const char **gpu, struct gs_error *err);
 
-/* The allocator's word for the whole container from its per-GPU slice hooks (`hooks`: each hook's
- * args, as config.json holds them), `gpus` the container's GPUs' UUIDs in its visible order.
+/* The allocator's word for the whole container from its per-GPU slice hooks: this hook's own
+ * (own_gpu, *own: its --gpu and options; NULL: none) and `hooks` (each hook's args, as config.json
+ * holds them; this one's again, which changes nothing), `gpus` the container's GPUs' UUIDs in its
+ * visible order.
  * Fills *merged's memory_dev, compute_dev, compute_mode and priority (pointers into hooks), and
  * its memory and compute: the value all of the container's GPUs share, else "0" (unlimited where
  * no hook names the GPU). -1 with err (GS_EINVAL):
  * a hook's GPU the container does not have, a per-device option (--memory-<i>) beside --gpu, a
  * malformed option. */
-int gs_slice_gpus_merge(char *const *const *hooks, size_t nhooks, const char *const *gpus, size_t ngpus,
-                        struct gs_slice_opts *merged, struct gs_error *err);
+int gs_slice_gpus_merge(const char *own_gpu, const struct gs_slice_opts *own, char *const *const *hooks, size_t nhooks,
+                        const char *const *gpus, size_t ngpus, struct gs_slice_opts *merged, struct gs_error *err);
 
 #endif

@@ -642,7 +642,7 @@ static void slice_gpus(void **unused)
         const char *gpus[] = {UA, UB};
         struct gs_slice_opts m = {0};
         struct gs_error err = {0};
-        assert_int_equal(gs_slice_gpus_merge(hooks, 2, gpus, 2, &m, &err), 0);
+        assert_int_equal(gs_slice_gpus_merge(NULL, NULL, hooks, 2, gpus, 2, &m, &err), 0);
         assert_string_equal(m.memory_dev[0], "1Gi");
         assert_string_equal(m.memory_dev[1], "2Gi");
         assert_string_equal(m.compute_dev[0], "30");
@@ -654,18 +654,24 @@ static void slice_gpus(void **unused)
         /* the same GPU twice: the tightest of each value; one GPU: written once, for all */
         char *c[] = {"h", "--gpu=" UA, "--memory=2Gi", "--compute-share=20", "createRuntime", NULL};
         char *const *same[] = {c, b};
-        assert_int_equal(gs_slice_gpus_merge(same, 2, gpus, 1, &m, &err), 0);
+        assert_int_equal(gs_slice_gpus_merge(NULL, NULL, same, 2, gpus, 1, &m, &err), 0);
         assert_string_equal(m.memory_dev[0], "1Gi");
         assert_string_equal(m.compute_dev[0], "20");
         assert_string_equal(m.memory, "1Gi");
         assert_string_equal(m.compute, "20");
         /* a GPU the container lacks; a per-device option beside --gpu */
-        assert_int_equal(gs_slice_gpus_merge(hooks, 2, gpus, 1, &m, &err), -1);
+        assert_int_equal(gs_slice_gpus_merge(NULL, NULL, hooks, 2, gpus, 1, &m, &err), -1);
         assert_non_null(strstr(err.msg, "which the container does not have"));
         char *d[] = {"h", "--gpu=" UA, "--memory-1=2Gi", "createRuntime", NULL};
         char *const *dev[] = {d};
-        assert_int_equal(gs_slice_gpus_merge(dev, 1, gpus, 2, &m, &err), -1);
+        assert_int_equal(gs_slice_gpus_merge(NULL, NULL, dev, 1, gpus, 2, &m, &err), -1);
         assert_non_null(strstr(err.msg, "per-device limit beside --gpu"));
+        /* this hook's own options count where config.json does not hold it (never lost: unlimited) */
+        struct gs_slice_opts own = {.memory = "3Gi"};
+        char *const *none[] = {NULL};
+        assert_int_equal(gs_slice_gpus_merge(UB, &own, none, 0, gpus, 2, &m, &err), 0);
+        assert_string_equal(m.memory_dev[1], "3Gi");
+        assert_null(m.memory_dev[0]);
         /* --gpu taken out of argv */
         char *av[] = {"x", "--gpu=" UA, "y", NULL}, *out[4];
         const char *g = NULL;
