@@ -232,7 +232,7 @@ check "... the link kept" [ -L "$K/dangling.toml" ]
 check "... no file made where it points" [ ! -e "$K/none.toml" ]
 # a FIFO: refused at once, not waited on
 mkfifo "$K/fifo.toml"
-run k8 -- timeout 10 "$GS" runtime configure --kubernetes --host-config "$K/fifo.toml"
+run k8 -- timeout 3 "$GS" runtime configure --kubernetes --host-config "$K/fifo.toml"
 expect_rc k8 1 "--kubernetes on a FIFO: refused, not hung"
 # ---- issue 31: owners and modes, links, config shapes, the engine's own check -----------------
 # tget FILE KEY/KEY/...: the value at that key path as JSON, read by an independent parser

@@ -211,14 +211,16 @@ mutation confdangling integration_runtime_configure src/engine/conffile.c \
         "a link to no file is taken for no file: a new file is written over the link (the link lost)" \
         "link to no file: refused"
 # issue 31 (alloc): the allocator's word is the slice's ceiling (src/runtime/slice_rules.c)
-mutation allocceiling "unit_runtime integration_allocator" src/runtime/slice_rules.c \
+mutation allocceiling unit_runtime src/runtime/slice_rules.c \
         'dev = tightest(al, env_dev);' \
         'dev = env_dev.s != NULL ? env_dev : al;' \
-        "env widens the allocator's limit (a per-device variable wins over the allocator's value)"
-mutation envraise "unit_runtime integration_allocator" src/runtime/slice_rules.c \
+        "env widens the allocator's limit (a per-device variable wins over the allocator's value)" \
+        "allocator_is_the_ceiling"
+mutation envraise unit_runtime src/runtime/slice_rules.c \
         '} else if (mode == GS_COMPUTE_OFF && !may_raise) {' \
         '} else if (0) {' \
-        "without an allocator the env turns the compute gate off unasked (no env-may-raise, unprivileged)"
+        "without an allocator the env turns the compute gate off unasked (no env-may-raise, unprivileged)" \
+        "env_may_not_raise"
 mutation oneslice integration_allocator src/runtime/hook.c \
         'if (same)' \
         'if (1)' \
@@ -229,10 +231,11 @@ mutation pergpu integration_slice_gpus src/runtime/slice_gpus.c \
         'for (size_t j = 0; j < ngpus && j < GS_SLICE_MAX_DEVICES; j++) tighten(&m->memory_dev[j], o.memory != NULL ? o.memory : "0", false);' \
         "per-GPU slices: one claim's memory limit applied to both GPUs of the container (each slice hook's on every GPU, the tightest kept)" \
         "GPU 1's memory is its claim's 2Gi"
-mutation slicemounts "unit_runtime k8s_device_plugin_env" src/runtime/request.c \
+mutation slicemounts unit_runtime src/runtime/request.c \
         'if (alloc == NULL && hc->accept_volume_mounts) {' \
         'if (0) {' \
-        "a volume-mounts answer's slice (the kubelet's slice/ mounts) is not the ceiling: the pod's env replaces its limits"
+        "a volume-mounts answer's slice (the kubelet's slice/ mounts) is not the ceiling: the pod's env replaces its limits" \
+        "slice_mounts"
 # issue 34 (checks)
 mutation livecompute vgpu_resize src/vgpu/limiter.c \
         '__atomic_store_n(&d->bp, bp, __ATOMIC_RELAXED);' \
