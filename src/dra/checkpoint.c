@@ -59,6 +59,22 @@ static const char *hook_opt(json_object *dev, const char *opt)
         return NULL;
 }
 
+/* Does a spec device hold the admin view's mount (dra/prepare.h: an admin-access device)? */
+static bool admin_mount(json_object *dev)
+{
+        json_object *edits = NULL, *mounts = NULL;
+        if (!json_object_object_get_ex(dev, "containerEdits", &edits) || !json_object_object_get_ex(edits, "mounts", &mounts) ||
+            !json_object_is_type(mounts, json_type_array))
+                return false;
+        for (size_t k = 0; k < json_object_array_length(mounts); k++) {
+                json_object *cp = NULL;
+                if (json_object_object_get_ex(json_object_array_get_idx(mounts, k), "containerPath", &cp) &&
+                    strcmp(json_object_get_string(cp), GS_DRA_ADMIN_VIEW) == 0)
+                        return true;
+        }
+        return false;
+}
+
 /* One claim's entry from its spec (NULL: not a spec of ours to read). */
 static json_object *entry_from_spec(struct gs_dra_prep *p, const char *uid, const char *path)
 {
@@ -86,6 +102,8 @@ static json_object *entry_from_spec(struct gs_dra_prep *p, const char *uid, cons
                         json_object_object_add(e, "memory", json_object_new_int64((int64_t)m));
                         json_object_object_add(e, "compute", json_object_new_int(cs != NULL ? atoi(cs) : 0));
                 }
+                if (admin_mount(d))
+                        json_object_object_add(e, "admin", json_object_new_boolean(1));
                 json_object_array_add(out, e);
                 const char *ns = hook_opt(d, "--k8s-namespace="), *cn = hook_opt(d, "--k8s-claim=");
                 if (ns != NULL && cn != NULL) {
@@ -225,8 +243,9 @@ void gs_dra_ck_held(const struct gs_dra_prep *p, const char *device, const char 
                         continue;
                 for (size_t i = 0; i < json_object_array_length(devs); i++) {
                         json_object *d = json_object_array_get_idx(devs, i), *v = NULL, *m = NULL, *c = NULL;
-                        if (!json_object_object_get_ex(d, "device", &v) || strcmp(json_object_get_string(v), device) != 0)
-                                continue;
+                        if (!json_object_object_get_ex(d, "device", &v) || strcmp(json_object_get_string(v), device) != 0 ||
+                            (json_object_object_get_ex(d, "admin", &m) && json_object_get_boolean(m)))
+                                continue; /* (an admin-access view holds nothing) */
                         uint64_t mem = json_object_object_get_ex(d, "memory", &m) ? (uint64_t)json_object_get_int64(m) : 0;
                         int cs = json_object_object_get_ex(d, "compute", &c) ? json_object_get_int(c) : 0;
                         *memory += mem == 0 || mem > total ? total : mem;

@@ -104,6 +104,12 @@ static int results(json_object *arr, const char *driver, struct gs_dra_claim *c,
                 if (!dns_label(r->device))
                         return gs_error_set(err, GS_EINVAL, "%s: device '%.63s' is not a DNS label", what, r->device);
                 c->n++; /* its key is read: a later error can be reported on its status */
+                json_object *adm = get(o, "adminAccess");
+                if (adm != NULL && !json_object_is_type(adm, json_type_null) && !json_object_is_type(adm, json_type_boolean))
+                        return gs_error_set(err, GS_EINVAL, "%s: adminAccess is not a boolean", what);
+                r->admin = adm != NULL && json_object_get_boolean(adm);
+                if (r->admin)
+                        continue; /* consumes nothing: its capacity is not the claim's to hold */
                 if (capacity(get(o, "consumedCapacity"), r, what, err) < 0)
                         return -1;
         }

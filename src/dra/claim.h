@@ -5,6 +5,9 @@
  * applied per request: the DeviceClass's (source FromClass, copied there by the API server) bounds
  * the claim's (FromClaim), which may only narrow it.
  *
+ *   adminAccess        true: the device is allocated for administrative access (DRAAdminAccess;
+ *                      only in a namespace the cluster admin labelled): it consumes nothing
+ *                      (its consumedCapacity is not read), a monitoring view (dra/prepare.h)
  *   consumedCapacity   "memory" (bytes) and "compute" (percent, 1..100): the slice; absent on a
  *                      device allocated whole. Any other capacity name is an error.
  *   opaque parameters  {"apiVersion": "gpu.gpuslice.io/v1alpha1", "kind": "SliceConfig",
@@ -42,6 +45,7 @@ struct gs_dra_result {
         unsigned compute;   /* consumed percent, 0: none given */
         char priority[8];   /* "" or high|normal|low */
         char compute_mode[8]; /* "" or cap|share|off */
+        bool admin;         /* adminAccess: true (the API server's word): a read-only view, no share */
 };
 
 struct gs_dra_claim {

@@ -535,7 +535,8 @@ static int start(struct gs_dra *p, struct gs_error *err)
         p->prep = (struct gs_dra_prep){.ctx = o->ctx, .dev = p->dev, .api = &p->api, .health = &p->health,
                                        .driver = p->driver, .node = p->node,
                                        .cdi_dir = o->cdi_dir ? o->cdi_dir : GS_DRA_DEFAULT_CDI_DIR,
-                                       .hook_path = hook, .host_root = o->hc->dp.host_root};
+                                       .hook_path = hook, .host_root = o->hc->dp.host_root,
+                                       .regions_dir = o->hc->regions_dir};
         if (mkdir(p->prep.cdi_dir, 0755) < 0 && errno != EEXIST)
                 return gs_error_sys(err, "mkdir %s", p->prep.cdi_dir);
         p->prep_open = true;

@@ -28,6 +28,7 @@ struct plan {
         unsigned gpu;
         int mig;
         bool slice;
+        bool admin; /* adminAccess: the device's nodes and the slices' regions read-only; holds nothing */
 };
 
 static bool charset(const char *s, size_t max, const char *extra)
@@ -158,6 +159,10 @@ static int check(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct pla
                 if (p->health != NULL && (p->health->gpu_bad[pl[i].gpu] ||
                                           (pl[i].mig >= 0 && p->health->mig_bad[pl[i].gpu][pl[i].mig])))
                         return gs_error_set(err, GS_EINVAL, "device %s is unhealthy", r->device);
+                pl[i].admin = r->admin;
+                pl[i].slice = false;
+                if (r->admin)
+                        continue; /* no capacity of its own (dra/claim.h), never on the books */
                 uint64_t total = pl[i].mig >= 0 ? g->migs[pl[i].mig].memory_total : g->memory_total;
                 if (r->memory > total)
                         return gs_error_set(err, GS_EINVAL, "the claim consumes %llu bytes of %s, which has %llu",
@@ -172,7 +177,7 @@ static int check(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct pla
                 pl[i].slice = !(whole_mem && whole_compute);
         }
         for (size_t i = 0; i < c->n; i++)
-                if (fits(p, c, &c->r[i], &pl[i], err) < 0)
+                if (!pl[i].admin && fits(p, c, &c->r[i], &pl[i], err) < 0)
                         return -1;
         return 0;
 }
@@ -293,6 +298,30 @@ static json_object *result_device(struct gs_dra_prep *p, const struct gs_dra_cla
         return copy;
 }
 
+/* An admin-access device's view of the slices (docs/kubernetes.md): the host's regions directory
+ * bind-mounted read-only at GS_DRA_ADMIN_VIEW, after the rebase (the directory is the host's
+ * config's, never under the driver root). Read-only: the regions are the tenants' accounting. */
+static void admin_view(const struct gs_dra_prep *p, json_object *dev)
+{
+        static const char *const opts[] = {"ro", "nosuid", "nodev", "noexec", "bind"};
+        json_object *edits = NULL, *mounts = NULL;
+        if (!json_object_object_get_ex(dev, "containerEdits", &edits)) {
+                edits = json_object_new_object();
+                json_object_object_add(dev, "containerEdits", edits);
+        }
+        if (!json_object_object_get_ex(edits, "mounts", &mounts)) {
+                mounts = json_object_new_array();
+                json_object_object_add(edits, "mounts", mounts);
+        }
+        json_object *m = json_object_new_object(), *o = json_object_new_array();
+        for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
+                json_object_array_add(o, json_object_new_string(opts[k]));
+        json_object_object_add(m, "hostPath", json_object_new_string(p->regions_dir));
+        json_object_object_add(m, "containerPath", json_object_new_string(GS_DRA_ADMIN_VIEW));
+        json_object_object_add(m, "options", o);
+        json_object_array_add(mounts, m);
+}
+
 /* The spec: src/cdi's, its devices replaced by the claim's. */
 static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim *c, const struct plan *pl,
                                char *kind, size_t kindlen, struct gs_error *err)
@@ -319,6 +348,9 @@ static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim 
                 json_object_put(spec);
                 return NULL;
         }
+        for (size_t i = 0; i < c->n; i++)
+                if (pl[i].admin)
+                        admin_view(p, json_object_array_get_idx(mine, i));
         return spec;
 fail:
         json_object_put(mine);
@@ -381,6 +413,8 @@ static json_object *prepare_locked(struct gs_dra_prep *p, const struct gs_dra_cl
                 if (c->r[i].share_id[0] != '\0')
                         json_object_object_add(d, "share_id", json_object_new_string(c->r[i].share_id));
                 json_object_object_add(d, "cdi", str_list(cdi));
+                if (pl[i].admin)
+                        json_object_object_add(d, "admin", json_object_new_boolean(1));
                 if (pl[i].slice) {
                         json_object_object_add(d, "memory", json_object_new_int64((int64_t)c->r[i].memory));
                         json_object_object_add(d, "compute", json_object_new_int(c->r[i].compute));

@@ -32,6 +32,12 @@
  *   shared     the checkpoint is locked and read again for each call (dra/checkpoint.h), so that
  *              instances side by side (a rolling update) share it
  *
+ *   admin      a device allocated with adminAccess (dra/claim.h) is given as a whole device (its
+ *              nodes, as cdi generate gives them) with the slices' regions directory bind-mounted
+ *              read-only (ro, nosuid, nodev, noexec) at GS_DRA_ADMIN_VIEW, for `gpuslice top` and
+ *              `gpuslice metrics` in a monitoring pod; it is no share: off the books (it never
+ *              counts toward, or is refused for, what the GPU's claims hold), no limits, no usage
+ *              data; its checkpoint entry says "admin" (a rebuilt one: the view's mount)
  * A refused claim leaves nothing: no spec, no checkpoint entry. Its error also goes on the claim's
  * status (dra/status.h: Ready False, reason InvalidClaim or PrepareFailed, the error as message)
  * when the claim was read and names devices of ours; a claim prepared after such an error gets
@@ -39,6 +45,8 @@
  */
 #ifndef GS_DRA_PREPARE_H
 #define GS_DRA_PREPARE_H
+
+#define GS_DRA_ADMIN_VIEW GS_SLICE_REGIONS_DIR /* where an admin claim's container sees the regions */
 
 #include <json-c/json.h>
 #include <limits.h>
@@ -60,6 +68,7 @@ struct gs_dra_prep {
         const char *cdi_dir;
         const char *hook_path;  /* absolute; the gpuslice-hook (or gpuslice) the CDI hooks run */
         const char *host_root;  /* the driver root as the host's runtime sees it ("" : the same) */
+        const char *regions_dir; /* the host's slice.regions-dir: an admin-access claim's read-only view */
         char checkpoint[PATH_MAX];
         int lock_fd;            /* <plugin-dir>/checkpoint.lock (dra/checkpoint.h) */
         unsigned rebuilt;       /* times the checkpoint was rebuilt from the specs */

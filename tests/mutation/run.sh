@@ -362,6 +362,22 @@ mutation drametrics k8s_dra_usage src/dra/service.c \
         'gs_dra_stats_note(p->stats, GS_DRA_OP_PREPARE, true, mono_s() - t0);' \
         "the DRA plugin's metrics count a refused claim as prepared (gpuslice_dra_prepare_total{result=\"refused\"} never moves)" \
         "the plugin's metrics"
+# issue 33, item 5: an admin-access claim (tests/k8s/test_dra_admin.sh puts these checks first)
+mutation draadminro k8s_dra_admin src/dra/prepare.c \
+        '{"ro", "nosuid", "nodev", "noexec", "bind"}' \
+        '{"rw", "nosuid", "nodev", "noexec", "bind"}' \
+        "an admin-access claim's view of the slices' regions is writable: a monitoring pod can corrupt the tenants' accounting" \
+        "mounts the slices' regions directory read-only"
+mutation draadminbooks k8s_dra_admin src/dra/prepare.c \
+        'if (!pl[i].admin && fits(p, c, &c->r[i], &pl[i], err) < 0)' \
+        'if (fits(p, c, &c->r[i], &pl[i], err) < 0)' \
+        "an admin-access claim is on the node's books as a whole GPU: refused on a GPU its slices fill (the scheduler books it as consuming nothing)" \
+        "an admin-access claim of the full gpu-0: prepared"
+mutation draadminheld k8s_dra_admin src/dra/checkpoint.c \
+        '(json_object_object_get_ex(d, "admin", &m) && json_object_get_boolean(m)))' \
+        '(0 && json_object_object_get_ex(d, "admin", &m)))' \
+        "a prepared admin-access claim counts on the node's books as a whole GPU: every slice claim of that GPU prepared after it is refused" \
+        "a slice of gpu-0 after the admin claim: fits"
 # issue 33, item 6: resource.k8s.io v1beta2 where v1 is not served (Kubernetes 1.33)
 mutation draversion k8s_dra_versions src/dra/apiversion.c \
         'strcpy(api->res_version, v1 ? "v1" : "v1beta2");' \
