@@ -5,16 +5,24 @@
 # nodes and the slices' regions directory mounted read-only (docs/kubernetes.md says why); it is
 # prepared on a GPU its slices fill, and holds nothing (a slice prepared after it still fits); an
 # API server whose DRAAdminAccess gate is off drops the field, and the claim is an ordinary
-# whole-GPU claim (refused on a full GPU, whole and without the view on a free one).
+# whole-GPU claim (refused on a full GPU, whole and without the view on a free one). The admin
+# claim's spec is run by podman with runc: gpuslice top --once --json inside shows another claim's
+# slice, and root there cannot write the view.
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
-# mutations (draadminro, draadminbooks, draadminheld): those checks come first, in that order.
+# mutations (draadminbooks, draadminro, draadminheld): those checks come first, in that order.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
 . "$SRC/tests/k8s/lib.sh"
 . "$SRC/tests/k8s/dra_lib.sh"
 
 CDI_DIR=$TMP/cdi # no container runs here: the specs stay in the test's directory
+OWNER_PID=
+dra_cleanup_more() {
+        [ -n "$OWNER_PID" ] && kill "$OWNER_PID" 2>/dev/null
+        [ -d "$TMP/podman-root" ] && timeout 60 podman --root "$TMP/podman-root" --runroot "$TMP/podman-run" rm -af -t 0 >/dev/null 2>&1
+        rm -f "/var/run/cdi/$DRIVER-claim-"*.json
+}
 dra_setup
 REGIONS=$TMP/regions
 mkdir -p "$REGIONS"
@@ -70,7 +78,7 @@ view=$(echo "$dev" | jq -c --arg r "$REGIONS" '[.containerEdits.mounts[]? | sele
 if [ "$(echo "$view" | jq 'length == 1 and .[0].containerPath == "/run/gpuslice/slices" and
         (.[0].options | index("ro") != null and index("rw") == null and index("bind") != null)')" = true ]; then
         ok "its CDI device mounts the slices' regions directory read-only at /run/gpuslice/slices ($(echo "$view" | jq -c '.[0].options'))"
-else not_ok "its CDI device has no read-only regions mount: $view ($(head -c 600 "$CDI_DIR/$DRIVER-claim-$UM.json" 2>&1))"; fi
+else not_ok "its CDI device mounts the slices' regions directory read-only: not so: $view ($(head -c 600 "$CDI_DIR/$DRIVER-claim-$UM.json" 2>&1))"; fi
 # mutation draadminbooks: an admin claim counted on the books; a third slice after the second
 # leaves: fits only if the admin claim holds nothing
 dra unprepare "$SOCK" v1 "ml/slice-b/$UB"
@@ -109,6 +117,55 @@ else not_ok "a torn checkpoint rebuilt: $(head -c 300 "$TMP/k.json") $(jq -c ".c
 claim_json ml bad-admin a0000000-0000-4000-8000-00000000000b "$DRIVER" \
         "[{\"request\": \"gpu\", \"driver\": \"$DRIVER\", \"pool\": \"$NODE\", \"device\": \"gpu-1\", \"adminAccess\": \"yes\"}]"
 bad bad-admin a0000000-0000-4000-8000-00000000000b "adminAccess is not a boolean" "adminAccess \"yes\"" InvalidClaim
+
+# ---------------------------------------------------------------------------------------------
+# The admin claim's spec run as a container (podman with runc, as test_dra_plugin.sh runs claims):
+# gpuslice top inside shows the slice of another claim; the view cannot be written
+
+# slice-a's container's slice directory, as its hook leaves it (owner, labels) and its region
+sleep 600 &
+OWNER_PID=$!
+mkdir -p "$REGIONS/c-a"
+echo "$OWNER_PID $(awk '{print $22}' "/proc/$OWNER_PID/stat")" >"$REGIONS/c-a/owner"
+printf '{"namespace": "ml", "pod": "trainer-a", "claim": "slice-a"}\n' >"$REGIONS/c-a/labels"
+"$BUILD/tests/region_tool" share "$REGIONS/c-a/usage" "$GPU0" 8589934592 1073741824 0 0 0 0 || not_ok "region_tool share"
+PODMAN=$(command -v podman || true)
+if [ -z "$PODMAN" ] || ! [ -x "$RUNC" ]; then
+        not_ok "podman or runc is not installed (make test-deps): the admin claim's spec was not run as a container"
+else
+        # podman reads /var/run/cdi only: the spec copied there (removed at exit)
+        mkdir -p /var/run/cdi
+        PUB=/var/run/cdi/$DRIVER-claim-$UM.json
+        cp "$CDI_DIR/$DRIVER-claim-$UM.json" "$PUB"
+        if sanitized; then
+                jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$PUB" \
+                        >"$PUB.tmp" && mv "$PUB.tmp" "$PUB"
+        fi
+        R=$TMP/rootfs-admin
+        make_rootfs "$R"
+        cp "$GS" "$R/usr/bin/gpuslice"
+        for l in $(ldd "$GS" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
+                [ -e "$R$LIBDIR/${l##*/}" ] || cp -L "$l" "$R$LIBDIR/${l##*/}"
+        done
+        cat >"$R/admin.sh" <<'SH'
+grep ' /run/gpuslice/slices ' /proc/mounts | sed 's/^/MOUNT /'
+if echo x >/run/gpuslice/slices/c-a/labels 2>/dev/null || mkdir /run/gpuslice/slices/mine 2>/dev/null; then echo WRITABLE; else echo READONLY; fi
+/usr/bin/gpuslice top --once --json >/top.json 2>/top.err; echo "TOPRC $?"
+sed 's/^/TOP /' /top.json; sed 's/^/TOPERR /' /top.err
+SH
+        timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
+                --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" run --rm --network=none \
+                --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$UM-gpu-0" --rootfs "$R" /bin/sh /admin.sh >"$TMP/c-admin.out" 2>"$TMP/c-admin.err"
+        sed -n 's/^TOP //p' "$TMP/c-admin.out" >"$TMP/c-admin.json"
+        if grep -q '^TOPRC 0$' "$TMP/c-admin.out" &&
+           jq -e '[.slices[] | select(tostring | contains("slice-a"))] | length == 1' "$TMP/c-admin.json" >/dev/null 2>&1; then
+                ok "in a container of the admin claim's spec (podman, runc): gpuslice top --once --json shows slice-a's slice"
+        else not_ok "gpuslice top in the admin container: $(grep -v '^TOP ' "$TMP/c-admin.out" | head -c 400) $(head -c 400 "$TMP/c-admin.json") $(tail -3 "$TMP/c-admin.err")"; fi
+        if grep -q '^READONLY$' "$TMP/c-admin.out" && grep -Eq '^MOUNT .* (ro|ro,.*) ' "$TMP/c-admin.out" &&
+           [ "$(cat "$REGIONS/c-a/labels")" = '{"namespace": "ml", "pod": "trainer-a", "claim": "slice-a"}' ]; then
+                ok "... the view is mounted ro there: root in the container cannot write a region or make a directory"
+        else not_ok "... the view in the container: $(grep -E '^(MOUNT|READONLY|WRITABLE)' "$TMP/c-admin.out")"; fi
+fi
 
 # ---------------------------------------------------------------------------------------------
 # DRAAdminAccess off: the API server drops adminAccess; the claim is an ordinary whole-GPU one
