@@ -418,6 +418,7 @@ static int loop(struct gs_dra *p)
                         p->sweep_at = gs_now_ms() + (p->o->stale_period_ms ? p->o->stale_period_ms : STALE_MS);
                 }
                 if (gs_k8s_health_poll(&p->hw, &p->health, now)) {
+                        gs_dra_health_changed(p);
                         p->publish_due = true;
                         p->publish_at = 0;
                 }
@@ -569,6 +570,7 @@ int gs_dra_plugin_run(const struct gs_dra_opts *o, struct gs_error *err)
         p->driver = o->driver != NULL ? o->driver : GS_DRA_DEFAULT_DRIVER;
         p->signal_fd = p->reg.lfd = p->svc.lfd = -1;
         p->publish_due = true;
+        p->health_since = (long long)time(NULL);
         int rv = -1;
         if (setup_signals(p, err) < 0 || start(p, err) < 0)
                 goto out;
@@ -580,6 +582,7 @@ int gs_dra_plugin_run(const struct gs_dra_opts *o, struct gs_error *err)
                 gs_error_sys(err, "poll");
 out:
         gs_k8s_health_stop(&p->hw);
+        gs_dra_health_end(p);
         while (p->nconns > 0)
                 gs_h2c_free(p->conns[--p->nconns].h);
         sock_close(&p->reg);

@@ -19,6 +19,7 @@
 
 #define GS_DRA_MAX_CONNS 32
 #define GS_DRA_MAX_CLAIMS 256 /* claims in one call */
+#define GS_DRA_MAX_WATCHERS 4 /* NodeWatchResources streams at once (the kubelet opens one) */
 
 struct gs_dra_sock {
         char path[PATH_MAX];
@@ -26,6 +27,12 @@ struct gs_dra_sock {
         dev_t dev;
         ino_t ino;
         struct timespec ctime;
+};
+
+/* An open NodeWatchResources stream (dra/healthsvc.c). */
+struct gs_dra_watcher {
+        struct gs_h2c_conn *c;
+        int32_t stream;
 };
 
 struct gs_dra_conn {
@@ -53,6 +60,9 @@ struct gs_dra {
         struct gs_dra_sock reg, svc;
         struct gs_dra_conn conns[GS_DRA_MAX_CONNS];
         unsigned nconns;
+        struct gs_dra_watcher watch[GS_DRA_MAX_WATCHERS];
+        unsigned nwatch;
+        long long health_since; /* wall-clock seconds: a healthy device's last_updated_time */
         int signal_fd;
         bool stop;
         bool registered;
@@ -72,6 +82,13 @@ struct gs_dra {
 
 void gs_dra_note(struct gs_dra *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gs_dra_note_cb(void *ud, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* dra/healthsvc.c: NodeWatchResources. watch: a new stream (sent the list, or refused); unwatch: a
+ * stream ended; changed: the list to every watcher; end: finish every stream (the plugin stops). */
+void gs_dra_health_watch(struct gs_dra *p, struct gs_h2c_conn *c, int32_t stream);
+void gs_dra_health_unwatch(struct gs_dra *p, struct gs_h2c_conn *c, int32_t stream);
+void gs_dra_health_changed(struct gs_dra *p);
+void gs_dra_health_end(struct gs_dra *p);
 
 /* dra/service.c */
 extern const struct gs_h2c_server_ops gs_dra_service;

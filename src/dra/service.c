@@ -1,5 +1,5 @@
-/* The DRA plugin's gRPC services: Registration (pluginregistration v1) and DRAPlugin (v1 and
- * v1beta1, the same messages), see dra/plugin.h. */
+/* The DRA plugin's gRPC services: Registration (pluginregistration v1), DRAPlugin (v1 and
+ * v1beta1, the same messages) and DRAResourceHealth (v1alpha1, dra/healthsvc.c), see dra/plugin.h. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +237,8 @@ static void on_call(struct gs_h2c_conn *c, int32_t stream, const char *path, con
                 prepare(p, c, stream, msg, len);
         else if (m != NULL && strcmp(m, "NodeUnprepareResources") == 0)
                 unprepare(p, c, stream, msg, len);
+        else if (strcmp(path, "/v1alpha1.DRAResourceHealth/NodeWatchResources") == 0)
+                gs_dra_health_watch(p, c, stream);
         else if (strcmp(path, "/pluginregistration.Registration/GetInfo") == 0)
                 get_info(p, c, stream);
         else if (strcmp(path, "/pluginregistration.Registration/NotifyRegistrationStatus") == 0)
@@ -247,9 +249,7 @@ static void on_call(struct gs_h2c_conn *c, int32_t stream, const char *path, con
 
 static void on_closed(struct gs_h2c_conn *c, int32_t stream, void *ud)
 {
-        (void)c;
-        (void)stream;
-        (void)ud;
+        gs_dra_health_unwatch(ud, c, stream);
 }
 
 const struct gs_h2c_server_ops gs_dra_service = {.call = on_call, .closed = on_closed};

@@ -10,6 +10,9 @@ once). Each run prints one JSON line: {"ok": true, ...} or {"ok": false, "code",
     unprepare SOCKET VERSION NS/NAME/UID...  NodeUnprepareResources
     raw SOCKET PATH HEX                a unary call of these bytes: its status
     time-prepare SOCKET N NS/NAME/UID  N times prepare + unprepare: the prepare times (ms)
+    watch-health SOCKET [SECONDS]      the kubelet's NodeWatchResources stream (ResourceHealthStatus,
+                                       v1alpha1): one JSON line per message as it arrives
+                                       {"ok": true, "devices": [...]}, until the stream ends or SECONDS
     stubs                              the stubs made (a test makes them while it sets up)
 """
 import argparse
@@ -36,6 +39,18 @@ def stubs(proto_dir, out):
     sys.path.insert(0, out)
     import dra_pb2, pluginregistration_pb2  # noqa: E401
     return dra_pb2, pluginregistration_pb2
+
+
+def health_stubs(proto_dir, out):
+    if not os.path.exists(os.path.join(out, "dra_health_pb2.py")):
+        subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I" + proto_dir, "--python_out=" + out,
+                        "dra_health.proto"], check=True)
+    import dra_health_pb2
+    return dra_health_pb2
+
+
+# The kubelet's gRPC path of the DRA health service (its api.proto's package is v1alpha1)
+HEALTH = "/v1alpha1.DRAResourceHealth/NodeWatchResources"
 
 
 def call(sock, path, req, resp_cls, timeout=30):
@@ -111,6 +126,19 @@ def main():
                         raise RuntimeError(v.error)
                 unprep(dra.NodeUnprepareResourcesRequest(claims=claims(dra, [ref])), timeout=30)
             res = {"ok": True, "ms": times}
+        elif a.cmd == "watch-health":
+            hp = health_stubs(a.proto_dir, a.stubs)
+            ch = grpc.insecure_channel("unix://" + a.args[0])
+            fn = ch.unary_stream(HEALTH, request_serializer=lambda m: m.SerializeToString(),
+                                 response_deserializer=hp.NodeWatchResourcesResponse.FromString)
+            secs = float(a.args[1]) if len(a.args) > 1 else 30
+            try:
+                for r in fn(hp.NodeWatchResourcesRequest(), timeout=secs):
+                    print(json.dumps({"ok": True, "devices": d(r).get("devices", [])}), flush=True)
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise
+            res = {"ok": True, "end": True}
         else:
             res = {"ok": False, "error": "unknown command " + a.cmd}
     except grpc.RpcError as e:

@@ -330,6 +330,11 @@ mutation drataintdry k8s_dra_taints src/dra/plugin.c \
         'if (0) {' \
         "the DRA plugin writes its first tainted slice without a dry run: with DRADeviceTaints off an unhealthy GPU is stored untainted until the answer shows it" \
         "found out by a dry run"
+mutation drahealth k8s_dra_health src/dra/plugin.c \
+        'gs_dra_health_changed(p);' \
+        '(void)0;' \
+        "the DRA health service sends nothing on a change: the kubelet shows an XID'd GPU healthy in the pod's status until it reconnects" \
+        "arrives on the open stream"
 mutation drausage k8s_dra_usage src/dra/usage.c \
         'now - s->written_at >= (long long)u->period_ms && moved(s) &&' \
         '!s->written && moved(s) &&' \
