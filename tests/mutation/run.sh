@@ -334,7 +334,7 @@ mutation drahealth k8s_dra_health src/dra/plugin.c \
         'gs_dra_health_changed(p);' \
         '(void)0;' \
         "the DRA health service sends nothing on a change: the kubelet shows an XID'd GPU healthy in the pod's status until it reconnects" \
-        "arrives on the open stream"
+        "XID 79 on GPU 1: the stream"
 mutation drausage k8s_dra_usage src/dra/usage.c \
         'now - s->written_at >= (long long)u->period_ms && moved(s) &&' \
         '!s->written && moved(s) &&' \
