@@ -15,7 +15,7 @@
 # "skip - ...: timing accuracy is checked in the normal build" line, counted and listed with the
 # skips below. The normal build runs them all.
 set -uo pipefail
-BUILD=${1:-build} BUILD_ASAN=${2:-build-asan} BUILD_FUZZ=${3:-build-fuzz} FUZZ_SECONDS=${4:-12}
+BUILD=${1:-build} BUILD_ASAN=${2:-build-asan} BUILD_FUZZ=${3:-build-fuzz} FUZZ_SECONDS=${4:-10}
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
 failures=() skips=()
@@ -77,12 +77,15 @@ run_suite() { # build dir, label, meson setup args...
         if ! ninja -C "$dir"; then failed=$((failed + 1)); failures+=("$label: build"); return; fi
         echo "=== $label: test"
         rm -f "$dir/meson-logs/testlog.json"
-        meson test -C "$dir" --print-errorlogs --num-processes 2
+        meson test -C "$dir" --print-errorlogs --num-processes "${TEST_JOBS:-2}"
         count_meson "$dir" "$label"
 }
 
 if [ -z "${FUZZ_ONLY:-}" ]; then
-        run_suite "$BUILD" "build" --buildtype=debugoptimized -Dwerror=true
+        # Three tests at a time in the normal build (its parallel tests mostly wait: containers,
+        # servers, polls; the timing tests run alone either way, meson's is_parallel: false), two in
+        # the sanitizer build, whose tests are CPU-bound.
+        TEST_JOBS=3 run_suite "$BUILD" "build" --buildtype=debugoptimized -Dwerror=true
         run_suite "$BUILD_ASAN" "asan+ubsan" --buildtype=debug -Dwerror=true \
                 -Db_sanitize=address,undefined -Db_lundef=false
 fi
