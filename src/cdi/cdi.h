@@ -50,6 +50,9 @@ struct gs_cdi_slice {
         char priority[8]; /* "high", "normal", "low"; "" = not set (normal; the container may lower it) */
         char compute_mode[8]; /* "cap", "share", "off"; "" = not set (cap; the container may not widen it) */
         bool gpus_only;   /* no "all-<NAME>" device */
+        bool per_gpu;     /* its limits are its GPU's alone (runtime/slice_gpus.h: the DRA plugin adds the
+                           * hook's --gpu): memory and compute not as env, one name for every GPU of the
+                           * container, where two such slices' values would collide */
 };
 
 struct gs_cdi_opts {

@@ -16,6 +16,7 @@
  *       limits as the allocator's word, which the container's env can only narrow) and `poststop`
  *       hooks that put the slicing layer in and clean up after it, and the same limits as env
  *       (GPUSLICE_MEMORY_LIMIT / GPUSLICE_COMPUTE_LIMIT ...) for the container's information.
+ *       (A per-GPU slice, the DRA plugin's, has its memory and compute in the hook alone.)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -667,10 +668,12 @@ static int add_slice_device(const struct build *b, json_object *devices, const c
                 snprintf(kv[nopt], sizeof(kv[0]), "GPUSLICE_COMPUTE_MODE=%s", s->compute_mode);
                 snprintf(opt[nopt++], sizeof(opt[0]), "--compute-mode=%s", s->compute_mode);
         }
-        /* gpuslice-hook OPTIONS createRuntime: the stage last, as in every hook definition */
+        /* gpuslice-hook OPTIONS createRuntime: the stage last, as in every hook definition (a
+         * per-GPU slice's memory and compute, its first options, not as env) */
+        size_t limits = s->per_gpu ? (s->compute != 0 ? 2 : 1) : 0;
         for (size_t i = 0; i < nopt; i++) {
                 create[nc++] = opt[i];
-                if (arr_add_str(&e.env, kv[i], err) < 0)
+                if (i >= limits && arr_add_str(&e.env, kv[i], err) < 0)
                         goto out;
         }
         create[nc++] = "createRuntime";

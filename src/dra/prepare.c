@@ -190,26 +190,14 @@ static json_object *str_list(const char *s)
 }
 
 /* The slice's GPU (runtime/slice_gpus.h: its limits are that GPU's, beside the container's other
- * slice devices; not in the env) and labels for metrics, top and `slice set` (issue 31: never env, which the
+ * slice devices; its limits not in the env: slice_of, per_gpu) and labels for metrics, top and `slice set` (issue 31: never env, which the
  * container writes): --gpu, --k8s-claim, --k8s-namespace and --k8s-pod on its createRuntime hook's
  * command line, before the stage (its last argument). */
 static void label_args(json_object *dev, const struct gs_dra_claim *c, const char *uuid)
 {
-        json_object *edits = NULL, *hooks = NULL, *env = NULL;
+        json_object *edits = NULL, *hooks = NULL;
         if (!json_object_object_get_ex(dev, "containerEdits", &edits))
                 return;
-        /* the limits only as the hook's: in the env (one name for every GPU of the container) two
-         * claims' values would collide, the last narrowing the other's GPU */
-        if (json_object_object_get_ex(edits, "env", &env) && json_object_is_type(env, json_type_array)) {
-                json_object *keep = json_object_new_array();
-                for (size_t k = 0; k < json_object_array_length(env); k++) {
-                        json_object *e = json_object_array_get_idx(env, k);
-                        const char *kv = json_object_get_string(e);
-                        if (strncmp(kv, "GPUSLICE_MEMORY_LIMIT=", 22) != 0 && strncmp(kv, "GPUSLICE_COMPUTE_LIMIT=", 23) != 0)
-                                json_object_array_add(keep, json_object_get(e));
-                }
-                json_object_object_add(edits, "env", keep);
-        }
         if (!json_object_object_get_ex(edits, "hooks", &hooks))
                 return;
         for (size_t k = 0; k < json_object_array_length(hooks); k++) {
@@ -249,6 +237,7 @@ static void slice_of(const struct gs_dra_prep *p, const struct gs_dra_result *r,
         gs_strlcpy(sl->priority, r->priority, sizeof(sl->priority));
         gs_strlcpy(sl->compute_mode, r->compute_mode, sizeof(sl->compute_mode));
         sl->gpus_only = true;
+        sl->per_gpu = true; /* two claims' limits in one container: each its own GPU's (label_args: --gpu) */
 }
 
 static json_object *device_named(json_object *spec, const char *want)
