@@ -28,17 +28,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:dete
 field() { probe_field "$@"; }
 # at_least LO VALUE
 at_least() { awk -v v="$2" -v lo="$1" 'BEGIN { exit !(v != "" && v + 0 >= lo) }'; }
-n=0
-fresh() {
-        n=$((n + 1))
-        export FAKEGPU_STATE=$TMP/state.$n FAKEGPU_SHARED_TIMELINE=$TMP/timeline.$n GPUSLICE_ARBITER_DIR=$TMP/arb.$n
-        mkdir -p "$GPUSLICE_ARBITER_DIR"
-}
-# sliced NAME ENV... -- PROBE ARGS: a slice of its own (region NAME) in the background
-sliced() {
-        local name=$1; shift
-        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_REGION="$TMP/region.$n.$name" "$@" >"$TMP/$name" 2>&1 &
-}
+. "$SRC/tests/vgpu/sim_slices.sh" # fresh, sliced
 SHARE30="GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share"
 CASES="conserve join two"
 

@@ -41,17 +41,7 @@ export FAKEGPU_CONFIG=$SRC/tests/fakegpu/configs/1gpu.conf FAKEGPU_NVML_UTIL=tim
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
 . "$SRC/tests/lib/check.sh"
 . "$SRC/tests/lib/probe.sh"
-n=0
-fresh() {
-        n=$((n + 1))
-        export FAKEGPU_STATE=$TMP/state.$n FAKEGPU_SHARED_TIMELINE=$TMP/timeline.$n GPUSLICE_ARBITER_DIR=$TMP/arb.$n
-        mkdir -p "$GPUSLICE_ARBITER_DIR"
-}
-# sliced NAME ENV... -- PROBE ARGS: a slice of its own (region NAME) in the background
-sliced() {
-        local name=$1; shift
-        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_REGION="$TMP/region.$n.$name" "$@" >"$TMP/$name" 2>&1 &
-}
+. "$SRC/tests/vgpu/sim_slices.sh" # fresh, sliced
 
 # pair MODE (none: no slicing): the two clients; reports in $TMP/a.MODE, $TMP/b.MODE, B's requests
 # in $TMP/b.MODE.q

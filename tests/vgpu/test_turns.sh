@@ -26,18 +26,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:dete
 field() { probe_field "$@"; }
 # within LO HI VALUE: LO <= VALUE <= HI (VALUE must be there)
 within() { awk -v v="$3" -v lo="$1" -v hi="$2" 'BEGIN { exit !(v != "" && v + 0 >= lo && v + 0 <= hi) }'; }
-n=0
-# fresh: a new simulated GPU (state, timeline) and arbiter directory for the next case
-fresh() {
-        n=$((n + 1))
-        export FAKEGPU_STATE=$TMP/state.$n FAKEGPU_SHARED_TIMELINE=$TMP/timeline.$n GPUSLICE_ARBITER_DIR=$TMP/arb.$n
-        mkdir -p "$GPUSLICE_ARBITER_DIR"
-}
-# sliced NAME ENV... -- PROBE ARGS: a slice of its own (region NAME) in the background
-sliced() {
-        local name=$1; shift
-        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" GPUSLICE_REGION="$TMP/region.$n.$name" "$@" >"$TMP/$name" 2>&1 &
-}
+. "$SRC/tests/vgpu/sim_slices.sh" # fresh, sliced
 # pair BATCH_ENV CLIENT_ENV BATCH_US: the latency client (4 s) and, 0.3 s later, a batch slice (4 s
 # of BATCH_US kernels); outputs in $TMP/batch and $TMP/client. (The client comes first: a batch
 # slice alone on a GPU queues up to 4 ms or 4 kernels ahead, and a client that joins then waits
