@@ -11,6 +11,9 @@
 #     30 +- 2 % of the native rate measured before and after, on the host);
 #   - the claim's status data (issue 33, --status-period 1): memory in use within 2 % of NVML's count
 #     for the filling process, a MemoryQuotaReached Event when it hit the quota;
+#   - two claims of one GPU side by side (issue 33): an 8 Gi / 50 % claim prepared beside the first,
+#     both filled at once (each at its own quota, each claim's status data within 2 % of NVML's count
+#     for its own process), then both computing at once (30 and 50 +- 2 % of native);
 #   - unprepare removes the spec; SIGTERM keeps the ResourceSlice.
 #   tests/gpu/dra_check.sh BUILD OUTDIR   (as root; PASS/FAIL/SKIP lines, then "N passed, N failed,
 #                                          N skipped" (tests/gpu/lib.sh); exits 1 on a FAIL, 77
@@ -34,6 +37,7 @@ fi
 mkdir -p "$OUT"
 . tests/gpu/lib.sh
 kv() { awk -v k="$1" 'index($0, k "=") == 1 {print substr($0, length(k) + 2); exit}' "$2"; }
+rate() { sed -n 's/.* rate=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 wait_for() { local t=$1; shift; for _ in $(seq $((t * 10))); do "$@" && return 0; sleep 0.1; done; return 1; }
 
 W=$(mktemp -d /tmp/gs-dra-check.XXXXXX)
@@ -119,9 +123,10 @@ m = [x["containerPath"] for x in s.get("containerEdits", {}).get("mounts", []) i
 print(m[0] if m else "/usr/bin/nvidia-smi")' "$SPEC" 2>/dev/null)
 
 # --- two runc bundles with the claim's device ----------------------------------------------------
-# mkbundle NAME ARGS-JSON: W/NAME from `runc spec`, its process ARGS, the claim's device applied
+# mkbundle NAME ARGS-JSON [SPEC CDI-NAME]: W/NAME from `runc spec`, its process ARGS, the claim's
+# device applied (the first claim's unless SPEC and CDI-NAME name another's)
 mkbundle() {
-        local b=$W/$1
+        local b=$W/$1 spec=${3:-$SPEC} name=${4:-$NAME}
         mkdir -p "$b" && cp -a "$W/base" "$b/rootfs" && (cd "$b" && "$RUNC" spec) || return 1
         python3 - "$b/config.json" "$2" "/gs-dra-$1-$$" <<'PY' || return 1
 import json, sys
@@ -133,7 +138,7 @@ c["process"]["terminal"] = False
 c["process"]["args"] = args
 json.dump(c, open(p, "w"), indent=2)
 PY
-        python3 tests/gpu/cdi_apply.py "$b/config.json" "$SPEC" -- "$NAME" 2>>"$OUT/dra-cdi-apply.txt" || return 1
+        python3 tests/gpu/cdi_apply.py "$b/config.json" "$spec" -- "$name" 2>>"$OUT/dra-cdi-apply.txt" || return 1
         # hooks run with the env their definition gives: where gpuslice needs the carried
         # libraries (BUILD/runtime-libs), ours get LD_LIBRARY_PATH too
         env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$GS" --version >/dev/null 2>&1 && return 0
@@ -223,7 +228,6 @@ print(d[0]["memory"]["usedBytes"] // 1048576 if d and d[0].get("memory", {}).get
         check "claim container: the slice directory existed while it ran" test "$slice_during" = yes
         check "claim container: poststop removed the slice directory" test "$slice_during" = yes -a ! -e "/run/gpuslice/slices/$id"
 
-        rate() { sed -n 's/.* rate=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
         "$CARRY/compute_shapes" short 3 >"$OUT/dra-native1.txt" 2>&1
         id=gs-dra-compute-$$ ids+=("$id")
         timeout 90 "$RUNC" --root "$W/runc-state" run --bundle "$W/compute" "$id" </dev/null >"$OUT/dra-compute.txt" 2>&1
@@ -237,6 +241,85 @@ print(d[0]["memory"]["usedBytes"] // 1048576 if d and d[0].get("memory", {}).get
         check "claim container: compute_shapes short ran (rc $rc)" test "$rc" = 0 -a -n "$r"
         check "claim container: its compute is 30 +- 2 % of native ($pct %)" awk -v p="$pct" 'BEGIN { exit !(p >= 28 && p <= 32) }'
 fi
+
+# --- issue 33: two claims of one GPU side by side -------------------------------------------------
+# A second claim, 8 Gi / 50 % of the same GPU, prepared beside the first (4 Gi / 30 %): both filled
+# at once (each at its own quota; each claim's status data within 2 % of NVML's count for its own
+# process), then both computing at once (30 and 50 +- 2 % of native: each cap holds beside the other).
+UID2=0d5a0000-0000-4000-9000-$(printf '%012d' $$) NAME2= SPEC2=
+cat >"$W/api/claims/gs/slice-8g-50.json" <<JSON
+{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+ "metadata": {"name": "slice-8g-50", "namespace": "gs", "uid": "$UID2"},
+ "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.gpuslice.io"}}]}},
+ "status": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": "$DRIVER", "pool": "$NODE",
+   "device": "gpu-0", "consumedCapacity": {"memory": "8Gi", "compute": "50"}}]}}}}
+JSON
+"$PROBE" "$W/plugin/dra.sock" prepare "gs/slice-8g-50/$UID2" >"$OUT/dra-prepare2.json" 2>&1
+NAME2=k8s.$DRIVER/claim=$UID2-gpu-0 SPEC2=$W/cdi/$DRIVER-claim-$UID2.json
+check "two claims of one GPU: the 8 Gi / 50 % claim prepared beside the 4 Gi / 30 % one ($NAME2)" \
+        python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); sys.exit(a != {sys.argv[2]: {"cdi": [sys.argv[3]], "error": ""}})' \
+        "$OUT/dra-prepare2.json" "$UID2" "$NAME2"
+if [ -n "$SIM" ]; then
+        skip "dra: two claims' containers side by side: DRA_ROOT is the simulated GPU"
+elif [ "$bins_ok" = 1 ] && [ -s "$SPEC2" ]; then
+        sed 's|/cuda_fill 3|/cuda_fill 6|' "$W/base/fill.sh" >"$W/base/fill6.sh"
+        mkbundle fill2a '["/bin/sh", "/fill6.sh"]' && mkbundle fill2b '["/bin/sh", "/fill6.sh"]' "$SPEC2" "$NAME2" &&
+                mkbundle comp2a '["/compute_shapes", "short", "4"]' && mkbundle comp2b '["/compute_shapes", "short", "4"]' "$SPEC2" "$NAME2"
+        check "two claims: four bundles, two of each claim's device" test -s "$W/fill2b/config.json" -a -s "$W/comp2b/config.json"
+        # pid_in CGROUP-PATH: the cuda_fill process of that container's cgroup
+        pid_in() { local p; for p in $(pgrep -x cuda_fill); do grep -q "$1\$" "/proc/$p/cgroup" 2>/dev/null && echo "$p"; done | head -1; }
+        claim_mib_of() { python3 -c 'import json, sys
+d = [x.get("data", {}) for x in json.load(open(sys.argv[1])).get("status", {}).get("devices", [])]
+print(d[0]["memory"]["usedBytes"] // 1048576 if d and d[0].get("memory", {}).get("usedBytes", 0) > 0 else "")' "$1" 2>/dev/null; }
+        for x in a b; do
+                id=gs-dra-fill2$x-$$ ids+=("$id")
+                timeout 90 "$RUNC" --root "$W/runc-state" run --bundle "$W/fill2$x" "$id" </dev/null >"$OUT/dra-fill2$x.txt" 2>&1 &
+                eval "rp_$x=\$!"
+        done
+        for _ in $(seq 300); do
+                grep -q '^filled\|^DONE' "$OUT/dra-fill2a.txt" && grep -q '^filled\|^DONE' "$OUT/dra-fill2b.txt" && break
+                sleep 0.1
+        done
+        pa=$(pid_in "/gs-dra-fill2a-$$") pb=$(pid_in "/gs-dra-fill2b-$$")
+        smi_used() { nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | awk -F', ' -v p="$1" '$1 == p {print $2}'; }
+        ua=$(smi_used "$pa") ub=$(smi_used "$pb")
+        ca= cb=
+        for _ in $(seq 30); do
+                ca=$(claim_mib_of "$W/api/claims/gs/slice-4g-30.json") cb=$(claim_mib_of "$W/api/claims/gs/slice-8g-50.json")
+                [ -n "$ca" ] && [ -n "$cb" ] && [ "$ca" -ge $((4096 - 41)) ] && [ "$cb" -ge $((8192 - 82)) ] && break
+                sleep 0.1
+        done
+        cp "$W/api/claims/gs/slice-8g-50.json" "$OUT/dra-claim2-status.json" 2>/dev/null
+        wait "$rp_a"; rca=$?; wait "$rp_b"; rcb=$?
+        cat "$OUT/dra-fill2a.txt" "$OUT/dra-fill2b.txt"
+        echo "  side by side: NVML counts ${ua:-?} MiB (pid ${pa:-?}, 4 Gi claim) and ${ub:-?} MiB (pid ${pb:-?}, 8 Gi claim); the claims say ${ca:-?} and ${cb:-?} MiB"
+        check "two claims: both containers ran to their end (rc $rca, $rcb)" test "$rca" = 0 -a "$rcb" = 0
+        check "two claims: nvidia-smi shows each its own quota (4096: $(kv smi_total "$OUT/dra-fill2a.txt"); 8192: $(kv smi_total "$OUT/dra-fill2b.txt"))" \
+                test "$(kv smi_total "$OUT/dra-fill2a.txt")" = 4096 -a "$(kv smi_total "$OUT/dra-fill2b.txt")" = 8192
+        check "two claims: each filled to its own quota and was refused there (NVML: ${ua:-?} of 4096, ${ub:-?} of 8192 MiB)" \
+                test "${ua:-0}" -ge $((4096 - 41)) -a "${ua:-99999}" -le 4096 -a "${ub:-0}" -ge $((8192 - 82)) -a "${ub:-99999}" -le 8192
+        check "two claims: each claim's status data within 2 % of NVML's count for its own process (${ca:-?} ~ ${ua:-?}, ${cb:-?} ~ ${ub:-?} MiB)" \
+                awk -v a="${ca:-0}" -v b="${ua:-0}" -v c="${cb:-0}" -v d="${ub:-0}" 'function ab(x) { return x < 0 ? -x : x }
+                        BEGIN { exit !(a > 0 && b > 0 && c > 0 && d > 0 && ab(a - b) <= 0.02 * b && ab(c - d) <= 0.02 * d) }'
+        "$CARRY/compute_shapes" short 3 >"$OUT/dra-native3.txt" 2>&1
+        for x in a b; do
+                id=gs-dra-comp2$x-$$ ids+=("$id")
+                timeout 90 "$RUNC" --root "$W/runc-state" run --bundle "$W/comp2$x" "$id" </dev/null >"$OUT/dra-comp2$x.txt" 2>&1 &
+                eval "rp_$x=\$!"
+        done
+        wait "$rp_a"; rca=$?; wait "$rp_b"; rcb=$?
+        "$CARRY/compute_shapes" short 3 >"$OUT/dra-native4.txt" 2>&1
+        n3=$(rate "$OUT/dra-native3.txt") n4=$(rate "$OUT/dra-native4.txt") ra=$(rate "$OUT/dra-comp2a.txt") rb=$(rate "$OUT/dra-comp2b.txt")
+        pa=$(awk -v a="${ra:-0}" -v n1="${n3:-0}" -v n2="${n4:-0}" 'BEGIN { n = (n1 + n2) / 2; printf "%.1f", (n > 0 ? 100 * a / n : -1) }')
+        pb=$(awk -v a="${rb:-0}" -v n1="${n3:-0}" -v n2="${n4:-0}" 'BEGIN { n = (n1 + n2) / 2; printf "%.1f", (n > 0 ? 100 * a / n : -1) }')
+        echo "  side by side: the 30 % claim's container $ra, the 50 % claim's $rb, native $n3 / $n4: $pa % and $pb % of native"
+        echo "  the claims' status data after: $(python3 -c 'import json, sys; print(json.dumps([[x.get("data") for x in json.load(open(f))["status"]["devices"]] for f in sys.argv[1:]]))' "$W/api/claims/gs/slice-4g-30.json" "$W/api/claims/gs/slice-8g-50.json" 2>&1)"
+        check "two claims: both compute containers ran (rc $rca, $rcb)" test "$rca" = 0 -a "$rcb" = 0 -a -n "$ra" -a -n "$rb"
+        check "two claims at once: 30 +- 2 % ($pa %) and 50 +- 2 % ($pb %) of native" \
+                awk -v a="$pa" -v b="$pb" 'BEGIN { exit !(a >= 28 && a <= 32 && b >= 48 && b <= 52) }'
+fi
+"$PROBE" "$W/plugin/dra.sock" unprepare "gs/slice-8g-50/$UID2" >"$OUT/dra-unprepare2.json" 2>&1
+check "two claims: the second unprepared (its spec removed)" test ! -e "$SPEC2" -a -n "$(grep -F '"error":""' "$OUT/dra-unprepare2.json")"
 
 # --- unprepare, stop ---------------------------------------------------------------------------------
 "$PROBE" "$W/plugin/dra.sock" unprepare "gs/slice-4g-30/$UID_" >"$OUT/dra-unprepare.json" 2>&1
