@@ -6,6 +6,9 @@
                                                    namespace and name), and no more
     helm_check.py meta CHART VERSION               Chart.yaml's fields; appVersion is VERSION
     helm_check.py values CHART                     every value a template reads is in values.yaml
+    helm_check.py static CHART                     each template's YAML, its actions taken out
+                                                   (a line that is only an action dropped, one
+                                                   inside a line a placeholder), parses
 
 Each prints what it found wrong and exits 1, or prints "ok" and exits 0.
 """
@@ -152,9 +155,53 @@ def values_used(chart):
     return 0
 
 
+ACTION = re.compile(r"\{\{-?\s.*?\s-?\}\}|\{\{[^{}]*\}\}", re.S)
+
+
+def static(chart):
+    """The templates' YAML without helm: a line that is only actions goes (control, comments,
+    toYaml/indent of values, which render lines of their own), an action inside a line becomes a
+    placeholder; what is left must parse, document by document."""
+    tdir = os.path.join(chart, "templates")
+    bad, n = [], 0
+    for f in sorted(os.listdir(tdir)):
+        if not f.endswith(".yaml"):
+            continue
+        lines = []
+        for line in open(os.path.join(tdir, f)).read().split("\n"):
+            rest = ACTION.sub("", line)
+            if rest.strip() == "" and "{{" in line:
+                continue
+            if "{{" in rest or "}}" in rest:
+                bad.append("%s: an action split across lines or unclosed: %r" % (f, line))
+            lines.append(ACTION.sub("X", line))
+        try:
+            docs = [d for d in yaml.safe_load_all("\n".join(lines)) if d is not None]
+        except yaml.YAMLError as e:
+            bad.append("%s: %s" % (f, str(e).replace("\n", " ")))
+            continue
+        for d in docs:
+            n += 1
+            if not isinstance(d, dict) or not {"apiVersion", "kind", "metadata"} <= set(d):
+                bad.append("%s: a document without apiVersion, kind and metadata: %r" % (f, d))
+    if n == 0:
+        bad.append("no template documents found")
+    if bad:
+        print("\n".join(bad))
+        return 1
+    print("ok: %d documents" % n)
+    return 0
+
+
 def main(argv):
+    if len(argv) == 2 and argv[0] == "static":
+        return static(argv[1])
     if len(argv) >= 3 and argv[0] == "compare":
-        return compare(argv[1], argv[2:])
+        try:
+            return compare(argv[1], argv[2:])
+        except yaml.YAMLError as e:
+            print("not YAML: %s" % str(e).replace("\n", " "))
+            return 1
     if len(argv) == 3 and argv[0] == "meta":
         return meta(argv[1], argv[2])
     if len(argv) == 2 and argv[0] == "values":
