@@ -12,7 +12,7 @@ define them: actions with {{- and -}} trimming, comments, pipelines, parenthesis
 variables ($ and $x := ...), if/else, with/else, range (over lists and maps, with $v or $i, $v),
 define/include, and the functions and, or, not, eq, ne, default, quote, indent, nindent, toYaml,
 kindIs, list, splitList, last, fail. Truth is Go's: false, 0, nil and empty strings, lists and
-maps are false.
+maps are false. The merged values are checked against values.schema.json (draft 7) as helm does.
 """
 import json
 import os
@@ -377,6 +377,13 @@ def render(chart, namespace="default", files=(), sets=()):
         merge(values, yaml.safe_load(open(f)) or {})
     for s in sets:
         set_value(values, s)
+    schema = os.path.join(chart, "values.schema.json")
+    if os.path.exists(schema):  # as helm: the merged values against the chart's schema
+        import jsonschema
+        errors = sorted(jsonschema.Draft7Validator(json.load(open(schema))).iter_errors(values), key=str)
+        if errors:
+            raise TemplateError("values don't meet the specifications of the schema: " + "; ".join(
+                "%s: %s" % (".".join(map(str, e.absolute_path)) or "(root)", e.message) for e in errors))
     root = {"Values": values, "Release": {"Namespace": namespace, "Name": "gpuslice", "Service": "Helm"},
             "Chart": {"Name": meta["name"], "Version": meta["version"], "AppVersion": meta.get("appVersion")}}
     tdir = os.path.join(chart, "templates")
@@ -426,7 +433,7 @@ def main(argv):
         return 2
     try:
         sys.stdout.write(render(chart, ns, files, sets))
-    except (TemplateError, OSError, yaml.YAMLError) as e:
+    except (TemplateError, OSError, ValueError, yaml.YAMLError) as e:
         print("helm_render.py: %s" % e, file=sys.stderr)
         return 2
     return 0

@@ -80,6 +80,18 @@ if [ "$rc" = 2 ] && grep -q "b64enc.*not in this renderer's subset" "$TMP/bad.ou
         ok "helm_render.py refuses a function outside its subset (b64enc: exit 2)"
 else not_ok "helm_render.py on an unknown function: exit $rc: $(head -2 "$TMP/bad.out")"; fi
 
+# values.schema.json: values.yaml meets it (the renders above), a typo or a value outside it does
+# not (helm checks it too, at install, template and lint)
+if "$PY" -c 'import json, sys, jsonschema; jsonschema.Draft7Validator.check_schema(json.load(open(sys.argv[1])))' \
+        "$CHART/values.schema.json" 2>"$TMP/schema.err"; then
+        ok "values.schema.json is a JSON Schema (draft 7)"
+else not_ok "values.schema.json: $(tail -1 "$TMP/schema.err")"; fi
+for bad in draPlugin.apiVersion=v1alpha9 draPlugin.statusPeriode=5 draPlugin.resyncPeriod=-1 image.pullPolicy=Sometimes; do
+        if ! render schema --set "$bad" && grep -q "values don't meet the specifications of the schema" "$TMP/schema.err"; then
+                ok "values.schema.json refuses --set $bad"
+        else not_ok "--set $bad rendered: $(head -2 "$TMP/schema.err")"; fi
+done
+
 # ---- the values take effect -------------------------------------------------------------------
 sets=namespace=gpu-system,image.repository=reg.example/gs,image.tag=0.2.0,image.pullPolicy=Always
 sets=$sets,draPlugin.driverName=gpu.example.com,draPlugin.statusPeriod=0,draPlugin.resyncPeriod=5
