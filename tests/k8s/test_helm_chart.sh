@@ -50,7 +50,7 @@ render() { local n=$1; shift; "${RENDER[@]}" "$@" >"$TMP/$n.yaml" 2>"$TMP/$n.err
 same() {
         local desc=$1 r=$2; shift 2
         if "${CHECK[@]}" compare "$r" "$@" >"$TMP/cmp" 2>&1; then ok "$desc: $(tail -1 "$TMP/cmp")"
-        else not_ok "$desc: $(head -8 "$TMP/cmp" | tr '\n' ';')"; fi
+        else not_ok "$desc (one source of truth: change the plain manifest and deploy/helm/gpuslice alike): $(head -8 "$TMP/cmp" | tr '\n' ';')"; fi
 }
 if render default; then
         same "default values = deploy/k8s/dra/*.yaml but claims.yaml (helm_render.py)" "$TMP/default.yaml" "${DRA[@]}"
