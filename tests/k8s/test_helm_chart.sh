@@ -175,6 +175,12 @@ if "${RENDER[@]}" -f <(printf 'presets:\n  namespaces: [team-a, team-b]\nadmissi
         ok "presets.namespaces [team-a, team-b]: each preset in each namespace; admissionPolicy.enabled=false: no policy"
 else not_ok "presets.namespaces / admissionPolicy.enabled: $(tail -2 "$TMP/ns.err")"; fi
 
+if "${RENDER[@]}" --namespace gpu-ops --set namespace= >"$TMP/relns.yaml" 2>"$TMP/relns.err" &&
+   [ "$(grep -c '^  namespace: gpu-ops$' "$TMP/relns.yaml")" = 3 ] && ! grep -q 'namespace: kube-system' "$TMP/relns.yaml" &&
+   grep -q "system:serviceaccount:gpu-ops:gpuslice-dra-plugin'" "$TMP/relns.yaml"; then
+        ok "namespace empty: the release's (--namespace gpu-ops: the ConfigMap, ServiceAccount, DaemonSet, the binding's subject and the policy's service account)"
+else not_ok "namespace empty: $(grep -n 'namespace' "$TMP/relns.yaml" | head -5 | tr '\n' ';') $(tail -1 "$TMP/relns.err")"; fi
+
 # ---- helm itself ------------------------------------------------------------------------------
 if command -v helm >/dev/null 2>&1; then
         if helm lint --strict "$CHART" >"$TMP/lint" 2>&1; then ok "helm lint --strict: $(grep -c . "$TMP/lint") lines, no error"
