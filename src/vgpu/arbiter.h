@@ -30,6 +30,8 @@
  * the others use its gaps), and so does one whose work runs out while another slice is there
  * (ticked in the last 50 ms) and may want the GPU any moment: its request then finds it free
  * (kept until asked for, the turn went over only when our ticker, napping 5 ms, looked again).
+ * A process that ends hands over a turn it took (gs_arb_leave, from the limiter's exit): its lease
+ * would otherwise run on for up to two quanta, the GPU idle for the slices that cannot cut it.
  * A slice that joins (a new record, or one that wanted nothing for a second) gets no credit:
  * it goes twice the cut slack behind the least of the slices that are there.
  *
