@@ -30,6 +30,8 @@
  * the others use its gaps), and so does one whose work runs out while another slice is there
  * (ticked in the last 50 ms) and may want the GPU any moment: its request then finds it free
  * (kept until asked for, the turn went over only when our ticker, napping 5 ms, looked again).
+ * A process that ends hands over a turn it took (gs_arb_leave, from the limiter's exit): its lease
+ * would otherwise run on for up to two quanta, the GPU idle for the slices that cannot cut it.
  * A slice that joins (a new record, or one that wanted nothing for a second) gets no credit:
  * it goes twice the cut slack behind the least of the slices that are there.
  *
@@ -154,6 +156,7 @@ struct gs_arb {
         _Atomic uint64_t cuts;    /* turns this process took by cutting another slice's */
         bool woke;                /* we gave our last turn up for want of work: our next is waking */
         bool woke_taken;          /* ... we were waking when we took the turn we hold */
+        uint64_t taken_since;     /* the start of the last turn this process took (gs_arb_leave) */
         bool held_back;           /* our budget was spent since we last wanted the GPU */
         uint64_t unwanted_at;     /* our ticker last saw us want nothing (note_want: waking) */
         /* A turn taken, given up or handed over, and why (the limiter's log at level 4; NULL: none) */
@@ -185,6 +188,10 @@ int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char 
 /* A live change of the slice's share (basis points), priority and mode (live.c, through the
  * limiter's ticker): ours and our record's. Nothing with no record or a value out of range. */
 void gs_arb_update(struct gs_arb *a, uint32_t weight, uint32_t prio, bool guaranteed);
+
+/* The process ends (the limiter's exit handler): a turn this process took is handed over now,
+ * not left to run out its lease. */
+void gs_arb_leave(struct gs_arb *a);
 
 /* The launch path: may this slice launch now? Two loads; while other slices want the GPU, also
  * the coarse clock (vDSO, no system call): a lease that ran out is not ours any more, even before

@@ -1090,6 +1090,10 @@ static void stop_ticker(void)
         atomic_store(&L.stopping, true);
         pthread_join(L.thread, NULL);
         atomic_store(&L.running, false);
+        /* (a turn held on the way out goes to the others now: gs_arb_leave) */
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++)
+                if (L.dev[i].bp != 0 && atomic_load(&L.dev[i].ready) == 2)
+                        gs_arb_leave(&L.dev[i].arb);
         if (S.cfg.log_level >= 3)
                 report_gaps();
 }

@@ -430,6 +430,11 @@ mutation honestmargin unit_arbiter src/vgpu/arbiter.c \
         '#define GS_ARB_MARGIN_NS 0ull' \
         "the liar guard's margin is the slack alone: an honest peer whose turn of 43 ms costs a slice 20 ms more than its share is taken for a liar (its record ignored, both hold the GPU)" \
         "test_lumpy_peer_not_ignored"
+mutation leavehandover vgpu_latency_leave src/vgpu/arbiter.c \
+        'note(a, "hand over: the process ends");' \
+        'note(a, "hand over: the process ends"); if (0)' \
+        "a process that ends holding its slice's turn leaves the lease to run out (up to two quanta after the exit): the GPU idle meanwhile for the slices that cannot cut it" \
+        "slices that leave hand their turn over"
 # issue 34 (item 4: latency request by request)
 mutation strictone vgpu_turns src/vgpu/limiter.c \
         'return gs_arb_below(&d->arb) &&' \
