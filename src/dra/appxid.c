@@ -321,6 +321,8 @@ static void read_log(struct gs_dra_appxid *a)
         }
         if (a->npend == 0)
                 return;
+        if (a->n > SHARES_MAX / 2)
+                forget_gone(a); /* room for new shares: those of claims unprepared since go */
         struct gs_observation obs;
         if (gs_collector_scan(a->col, &obs, &err) == 0) {
                 for (size_t i = 0; i < a->npend; i++)

@@ -182,8 +182,8 @@ int gs_xidlog_read(struct gs_xidlog *l, unsigned max_lines, void (*fn)(void *ud,
                         l->lost++;
                         continue;
                 }
-                if (r < 0 && errno == EAGAIN)
-                        break;
+                if (r < 0 && (errno == EAGAIN || (errno == EINVAL && l->len > 0)))
+                        break; /* nothing new; or a /dev/kmsg record larger than the room left: next call */
                 if (r < 0)
                         return gs_error_sys(err, "read the kernel's log");
                 if (r == 0)

@@ -383,6 +383,11 @@ mutation draappxidgap k8s_dra_appxid src/dra/appxid.c \
         'long long at = 0;' \
         "the DRA plugin writes the condition and posts an Event for every application XID: a tenant that faults in a loop floods the API server" \
         "Events after a second fault"
+mutation xidname unit_xidlog src/driver/xidlog.c \
+        "dst[k++] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';" \
+        'dst[k++] = src[i];' \
+        "the process's name from the kernel's XID line (its own choice: prctl PR_SET_NAME) goes on the claim's condition and Event as it is, control characters too" \
+        "test_parse_name_sanitized"
 # issue 33, item 5: an admin-access claim (tests/k8s/test_dra_admin.sh puts these checks first)
 mutation draadminro k8s_dra_admin src/dra/prepare.c \
         '{"ro", "nosuid", "nodev", "noexec", "bind"}' \
