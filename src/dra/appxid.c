@@ -46,6 +46,7 @@ struct gs_dra_appxid {
         struct gs_xid_record pend[PENDING_MAX];
         size_t npend;
         unsigned long long dropped, lost_said;
+        char write_noted[256];        /* the last write error said ("": none) */
         struct share s[SHARES_MAX];
         size_t n;
 };
@@ -271,11 +272,14 @@ static void write_claim(struct gs_dra_appxid *a, struct share *s, long long now)
         int rc = gs_dra_status_conditions(a->prep->api, a->prep->driver, s->ns, s->name, s->uid, e, n, &err);
         for (size_t i = 0; i < n; i++)
                 json_object_put(e[i].data);
-        if (rc < 0) {
-                say(a, "cannot write the ApplicationError condition on claim %s/%s: %s", s->ns, s->name, err.msg);
+        if (rc < 0) { /* said once per error, not at every retry */
+                if (strcmp(a->write_noted, err.msg) != 0)
+                        say(a, "cannot write the ApplicationError condition on claim %s/%s: %s", s->ns, s->name, err.msg);
+                gs_strlcpy(a->write_noted, err.msg, sizeof(a->write_noted));
                 s->retry_at = now + RETRY_MS;
                 return;
         }
+        a->write_noted[0] = '\0';
         char msg[768];
         snprintf(msg, sizeof(msg), "XID %llu (%s) in process %d (%s) of the claim's share of %s: %s (%llu application "
                  "XID(s) since the last Event); the GPU and the other shares are not affected", s->last.xid,

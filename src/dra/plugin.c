@@ -555,7 +555,8 @@ static int start(struct gs_dra *p, struct gs_error *err)
                 return -1;
         if (o->hc->dp.health_checks && (o->kmsg == NULL || o->kmsg[0] != '\0'))
                 p->appxid = gs_dra_appxid_new(&p->prep, o->kmsg ? o->kmsg : GS_XIDLOG_DEFAULT, o->hc->regions_dir,
-                                              o->health_period_ms, usage_note, p); /* NULL: said, off */
+                                              o->health_period_ms ? o->health_period_ms : 5000, usage_note,
+                                              p); /* NULL: said, off */
         if (o->metrics_listen != NULL) {
                 if ((p->stats = gs_dra_stats_start(o->metrics_listen, err)) == NULL)
                         return gs_error_wrap(err, "--metrics-listen");
