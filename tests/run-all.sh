@@ -131,9 +131,9 @@ echo "=== fuzz: configure + build ($BUILD_FUZZ)"
 if { [ -f "$BUILD_FUZZ/build.ninja" ] || CC=clang meson setup "$BUILD_FUZZ" -Dfuzz=true -Dtests=true \
         --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link; } &&
         ninja -C "$BUILD_FUZZ" tests/fuzz/fuzz_ldcache tests/fuzz/fuzz_devices tests/fuzz/fuzz_require \
-                tests/fuzz/fuzz_hostconfig tests/fuzz/fuzz_oci tests/fuzz/fuzz_cdi tests/fuzz/fuzz_region tests/fuzz/fuzz_k8s tests/fuzz/fuzz_toml tests/fuzz/fuzz_dra tests/fuzz/fuzz_dra_grpc; then
+                tests/fuzz/fuzz_hostconfig tests/fuzz/fuzz_oci tests/fuzz/fuzz_cdi tests/fuzz/fuzz_region tests/fuzz/fuzz_k8s tests/fuzz/fuzz_toml tests/fuzz/fuzz_dra tests/fuzz/fuzz_dra_grpc tests/fuzz/fuzz_xidlog; then
         # Two harnesses at a time (one per CPU of a CI machine; each runs FUZZ_SECONDS of wall time).
-        harnesses=(ldcache devices require hostconfig oci cdi region k8s toml dra dra_grpc)
+        harnesses=(ldcache devices require hostconfig oci cdi region k8s toml dra dra_grpc xidlog)
         for f in "${harnesses[@]}"; do
                 while [ "$(jobs -rp | wc -l)" -ge "${FUZZ_JOBS:-2}" ]; do wait -n; done
                 echo "=== fuzz_$f for ${FUZZ_SECONDS}s"

@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "dra/apiversion.h"
 #include "dra/plugin.h"
+#include "driver/xidlog.h"
 #include "runtime/hostconfig.h"
 
 static const char help[] =
@@ -41,6 +42,10 @@ static const char help[] =
         "                            durations, the claims prepared) at http://ADDR:PORT/metrics, e.g.\n"
         "                            :9395 or 127.0.0.1:9395; port 0 picks a free one (logged; default:\n"
         "                            none)\n"
+        "      --kmsg=PATH           the kernel's log, where the NVIDIA driver names the process of an\n"
+        "                            XID: an application XID (13, 31, 43, 45, 68, 109) of a slice's process\n"
+        "                            marks that claim's share (a condition ApplicationError and an Event),\n"
+        "                            not the GPU (default " GS_XIDLOG_DEFAULT "; '': off)\n"
         "      --api-version=VERSION resource.k8s.io's version: auto (default: v1 when the API server\n"
         "                            serves it, else v1beta2), v1, or v1beta2 (Kubernetes 1.33: no\n"
         "                            consumable capacity, so GPUs are allocated whole, no slices)\n"
@@ -55,7 +60,7 @@ struct dra_cli {
 
 static int parse(struct dra_cli *d, int argc, char **argv)
 {
-        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH, O_RESYNC, O_STALE, O_INSTANCE, O_STATUS, O_METRICS, O_APIVER };
+        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH, O_RESYNC, O_STALE, O_INSTANCE, O_STATUS, O_METRICS, O_APIVER, O_KMSG };
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'},
                 {"driver-name", required_argument, NULL, O_DRIVER},
@@ -71,6 +76,7 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                 {"status-period", required_argument, NULL, O_STATUS},
                 {"metrics-listen", required_argument, NULL, O_METRICS},
                 {"api-version", required_argument, NULL, O_APIVER},
+                {"kmsg", required_argument, NULL, O_KMSG},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
@@ -96,6 +102,7 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                 }
                 case O_INSTANCE: d->o.instance = optarg; break;
                 case O_METRICS: d->o.metrics_listen = optarg; break;
+                case O_KMSG: d->o.kmsg = optarg; break;
                 case O_APIVER:
                         if (!gs_dra_api_version_valid(optarg))
                                 return cli_usage_error("dra-plugin", "--api-version: '%s' is none of auto, v1, v1beta2", optarg);

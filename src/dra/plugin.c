@@ -20,6 +20,7 @@
 #include "dra/apiversion.h"
 #include "dra/plugin_int.h"
 #include "dra/slices.h"
+#include "driver/xidlog.h"
 #include "kubelet/serve.h"
 #include "kubelet/topology.h"
 #include "runtime/hook_exe.h"
@@ -372,7 +373,7 @@ static void slice_check(struct gs_dra *p, long long now)
 /* ------------------------------------------------------------------------------------------ */
 /* The loop                                                                                    */
 
-enum { FD_SIGNAL, FD_HEALTH, FD_REG, FD_SVC, FD_FIXED };
+enum { FD_SIGNAL, FD_HEALTH, FD_KMSG, FD_REG, FD_SVC, FD_FIXED };
 
 static void serve_conns(struct gs_dra *p, const struct pollfd *fds, unsigned n, long long now)
 {
@@ -425,14 +426,17 @@ static int loop(struct gs_dra *p)
                 publish_tick(p, now);
                 slice_check(p, now);
                 long long usage_at = p->usage != NULL ? gs_dra_usage_tick(p->usage, gs_now_ms()) : next_tick;
+                long long xid_at = p->appxid != NULL ? gs_dra_appxid_tick(p->appxid, gs_now_ms()) : next_tick;
                 fds[FD_SIGNAL] = (struct pollfd){.fd = p->signal_fd, .events = POLLIN};
                 fds[FD_HEALTH] = (struct pollfd){.fd = gs_k8s_health_fd(&p->hw), .events = POLLIN};
+                fds[FD_KMSG] = (struct pollfd){.fd = gs_dra_appxid_fd(p->appxid), .events = POLLIN};
                 fds[FD_REG] = (struct pollfd){.fd = p->reg.lfd, .events = POLLIN};
                 fds[FD_SVC] = (struct pollfd){.fd = p->svc.lfd, .events = POLLIN};
                 unsigned n = p->nconns;
                 for (unsigned i = 0; i < n; i++)
                         fds[FD_FIXED + i] = (struct pollfd){.fd = gs_h2c_fd(p->conns[i].h), .events = gs_h2c_events(p->conns[i].h)};
                 long long wake = next_tick < usage_at ? next_tick : usage_at;
+                wake = xid_at < wake ? xid_at : wake;
                 if (p->publish_due && p->publish_at < wake)
                         wake = p->publish_at;
                 if (p->published && !p->publish_due && p->check_at < wake)
@@ -549,6 +553,10 @@ static int start(struct gs_dra *p, struct gs_error *err)
             (p->usage = gs_dra_usage_new(&p->prep, o->hc->regions_dir, o->status_period_ms ? o->status_period_ms : STATUS_MS,
                                          usage_note, p, err)) == NULL)
                 return -1;
+        if (o->hc->dp.health_checks && (o->kmsg == NULL || o->kmsg[0] != '\0'))
+                p->appxid = gs_dra_appxid_new(&p->prep, o->kmsg ? o->kmsg : GS_XIDLOG_DEFAULT, o->hc->regions_dir,
+                                              o->health_period_ms ? o->health_period_ms : 5000, usage_note,
+                                              p); /* NULL: said, off */
         if (o->metrics_listen != NULL) {
                 if ((p->stats = gs_dra_stats_start(o->metrics_listen, err)) == NULL)
                         return gs_error_wrap(err, "--metrics-listen");
@@ -590,6 +598,7 @@ out:
         if (p->api_open)
                 gs_kubeapi_close(&p->api); /* the ResourceSlice kept (slice_check) */
         gs_dra_usage_free(p->usage);
+        gs_dra_appxid_free(p->appxid);
         gs_dra_stats_stop(p->stats);
         if (p->prep_open)
                 gs_dra_prep_close(&p->prep);

@@ -24,6 +24,9 @@
  *   usage         each prepared slice share's memory, peak, GPU-time share and throttled time in its
  *                 claim's status.devices[].data, and an Event when it hits its memory quota
  *                 (dra/usage.h), every status period at most (--status-period)
+ *   app XIDs      an application XID (13, 31, ...) whose process is a slice's marks that claim's
+ *                 share (a condition and an Event on the claim), never the GPU (dra/appxid.h: the
+ *                 kernel's log, --kmsg)
  *   metrics       prepare and unprepare counts and durations, the claims prepared, on
  *                 --metrics-listen (dra/stats.h: a thread of its own)
  */
@@ -56,6 +59,7 @@ struct gs_dra_opts {
         bool status_off;             /* no usage on claims (dra/usage.h) */
         const char *api_version;     /* NULL or "auto": v1 when served, else v1beta2; "v1", "v1beta2" (dra/apiversion.h) */
         const char *metrics_listen;  /* NULL: no metrics endpoint; ADDR:PORT (dra/stats.h) */
+        const char *kmsg;            /* NULL: GS_XIDLOG_DEFAULT; "": off; the kernel's log (dra/appxid.h) */
         void (*note)(void *ud, const char *line);
         void *ud;
 };

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "dra/appxid.h"
 #include "dra/plugin.h"
 #include "dra/prepare.h"
 #include "dra/stats.h"
@@ -77,6 +78,7 @@ struct gs_dra {
         char node_uid[64];     /* the slice's owner; "": none */       /* said: the API server drops consumable capacity */
         struct gs_dra_usage *usage; /* NULL: off */
         struct gs_dra_stats *stats; /* NULL: no --metrics-listen */
+        struct gs_dra_appxid *appxid; /* NULL: off (dra/appxid.h) */
         long long sweep_at;    /* stale claims looked up then (0: not yet scheduled) */    /* the slice read back then (gs_now_ms) */
 };
 

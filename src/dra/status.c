@@ -91,13 +91,15 @@ int gs_dra_status_write(struct gs_kubeapi *api, const char *driver, const struct
         return rc;
 }
 
-int gs_dra_status_data(struct gs_kubeapi *api, const char *driver, const char *ns, const char *name, const char *uid,
-                       const struct gs_dra_status_entry *e, size_t n, struct gs_error *err)
+/* Each entry's `data` as the entry's field `key`, applied as the field manager <driver><suffix>. */
+static int apply_entries(struct gs_kubeapi *api, const char *driver, const char *suffix, const char *key,
+                         const char *ns, const char *name, const char *uid, const struct gs_dra_status_entry *e, size_t n,
+                         struct gs_error *err)
 {
         char manager[300];
         if (n == 0)
                 return gs_error_set(err, GS_EINVAL, "no device of ours in the claim");
-        snprintf(manager, sizeof(manager), "%s" GS_DRA_USAGE_MANAGER_SUFFIX, driver);
+        snprintf(manager, sizeof(manager), "%s%s", driver, suffix);
         json_object *doc = json_object_new_object(), *meta = json_object_new_object(), *st = json_object_new_object(),
                     *devs = json_object_new_array();
         json_object_object_add(doc, "apiVersion", json_object_new_string("resource.k8s.io/v1"));
@@ -113,7 +115,7 @@ int gs_dra_status_data(struct gs_kubeapi *api, const char *driver, const char *n
                 json_object_object_add(d, "device", json_object_new_string(e[i].device));
                 if (e[i].share_id[0] != '\0')
                         json_object_object_add(d, "shareID", json_object_new_string(e[i].share_id));
-                json_object_object_add(d, "data", json_object_get(e[i].data));
+                json_object_object_add(d, key, json_object_get(e[i].data));
                 json_object_array_add(devs, d);
         }
         json_object_object_add(st, "devices", devs);
@@ -121,6 +123,18 @@ int gs_dra_status_data(struct gs_kubeapi *api, const char *driver, const char *n
         int rc = apply(api, manager, ns, name, doc, err);
         json_object_put(doc);
         return rc;
+}
+
+int gs_dra_status_data(struct gs_kubeapi *api, const char *driver, const char *ns, const char *name, const char *uid,
+                       const struct gs_dra_status_entry *e, size_t n, struct gs_error *err)
+{
+        return apply_entries(api, driver, GS_DRA_USAGE_MANAGER_SUFFIX, "data", ns, name, uid, e, n, err);
+}
+
+int gs_dra_status_conditions(struct gs_kubeapi *api, const char *driver, const char *ns, const char *name,
+                             const char *uid, const struct gs_dra_status_entry *e, size_t n, struct gs_error *err)
+{
+        return apply_entries(api, driver, GS_DRA_APPXID_MANAGER_SUFFIX, "conditions", ns, name, uid, e, n, err);
 }
 
 /* A Warning Event about `obj` (its kind, name, ...) in namespace `ns`, from `driver` on `node`. */

@@ -44,6 +44,13 @@ struct gs_dra_status_entry {
 int gs_dra_status_data(struct gs_kubeapi *api, const char *driver, const char *ns, const char *name, const char *uid,
                        const struct gs_dra_status_entry *e, size_t n, struct gs_error *err);
 
+/* Conditions of a claim's shares other than Ready (dra/appxid.h: ApplicationError), applied as
+ * the field manager <driver>-appxid: `data` is each entry's conditions array (borrowed). The
+ * conditions list is a map keyed by type, so the driver's Ready condition stays. */
+#define GS_DRA_APPXID_MANAGER_SUFFIX "-appxid"
+int gs_dra_status_conditions(struct gs_kubeapi *api, const char *driver, const char *ns, const char *name,
+                             const char *uid, const struct gs_dra_status_entry *e, size_t n, struct gs_error *err);
+
 /* A core/v1 Event on this node (involvedObject: the Node `node`, namespace "default", as the kubelet
  * writes node events), type Warning, `reason` and `message`, reported by `driver`; one try. RBAC:
  * create on events. 0: the API server took it. */

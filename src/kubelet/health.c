@@ -9,18 +9,7 @@
 #include "abi/nvml.h"
 #include "common/log.h"
 #include "common/proc.h"
-
-/* XIDs an application causes (NVIDIA's device plugin skips the same ones): 13 graphics engine
- * exception, 31 GPU memory page fault, 43 GPU stopped processing, 45 preemptive cleanup, 68 video
- * processor exception, 109 context switch timeout. */
-static bool application_xid(unsigned long long xid)
-{
-        static const unsigned long long skip[] = {13, 31, 43, 45, 68, 109};
-        for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
-                if (xid == skip[i])
-                        return true;
-        return false;
-}
+#include "driver/xidlog.h"
 
 bool gs_k8s_device_healthy(const struct gs_k8s_health *h, const struct gs_k8s_device *d)
 {
@@ -69,7 +58,7 @@ static bool apply_xid(const struct gs_device_info *dev, struct gs_k8s_health *h,
                       gs_k8s_note_fn note, void *ud)
 {
         int g = gpu_of(dev, ev);
-        if (application_xid(ev->xid)) {
+        if (gs_xid_application(ev->xid)) { /* driver/xidlog.h; its process's share: dra/appxid.h */
                 note(ud, "GPU %d: XID %llu (an application error): the GPU stays healthy", g,
                      (unsigned long long)ev->xid);
                 return false;

@@ -146,5 +146,11 @@ unsigned gs_collector_sweep(struct gs_collector *c);
  * innermost NSpid is that pid and whose start time is the slot's. Reading other users'
  * /proc/<pid>/ns needs CAP_SYS_PTRACE. Returns how many were found. */
 unsigned gs_obs_host_pids(const struct gs_obs_slice *s, pid_t *out);
+/* The reverse, for a host process the kernel named (an application XID: dra/appxid.h): the
+ * slices of the regions directory whose processes include host pid p, by the same rule (p is in
+ * the slice owner's pid namespace, a slot has p's innermost NSpid and its start time). A region is
+ * the container's to write, so it can name only processes of its own pid namespace. Their indexes
+ * into obs->slices in out[0..max); returns how many matched (more than max: counted). */
+size_t gs_obs_slices_of_host_pid(const struct gs_observation *obs, pid_t p, size_t *out, size_t max);
 
 #endif

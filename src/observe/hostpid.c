@@ -45,6 +45,12 @@ static bool same_ns(int pid, const struct stat *ns)
         return stat(path, &st) == 0 && st.st_dev == ns->st_dev && st.st_ino == ns->st_ino;
 }
 
+/* Is slot pr host process p (innermost pid `inner`; its start time asked only when needed)? */
+static bool slot_is(const struct gs_obs_proc *pr, int p, int inner)
+{
+        return pr->pid == inner && (pr->start_time == 0 || gs_region_proc_start_time(p) == pr->start_time);
+}
+
 /* Try host process p for every slot not found yet. */
 static unsigned match(const struct gs_obs_slice *s, pid_t *out, int p)
 {
@@ -53,15 +59,37 @@ static unsigned match(const struct gs_obs_slice *s, pid_t *out, int p)
                 return 0;
         unsigned found = 0;
         for (unsigned i = 0; i < s->nprocs; i++) {
-                const struct gs_obs_proc *pr = &s->procs[i];
-                if (out[i] != 0 || pr->pid != inner)
-                        continue;
-                if (pr->start_time != 0 && gs_region_proc_start_time(p) != pr->start_time)
+                if (out[i] != 0 || !slot_is(&s->procs[i], p, inner))
                         continue;
                 out[i] = p;
                 found++;
         }
         return found;
+}
+
+size_t gs_obs_slices_of_host_pid(const struct gs_observation *obs, pid_t p, size_t *out, size_t max)
+{
+        char path[64];
+        struct stat ns;
+        int inner = p > 0 ? innermost_pid(p) : 0;
+        snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)p);
+        if (inner <= 0 || stat(path, &ns) < 0)
+                return 0; /* gone, or not ours to see */
+        size_t n = 0;
+        for (size_t i = 0; i < obs->nslices; i++) {
+                const struct gs_obs_slice *s = &obs->slices[i];
+                if (!s->in_regions_dir || s->owner_pid <= 0 || !same_ns((int)s->owner_pid, &ns))
+                        continue; /* only the owner's pid namespace: a region names its own processes alone */
+                for (unsigned k = 0; k < s->nprocs; k++) {
+                        if (slot_is(&s->procs[k], (int)p, inner)) {
+                                if (n < max)
+                                        out[n] = i;
+                                n++;
+                                break;
+                        }
+                }
+        }
+        return n;
 }
 
 unsigned gs_obs_host_pids(const struct gs_obs_slice *s, pid_t *out)

@@ -333,7 +333,10 @@ CUresult fault(const char *func);
 /* fake_cuda_init.c: the sticky error of a context that hit a fatal GPU error (its own kernel's,
  * or, for an MPS client, any client's of its server), 0 = none. */
 extern int g_sticky;
-void fault_kernel_launched(void);
+/* ... a kernel on device `dev` wrote to an illegal address: the sticky error, and the driver's
+ * XID 31 line in the kernel's log (the test's file: $FAKEGPU_KMSG, else /etc/fakegpu/kmsg, when
+ * it exists). */
+void fault_kernel_launched(int dev);
 
 static inline CUresult enter(const char *func)
 {

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static CUresult g_init_rc;
@@ -218,9 +220,55 @@ static void *mps_watch(void *arg)
     return NULL;
 }
 
-void fault_kernel_launched(void)
+/* The NVIDIA driver's line for an MMU fault, as /dev/kmsg reads it (a kernel record: facility 0,
+ * level 4; sequence number and timestamp from the monotonic clock), appended to the test's file
+ * when there is one: "NVRM: Xid (PCI:dddd:bb:dd): 31, pid=PID, name=COMM, Ch ..., intr ....
+ * MMU Fault: ...". The pid is the process's own (the host's when it runs in the host's pid
+ * namespace, as the kernel's tgid is); the name its comm. */
+static void kmsg_xid31(int dev)
+{
+    const char *path = getenv("FAKEGPU_KMSG");
+    const struct fg_gpu *g;
+    char comm[32] = "", line[512];
+    struct timespec ts;
+    unsigned long long us;
+    int fd, n;
+
+    if (dev < 0 || dev >= g_ndev)
+        return;
+    g = &g_cfg.gpus[g_dev[dev].gpu];
+    fd = open(path != NULL && *path != '\0' ? path : "/etc/fakegpu/kmsg", O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return;   /* no log to write: the fault is silent there */
+    n = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    if (n >= 0) {
+        int c = n;
+
+        n = (int)read(c, comm, sizeof(comm) - 1);
+        close(c);
+    }
+    n = n > 0 ? n : 0;
+    comm[n] = '\0';
+    while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == '\0'))
+        comm[--n] = '\0';
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    us = (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000;
+    n = snprintf(line, sizeof(line), "4,%llu,%llu,-;NVRM: Xid (PCI:%04x:%02x:%02x): 31, pid=%d, name=%s, Ch 00000010, "
+                 "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1e_00000000. Fault is of type "
+                 "FAULT_PDE ACCESS_TYPE_VIRT_READ\n", us, us, g->domain & 0xffff, g->bus & 0xff, g->device & 0x1f,
+                 (int)getpid(), comm);
+    if (n > 0 && n < (int)sizeof(line)) {
+        ssize_t w = write(fd, line, (size_t)n);   /* one write: one record */
+
+        (void)w;
+    }
+    close(fd);
+}
+
+void fault_kernel_launched(int dev)
 {
     __atomic_store_n(&g_sticky, (int)CUDA_ERROR_ILLEGAL_ADDRESS, __ATOMIC_RELAXED);
+    kmsg_xid31(dev);
     if (g_mps_fd >= 0) {
         ssize_t w = write(g_mps_fd, "FAULT\n", 6);
 

@@ -75,7 +75,7 @@ static CUresult launch(const struct launch *l)
         return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     if (l->f->fault) {
         /* The launch itself succeeds (seen); the context's next call fails. */
-        fault_kernel_launched();
+        fault_kernel_launched(r.dev);
         return CUDA_SUCCESS;
     }
     ns = kernel_ns(l->f->base_ns, blocks, r.sms, r.dev);

@@ -13,7 +13,8 @@ TOKEN" (else 401). Enough of resource.k8s.io/v1:
            status.allocation.devices.results), conditions checked as metav1.Condition (at most 8,
            unique types, status True/False/Unknown, reason's pattern, message, lastTransitionTime
            RFC 3339); entries merged by that key field by field, as server-side apply does (a
-           manager's fields set, its fields it no longer applies removed, other managers' kept); metadata.uid, when given, must be the claim's (409); written back to
+           manager's fields set, its fields it no longer applies removed, other managers' kept; the
+           conditions a list map keyed by type within, each type its manager's); metadata.uid, when given, must be the claim's (409); written back to
            DIR/claims/NS/NAME.json. DIR/forbid-status exists -> 403.
     GET    /apis/resource.k8s.io/v1/resourceslices[/NAME]               the list, or one (404)
     POST   /apis/resource.k8s.io/v1/resourceslices                      create (409 if there)
@@ -393,15 +394,33 @@ class Handler(BaseHTTPRequestHandler):
         # field by field, as a server-side apply merges a list map: the manager's fields of each
         # entry are set, its fields it no longer applies removed; other managers' fields stay; an
         # entry no manager holds a field of is gone
+        # (conditions is itself a list map keyed by type: a manager owns the conditions it applies,
+        # "conditions:TYPE", and the others' stay)
         keyf = ("driver", "pool", "device", "shareID")
-        now = {device_key(d): set(d) - set(keyf) for d in devs}
+
+        def owned(d):
+            f = set(d) - set(keyf) - {"conditions"}
+            return f | {"conditions:" + c["type"] for c in d.get("conditions", [])}
+        now = {device_key(d): owned(d) for d in devs}
         prev = st.owners.get((ns, name, q["fieldManager"]), {})
         entries = {device_key(d): d for d in claim.setdefault("status", {}).get("devices", [])}
         for k, fields in prev.items():
+            e = entries.get(k, {})
             for f in fields - now.get(k, set()):
-                entries.get(k, {}).pop(f, None)
+                if f.startswith("conditions:"):
+                    e["conditions"] = [c for c in e.get("conditions", []) if c["type"] != f[11:]]
+                    if not e["conditions"]:
+                        e.pop("conditions")
+                else:
+                    e.pop(f, None)
         for d in devs:
-            entries.setdefault(device_key(d), {}).update(d)
+            e = entries.setdefault(device_key(d), {})
+            for f, v in d.items():
+                if f == "conditions":
+                    mine = {c["type"] for c in v}
+                    e["conditions"] = [c for c in e.get("conditions", []) if c["type"] not in mine] + v
+                else:
+                    e[f] = v
         st.owners[(ns, name, q["fieldManager"])] = now
         claim["status"]["devices"] = [e for e in entries.values() if set(e) - set(keyf)]
         st.rv += 1

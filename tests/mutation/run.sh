@@ -367,6 +367,27 @@ mutation drametrics k8s_dra_usage src/dra/service.c \
         'gs_dra_stats_note(p->stats, GS_DRA_OP_PREPARE, true, mono_s() - t0);' \
         "the DRA plugin's metrics count a refused claim as prepared (gpuslice_dra_prepare_total{result=\"refused\"} never moves)" \
         "the plugin's metrics"
+# issue 33, item 4: an application XID marks its process's share (tests/k8s/test_dra_appxid.sh)
+mutation draappxid k8s_dra_appxid src/dra/appxid.c \
+        'a->pend[a->npend++] = *r;' \
+        '(void)r;' \
+        "the DRA plugin reads the kernel's log but attributes no application XID: a share whose process faults is never marked (only a log line, as before)" \
+        "claim A: no ApplicationError condition"
+mutation draappxidkern k8s_dra_appxid src/driver/xidlog.c \
+        'if (prio >> 3 != 0)' \
+        'if (0)' \
+        "the DRA plugin believes any line of the kernel's log, also one a process wrote (facility user): a host process can mark another tenant's claim" \
+        "B marked by a line a process wrote"
+mutation draappxidgap k8s_dra_appxid src/dra/appxid.c \
+        'long long at = s->event_at != 0 ? s->event_at + GAP_MS : 0;' \
+        'long long at = 0;' \
+        "the DRA plugin writes the condition and posts an Event for every application XID: a tenant that faults in a loop floods the API server" \
+        "Events after a second fault"
+mutation xidname unit_xidlog src/driver/xidlog.c \
+        "dst[k++] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';" \
+        'dst[k++] = src[i];' \
+        "the process's name from the kernel's XID line (its own choice: prctl PR_SET_NAME) goes on the claim's condition and Event as it is, control characters too" \
+        "test_parse_name_sanitized"
 # issue 33, item 5: an admin-access claim (tests/k8s/test_dra_admin.sh puts these checks first)
 mutation draadminro k8s_dra_admin src/dra/prepare.c \
         '{"ro", "nosuid", "nodev", "noexec", "bind"}' \

@@ -7,6 +7,9 @@
  *   mps_probe fault [HOLD_S]   a kernel that writes to an illegal address (the fake's
  *                              fg_illegal_address); prints what the launch, the synchronize and the
  *                              next call return; stays alive HOLD_S seconds (default 1)
+ *   mps_probe hold SECONDS     stays alive SECONDS (with PROBE_ALLOC_MIB: a process of its slice)
+ * PROBE_ALLOC_MIB=N: N MiB allocated after cuInit, before the mode (an application's memory: its
+ * slot in the slice's usage region, as tests/k8s/test_dra_appxid.sh needs).
  * Before cuInit, as an application in a slice may: PROBE_SETENV_PCT=P does
  * setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", P), PROBE_UNSET_PIPE=1 unsetenv("CUDA_MPS_PIPE_DIRECTORY").
  * Every mode prints first "init=<CUresult> sms=<N> intercepted=0|1" (intercepted: whether
@@ -70,6 +73,16 @@ int main(int argc, char **argv)
         fflush(stdout);
         if (rc != CUDA_SUCCESS || launch == NULL)
                 return 1;
+        CUdeviceptr held;
+        if (getenv("PROBE_ALLOC_MIB") != NULL &&
+            cuMemAlloc_v2(&held, (size_t)atoi(getenv("PROBE_ALLOC_MIB")) << 20) != CUDA_SUCCESS) {
+                printf("alloc failed\n");
+                return 1;
+        }
+        if (strcmp(mode, "hold") == 0) {
+                usleep((useconds_t)((argc > 2 ? atof(argv[2]) : 1) * 1e6));
+                return 0;
+        }
         if (strcmp(mode, "serve") == 0) {
                 double secs = argc > 2 ? atof(argv[2]) : 2, t0 = now_ms();
                 long n = 0, bad = 0;
