@@ -9,11 +9,13 @@
 #   3. a third (2 Gi) refused as over-committed against the MIG device's own 9856 MiB, a share
 #      of more than the instance refused;
 #   4. the first share's spec run by podman with runc (the fake driver shows the container only the
-#      devices whose nodes it has, as the real one does: FAKEGPU_DEVICE_NODES=1): its one CUDA
-#      device is the MIG device, at the share's 4096 MiB, an allocation past it refused.
+#      devices whose nodes it has, as the real one does: FAKEGPU_DEVICE_NODES=1; the slice hook
+#      reads the simulated host's driver root, so the container's GPUs come from the host's MIG
+#      devices and the container's /dev/nvidia-caps nodes, as on a node): its one CUDA device is
+#      the MIG device, at the share's 4096 MiB, an allocation past it refused.
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for its
-# mutation (dramigshare).
+# mutations (dramigcap, dramigbooks, dramigdevs): their checks come in that order.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"
@@ -83,6 +85,10 @@ if [ -z "$PODMAN" ] || ! [ -x "$RUNC" ]; then
         not_ok "podman or runc is not installed (make test-deps): the MIG share's spec was not run as a container"
         finish
 fi
+# the hooks read the simulated host's driver root (a node's hook sees its driver at /): the
+# container's GPUs then come from the host's MIG devices and the container's nodes, as on a node
+jq --arg c "$TMP/dra.toml" '(.. | objects | select(.hookName? == "createRuntime" or .hookName? == "poststop") | .args) |= [.[0], "--config", $c] + .[1:]' "$SPECA" \
+        >"$SPECA.tmp" && mv "$SPECA.tmp" "$SPECA"
 if sanitized; then
         jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$SPECA" \
                 >"$SPECA.tmp" && mv "$SPECA.tmp" "$SPECA"
