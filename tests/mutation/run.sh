@@ -410,6 +410,11 @@ mutation dramigdevs k8s_dra_mig src/runtime/hook.c \
         'has = true;' \
         "the slice hook counts every MIG device of a GPU whose node the container has as the container's (not only those whose CI node it has): a MIG share's quota lands on another index, its MIG device unlimited" \
         "CUDA device 0 is the MIG device, at the share's 4096 MiB"
+mutation migsliceuuid integration_slice_gpus src/container/configure.c \
+        'add_uuid(uuids, sizeof(uuids), g->migs[j].uuid);' \
+        'add_uuid(uuids, sizeof(uuids), g->uuid);' \
+        "a slice of a selected MIG device names its parent GPU in GPUSLICE_DEVICES: the interposer, which knows CUDA's devices by UUID, finds no device of the slice (the MIG device hidden, its quota nowhere)" \
+        "slice.conf names the MIG device by its MIG UUID"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency_conserve src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
