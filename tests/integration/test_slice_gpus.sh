@@ -15,6 +15,8 @@
 #   5. a hook naming a GPU the container lacks: the start fails.
 #   6. as CDI gives the GPUs (NVIDIA_VISIBLE_DEVICES=void, the nodes in linux.devices): the
 #      visible order from the nodes.
+#   7. a MIG device (the simulated 8gpu-mig root), selected or as CDI gives it: a slice hook of
+#      the MIG device (--gpu=MIG-...) puts its quota on it, the container's one CUDA device.
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
