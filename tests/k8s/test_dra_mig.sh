@@ -6,8 +6,9 @@
 #      instance's, 1 Mi steps; compute 100, 1 % steps; multiple allocations);
 #   2. two share claims of one MIG device (4 Gi / 30 % and 4 Gi / 40 %) prepared: their specs give
 #      the MIG device's nodes and a slice hook naming the MIG device (--gpu=MIG-...);
-#   3. a third (2 Gi) refused as over-committed against the MIG device's own 9856 MiB, a share
-#      of more than the instance refused;
+#   3. a third (2 Gi) refused as over-committed against the MIG device's own 9856 MiB, also
+#      after a torn checkpoint (rebuilt from the shares' specs); a share of more than the
+#      instance refused;
 #   4. the first share's spec run by podman with runc (the fake driver shows the container only the
 #      devices whose nodes it has, as the real one does: FAKEGPU_DEVICE_NODES=1; the slice hook
 #      reads the simulated host's driver root, so the container's GPUs come from the host's MIG
@@ -74,6 +75,15 @@ claim_json ml mig-c c1000000-0000-4000-8000-00000000000c "$DRIVER" "$(res gpu-2-
 bad mig-c c1000000-0000-4000-8000-00000000000c \
         "gpu-2-mig-2 would be over-committed: the claim consumes 2Gi and 10 %, the claims prepared on this node hold 8Gi and 70 % of its 9856Mi" \
         "a third share (2 Gi) beside 8 Gi prepared on the 9856 MiB MIG device" Overcommitted
+# a checkpoint torn by a crash: the MIG shares' books rebuilt from their specs (the device, the
+# hook's --memory and --compute-share), the third share still refused
+printf '{"version": 1, "claims": {"%s": {"na' "$UA" >"$PLUG/torn.json" && mv "$PLUG/torn.json" "$PLUG/checkpoint.json"
+bad mig-c c1000000-0000-4000-8000-00000000000c "gpu-2-mig-2 would be over-committed: the claim consumes 2Gi and 10 %, the claims prepared on this node hold 8Gi and 70 %" \
+        "after a torn checkpoint, the third share again" Overcommitted
+jq -e --arg a "$UA" --arg b "$UB" '(.claims[$a].devices == [{device: "gpu-2-mig-2", pool: "'"$NODE"'", memory: 4294967296, compute: 30}])
+        and (.claims[$b].devices == [{device: "gpu-2-mig-2", pool: "'"$NODE"'", memory: 4294967296, compute: 40}])' "$PLUG/checkpoint.json" >/dev/null &&
+        ok "... the checkpoint rebuilt from the MIG shares' specs (gpu-2-mig-2: 4 Gi / 30 %, 4 Gi / 40 %)" ||
+        not_ok "checkpoint rebuilt: $(head -c 500 "$PLUG/checkpoint.json")"
 claim_json ml mig-big d1000000-0000-4000-8000-00000000000d "$DRIVER" "$(res gpu-2-mig-0 "" '{"memory": "40Gi", "compute": "10"}')"
 bad mig-big d1000000-0000-4000-8000-00000000000d "of gpu-2-mig-0, which has" "a share of 40 Gi of a 40192 MiB MIG device (more than its instance)" PrepareFailed
 
