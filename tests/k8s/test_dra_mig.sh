@@ -9,20 +9,26 @@
 #   3. a third (2 Gi) refused as over-committed against the MIG device's own 9856 MiB, also
 #      after a torn checkpoint (rebuilt from the shares' specs); a share of more than the
 #      instance refused;
-#   4. the first share's spec run by podman with runc (the fake driver shows the container only the
+#   4. the shares' usage on their claims (status.devices[].data, from regions region_tool writes):
+#      the MIG device's, clamped to the instance's memory;
+#   5. the first share's spec run by podman with runc (the fake driver shows the container only the
 #      devices whose nodes it has, as the real one does: FAKEGPU_DEVICE_NODES=1; the slice hook
 #      reads the simulated host's driver root, so the container's GPUs come from the host's MIG
 #      devices and the container's /dev/nvidia-caps nodes, as on a node): its one CUDA device is
 #      the MIG device, at the share's 4096 MiB, an allocation past it refused.
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for its
-# mutations (dramigcap, dramigbooks, dramigdevs): their checks come in that order.
+# mutations (dramigcap, dramigbooks, dramigusage, dramigdevs): their checks come in that order.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"
 . "$SRC/tests/k8s/dra_lib.sh"
 
-dra_cleanup_more() { if [ -d "$TMP/podman-root" ]; then pod rm -af -t 0 >/dev/null 2>&1; fi; }
+OWNER_PID=
+dra_cleanup_more() {
+        [ -n "$OWNER_PID" ] && kill "$OWNER_PID" 2>/dev/null
+        if [ -d "$TMP/podman-root" ]; then pod rm -af -t 0 >/dev/null 2>&1; fi
+}
 DRA_CONF=8gpu-mig.conf dra_setup
 start_apiserver "$API_STATE" "$TMP/kubeconfig"
 start_dra "$TMP/dra.log" -c "$TMP/dra.toml" --driver-name "$DRIVER" --kubeconfig "$TMP/kubeconfig" --node "$NODE" \
@@ -84,11 +90,50 @@ jq -e --arg a "$UA" --arg b "$UB" '(.claims[$a].devices == [{device: "gpu-2-mig-
         and (.claims[$b].devices == [{device: "gpu-2-mig-2", pool: "'"$NODE"'", memory: 4294967296, compute: 40}])' "$PLUG/checkpoint.json" >/dev/null &&
         ok "... the checkpoint rebuilt from the MIG shares' specs (gpu-2-mig-2: 4 Gi / 30 %, 4 Gi / 40 %)" ||
         not_ok "checkpoint rebuilt: $(head -c 500 "$PLUG/checkpoint.json")"
+# the kubelet asks for the shares again (as after its restart): prepared anew from the API server
+# (a rebuilt entry lacks the share's shareID, which its status entries need)
+dra prepare "$SOCK" v1 "ml/mig-a/$UA" "ml/mig-b/$UB"
+kexpect "... the two shares asked again: prepared anew, their share_id echoed" \
+        ".ok and .claims[\"$UA\"].devices[0].share_id == \"$SA\" and .claims[\"$UB\"].devices[0].share_id == \"$SB\""
 claim_json ml mig-big d1000000-0000-4000-8000-00000000000d "$DRIVER" "$(res gpu-2-mig-0 "" '{"memory": "40Gi", "compute": "10"}')"
 bad mig-big d1000000-0000-4000-8000-00000000000d "of gpu-2-mig-0, which has" "a share of 40 Gi of a 40192 MiB MIG device (more than its instance)" PrepareFailed
 
 # ---------------------------------------------------------------------------------------------
-# 4. The share in a container
+# 4. The shares' usage on their claims (status.devices[].data; their regions as a tenant could
+#    leave them, written by region_tool): the MIG device's, clamped to the instance's memory
+
+stop_dra
+REGIONS=$TMP/regions
+mkdir -p "$REGIONS"
+printf '[driver]\nroot = "%s"\n\n[slice]\nregions-dir = "%s"\n' "$DRV" "$REGIONS" >"$TMP/dra-usage.toml"
+start_dra "$TMP/dra-u.log" -c "$TMP/dra-usage.toml" --driver-name "$DRIVER" --kubeconfig "$TMP/kubeconfig" --node "$NODE" \
+        --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" --registry-dir "$REG" --status-period 0.3
+sleep 600 &
+OWNER_PID=$!
+# slice ID CLAIM USED: a container's slice directory of CLAIM (its owner a live process, the labels
+# its spec gave the hook) and its region: one device (the MIG device, as the interposer names it in
+# a CDI container: GPU-<its hex>), a 4 Gi quota, USED bytes in use
+slice() {
+        mkdir -p "$REGIONS/$1"
+        echo "$OWNER_PID $(awk '{print $22}' "/proc/$OWNER_PID/stat")" >"$REGIONS/$1/owner"
+        printf '{"namespace": "ml", "pod": "trainer-0", "claim": "%s"}\n' "$2" >"$REGIONS/$1/labels"
+        "$BUILD/tests/region_tool" share "$REGIONS/$1/usage" "GPU-${MIG2#MIG-}" 4294967296 "$3" 0 0 0 0 || not_ok "region_tool share"
+}
+slice c-a mig-a 3221225472
+slice c-b mig-b 18446744073709551615
+# data CLAIM JQ: our entry's data on the claim satisfies JQ
+data() { jq -e --arg d "$DRIVER" "[.status.devices // [] | .[] | select(.driver == \$d) | .data // empty] | .[0] // {} | $2" \
+        "$API_STATE/claims/ml/$1.json" >/dev/null 2>&1; }
+if wait_for 10 data mig-a '.memory.usedBytes == 3221225472' && data mig-a '.memory.limitBytes == 4294967296 and .compute.limitPercent == 30'; then
+        ok "a MIG share's usage on its claim: 3 of its 4 Gi, its 30 %"
+else not_ok "MIG share usage: $(jq -c '.status.devices' "$API_STATE/claims/ml/mig-a.json" 2>&1 | head -c 500); $(tail -2 "$TMP/dra-u.log")"; fi
+if wait_for 10 data mig-b '.memory.usedBytes != null' && data mig-b '.memory.usedBytes == 10334765056 and .memory.peakBytes == 10334765056'; then
+        ok "a MIG share's region claiming 2^64-1 bytes in use: clamped to the instance's 9856 MiB (not the GPU's 80 GiB)"
+else not_ok "MIG share usage clamped: $(jq -c '.status.devices' "$API_STATE/claims/ml/mig-b.json" 2>&1 | head -c 500)"; fi
+kill "$OWNER_PID" 2>/dev/null; OWNER_PID=
+
+# ---------------------------------------------------------------------------------------------
+# 5. The share in a container
 
 PODMAN=$(command -v podman || true)
 if [ -z "$PODMAN" ] || ! [ -x "$RUNC" ]; then

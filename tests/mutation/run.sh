@@ -405,6 +405,11 @@ mutation dramigbooks k8s_dra_mig src/dra/prepare.c \
         'uint64_t total = g->memory_total, held_mem = 0;' \
         "the DRA plugin's books hold a MIG device's shares against its parent GPU's memory: a share over-committing the MIG instance is prepared" \
         "a third share (2 Gi) beside 8 Gi prepared"
+mutation dramigusage k8s_dra_mig src/dra/usage.c \
+        's->total = mig >= 0 ? g->migs[mig].memory_total : g->memory_total;' \
+        's->total = g->memory_total;' \
+        "a MIG share's usage on its claim is clamped to its parent GPU's memory, not its instance's: a tenant's region shows more than the MIG device has" \
+        "MIG share usage clamped"
 mutation dramigdevs k8s_dra_mig src/runtime/hook.c \
         'has = has || cfg->cap_minors[k] == minor;' \
         'has = true;' \
