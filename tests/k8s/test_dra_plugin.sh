@@ -471,6 +471,8 @@ assert {"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/r
 t = {x["metadata"]["name"]: x for x in docs if x["kind"] == "ResourceClaimTemplate"}
 req = t["slice-4g-30"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
 assert req["capacity"]["requests"] == {"memory": "4Gi", "compute": "30"}, req
+mreq = t["mig-share-2g-20"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+assert mreq["deviceClassName"] == "mig.gpuslice.io" and mreq["capacity"]["requests"] == {"memory": "2Gi", "compute": "20"}, mreq
 cls = {x["metadata"]["name"]: x["spec"] for x in docs if x["kind"] == "DeviceClass"}
 assert set(cls) == {"gpu.gpuslice.io", "mig.gpuslice.io", "gpu-high.gpuslice.io"}, set(cls)
 # the example claim asks priority high: its class must allow it (issue 31), the others must not
@@ -503,6 +505,6 @@ b = [x for x in docs if x["kind"] == "ValidatingAdmissionPolicyBinding"][0]["spe
 assert b == {"policyName": vap["metadata"]["name"], "validationActions": ["Deny"]}, b
 print("ok")
 PYEOF
-then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices; create events; get nodes), POD_UID for sockets of the instance's own, the DaemonSet's options in --help, the 4Gi/30 % template, the admission policy (the plugin's service account writes only its own node's slices, bound with Deny)"
+then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices; create events; get nodes), POD_UID for sockets of the instance's own, the DaemonSet's options in --help, the 4Gi/30 % template and the 2Gi/20 % MIG share's, the admission policy (the plugin's service account writes only its own node's slices, bound with Deny)"
 else not_ok "deploy/k8s/dra: $(tail -3 "$TMP/deploy.out")"; fi
 finish
