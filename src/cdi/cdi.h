@@ -52,7 +52,8 @@ struct gs_cdi_slice {
         bool gpus_only;   /* no "all-<NAME>" device */
         bool per_gpu;     /* its limits are its GPU's alone (runtime/slice_gpus.h: the DRA plugin adds the
                            * hook's --gpu): memory and compute not as env, one name for every GPU of the
-                           * container, where two such slices' values would collide */
+                           * container, where two such slices' values would collide; a device
+                           * <mig>-<NAME> per MIG device too, its limits the MIG device's) */
 };
 
 struct gs_cdi_opts {

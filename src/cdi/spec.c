@@ -16,7 +16,8 @@
  *       limits as the allocator's word, which the container's env can only narrow) and `poststop`
  *       hooks that put the slicing layer in and clean up after it, and the same limits as env
  *       (GPUSLICE_MEMORY_LIMIT / GPUSLICE_COMPUTE_LIMIT ...) for the container's information.
- *       (A per-GPU slice, the DRA plugin's, has its memory and compute in the hook alone.)
+ *       (A per-GPU slice, the DRA plugin's, has its memory and compute in the hook alone, and a
+ *       "<mig>-<slice>" device per MIG device too: the MIG device's nodes, its limits its own.)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -690,6 +691,23 @@ out:
         return rv;
 }
 
+/* A per-GPU slice's device per MIG device of g, "<mig-name>-<slice>": the MIG device's nodes, its
+ * limits the MIG device's alone (its hook's --gpu names the MIG device: the DRA plugin's shares). */
+static int add_mig_slices(const struct build *b, json_object *devices, const struct gs_gpu *g,
+                          const struct gs_cdi_slice *s, struct gs_error *err)
+{
+        for (unsigned j = 0; j < g->nmigs; j++) {
+                struct edits m = {0};
+                char name[256];
+                gs_cdi_device_name(b->o->strategy, g, &g->migs[j], name, sizeof(name));
+                int rv = mig_edits(b, g, &g->migs[j], &m, err) < 0 ? -1 : add_slice_device(b, devices, name, &m, s, err);
+                edits_release(&m);
+                if (rv < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 json_object *gs_cdi_spec_build(struct gs_context *ctx, const struct gs_device_info *dev,
                                const struct gs_driver_info *drv, const struct gs_cdi_opts *o,
                                struct gs_error *err)
@@ -772,8 +790,11 @@ json_object *gs_cdi_spec_build(struct gs_context *ctx, const struct gs_device_in
         }
         for (size_t s = 0; s < o->nslices; s++) {
                 for (unsigned i = 0; i < dev->ngpus; i++) {
-                        if (dev->gpus[i].mig_enabled)
+                        if (dev->gpus[i].mig_enabled) {
+                                if (o->slices[s].per_gpu && add_mig_slices(&b, devices, &dev->gpus[i], &o->slices[s], err) < 0)
+                                        goto fail;
                                 continue;
+                        }
                         gs_cdi_device_name(o->strategy, &dev->gpus[i], NULL, name, sizeof(name));
                         if (add_slice_device(&b, devices, name, &gpus[i], &o->slices[s], err) < 0)
                                 goto fail;

@@ -481,17 +481,28 @@ static int stage_detect(struct run *x, struct gs_error *err)
         return 0;
 }
 
+static void add_uuid(char *list, size_t len, const char *uuid)
+{
+        if (uuid[0] != '\0' && strlen(list) + strlen(uuid) + 2 <= len)
+                strcat(strcat(list, list[0] != '\0' ? "," : ""), uuid);
+}
+
 /* slice (host side): the container's directory under the regions dir, its slice file (with the
- * selected GPUs' UUIDs: the interposer's visible devices) and usage region. */
+ * selected devices' UUIDs: the interposer's visible devices, as CUDA knows them: a selected MIG
+ * device by its MIG UUID, its parent GPU's not being one CUDA shows) and usage region. */
 static int stage_slice_prepare(struct run *x, struct gs_error *err)
 {
         char uuids[GS_MAX_GPUS * (GS_STR_LONG + 1)] = "";
         for (unsigned i = 0; x->dev != NULL && i < x->dev->ngpus; i++) {
-                if (!gs_selection_uses_gpu(&x->sel, i) || x->dev->gpus[i].uuid[0] == '\0')
-                        continue;
-                if (uuids[0] != '\0')
-                        strcat(uuids, ",");
-                strcat(uuids, x->dev->gpus[i].uuid);
+                const struct gs_gpu *g = &x->dev->gpus[i];
+                bool migs = false;
+                for (unsigned j = 0; j < g->nmigs && j < GS_MAX_MIGS; j++)
+                        if (x->sel.mig[i][j]) {
+                                add_uuid(uuids, sizeof(uuids), g->migs[j].uuid);
+                                migs = true;
+                        }
+                if (gs_selection_uses_gpu(&x->sel, i) && (x->sel.gpu[i] || !migs))
+                        add_uuid(uuids, sizeof(uuids), g->uuid);
         }
         pid_t owner = x->o->pid > 0 ? x->o->pid : getppid();
         /* slice.mps: a cap slice on one GPU may run through the GPU's MPS daemon (never an error). */

@@ -167,12 +167,8 @@ static int check(struct gs_dra_prep *p, const struct gs_dra_claim *c, struct pla
                 if (r->memory > total)
                         return gs_error_set(err, GS_EINVAL, "the claim consumes %llu bytes of %s, which has %llu",
                                             (unsigned long long)r->memory, r->device, (unsigned long long)total);
-                if (pl[i].mig >= 0) {
-                        if (r->compute != 0 || r->share_id[0] != '\0' || (r->memory != 0 && r->memory != total))
-                                return gs_error_set(err, GS_EINVAL, "MIG device %s is allocated whole only", r->device);
-                        pl[i].slice = false;
-                        continue;
-                }
+                /* a MIG device's share as a GPU's: its limits are the MIG device's (its instance's
+                 * memory, compute in percent of it: result_device, label_args) */
                 bool whole_mem = r->memory == 0 || r->memory == total, whole_compute = r->compute == 0 || r->compute == 100;
                 pl[i].slice = !(whole_mem && whole_compute);
         }
@@ -229,7 +225,8 @@ static void slice_of(const struct gs_dra_prep *p, const struct gs_dra_result *r,
 {
         memset(sl, 0, sizeof(*sl));
         gs_strlcpy(sl->name, SLICE_NAME, sizeof(sl->name));
-        if (r->memory != 0 && r->memory != p->dev->gpus[pl->gpu].memory_total)
+        const struct gs_gpu *g = &p->dev->gpus[pl->gpu];
+        if (r->memory != 0 && r->memory != (pl->mig >= 0 ? g->migs[pl->mig].memory_total : g->memory_total))
                 gs_k8s_quantity_format(r->memory, sl->memory, sizeof(sl->memory));
         else
                 snprintf(sl->memory, sizeof(sl->memory), "0"); /* compute only */
@@ -282,8 +279,8 @@ static json_object *result_device(struct gs_dra_prep *p, const struct gs_dra_cla
                 return NULL;
         snprintf(name, sizeof(name), "%s-%s", c->uid, c->r[i].device);
         json_object_object_add(copy, "name", json_object_new_string(name));
-        if (pl[i].slice)
-                label_args(copy, c, g->uuid);
+        if (pl[i].slice) /* a MIG device's share: its limits keyed by the MIG device's UUID */
+                label_args(copy, c, pl[i].mig >= 0 ? g->migs[pl[i].mig].uuid : g->uuid);
         return copy;
 }
 

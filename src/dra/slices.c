@@ -169,15 +169,11 @@ static json_object *device(const struct gs_device_info *dev, const struct gs_k8s
         if (topo != NULL && i < GS_MAX_GPUS && topo->numa[i] >= 0)
                 attr(a, "numaNode", "int", json_object_new_int64(topo->numa[i]));
         json_object_object_add(d, "attributes", a);
-        if (m != NULL) {
-                capacity(cap, "memory", m->memory_total, 0, false);
-        } else {
-                capacity(cap, "memory", g->memory_total, GS_DRA_MIN_MEMORY, true);
-                capacity(cap, "compute", 100, 1, true);
-        }
+        /* a MIG device shared as a GPU is (issue 33): its own memory, compute in percent of it */
+        capacity(cap, "memory", m != NULL ? m->memory_total : g->memory_total, GS_DRA_MIN_MEMORY, true);
+        capacity(cap, "compute", 100, 1, true);
         json_object_object_add(d, "capacity", cap);
-        if (m == NULL)
-                json_object_object_add(d, "allowMultipleAllocations", json_object_new_boolean(1));
+        json_object_object_add(d, "allowMultipleAllocations", json_object_new_boolean(1));
         return d;
 }
 

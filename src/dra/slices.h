@@ -5,11 +5,12 @@
  * n its enumeration index under the GPU), as the device plugin offers them. Attributes (in the
  * driver's domain, unqualified): type (gpu|mig), uuid, parentUUID (MIG), productName, brand,
  * architecture, cudaComputeCapability, driverVersion, cudaDriverVersion (versions as semver),
- * index, migIndex, pciBusID, numaNode (when sysfs says). Capacity: memory (bytes) on every
- * device; compute (percent, 100) on a GPU. A GPU allows multiple allocations (consumable
- * capacity: each claim consumes memory and compute, a request policy of 1 Mi / 1 % steps, and a
- * claim that asks for no capacity consumes the default, all of it: the GPU whole); a MIG device
- * is allocated whole.
+ * index, migIndex, pciBusID, numaNode (when sysfs says). Capacity: memory (bytes: a MIG
+ * device's own, its instance's) and compute (percent of the device, 100) on every device. Every
+ * device allows multiple allocations (consumable capacity: each claim consumes memory and compute,
+ * a request policy of 1 Mi / 1 % steps, and a claim that asks for no capacity consumes the
+ * default, all of it: the device whole); a MIG device is shared as a GPU is (issue 33), its
+ * shares' limits its own.
  *
  * The slice: name <node>-<driver>, pool <node> (generation bumped on every change), one slice in
  * the pool, nodeName <node>. An unhealthy device (kubelet/health.h) carries a taint (KEP-5055,

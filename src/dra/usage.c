@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/error.h"
 #include "common/strutil.h"
@@ -40,7 +41,8 @@ struct share {
         uint64_t quota;             /* the claim's consumed memory (0: none given) */
         unsigned compute_limit;     /* percent, 0: none given */
         unsigned gpu;               /* its GPU's index */
-        uint64_t total;             /* the GPU's memory */
+        int mig;                    /* its MIG device's (-1: the GPU's share) */
+        uint64_t total;             /* the GPU's (MIG device's) memory */
         bool live;                  /* in the checkpoint at this sample */
         bool done;                  /* written (or skipped) at this sample */
         struct sample now, last;
@@ -131,7 +133,8 @@ static const char *str_of(json_object *o, const char *key)
                                                                                                   : "";
 }
 
-/* One device entry of a checkpoint claim: followed if it is a slice share of a GPU of ours. */
+/* One device entry of a checkpoint claim: followed if it is a slice share of a GPU or MIG device
+ * of ours. */
 static void follow(struct gs_dra_usage *u, const char *uid, json_object *entry, json_object *d)
 {
         json_object *mem = NULL, *cs = NULL;
@@ -140,7 +143,7 @@ static void follow(struct gs_dra_usage *u, const char *uid, json_object *entry, 
         struct gs_error e = {0};
         const char *device = str_of(d, "device");
         if (!json_object_object_get_ex(d, "memory", &mem) || !json_object_object_get_ex(d, "compute", &cs) ||
-            gs_dra_device_lookup(u->prep->dev, device, &gpu, &mig, &e) < 0 || mig >= 0)
+            gs_dra_device_lookup(u->prep->dev, device, &gpu, &mig, &e) < 0)
                 return; /* a device held whole: no slice, no region */
         struct share *s = share_get(u, uid, device);
         if (s == NULL)
@@ -152,8 +155,10 @@ static void follow(struct gs_dra_usage *u, const char *uid, json_object *entry, 
         gs_strlcpy(s->share_id, str_of(d, "share_id"), sizeof(s->share_id));
         int64_t q = json_object_get_int64(mem);
         int c = json_object_get_int(cs);
+        const struct gs_gpu *g = &u->prep->dev->gpus[gpu];
         s->gpu = gpu;
-        s->total = u->prep->dev->gpus[gpu].memory_total;
+        s->mig = mig;
+        s->total = mig >= 0 ? g->migs[mig].memory_total : g->memory_total;
         s->quota = q > 0 && (uint64_t)q < s->total ? (uint64_t)q : 0;
         s->compute_limit = c > 0 && c < 100 ? (unsigned)c : 0;
 }
@@ -190,7 +195,8 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 /* The regions of the share's claim into s->now, clamped: what the tenant wrote is never trusted. */
 static void measure(struct gs_dra_usage *u, struct share *s, const struct gs_observation *obs)
 {
-        const char *uuid = u->prep->dev->gpus[s->gpu].uuid;
+        const struct gs_gpu *g = &u->prep->dev->gpus[s->gpu];
+        const char *uuid = s->mig >= 0 ? g->migs[s->mig].uuid : g->uuid;
         struct sample *m = &s->now;
         memset(m, 0, sizeof(*m));
         m->compute_valid = m->throttle_valid = true;
@@ -200,8 +206,10 @@ static void measure(struct gs_dra_usage *u, struct share *s, const struct gs_obs
                 if (!sl->in_regions_dir || strcmp(sl->labels.ns, s->ns) != 0 || strcmp(sl->labels.claim, s->name) != 0)
                         continue;
                 int d = -1;
+                /* the device by its UUID's hex (a MIG device's region may name it GPU-<hex>: the
+                 * driver's UUID bytes do not say which kind they are) */
                 for (unsigned k = 0; k < sl->ndevices && k < GS_REGION_MAX_DEVICES; k++)
-                        if (strcmp(sl->dev[k].uuid, uuid) == 0)
+                        if (strlen(sl->dev[k].uuid) > 4 && strcasecmp(sl->dev[k].uuid + 4, uuid + 4) == 0)
                                 d = (int)k;
                 if (d < 0 && sl->ndevices == 1)
                         d = 0;

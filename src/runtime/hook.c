@@ -2,6 +2,7 @@
 #include "runtime/hook.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -87,6 +88,33 @@ static int one_slice(const struct gs_hook_opts *h, const struct gs_oci_state *st
                             "another (%s): one slice per container, its slice devices must agree", st->id, d);
 }
 
+/* The MIG devices of g (in MIG mode) the container has, as CUDA shows them in it: those selected,
+ * else those whose compute instance's access node (/dev/nvidia-caps/nvidia-cap<N>) config.json's
+ * linux.devices holds (CDI's MIG devices; the driver shows a container no MIG device it cannot
+ * open). Their UUIDs (MIG-...) into out; how many. */
+static size_t container_migs(struct gs_context *ctx, const struct gs_request *rq, const struct gs_oci_config *cfg,
+                             const struct gs_selection *sel, const struct gs_device_info *dev, unsigned i,
+                             const char **out, size_t room)
+{
+        const struct gs_gpu *g = &dev->gpus[i];
+        size_t n = 0;
+        for (unsigned j = 0; g->mig_enabled && j < g->nmigs && j < GS_MAX_MIGS && n < room; j++) {
+                bool has = rq->opts.devices != NULL && sel->mig[i][j];
+                char path[256], node[128];
+                dev_t rdev;
+                unsigned minor;
+                struct gs_error ignore = {0};
+                gs_mig_ci_access_path(g, &g->migs[j], path, sizeof(path));
+                if (!has && rq->opts.devices == NULL && gs_nvcaps_node(ctx, path, node, sizeof(node), &rdev, &ignore) == 0 &&
+                    sscanf(node, "/dev/nvidia-caps/nvidia-cap%u", &minor) == 1)
+                        for (size_t k = 0; k < cfg->ncap_minors; k++)
+                                has = has || cfg->cap_minors[k] == minor;
+                if (has && g->migs[j].uuid[0] != '\0')
+                        out[n++] = g->migs[j].uuid;
+        }
+        return n;
+}
+
 /* The container's GPUs' UUIDs in its visible order (slice_gpus.h): those selected, else those
  * whose device node config.json names, in the host's order. Where the host's GPUs cannot be read
  * (a hook that does not see the driver root), a container of one GPU node whose slice hooks name
@@ -115,7 +143,9 @@ static size_t container_gpus(struct gs_context *ctx, const struct gs_request *rq
                 bool has = rq->opts.devices != NULL && gs_selection_uses_gpu(&sel, i);
                 for (size_t k = 0; rq->opts.devices == NULL && k < cfg->ngpu_minors; k++)
                         has = has || cfg->gpu_minors[k] == dev->gpus[i].minor;
-                if (has && dev->gpus[i].uuid[0] != '\0')
+                size_t migs = has ? container_migs(ctx, rq, cfg, &sel, dev, i, gpus + n, GS_MAX_GPUS - n) : 0;
+                n += migs;
+                if (has && migs == 0 && dev->gpus[i].uuid[0] != '\0')
                         gpus[n++] = dev->gpus[i].uuid;
         }
         return n;

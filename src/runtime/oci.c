@@ -330,7 +330,32 @@ static int parse_gpu_hooks(struct json_object *list, struct gs_oci_config *cfg, 
         return 0;
 }
 
-/* linux.devices[]: the GPUs' device nodes (/dev/nvidia<N>). */
+/* N of a node path PREFIX<N> (digits alone after the prefix, at most 4), else -1. */
+static long node_minor(const char *s, const char *prefix)
+{
+        size_t k = strlen(prefix), n = strlen(s);
+        if (strncmp(s, prefix, k) != 0 || n == k || n > k + 4)
+                return -1;
+        long m = 0;
+        for (const char *c = s + k; *c != '\0'; c++) {
+                if (*c < '0' || *c > '9')
+                        return -1;
+                m = m * 10 + (*c - '0');
+        }
+        return m;
+}
+
+static void add_minor(unsigned *minors, size_t *n, long m)
+{
+        for (size_t k = 0; k < *n; k++)
+                if (minors[k] == (unsigned)m)
+                        return;
+        if (m >= 0 && *n < GS_OCI_MAX_GPU_NODES)
+                minors[(*n)++] = (unsigned)m;
+}
+
+/* linux.devices[]: the GPUs' device nodes (/dev/nvidia<N>), the MIG capability nodes
+ * (/dev/nvidia-caps/nvidia-cap<N>). */
 static void parse_gpu_nodes(struct json_object *lin, struct gs_oci_config *cfg)
 {
         struct json_object *devs = NULL;
@@ -343,19 +368,8 @@ static void parse_gpu_nodes(struct json_object *lin, struct gs_oci_config *cfg)
                     !json_object_is_type(p, json_type_string))
                         continue;
                 const char *s = json_object_get_string(p);
-                if (strncmp(s, "/dev/nvidia", 11) != 0 || s[11] < '0' || s[11] > '9' || strlen(s) > 15)
-                        continue;
-                unsigned m = 0;
-                bool digits = true;
-                for (const char *c = s + 11; *c != '\0'; c++) {
-                        digits = digits && *c >= '0' && *c <= '9';
-                        m = m * 10 + (unsigned)(*c - '0');
-                }
-                bool seen = !digits;
-                for (size_t k = 0; k < cfg->ngpu_minors && !seen; k++)
-                        seen = cfg->gpu_minors[k] == m;
-                if (!seen && cfg->ngpu_minors < GS_OCI_MAX_GPU_NODES)
-                        cfg->gpu_minors[cfg->ngpu_minors++] = m;
+                add_minor(cfg->gpu_minors, &cfg->ngpu_minors, node_minor(s, "/dev/nvidia"));
+                add_minor(cfg->cap_minors, &cfg->ncap_minors, node_minor(s, "/dev/nvidia-caps/nvidia-cap"));
         }
 }
 
@@ -462,7 +476,7 @@ void gs_oci_config_release(struct gs_oci_config *cfg)
         }
         free(cfg->gpu_hooks);
         cfg->gpu_hooks = NULL;
-        cfg->ngpu_hooks = cfg->ngpu_minors = 0;
+        cfg->ngpu_hooks = cfg->ngpu_minors = cfg->ncap_minors = 0;
         cfg->env = cfg->annotations = cfg->device_mounts = NULL;
         cfg->nenv = cfg->nannotations = cfg->ndevice_mounts = 0;
 }

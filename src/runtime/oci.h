@@ -60,6 +60,9 @@ struct gs_oci_config {
         /* linux.devices[]: the minors of /dev/nvidia<N> (the container's GPUs, as CDI adds them) */
         unsigned gpu_minors[GS_OCI_MAX_GPU_NODES];
         size_t ngpu_minors;
+        /* ... and of /dev/nvidia-caps/nvidia-cap<N> (a MIG device's GI and CI access nodes) */
+        unsigned cap_minors[GS_OCI_MAX_GPU_NODES];
+        size_t ncap_minors;
 };
 
 /* Go's filepath.Clean of an absolute or relative path, in place: one slash between names, no "."

@@ -13,7 +13,7 @@
 
 static bool uuid_like(const char *s)
 {
-        if (strncasecmp(s, "GPU-", 4) != 0 || s[4] == '\0' || strlen(s) >= 96)
+        if ((strncasecmp(s, "GPU-", 4) != 0 && strncasecmp(s, "MIG-", 4) != 0) || s[4] == '\0' || strlen(s) >= 96)
                 return false;
         for (const char *c = s + 4; *c != '\0'; c++)
                 if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') || (*c >= 'A' && *c <= 'F') || *c == '-'))
@@ -37,7 +37,7 @@ int gs_slice_gpu_take(int argc, char **argv, char **out, const char **gpu, struc
                 if (v == NULL)
                         return gs_error_set(err, GS_EINVAL, "option '--gpu' needs a value");
                 if (!uuid_like(v))
-                        return gs_error_set(err, GS_EINVAL, "invalid --gpu: %.96s (a GPU- UUID)", v);
+                        return gs_error_set(err, GS_EINVAL, "invalid --gpu: %.96s (a GPU- or MIG- UUID)", v);
                 if (*gpu != NULL)
                         return gs_error_set(err, GS_EINVAL, "--gpu given twice");
                 *gpu = v;

@@ -17,7 +17,10 @@
  * (runtime/hook.c's one-slice rule). The env may then only narrow each GPU's value (slice_rules.h).
  * The visible order: the GPUs NVIDIA_VISIBLE_DEVICES (or the volume mounts) selected, else those
  * whose /dev/nvidia<N> node config.json's linux.devices holds (CDI's deviceNodes), in the host's
- * (NVML's, PCI) order, as CUDA numbers them.
+ * (NVML's, PCI) order, as CUDA numbers them. A GPU in MIG mode is its MIG devices the container
+ * has (selected, or whose compute instance's /dev/nvidia-caps node linux.devices holds): each one
+ * CUDA device, named by its MIG- UUID (a share of a MIG device: --gpu=MIG-<uuid>, its limits the
+ * MIG device's).
  */
 #ifndef GS_RUNTIME_SLICE_GPUS_H
 #define GS_RUNTIME_SLICE_GPUS_H
@@ -28,7 +31,7 @@
 
 /* Take "--gpu=UUID" (or "--gpu UUID") out of argv, up to "--": *gpu points into argv (NULL when
  * absent); the other arguments go to `out` (room for argc + 1, may be argv). Returns the new argc,
- * or -1 with err: "option '--gpu' needs a value", "invalid --gpu: x (a GPU- UUID)", "--gpu given
+ * or -1 with err: "option '--gpu' needs a value", "invalid --gpu: x (a GPU- or MIG- UUID)", "--gpu given
  * twice". */
 int gs_slice_gpu_take(int argc, char **argv, char **out, const char **gpu, struct gs_error *err);
 

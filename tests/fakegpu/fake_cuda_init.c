@@ -88,8 +88,29 @@ static void add_device(unsigned gpu, int mig)
     d->capacity = busy >= d->total ? 0 : d->total - busy;
 }
 
+/* FAKEGPU_DEVICE_NODES=1: the driver's view from inside a container, which shows only the devices
+ * whose nodes it can open: a GPU its /dev/nvidia<minor>, a MIG device that and its compute
+ * instance's access node /dev/nvidia-caps/nvidia-cap<N> (N as mkroot.sh numbers them, as the
+ * driver does: 3 + 135 minor + 9 gi + 1 + ci). Unset: every device (a host's view). */
+static int node_visible(const struct fg_gpu *g, const struct fg_mig *m)
+{
+    const char *v = getenv("FAKEGPU_DEVICE_NODES");
+    char path[64];
+    struct stat st;
+
+    if (v == NULL || strcmp(v, "1") != 0)
+        return 1;
+    snprintf(path, sizeof(path), "/dev/nvidia%u", g->minor);
+    if (stat(path, &st) != 0)
+        return 0;
+    if (m == NULL)
+        return 1;
+    snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%u", 3 + 135 * g->minor + 9 * m->gi + 1 + m->ci);
+    return stat(path, &st) == 0;
+}
+
 /* The default enumeration: GPUs in config order, a MIG-enabled GPU replaced by its MIG
- * devices (in MIG index order). */
+ * devices (in MIG index order); with FAKEGPU_DEVICE_NODES=1 only those whose nodes are there. */
 static int default_order(unsigned *gpus, int *migs, int max)
 {
     int n = 0;
@@ -98,13 +119,15 @@ static int default_order(unsigned *gpus, int *migs, int max)
         const struct fg_gpu *g = &g_cfg.gpus[i];
 
         if (g->mig != FG_MIG_ON) {
+            if (!node_visible(g, NULL))
+                continue;
             gpus[n] = i;
             migs[n++] = -1;
             continue;
         }
         for (unsigned idx = 0; idx < FG_MAX_MIG; idx++)
             for (unsigned m = 0; m < g->nmig && n < max; m++)
-                if (g->migs[m].index == idx) {
+                if (g->migs[m].index == idx && node_visible(g, &g->migs[m])) {
                     gpus[n] = i;
                     migs[n++] = (int)m;
                 }

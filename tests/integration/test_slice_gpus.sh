@@ -15,6 +15,8 @@
 #   5. a hook naming a GPU the container lacks: the start fails.
 #   6. as CDI gives the GPUs (NVIDIA_VISIBLE_DEVICES=void, the nodes in linux.devices): the
 #      visible order from the nodes.
+#   7. a MIG device (the simulated 8gpu-mig root), selected or as CDI gives it: a slice hook of
+#      the MIG device (--gpu=MIG-...) puts its quota on it, the container's one CUDA device.
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 
@@ -131,4 +133,28 @@ gpus_case missing '[["--gpu='$U1'", "--memory=2Gi"]]' NVIDIA_VISIBLE_DEVICES=0
 [ "$(rc_of missing)" != 0 ] && ! grep -qx DONE "$TMP/missing.out" && grep -q "which the container does not have" "$TMP/missing.err" &&
         ok "a slice hook naming GPU 1 in a container of GPU 0: the start fails, naming it" ||
         not_ok "missing GPU: exit $(rc_of missing): $(grep -m3 -i error "$TMP/missing.err" | tr '\n' ' ')"
+
+# 7. a MIG device (the simulated 8-GPU root, GPU 2 in MIG mode): a slice hook of the MIG device
+# (--gpu=MIG-...), the MIG device selected by its UUID (NVIDIA_VISIBLE_DEVICES) or, as CDI gives
+# it, by its nodes (the parent's /dev/nvidia2 and its CI's access node; the fake driver then shows
+# the container that MIG device alone, as the real one: FAKEGPU_DEVICE_NODES=1): the MIG device is
+# the container's device 0, at its hook's quota (the interposer knows it by its MIG UUID)
+DRV=$(mkroot mig 8gpu-mig.conf)
+CONF=$TMP/hook-mig.toml
+hook_config "$CONF" "$DRV" "$SLICES" "$LOG"
+M2=MIG-d41f6a2c-8e3b-5b9d-a07e-6c2f4a1e8d53 # GPU 2's MIG device 2: GI 9, CI 0, 9856 MiB
+MIGHOOK='[["--gpu='$M2'", "--memory=4Gi", "--compute-share=30"]]'
+gpus_case mig-sel "$MIGHOOK" NVIDIA_VISIBLE_DEVICES=$M2
+expect_done mig-sel "a slice hook of MIG device $M2, the container's NVIDIA_VISIBLE_DEVICES=$M2"
+expect_fact mig-sel "SLICE GPUSLICE_DEVICES=$M2" "... slice.conf names the MIG device by its MIG UUID (the interposer's device)"
+expect_fact mig-sel "SLICE GPUSLICE_MEMORY_LIMIT=4Gi" "... its 4Gi"
+gpu mig-sel 0 "GPU-${M2#MIG-}" 4096 "... the MIG device"
+expect_no_fact mig-sel "PROBE_T dev 1 over 2" "... the container shows no other CUDA device"
+MIGNODES='[{path: "/dev/nvidia2", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0},
+        {path: "/dev/nvidia-caps/nvidia-cap354", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0},
+        {path: "/dev/nvidia-caps/nvidia-cap355", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0}]'
+gpus_cdi mig-cdi "$MIGNODES" "$MIGHOOK" FAKEGPU_DEVICE_NODES=1
+expect_done mig-cdi "CDI-style container of MIG device $M2's nodes (its GI's and CI's nvidia-cap354, 355), its slice hook"
+expect_fact mig-cdi "SLICE GPUSLICE_MEMORY_LIMIT=4Gi" "... its 4Gi"
+gpu mig-cdi 0 "GPU-${M2#MIG-}" 4096 "... the MIG device, its one CUDA device"
 finish

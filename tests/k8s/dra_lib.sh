@@ -7,7 +7,7 @@
 APISERVER_PIDS=() DRA_PID= DRA_ALL=()
 TOKEN=token-$$-$RANDOM
 
-# dra_setup: the tools (a missing one ends the test); the simulated 2-GPU machine ($DRV, $GPU0,
+# dra_setup: the tools (a missing one ends the test); the simulated 2-GPU machine (or $DRA_CONF's; $DRV, $GPU0,
 # $GPU1); $DRIVER, $KIND, $NODE, $API_STATE, $CDI_DIR (default /var/run/cdi: where podman looks),
 # $REG, $PLUG; the cleanup at exit (which calls the test's dra_cleanup_more first, where it has
 # one); $TMP/dra.toml; the fake kubelet's stubs (made while the machine is built)
@@ -21,7 +21,7 @@ dra_setup() {
         "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/kubelet/proto" --stubs "$TMP/dra-stubs" stubs \
                 >/dev/null 2>>"$TMP/dra-kubelet.err" &
         local stubs=$!
-        DRV=$(mkroot drv 2gpu.conf)
+        DRV=$(mkroot drv "${DRA_CONF:-2gpu.conf}")
         GPU0=$GPU0_UUID GPU1=$GPU1_UUID
         DRIVER=t$$.gpuslice.io
         KIND=k8s.$DRIVER/claim

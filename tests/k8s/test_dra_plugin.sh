@@ -418,18 +418,18 @@ if wait_for 15 test -s "$MSLICE" && jq -e '
         ([.spec.devices[] | select(.attributes.type.string == "mig")] | length) == 3
         and ([.spec.devices[] | select(.attributes.type.string == "gpu")] | length) == 7
         and (.spec.devices | map(select(.name == "gpu-2-mig-2"))[0] | .attributes.uuid.string == "MIG-d41f6a2c-8e3b-5b9d-a07e-6c2f4a1e8d53"
-             and .capacity == {memory: {value: "9856Mi"}} and (has("allowMultipleAllocations") | not))
+             and .capacity.memory.value == "9856Mi" and .capacity.compute.value == "100" and .allowMultipleAllocations == true)
         and (.spec.devices | map(select(.name == "gpu-2")) | length) == 0' "$MSLICE" >/dev/null; then
-        ok "MIG machine: 7 GPUs + 3 MIG devices published (gpu-2 in MIG mode only as its MIG devices, each whole)"
+        ok "MIG machine: 7 GPUs + 3 MIG devices published (gpu-2 in MIG mode only as its MIG devices, each shared as a GPU: test_dra_mig.sh)"
 else not_ok "MIG slice: $(jq -c '[.spec.devices[] | {name, t: .attributes.type.string, c: .capacity}]' "$MSLICE" 2>&1 | head -c 700)"; fi
 U5=55555555-aaaa-4bbb-8ccc-000000000005 U6=66666666-aaaa-4bbb-8ccc-000000000006
 claim_json ml mig-claim "$U5" "$MDRIVER" "$(res gpu-2-mig-2 node-m | sed "s/$DRIVER/$MDRIVER/")"
 claim_json ml mig-slice "$U6" "$MDRIVER" "$(res gpu-2-mig-2 node-m '{"compute": "30"}' | sed "s/$DRIVER/$MDRIVER/")"
 wait_for 10 test -S "$TMP/plugins/$MDRIVER/dra.sock"
 dra prepare "$TMP/plugins/$MDRIVER/dra.sock" v1 "ml/mig-claim/$U5" "ml/mig-slice/$U6"
-kexpect "a MIG claim prepared: k8s.$MDRIVER/claim=<uid>-gpu-2-mig-2; a MIG slice refused" \
+kexpect "a MIG claim prepared: k8s.$MDRIVER/claim=<uid>-gpu-2-mig-2; a share of the same MIG device beside it refused (over-committed)" \
         ".ok and .claims[\"$U5\"].devices[0].cdi_device_ids == [\"k8s.$MDRIVER/claim=$U5-gpu-2-mig-2\"]
-         and (.claims[\"$U6\"].error | contains(\"allocated whole only\"))"
+         and (.claims[\"$U6\"].error | contains(\"gpu-2-mig-2 would be over-committed\"))"
 jq -e '[.devices[0].containerEdits.deviceNodes[].path] | index("/dev/nvidia2") != null and any(.[]; test("nvidia-caps"))' \
         "$CDI_DIR/$MDRIVER-claim-$U5.json" >/dev/null && ok "... its spec: the parent GPU's node and the MIG caps nodes" ||
         not_ok "MIG spec: $(jq -c '.devices[0].containerEdits.deviceNodes' "$CDI_DIR/$MDRIVER-claim-$U5.json" 2>&1 | head -c 500)"
@@ -471,6 +471,8 @@ assert {"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/r
 t = {x["metadata"]["name"]: x for x in docs if x["kind"] == "ResourceClaimTemplate"}
 req = t["slice-4g-30"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
 assert req["capacity"]["requests"] == {"memory": "4Gi", "compute": "30"}, req
+mreq = t["mig-share-2g-20"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+assert mreq["deviceClassName"] == "mig.gpuslice.io" and mreq["capacity"]["requests"] == {"memory": "2Gi", "compute": "20"}, mreq
 cls = {x["metadata"]["name"]: x["spec"] for x in docs if x["kind"] == "DeviceClass"}
 assert set(cls) == {"gpu.gpuslice.io", "mig.gpuslice.io", "gpu-high.gpuslice.io"}, set(cls)
 # the example claim asks priority high: its class must allow it (issue 31), the others must not
@@ -503,6 +505,6 @@ b = [x for x in docs if x["kind"] == "ValidatingAdmissionPolicyBinding"][0]["spe
 assert b == {"policyName": vap["metadata"]["name"], "validationActions": ["Deny"]}, b
 print("ok")
 PYEOF
-then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices; create events; get nodes), POD_UID for sockets of the instance's own, the DaemonSet's options in --help, the 4Gi/30 % template, the admission policy (the plugin's service account writes only its own node's slices, bound with Deny)"
+then ok "deploy/k8s/dra: DeviceClasses (gpu-high.gpuslice.io the only one allowing high and share; the example's), RBAC (get claims, patch their status (+ the 1.36 driver verb for ours); get/create/update/delete slices; create events; get nodes), POD_UID for sockets of the instance's own, the DaemonSet's options in --help, the 4Gi/30 % template and the 2Gi/20 % MIG share's, the admission policy (the plugin's service account writes only its own node's slices, bound with Deny)"
 else not_ok "deploy/k8s/dra: $(tail -3 "$TMP/deploy.out")"; fi
 finish

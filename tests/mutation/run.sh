@@ -415,6 +415,32 @@ mutation drav1beta2whole k8s_dra_versions src/dra/plugin.c \
         'gs_dra_slice_version(s, p->api.res_version, true);' \
         "through v1beta2 the DRA plugin writes v1's consumable-capacity fields, which v1beta2 (1.33) lacks: dropped with warnings, never a slice of a GPU" \
         "no field v1beta2 lacks written"
+# issue 33, item 3: shares of MIG devices
+mutation dramigcap k8s_dra_mig src/dra/slices.c \
+        'capacity(cap, "memory", m != NULL ? m->memory_total : g->memory_total, GS_DRA_MIN_MEMORY, true);' \
+        'capacity(cap, "memory", g->memory_total, GS_DRA_MIN_MEMORY, true);' \
+        "a MIG device is published with its parent GPU's memory, not its instance's: the scheduler books shares the MIG device does not have" \
+        "MIG device in the slice"
+mutation dramigbooks k8s_dra_mig src/dra/prepare.c \
+        'uint64_t total = pl->mig >= 0 ? g->migs[pl->mig].memory_total : g->memory_total, held_mem = 0;' \
+        'uint64_t total = g->memory_total, held_mem = 0;' \
+        "the DRA plugin's books hold a MIG device's shares against its parent GPU's memory: a share over-committing the MIG instance is prepared" \
+        "a third share (2 Gi) beside 8 Gi prepared"
+mutation dramigusage k8s_dra_mig src/dra/usage.c \
+        's->total = mig >= 0 ? g->migs[mig].memory_total : g->memory_total;' \
+        's->total = g->memory_total;' \
+        "a MIG share's usage on its claim is clamped to its parent GPU's memory, not its instance's: a tenant's region shows more than the MIG device has" \
+        "MIG share usage clamped"
+mutation dramigdevs k8s_dra_mig src/runtime/hook.c \
+        'has = has || cfg->cap_minors[k] == minor;' \
+        'has = true;' \
+        "the slice hook counts every MIG device of a GPU whose node the container has as the container's (not only those whose CI node it has): a MIG share's quota lands on another index, its MIG device unlimited" \
+        "CUDA device 0 is the MIG device, at the share's 4096 MiB"
+mutation migsliceuuid integration_slice_gpus src/container/configure.c \
+        'add_uuid(uuids, sizeof(uuids), g->migs[j].uuid);' \
+        'add_uuid(uuids, sizeof(uuids), g->uuid);' \
+        "a slice of a selected MIG device names its parent GPU in GPUSLICE_DEVICES: the interposer, which knows CUDA's devices by UUID, finds no device of the slice (the MIG device hidden, its quota nowhere)" \
+        "slice.conf names the MIG device by its MIG UUID"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency_conserve src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \

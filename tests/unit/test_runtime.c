@@ -682,6 +682,16 @@ static void slice_gpus(void **unused)
         assert_int_equal(gs_slice_gpu_take(2, bad, out, &g, &err), -1);
         char *twice[] = {"x", "--gpu=" UA, "--gpu=" UB, NULL};
         assert_int_equal(gs_slice_gpu_take(3, twice, out, &g, &err), -1);
+        /* a share of a MIG device names its MIG- UUID (its limits the MIG device's) */
+        char *mig[] = {"x", "--gpu=MIG-d41f6a2c-8e3b-5b9d-a07e-6c2f4a1e8d53", NULL};
+        assert_int_equal(gs_slice_gpu_take(2, mig, out, &g, &err), 1);
+        assert_string_equal(g, "MIG-d41f6a2c-8e3b-5b9d-a07e-6c2f4a1e8d53");
+        const char *migs[] = {"MIG-d41f6a2c-8e3b-5b9d-a07e-6c2f4a1e8d53"};
+        struct gs_slice_opts mo = {.memory = "4Gi"};
+        assert_int_equal(gs_slice_gpus_merge(migs[0], &mo, none, 0, migs, 1, &m, &err), 0);
+        assert_string_equal(m.memory, "4Gi");
+        char *migbad[] = {"x", "--gpu=MIG-GPU-x/1/0", NULL};
+        assert_int_equal(gs_slice_gpu_take(2, migbad, out, &g, &err), -1);
 }
 
 static void hook_stages_and_ids(void **unused)
