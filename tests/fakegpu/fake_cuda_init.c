@@ -245,8 +245,9 @@ static void *mps_watch(void *arg)
 
 /* The NVIDIA driver's line for an MMU fault, as /dev/kmsg reads it (a kernel record: facility 0,
  * level 4; sequence number and timestamp from the monotonic clock), appended to the test's file
- * when there is one: "NVRM: Xid (PCI:dddd:bb:dd): 31, pid=PID, name=COMM, Ch ..., intr ....
- * MMU Fault: ...". The pid is the process's own (the host's when it runs in the host's pid
+ * when there is one: "NVRM: Xid (PCI:dddd:bb:dd): 31, pid=PID, name=COMM, channel 0x..., intr ....
+ * MMU Fault: ...", word for word as the H200's driver 580.159.04 wrote it for an illegal write
+ * (tests/gpu/results/2026-11-29b-xid). The pid is the process's own (the host's when it runs in the host's pid
  * namespace, as the kernel's tgid is); the name its comm. */
 static void kmsg_xid31(int dev)
 {
@@ -276,9 +277,9 @@ static void kmsg_xid31(int dev)
         comm[--n] = '\0';
     clock_gettime(CLOCK_MONOTONIC, &ts);
     us = (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000;
-    n = snprintf(line, sizeof(line), "4,%llu,%llu,-;NVRM: Xid (PCI:%04x:%02x:%02x): 31, pid=%d, name=%s, Ch 00000010, "
-                 "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1e_00000000. Fault is of type "
-                 "FAULT_PDE ACCESS_TYPE_VIRT_READ\n", us, us, g->domain & 0xffff, g->bus & 0xff, g->device & 0x1f,
+    n = snprintf(line, sizeof(line), "4,%llu,%llu,c;NVRM: Xid (PCI:%04x:%02x:%02x): 31, pid=%d, name=%s, channel "
+                 "0x0000000a, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC1 GPCCLIENT_T1_4 faulted @ 0x0_00000000. "
+                 "Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE\n", us, us, g->domain & 0xffff, g->bus & 0xff, g->device & 0x1f,
                  (int)getpid(), comm);
     if (n > 0 && n < (int)sizeof(line)) {
         ssize_t w = write(fd, line, (size_t)n);   /* one write: one record */

@@ -104,7 +104,7 @@ proc ca a.out fault 120
 PA=$PROC
 wait_for 10 grep -q "^launch=" "$TMP/a.out"
 grep -q "^launch=0 synchronize=700 next=700$" "$TMP/a.out" &&
-        grep -qE "^4,[0-9]+,[0-9]+,-;NVRM: Xid \(PCI:0000:3b:00\): 31, pid=$PA, name=mps-probe, Ch 00000010, intr 10000000\. MMU Fault: " "$KMSG" &&
+        grep -qE "^4,[0-9]+,[0-9]+,c;NVRM: Xid \(PCI:0000:3b:00\): 31, pid=$PA, name=mps-probe, channel 0x0000000a, intr 00000000\. MMU Fault: " "$KMSG" &&
         ok "A's process ($PA): an illegal address (700), and the simulated driver's XID 31 line in the kernel's log, with its pid" ||
         not_ok "A's fault: $(cat "$TMP/a.out"); the log: $(head -c 400 "$KMSG")"
 marked() { [ -n "$(cond slice-a)" ]; }
@@ -138,8 +138,8 @@ published && [ "$(jq -c '[.spec.devices[] | .taints // empty]' "$SLICE")" = "[]"
 # 2. Lines that change nothing
 
 line() { echo "$1,$RANDOM,$(awk '{printf "%d", $1 * 1000000}' /proc/uptime),-;NVRM: Xid (PCI:0000:3b:00): $2" >>"$KMSG"; }
-line 12 "31, pid=$PB, name=mps-probe, Ch 00000010, intr 10000000. MMU Fault: written by a process" # user.warning
-line 4 "31, pid=$OWNER_PID, name=sleep, Ch 00000010, intr 10000000. MMU Fault: no slice's process"
+line 12 "31, pid=$PB, name=mps-probe, channel 0x0000000a, intr 00000000. MMU Fault: written by a process" # user.warning
+line 4 "31, pid=$OWNER_PID, name=sleep, channel 0x0000000a, intr 00000000. MMU Fault: no slice's process"
 line 4 "13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0)"
 line 4 "79, pid=$PB, name=mps-probe, GPU has fallen off the bus."
 wait_for 10 said "pid $OWNER_PID (sleep): no slice's process" &&

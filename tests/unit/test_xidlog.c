@@ -26,6 +26,18 @@ static void test_parse_with_pid(void **state)
         assert_string_equal(r.name, "python3");
         assert_string_equal(r.text, "Ch 00000010, intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted");
         assert_true(r.ts_us == 2914881234ull);
+        /* the H200's own record (driver 580.159.04, /dev/kmsg, 2026-11-29: an illegal write by
+         * tests/gpu/mps_fault.cu; tests/gpu/results/2026-11-29b-xid) */
+        assert_true(gs_xid_parse_kmsg("4,360,29050224,c;NVRM: Xid (PCI:0000:00:06): 31, pid=472, name=mf, channel "
+                                      "0x0000000a, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC1 GPCCLIENT_T1_4 "
+                                      "faulted @ 0x0_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE",
+                                      &r));
+        assert_int_equal(r.xid, 31);
+        assert_int_equal(r.bus, 0);
+        assert_int_equal(r.device, 6);
+        assert_int_equal(r.pid, 472);
+        assert_string_equal(r.name, "mf");
+        assert_true(r.ts_us == 29050224ull);
         /* more fields after the flags (newer kernels' caller id) */
         assert_true(gs_xid_parse_kmsg("3,9,77,-,caller=T1234;NVRM: Xid (PCI:0001:cb:1f): 13, pid=7, name=a b, x", &r));
         assert_int_equal(r.domain, 1);
