@@ -14,7 +14,8 @@
  *
  * Events (XID errors, a GPU that falls off the bus) come from the events file, which a test
  * appends to while NVML runs (README.md, "Events"): an event set delivers the lines written after
- * it was created; a lost GPU answers GPU_IS_LOST from then on, in every process.
+ * it was created; a lost GPU answers GPU_IS_LOST from then on, in every process, until a "reset"
+ * line brings it back (no event: the real driver says nothing when a GPU is well again).
  */
 #include "abi/nvml.h"
 #include "fakegpu_config.h"
@@ -189,7 +190,7 @@ static nvmlReturn_t copy_out(char *buf, unsigned int length, const char *s)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* The events file: "xid <UUID> <code>" and "lost <GPU-UUID>" lines                           */
+/* The events file: "xid <UUID> <code>", "lost <GPU-UUID>", "reset <GPU-UUID>" lines         */
 /* ---------------------------------------------------------------------------------------- */
 
 #define EVENTS_ENV "FAKEGPU_EVENTS"
@@ -243,6 +244,8 @@ static void parse_event_line(const char *line)
     if (strcmp(kind, "lost") == 0 && mig < 0) {
         g_lost[gpu] = 1;
         g_events[g_nevents++] = (struct fg_event){1, (unsigned)gpu, -1, 79};
+    } else if (strcmp(kind, "reset") == 0 && mig < 0) {
+        g_lost[gpu] = 0; /* reset, or repaired: it answers again (lookups and calls alike) */
     } else if (strcmp(kind, "xid") == 0 && n == 3) {
         g_events[g_nevents++] = (struct fg_event){0, (unsigned)gpu, mig, xid};
     }
