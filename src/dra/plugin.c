@@ -576,6 +576,7 @@ int gs_dra_plugin_run(const struct gs_dra_opts *o, struct gs_error *err)
                 goto out;
         if (o->hc->dp.health_checks)
                 gs_k8s_health_start(&p->hw, o->ctx, p->dev, o->health_period_ms ? o->health_period_ms : 5000,
+                                    o->health_recover_never ? 0 : o->health_recover_ms ? o->health_recover_ms : GS_K8S_HEALTH_RECOVER_MS,
                                     gs_dra_note_cb, p);
         rv = loop(p);
         if (rv < 0)

@@ -33,6 +33,7 @@ struct fns {
         gs_nvmlErrorString_fn error_string;
         gs_nvmlDeviceGetCount_v2_fn count;
         gs_nvmlDeviceGetHandleByIndex_v2_fn by_index;
+        gs_nvmlDeviceGetHandleByUUID_fn by_uuid;
         gs_nvmlDeviceGetUUID_fn uuid;
         gs_nvmlDeviceGetMemoryInfo_fn memory;
         gs_nvmlEventSetCreate_fn set_create;
@@ -47,7 +48,8 @@ struct helper {
         unsigned ngpus;
         nvmlDevice_t dev[GS_MAX_GPUS];
         char uuid[GS_MAX_GPUS][GS_STR_LONG];
-        bool lost[GS_MAX_GPUS];
+        nvmlEventSet_t set; /* NULL: no events */
+        enum { ST_UNKNOWN, ST_ANSWERS, ST_LOST } state[GS_MAX_GPUS]; /* what was last said */
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -86,6 +88,7 @@ static int load(struct helper *h, const char *path)
         h->f.error_string = (gs_nvmlErrorString_fn)dlsym(lib, "nvmlErrorString");
         h->f.count = (gs_nvmlDeviceGetCount_v2_fn)dlsym(lib, "nvmlDeviceGetCount_v2");
         h->f.by_index = (gs_nvmlDeviceGetHandleByIndex_v2_fn)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+        h->f.by_uuid = (gs_nvmlDeviceGetHandleByUUID_fn)dlsym(lib, "nvmlDeviceGetHandleByUUID");
         h->f.uuid = (gs_nvmlDeviceGetUUID_fn)dlsym(lib, "nvmlDeviceGetUUID");
         h->f.memory = (gs_nvmlDeviceGetMemoryInfo_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo");
         h->f.set_create = (gs_nvmlEventSetCreate_fn)dlsym(lib, "nvmlEventSetCreate");
@@ -121,7 +124,8 @@ static nvmlEventSet_t setup(struct helper *h)
                 if (rc == NVML_SUCCESS)
                         rc = h->f.uuid(h->dev[i], h->uuid[i], sizeof(h->uuid[i]));
                 if (rc != NVML_SUCCESS) {
-                        h->lost[i] = rc == NVML_ERROR_GPU_IS_LOST;
+                        if (rc == NVML_ERROR_GPU_IS_LOST)
+                                h->state[i] = ST_LOST;
                         send_event(h, rc == NVML_ERROR_GPU_IS_LOST ? GS_NVML_EV_LOST : GS_NVML_EV_ERROR, (int)i,
                                    "GPU %u: %s", i, nv_err(h, rc));
                         h->dev[i] = NULL;
@@ -137,20 +141,54 @@ static nvmlEventSet_t setup(struct helper *h)
                 }
         }
         send_event(h, GS_NVML_EV_READY, -1, "%s%s", nosupport[0] ? "no XID events on GPU " : "", nosupport);
-        return events ? set : NULL;
+        h->set = events ? set : NULL;
+        return h->set;
 }
 
-/* Ask each GPU for its memory: GPU_IS_LOST marks it (once). Returns how many are newly lost. */
+/* A handle for GPU i where it has none or was lost: by its UUID once known (a GPU back after a
+ * reset may have a new handle), else by its index; NVML's answer. */
+static nvmlReturn_t handle(struct helper *h, unsigned i)
+{
+        if (h->dev[i] != NULL && h->state[i] != ST_LOST)
+                return NVML_SUCCESS;
+        nvmlDevice_t d = NULL;
+        nvmlReturn_t rc;
+        if (h->uuid[i][0] == '\0') {
+                if ((rc = h->f.by_index(i, &d)) == NVML_SUCCESS)
+                        rc = h->f.uuid(d, h->uuid[i], sizeof(h->uuid[i]));
+        } else if (h->f.by_uuid != NULL) {
+                rc = h->f.by_uuid(h->uuid[i], &d);
+        } else { /* an old NVML: the handle it had */
+                d = h->dev[i];
+                rc = d != NULL ? NVML_SUCCESS : NVML_ERROR_GPU_IS_LOST;
+        }
+        if (rc != NVML_SUCCESS)
+                return rc;
+        if (d != h->dev[i] && h->set != NULL && h->f.reg != NULL) /* a new handle: its XIDs again */
+                h->f.reg(d, nvmlEventTypeXidCriticalError, h->set);
+        h->dev[i] = d;
+        return NVML_SUCCESS;
+}
+
+/* Ask each GPU for its memory: GPU_IS_LOST is said once (LOST), and answering once at first and
+ * again after LOST (ALIVE). Returns how many are newly lost. */
 static unsigned probe(struct helper *h)
 {
         unsigned found = 0;
         for (unsigned i = 0; i < h->ngpus; i++) {
                 nvmlMemory_t mem;
-                if (h->dev[i] == NULL || h->lost[i] || h->f.memory(h->dev[i], &mem) != NVML_ERROR_GPU_IS_LOST)
-                        continue;
-                h->lost[i] = true;
-                found++;
-                send_event(h, GS_NVML_EV_LOST, (int)i, "GPU %u: %s", i, nv_err(h, NVML_ERROR_GPU_IS_LOST));
+                nvmlReturn_t rc = handle(h, i);
+                if (rc == NVML_SUCCESS)
+                        rc = h->f.memory(h->dev[i], &mem);
+                if (rc == NVML_ERROR_GPU_IS_LOST && h->state[i] != ST_LOST) {
+                        h->state[i] = ST_LOST;
+                        found++;
+                        send_event(h, GS_NVML_EV_LOST, (int)i, "GPU %u: %s", i, nv_err(h, rc));
+                } else if (rc == NVML_SUCCESS && h->state[i] != ST_ANSWERS) {
+                        send_event(h, GS_NVML_EV_ALIVE, (int)i, "GPU %u answers%s", i,
+                                   h->state[i] == ST_LOST ? " again" : "");
+                        h->state[i] = ST_ANSWERS;
+                }
         }
         return found;
 }

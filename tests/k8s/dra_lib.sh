@@ -4,7 +4,7 @@
 # server (fake_apiserver.py: HTTPS with a certificate made here, a token), a kubeconfig for it,
 # the fake kubelet's side (fake_dra_kubelet.py, one command per run), the plugin, and the claims
 # and the checks of them both tests make.
-APISERVER_PIDS=() DRA_PID= DRA_ALL=()
+APISERVER_PIDS=() DRA_PID= DRA_ALL=() WATCH=()
 TOKEN=token-$$-$RANDOM
 
 # dra_setup: the tools (a missing one ends the test); the simulated 2-GPU machine ($DRV, $GPU0,
@@ -38,6 +38,8 @@ dra_setup() {
 }
 
 dra_cleanup() {
+        local w
+        for w in "${WATCH[@]}"; do kill "$w" 2>/dev/null; done
         stop_all_dra
         stop_apiserver
         if declare -F dra_cleanup_more >/dev/null; then dra_cleanup_more; fi
@@ -188,3 +190,15 @@ bad() {
         elif [ -z "$st" ]; then ok "... the claim's status left alone (not a claim of ours to speak for)"
         else not_ok "... the claim's status was written: $st"; fi
 }
+
+# watch OUT: the fake kubelet's NodeWatchResources stream on $SOCK into OUT (one JSON line a
+# message), in the background for 60 s (killed at exit)
+watch() {
+        "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/kubelet/proto" --stubs "$TMP/dra-stubs" \
+                watch-health "$SOCK" 60 >"$1" 2>>"$TMP/dra-kubelet.err" &
+        WATCH+=($!)
+}
+# health OUT N: the devices' health in the Nth message as "name=HEALTH@pool ...", sorted
+health() { sed -n "${2}p" "$1" | jq -r '[.devices[] | "\(.device.device_name)=\(.health)@\(.device.pool_name)"] | sort | join(" ")' 2>/dev/null; }
+# lines OUT N: OUT holds N messages at least
+lines() { [ "$(grep -c '"devices"' "$1" 2>/dev/null)" -ge "$2" ]; }

@@ -2,9 +2,11 @@
 # gpuslice dra-plugin's device health as device taints (issue 33, item 4; KEP-5055, resource.k8s.io
 # v1 Device.taints), against two fake API servers on the simulated 2-GPU machine: one with the
 # DRADeviceTaints gate on (an XID on GPU 1: gpu-1 stays in the ResourceSlice with a NoSchedule
-# taint, its claims refused at prepare; the GPU then lost: NoExecute, timeAdded kept; repaired and
-# the plugin restarted: the taint gone), one with it off (alpha, off by default in 1.33-1.34: the
-# server drops taints silently; the plugin finds it out with a dry run, says so once, and leaves
+# taint, its claims refused at prepare; the GPU then lost: NoExecute, timeAdded kept, past the
+# recovery time while NVML says lost; the GPU reset (NVML answers for it again): the taint gone
+# once it has been quiet for the recovery time, without a restart; an XID then taints it until
+# it has been quiet again), one with it off (alpha, off by default in 1.33-1.34: the server
+# drops taints silently; the plugin finds it out with a dry run, says so once, and leaves
 # the unhealthy device out instead, never publishing it untainted).
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
@@ -104,23 +106,69 @@ else not_ok "GPU 1 then lost: the taint is gpu-lost:NoExecute, timeAdded kept: $
         not_ok "... the gate off: $(grep -c "DRADeviceTaints feature gate is off" "$TMP/dra-off.log") notes, $(jq -c '[.spec.devices[].name]' "$SLICE_OFF")"
 
 # ---------------------------------------------------------------------------------------------
-# Repaired (the events gone: the fake GPU well again) and the plugin restarted: the taint gone
+# Recovery without a restart: GPU 1 reset and the plugin restarted, with --health-recover 2 (a
+# plugin does not start with a GPU lost); GPU 1 lost again: tainted, and kept past the recovery
+# time while NVML says lost; reset: it answers again, and 2 s quiet later the taint goes (the
+# slice, the health stream, the log); then an XID (twice, 1 s apart): tainted, and healthy again
+# 2 s after the second
 
 DRA_PID=$PID_ON stop_dra
-: >"$DRV/etc/fakegpu/events"
+echo "reset $GPU1" >>"$DRV/etc/fakegpu/events"
 gen=$(jq .spec.pool.generation "$SLICE")
-start_dra "$TMP/dra-on2.log" "${on_args[@]}"
+start_dra "$TMP/dra-on2.log" "${on_args[@]}" --health-recover 2
 PID_ON=$DRA_PID
+restarted() { { [ "$(jq .spec.pool.generation "$SLICE")" -gt "$gen" ] && published "$SLICE" &&
+                [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ]; } || ! running "$PID_ON"; }
+wait_for 15 restarted
+[ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ] && [ "$(jq .spec.pool.generation "$SLICE")" -gt "$gen" ] &&
+        ok "GPU 1 reset, the plugin restarted: published again, gpu-1 untainted" ||
+        not_ok "GPU 1 reset, the plugin restarted: $(dev "$SLICE" gpu-1 | jq -c .taints) $(tail -2 "$TMP/dra-on2.log")"
+echo "lost $GPU1" >>"$DRV/etc/fakegpu/events"
+wait_for 15 lost
+sleep 3 # the recovery time, passed while GPU 1 is lost
+if [ "$(dev "$SLICE" gpu-1 | jq -r '.taints[0].value // empty')" = gpu-lost ] && ! grep -q "healthy again" "$TMP/dra-on2.log"; then
+        ok "GPU 1 lost: gpu-lost:NoExecute, kept past the recovery time (2 s) while NVML says lost"
+else not_ok "GPU 1 lost, 3 s later: $(dev "$SLICE" gpu-1 | jq -c .taints) $(tail -3 "$TMP/dra-on2.log")"; fi
+watch "$TMP/w.json"
+wait_for 20 lines "$TMP/w.json" 1
+gen=$(jq .spec.pool.generation "$SLICE")
+t_reset=$(date -u +%s.%N)
+echo "reset $GPU1" >>"$DRV/etc/fakegpu/events"
 cleared() { { [ "$(jq .spec.pool.generation "$SLICE")" -gt "$gen" ] && published "$SLICE" &&
               [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ]; } || ! running "$PID_ON"; }
 wait_for 15 cleared
-if [ "$(jq .spec.pool.generation "$SLICE")" -gt "$gen" ] && [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ]; then
-        ok "GPU 1 repaired, the plugin restarted: the taint gone from gpu-1 (published again, a newer generation)"
-else not_ok "GPU 1 repaired, the plugin restarted: the taint gone: $(dev "$SLICE" gpu-1 | jq -c .taints) gen $(jq .spec.pool.generation "$SLICE") (was $gen) $(tail -2 "$TMP/dra-on2.log")"; fi
+t_clear=$(date -u +%s.%N)
+if [ "$(jq .spec.pool.generation "$SLICE")" -gt "$gen" ] && [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ] &&
+   awk -v a="$t_reset" -v b="$t_clear" 'BEGIN { exit !(b - a >= 2) }'; then
+        ok "GPU 1 reset (NVML answers for it again): the taint gone from gpu-1 $(awk -v a="$t_reset" -v b="$t_clear" 'BEGIN { printf "%.1f", b - a }') s later (quiet for 2 s first), no restart"
+else not_ok "GPU 1 reset: the taint gone after 2 s quiet: $(dev "$SLICE" gpu-1 | jq -c .taints) gen $(jq .spec.pool.generation "$SLICE") (was $gen), $(awk -v a="$t_reset" -v b="$t_clear" 'BEGIN { print b - a }') s $(tail -3 "$TMP/dra-on2.log")"; fi
+grep -q "GPU 1 ($GPU1) answers NVML again" "$TMP/dra-on2.log" &&
+        grep -q "GPU 1 ($GPU1): quiet and answering for 2 s (unhealthy: lost): healthy again" "$TMP/dra-on2.log" &&
+        ok "... the log says it answers again, then that it is healthy again" ||
+        not_ok "... the log: $(grep -E "GPU 1|health" "$TMP/dra-on2.log" | tail -4)"
+wait_for 10 lines "$TMP/w.json" 2
+[ "$(health "$TMP/w.json" 1)" = "gpu-0=HEALTHY@$NODE gpu-1=UNHEALTHY@$NODE" ] &&
+        [ "$(health "$TMP/w.json" "$(grep -c '"devices"' "$TMP/w.json")")" = "gpu-0=HEALTHY@$NODE gpu-1=HEALTHY@$NODE" ] &&
+        ok "... the DRA health service streams gpu-1 HEALTHY on the open stream (UNHEALTHY before)" ||
+        not_ok "... the health stream: $(health "$TMP/w.json" 1) then $(health "$TMP/w.json" 2)"
+
+gen=$(jq .spec.pool.generation "$SLICE")
+echo "xid $GPU1 48" >>"$DRV/etc/fakegpu/events"
+sleep 1
+t_xid=$(date -u +%s.%N)
+echo "xid $GPU1 48" >>"$DRV/etc/fakegpu/events"
+healed() { [ "$(grep -c "healthy again" "$TMP/dra-on2.log")" -ge 2 ] || ! running "$PID_ON"; }
+wait_for 15 healed && wait_for 10 cleared
+t_clear=$(date -u +%s.%N)
+if grep -q "GPU 1 ($GPU1): quiet and answering for 2 s (unhealthy: XID 48): healthy again" "$TMP/dra-on2.log" &&
+   [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ] && [ "$(jq .spec.pool.generation "$SLICE")" -ge $((gen + 2)) ] &&
+   awk -v a="$t_xid" -v b="$t_clear" 'BEGIN { exit !(b - a >= 2) }'; then
+        ok "an XID 48 on GPU 1, again 1 s later: tainted, healthy again 2 s after the second (not the first), no restart"
+else not_ok "an XID 48 twice: $(dev "$SLICE" gpu-1 | jq -c .taints) gen $(jq .spec.pool.generation "$SLICE") (was $gen), $(awk -v a="$t_xid" -v b="$t_clear" 'BEGIN { print b - a }') s after the second $(grep -E "GPU 1" "$TMP/dra-on2.log" | tail -3)"; fi
 U3=11111111-aaaa-4bbb-8ccc-000000000003
 claim_json ml after-repair "$U3" "$DRIVER" "$(res gpu-1)"
 dra prepare "$SOCK" v1 "ml/after-repair/$U3"
-kexpect "... a claim on gpu-1 prepared again" ".ok and (.claims[\"$U3\"].devices | length) == 1"
+kexpect "... a claim on gpu-1 prepared again (healthy again, no restart)" ".ok and (.claims[\"$U3\"].devices | length) == 1"
 
 stop_dra
 [ "$DRA_RC" = 0 ] && ok "the plugin stops cleanly" || not_ok "exit $DRA_RC"

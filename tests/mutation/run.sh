@@ -330,6 +330,21 @@ mutation drataintdry k8s_dra_taints src/dra/plugin.c \
         'if (0) {' \
         "the DRA plugin writes its first tainted slice without a dry run: with DRADeviceTaints off an unhealthy GPU is stored untainted until the answer shows it" \
         "found out by a dry run"
+mutation healthrecover "k8s_dra_taints unit_k8s" src/kubelet/health.c \
+        'if (!*bad || why->gone || now - why->quiet_ms < (long long)recover_ms)' \
+        'if (1)' \
+        "no recovery: a GPU reset or quiet again stays tainted (and Unhealthy) until the plugin restarts" \
+        "the taint gone from gpu-1"
+mutation healthgone "k8s_dra_taints unit_k8s" src/kubelet/health.c \
+        'if (!*bad || why->gone || now' \
+        'if (!*bad || now' \
+        "a GPU NVML names lost is healthy again after the recovery time although it does not answer: claims prepared on a GPU off the bus" \
+        "kept past the recovery time"
+mutation healthquiet "k8s_dra_taints unit_k8s" src/kubelet/health.c \
+        'why->quiet_ms = now;' \
+        '(void)now;' \
+        "a critical XID on a device already unhealthy does not start its quiet time again: a GPU that keeps failing is healthy again between its XIDs" \
+        "healthy again 2 s after the second"
 mutation drahealth k8s_dra_health src/dra/plugin.c \
         'gs_dra_health_changed(p);' \
         '(void)0;' \
