@@ -128,7 +128,7 @@ wait_for 15 lost
 sleep 3 # the recovery time, passed while GPU 1 is lost
 if [ "$(dev "$SLICE" gpu-1 | jq -r '.taints[0].value // empty')" = gpu-lost ] && ! grep -q "healthy again" "$TMP/dra-on2.log"; then
         ok "GPU 1 lost: gpu-lost:NoExecute, kept past the recovery time (2 s) while NVML says lost"
-else not_ok "GPU 1 lost, 3 s later: $(dev "$SLICE" gpu-1 | jq -c .taints) $(tail -3 "$TMP/dra-on2.log")"; fi
+else not_ok "GPU 1 lost: gpu-lost:NoExecute, kept past the recovery time (2 s) while NVML says lost: 3 s later $(dev "$SLICE" gpu-1 | jq -c .taints) $(tail -3 "$TMP/dra-on2.log")"; fi
 watch "$TMP/w.json"
 wait_for 20 lines "$TMP/w.json" 1
 gen=$(jq .spec.pool.generation "$SLICE")
@@ -141,7 +141,7 @@ t_clear=$(date -u +%s.%N)
 if [ "$(jq .spec.pool.generation "$SLICE")" -gt "$gen" ] && [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ] &&
    awk -v a="$t_reset" -v b="$t_clear" 'BEGIN { exit !(b - a >= 2) }'; then
         ok "GPU 1 reset (NVML answers for it again): the taint gone from gpu-1 $(awk -v a="$t_reset" -v b="$t_clear" 'BEGIN { printf "%.1f", b - a }') s later (quiet for 2 s first), no restart"
-else not_ok "GPU 1 reset: the taint gone after 2 s quiet: $(dev "$SLICE" gpu-1 | jq -c .taints) gen $(jq .spec.pool.generation "$SLICE") (was $gen), $(awk -v a="$t_reset" -v b="$t_clear" 'BEGIN { print b - a }') s $(tail -3 "$TMP/dra-on2.log")"; fi
+else not_ok "GPU 1 reset (NVML answers for it again): the taint gone from gpu-1 after 2 s quiet: $(dev "$SLICE" gpu-1 | jq -c .taints) gen $(jq .spec.pool.generation "$SLICE") (was $gen), $(awk -v a="$t_reset" -v b="$t_clear" 'BEGIN { print b - a }') s $(tail -3 "$TMP/dra-on2.log")"; fi
 grep -q "GPU 1 ($GPU1) answers NVML again" "$TMP/dra-on2.log" &&
         grep -q "GPU 1 ($GPU1): quiet and answering for 2 s (unhealthy: lost): healthy again" "$TMP/dra-on2.log" &&
         ok "... the log says it answers again, then that it is healthy again" ||
@@ -164,7 +164,7 @@ if grep -q "GPU 1 ($GPU1): quiet and answering for 2 s (unhealthy: XID 48): heal
    [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ] && [ "$(jq .spec.pool.generation "$SLICE")" -ge $((gen + 2)) ] &&
    awk -v a="$t_xid" -v b="$t_clear" 'BEGIN { exit !(b - a >= 2) }'; then
         ok "an XID 48 on GPU 1, again 1 s later: tainted, healthy again 2 s after the second (not the first), no restart"
-else not_ok "an XID 48 twice: $(dev "$SLICE" gpu-1 | jq -c .taints) gen $(jq .spec.pool.generation "$SLICE") (was $gen), $(awk -v a="$t_xid" -v b="$t_clear" 'BEGIN { print b - a }') s after the second $(grep -E "GPU 1" "$TMP/dra-on2.log" | tail -3)"; fi
+else not_ok "an XID 48 twice: healthy again 2 s after the second: $(dev "$SLICE" gpu-1 | jq -c .taints) gen $(jq .spec.pool.generation "$SLICE") (was $gen), $(awk -v a="$t_xid" -v b="$t_clear" 'BEGIN { print b - a }') s after the second $(grep -E "GPU 1" "$TMP/dra-on2.log" | tail -3)"; fi
 U3=11111111-aaaa-4bbb-8ccc-000000000003
 claim_json ml after-repair "$U3" "$DRIVER" "$(res gpu-1)"
 dra prepare "$SOCK" v1 "ml/after-repair/$U3"

@@ -334,7 +334,7 @@ mutation healthrecover "k8s_dra_taints unit_k8s" src/kubelet/health.c \
         'if (!*bad || why->gone || now - why->quiet_ms < (long long)recover_ms)' \
         'if (1)' \
         "no recovery: a GPU reset or quiet again stays tainted (and Unhealthy) until the plugin restarts" \
-        "the taint gone from gpu-1"
+        "GPU 1 reset (NVML answers for it again): the taint gone from gpu-1"
 mutation healthgone "k8s_dra_taints unit_k8s" src/kubelet/health.c \
         'if (!*bad || why->gone || now' \
         'if (!*bad || now' \
