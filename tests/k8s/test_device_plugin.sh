@@ -287,10 +287,14 @@ kill -0 "$PLUGIN_PID" 2>/dev/null && ok "the plugin is still running" || not_ok 
 stop_plugin
 echo "reset $GPU0" >>"$EV"
 start_plugin "$CONF" "$TMP/plugin2.log" --health-recover 1
-kube wait-registered 30 nvidia.com/gpu "$SHARES" >/dev/null
+up() { grep -q "registered nvidia.com/gpu with the kubelet" "$TMP/plugin2.log" && grep -q "health: watching NVML events" "$TMP/plugin2.log"; }
+for _ in $(seq 300); do up && break; sleep 0.1; done
+kube watch nvidia.com/gpu >/dev/null
+kexpect "restarted with --health-recover 1 after the reset of GPU 0: a new ListAndWatch stream, both GPUs Healthy" \
+        '.ok and ([.devices[].health] | unique) == ["Healthy"]'
 echo "lost $GPU0" >>"$EV"
 kube wait-health nvidia.com/gpu "$GPU0" Unhealthy 20 >/dev/null
-kexpect "restarted with --health-recover 1, GPU 0 lost again: Unhealthy" '.ok'
+kexpect "GPU 0 lost again: Unhealthy" '.ok'
 echo "reset $GPU0" >>"$EV"
 kube wait-health nvidia.com/gpu "$GPU0" Healthy 20 >/dev/null
 kexpect "GPU 0 reset (NVML answers for it again): ListAndWatch sends it Healthy again, no restart" \
