@@ -383,6 +383,10 @@ static json_object *prepare_locked(struct gs_dra_prep *p, const struct gs_dra_cl
         p->took.build = t1 - t0;
         if (text == NULL || gs_cdi_write_file_flags(path, text, GS_CDI_WRITE_NOSYNC, err) < 0)
                 return gs_error_wrap(err, "CDI spec %s", path), NULL;
+        if (gs_dra_ck_ref_write(p, c->uid, c->ns, c->name, err) < 0) {
+                unlink(path);
+                return NULL;
+        }
         double t2 = now_ms();
         p->took.spec = t2 - t1;
         json_object *entry = json_object_new_object(), *devs = json_object_new_array();
@@ -412,6 +416,7 @@ static json_object *prepare_locked(struct gs_dra_prep *p, const struct gs_dra_cl
         if (gs_dra_ck_save(p, err) < 0) {
                 json_object_object_del(p->claims, c->uid);
                 unlink(path);
+                gs_dra_ck_ref_remove(p, c->uid);
                 return NULL;
         }
         p->took.checkpoint = now_ms() - t2;
@@ -491,9 +496,12 @@ int gs_dra_unprepare(struct gs_dra_prep *p, const char *uid, struct gs_error *er
         int rv = 0;
         if (unlink(path) < 0 && errno != ENOENT)
                 rv = gs_error_sys(err, "remove %s", path);
-        else if (json_object_object_get_ex(p->claims, uid, NULL)) {
-                json_object_object_del(p->claims, uid);
-                rv = gs_dra_ck_save(p, err);
+        else {
+                gs_dra_ck_ref_remove(p, uid);
+                if (json_object_object_get_ex(p->claims, uid, NULL)) {
+                        json_object_object_del(p->claims, uid);
+                        rv = gs_dra_ck_save(p, err);
+                }
         }
         gs_dra_ck_end(p);
         return rv;

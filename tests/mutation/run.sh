@@ -330,6 +330,11 @@ mutation drataintdry k8s_dra_taints src/dra/plugin.c \
         'if (0) {' \
         "the DRA plugin writes its first tainted slice without a dry run: with DRADeviceTaints off an unhealthy GPU is stored untainted until the answer shows it" \
         "found out by a dry run"
+mutation dracref k8s_dra_production src/dra/checkpoint.c \
+        'ref_read(p, uid, ns, cn)) {' \
+        '0) {' \
+        "a whole-GPU claim rebuilt from its spec has no namespace and name: the stale sweep never looks it up, it stays prepared for ever" \
+        "the whole-GPU claim rebuilt with its namespace and name"
 mutation healthrecover "k8s_dra_taints unit_k8s" src/kubelet/health.c \
         'if (!*bad || why->gone || now - why->quiet_ms < (long long)recover_ms)' \
         'if (1)' \
