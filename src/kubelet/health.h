@@ -24,6 +24,7 @@
 
 #include "driver/nvml_events.h"
 #include "kubelet/resources.h"
+#include "kubelet/serve.h" /* gs_k8s_note_fn */
 
 /* The recovery time by default: five minutes quiet and answering. */
 #define GS_K8S_HEALTH_RECOVER_MS 300000u
@@ -48,8 +49,6 @@ struct gs_k8s_health {
 
 bool gs_k8s_device_healthy(const struct gs_k8s_health *h, const struct gs_k8s_device *d);
 
-/* What changed, for the log: one line per call of `note`. */
-typedef void (*gs_k8s_note_fn)(void *ud, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct gs_k8s_health_watch {
         struct gs_context *ctx;
