@@ -1,9 +1,14 @@
-# Shared by the DRA plugin tests (test_dra_plugin.sh, test_dra_production.sh, test_dra_taints.sh; sourced after
-# tests/integration/lib.sh and tests/k8s/lib.sh): the set-up both make (dra_setup: the tools, the
-# simulated 2-GPU machine, the driver's names and directories, the cleanup at exit), the fake API
-# server (fake_apiserver.py: HTTPS with a certificate made here, a token), a kubeconfig for it,
-# the fake kubelet's side (fake_dra_kubelet.py, one command per run), the plugin, and the claims
-# and the checks of them both tests make.
+# Shared by the DRA plugin tests (tests/k8s/test_dra_*.sh: each sources this file alone, which
+# sources tests/integration/lib.sh, tests/integration/bundle.sh and tests/k8s/lib.sh first): the
+# set-up they all make (dra_setup: the tools, the simulated 2-GPU machine, the driver's names and
+# directories, the cleanup at exit), the fake API server (fake_apiserver.py: HTTPS with a
+# certificate made here, a token), a kubeconfig for it, a second server and plugin beside the
+# test's own (dra_side_apiserver, start_dra_side), the fake kubelet's side (fake_dra_kubelet.py,
+# one command per run), the plugin, the health stream, and the claims and the checks of them.
+. "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
+. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
+. "$SRC/tests/k8s/lib.sh"
+
 APISERVER_PIDS=() DRA_PID= DRA_ALL=() WATCH=()
 TOKEN=token-$$-$RANDOM
 
@@ -83,6 +88,24 @@ users:
 - name: plugin
   user: {token: $TOKEN}
 KC
+}
+
+# dra_side_apiserver NAME [ARGS...]: a second fake API server beside the test's own (ARGS: its
+# options, e.g. --feature-gates), its state in $TMP/api-NAME, its kubeconfig $TMP/kubeconfig-NAME,
+# for a plugin of its own (start_dra_side NAME). Start it before the test's own: start_apiserver
+# leaves $API_PORT (api's) to the last one.
+dra_side_apiserver() {
+        local n=$1; shift
+        start_apiserver "$TMP/api-$n" "$TMP/kubeconfig-$n" "$@"
+        mkdir -p "$TMP/registry-$n"
+}
+
+# start_dra_side NAME LOG ARGS...: a plugin for that server (start_dra), with directories of its
+# own ($TMP/cdi-NAME, plugins-NAME, registry-NAME); its pid in $DRA_PID
+start_dra_side() {
+        local n=$1 log=$2; shift 2
+        start_dra "$log" "$@" --kubeconfig "$TMP/kubeconfig-$n" --cdi-dir "$TMP/cdi-$n" --plugin-dir "$TMP/plugins-$n" \
+                --registry-dir "$TMP/registry-$n"
 }
 
 # api METHOD PATH [JSON]: a request to the fake API server as a cluster's other users make it (the

@@ -9,10 +9,7 @@
 # The mutation check (tests/mutation/run.sh, drahealth: no message on a change) is meant for the XID check.
 # Every wait ends on what the plugin did (a message on the stream), the XID's after 6 s at most
 # (the plugin looks at health every 0.2 s).
-. "$(dirname "$0")/../integration/lib.sh"
-. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
-. "$SRC/tests/k8s/lib.sh"
-. "$SRC/tests/k8s/dra_lib.sh"
+. "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 CDI_DIR=$TMP/cdi
 dra_setup

@@ -14,21 +14,16 @@
 # alone.
 # The periods are short (--resync-period 0.2, --stale-period 0.3) so that a read-back or a sweep
 # is never far.
-. "$(dirname "$0")/../integration/lib.sh"
-. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
-. "$SRC/tests/k8s/lib.sh"
-. "$SRC/tests/k8s/dra_lib.sh"
+. "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 CDI_DIR=$TMP/cdi # no container runs here: the specs stay in the test's directory
 dra_setup
 # the gated server first: start_apiserver leaves $API_PORT (api's) to the last one
 GATED=$TMP/api-gated
-start_apiserver "$GATED" "$TMP/kubeconfig-gated" --feature-gates DRAConsumableCapacity=false
+dra_side_apiserver gated --feature-gates DRAConsumableCapacity=false
 start_apiserver "$API_STATE" "$TMP/kubeconfig"
-mkdir -p "$TMP/registry-gated"
 common=(-c "$TMP/dra.toml" --driver-name "$DRIVER" --node "$NODE" --resync-period 0.2)
-start_dra "$TMP/dra-g.log" "${common[@]}" --kubeconfig "$TMP/kubeconfig-gated" --cdi-dir "$TMP/cdi-gated" \
-        --plugin-dir "$TMP/plugins-gated" --registry-dir "$TMP/registry-gated"
+start_dra_side gated "$TMP/dra-g.log" "${common[@]}"
 PID_G=$DRA_PID
 prod=("${common[@]}" --kubeconfig "$TMP/kubeconfig" --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" --registry-dir "$REG"
       --stale-period 0.3)

@@ -14,23 +14,18 @@
 # line), never on a timeout alone; the first two (the XID's taint, the device dropped) give up
 # after 6 s, which a mutation waits out (the plugins look at health every 0.2 s: under a second
 # is seen, under ASan too).
-. "$(dirname "$0")/../integration/lib.sh"
-. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
-. "$SRC/tests/k8s/lib.sh"
-. "$SRC/tests/k8s/dra_lib.sh"
+. "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 CDI_DIR=$TMP/cdi # no container runs here: the specs stay in the test's directory
 dra_setup
 OFF=$TMP/api-off
-start_apiserver "$OFF" "$TMP/kubeconfig-off" --feature-gates DRADeviceTaints=false
+dra_side_apiserver off --feature-gates DRADeviceTaints=false
 start_apiserver "$API_STATE" "$TMP/kubeconfig"
-mkdir -p "$TMP/registry-off"
 common=(-c "$TMP/dra.toml" --driver-name "$DRIVER" --node "$NODE" --health-period 0.2)
 on_args=("${common[@]}" --kubeconfig "$TMP/kubeconfig" --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" --registry-dir "$REG")
 start_dra "$TMP/dra-on.log" "${on_args[@]}"
 PID_ON=$DRA_PID
-start_dra "$TMP/dra-off.log" "${common[@]}" --kubeconfig "$TMP/kubeconfig-off" --cdi-dir "$TMP/cdi-off" \
-        --plugin-dir "$TMP/plugins-off" --registry-dir "$TMP/registry-off"
+start_dra_side off "$TMP/dra-off.log" "${common[@]}"
 PID_OFF=$DRA_PID
 SLICE=$API_STATE/slices/$NODE-$DRIVER.json SLICE_OFF=$OFF/slices/$NODE-$DRIVER.json
 SOCK=$PLUG/dra.sock
