@@ -40,6 +40,8 @@ struct fns {
         gs_nvmlDeviceGetSupportedEventTypes_fn supported;
         gs_nvmlDeviceRegisterEvents_fn reg;
         gs_nvmlEventSetWait_v2_fn wait;
+        gs_nvmlDeviceGetRemappedRows_fn remapped;          /* NULL: an NVML without them */
+        gs_nvmlDeviceGetRetiredPagesPendingStatus_fn retired;
 };
 
 struct helper {
@@ -49,7 +51,7 @@ struct helper {
         nvmlDevice_t dev[GS_MAX_GPUS];
         char uuid[GS_MAX_GPUS][GS_STR_LONG];
         nvmlEventSet_t set; /* NULL: no events */
-        enum { ST_UNKNOWN, ST_ANSWERS, ST_LOST } state[GS_MAX_GPUS]; /* what was last said */
+        enum { ST_UNKNOWN, ST_ANSWERS, ST_LOST, ST_PENDING } state[GS_MAX_GPUS]; /* what was last said */
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -95,6 +97,8 @@ static int load(struct helper *h, const char *path)
         h->f.supported = (gs_nvmlDeviceGetSupportedEventTypes_fn)dlsym(lib, "nvmlDeviceGetSupportedEventTypes");
         h->f.reg = (gs_nvmlDeviceRegisterEvents_fn)dlsym(lib, "nvmlDeviceRegisterEvents");
         h->f.wait = (gs_nvmlEventSetWait_v2_fn)dlsym(lib, "nvmlEventSetWait_v2");
+        h->f.remapped = (gs_nvmlDeviceGetRemappedRows_fn)dlsym(lib, "nvmlDeviceGetRemappedRows");
+        h->f.retired = (gs_nvmlDeviceGetRetiredPagesPendingStatus_fn)dlsym(lib, "nvmlDeviceGetRetiredPagesPendingStatus");
         if (h->f.init == NULL || h->f.count == NULL || h->f.by_index == NULL || h->f.uuid == NULL ||
             h->f.memory == NULL) {
                 send_event(h, GS_NVML_EV_ERROR, -1, "load library failed: %s lacks a basic NVML function", path);
@@ -170,8 +174,23 @@ static nvmlReturn_t handle(struct helper *h, unsigned i)
         return NVML_SUCCESS;
 }
 
-/* Ask each GPU for its memory: GPU_IS_LOST is said once (LOST), and answering once at first and
- * again after LOST (ALIVE). Returns how many are newly lost. */
+/* A repair the GPU waits for (a reset to apply a remapped row, or a failed remapping; pages
+ * waiting to be retired, before Ampere), where NVML has them: its name, or NULL. */
+static const char *repair_pending(const struct helper *h, nvmlDevice_t d)
+{
+        unsigned corr = 0, unc = 0, pending = 0, failed = 0;
+        nvmlEnableState_t retire = NVML_FEATURE_DISABLED;
+        if (h->f.remapped != NULL && h->f.remapped(d, &corr, &unc, &pending, &failed) == NVML_SUCCESS &&
+            (pending || failed))
+                return failed ? "a row remapping failed" : "a remapped row waits for a reset";
+        if (h->f.retired != NULL && h->f.retired(d, &retire) == NVML_SUCCESS && retire == NVML_FEATURE_ENABLED)
+                return "retired pages wait for a reset";
+        return NULL;
+}
+
+/* Ask each GPU for its memory: GPU_IS_LOST is said once (LOST); answering, with no repair
+ * pending, once at first and again after LOST or PENDING (ALIVE); a repair pending once
+ * (PENDING). Returns how many are newly lost. */
 static unsigned probe(struct helper *h)
 {
         unsigned found = 0;
@@ -180,11 +199,15 @@ static unsigned probe(struct helper *h)
                 nvmlReturn_t rc = handle(h, i);
                 if (rc == NVML_SUCCESS)
                         rc = h->f.memory(h->dev[i], &mem);
+                const char *repair = rc == NVML_SUCCESS ? repair_pending(h, h->dev[i]) : NULL;
                 if (rc == NVML_ERROR_GPU_IS_LOST && h->state[i] != ST_LOST) {
                         h->state[i] = ST_LOST;
                         found++;
                         send_event(h, GS_NVML_EV_LOST, (int)i, "GPU %u: %s", i, nv_err(h, rc));
-                } else if (rc == NVML_SUCCESS && h->state[i] != ST_ANSWERS) {
+                } else if (repair != NULL && h->state[i] != ST_PENDING) {
+                        h->state[i] = ST_PENDING;
+                        send_event(h, GS_NVML_EV_PENDING, (int)i, "%s", repair);
+                } else if (rc == NVML_SUCCESS && repair == NULL && h->state[i] != ST_ANSWERS) {
                         send_event(h, GS_NVML_EV_ALIVE, (int)i, "GPU %u answers%s", i,
                                    h->state[i] == ST_LOST ? " again" : "");
                         h->state[i] = ST_ANSWERS;

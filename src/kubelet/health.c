@@ -116,13 +116,26 @@ bool gs_k8s_health_apply(const struct gs_device_info *dev, struct gs_k8s_health 
                 note(ud, "GPU %d (%s) is lost: unhealthy", g, dev->gpus[g].uuid);
                 return mark(&h->gpu_bad[g], &h->gpu_why[g], 0, true);
         }
+        case GS_NVML_EV_PENDING: {
+                int g = gpu_of(dev, ev);
+                if (g < 0)
+                        return false;
+                note(ud, "GPU %d (%s): %s: its devices are not healthy again before it is done", g, dev->gpus[g].uuid,
+                     ev->msg);
+                h->gpu_waits[g] = true;
+                return false;
+        }
         case GS_NVML_EV_ALIVE: {
                 int g = gpu_of(dev, ev);
-                if (g >= 0 && h->gpu_bad[g] && h->gpu_why[g].gone) {
+                if (g < 0)
+                        return false;
+                bool waited = h->gpu_waits[g];
+                h->gpu_waits[g] = false;
+                if (h->gpu_bad[g] && (h->gpu_why[g].gone || waited)) {
                         h->gpu_why[g].gone = false;
                         h->gpu_why[g].quiet_ms = gs_now_ms();
-                        note(ud, "GPU %d (%s) answers NVML again: healthy again once quiet for the recovery time", g,
-                             dev->gpus[g].uuid);
+                        note(ud, "GPU %d (%s) answers NVML again, no repair pending: healthy again once quiet for "
+                             "the recovery time", g, dev->gpus[g].uuid);
                 }
                 return false;
         }
@@ -133,10 +146,11 @@ bool gs_k8s_health_apply(const struct gs_device_info *dev, struct gs_k8s_health 
         }
 }
 
-/* One device: healthy again when quiet long enough (and answering). */
-static bool heal(bool *bad, struct gs_k8s_fault *why, long long *healthy_since, long long now, unsigned recover_ms)
+/* One device: healthy again when quiet long enough (and answering, its GPU waiting for no repair). */
+static bool heal(bool *bad, struct gs_k8s_fault *why, bool waits, long long *healthy_since, long long now,
+                 unsigned recover_ms)
 {
-        if (!*bad || why->gone || now - why->quiet_ms < (long long)recover_ms)
+        if (!*bad || why->gone || waits || now - why->quiet_ms < (long long)recover_ms)
                 return false;
         *bad = false;
         *why = (struct gs_k8s_fault){0};
@@ -166,14 +180,15 @@ bool gs_k8s_health_recover(const struct gs_device_info *dev, struct gs_k8s_healt
         for (unsigned i = 0; i < dev->ngpus && i < GS_MAX_GPUS; i++) {
                 const struct gs_gpu *gpu = &dev->gpus[i];
                 cause(&h->gpu_why[i], was, sizeof(was));
-                if (heal(&h->gpu_bad[i], &h->gpu_why[i], &h->gpu_healthy_since[i], now, recover_ms)) {
+                if (heal(&h->gpu_bad[i], &h->gpu_why[i], h->gpu_waits[i], &h->gpu_healthy_since[i], now, recover_ms)) {
                         note(ud, "GPU %u (%s): quiet and answering for %u s (unhealthy: %s): healthy again", i, gpu->uuid,
                              recover_ms / 1000, was);
                         changed = true;
                 }
                 for (unsigned j = 0; j < gpu->nmigs && j < GS_MAX_MIGS; j++) {
                         cause(&h->mig_why[i][j], was, sizeof(was));
-                        if (heal(&h->mig_bad[i][j], &h->mig_why[i][j], &h->mig_healthy_since[i][j], now, recover_ms)) {
+                        if (heal(&h->mig_bad[i][j], &h->mig_why[i][j], h->gpu_waits[i], &h->mig_healthy_since[i][j], now,
+                                 recover_ms)) {
                                 note(ud, "MIG device %s: quiet for %u s (unhealthy: %s): healthy again", gpu->migs[j].uuid,
                                      recover_ms / 1000, was);
                                 changed = true;

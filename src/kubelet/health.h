@@ -8,8 +8,9 @@
  * plugin's device taints).
  *
  * Recovery (NVML says nothing when a GPU is well again, so it is watched for): the helper asks every
- * GPU, by its UUID, for its memory each period and says when one NVML named lost answers again
- * (ALIVE). An unhealthy device is healthy again once it has been quiet (no critical XID) and
+ * GPU, by its UUID, for its memory (and the repairs it waits for: remapped rows, retired pages)
+ * each period and says when one NVML named lost, or one waiting for a reset, answers again with
+ * none pending (ALIVE; PENDING holds an unhealthy GPU's recovery). An unhealthy device is healthy again once it has been quiet (no critical XID) and
  * answering for the recovery time (`recover_ms`; 0: never, unhealthy until the plugin restarts):
  * counted from its last critical XID, from its GPU answering again, and from the helper's READY
  * (only what was watched counts). A GPU NVML names lost is never healthy again while it does not
@@ -43,6 +44,7 @@ struct gs_k8s_health {
         bool mig_bad[GS_MAX_GPUS][GS_MAX_MIGS];
         struct gs_k8s_fault gpu_why[GS_MAX_GPUS];
         struct gs_k8s_fault mig_why[GS_MAX_GPUS][GS_MAX_MIGS];
+        bool gpu_waits[GS_MAX_GPUS];              /* a repair pending (PENDING): its devices do not recover */
         long long gpu_healthy_since[GS_MAX_GPUS]; /* time(2) it turned healthy again; 0: never unhealthy */
         long long mig_healthy_since[GS_MAX_GPUS][GS_MAX_MIGS];
 };

@@ -603,6 +603,26 @@ static void test_events(void)
     OK(nv.nvmlDeviceGetMemoryInfo(d0, &mem));
     CHECK_RC(ev.nvmlEventSetWait_v2(set, &data, 100), NVML_ERROR_TIMEOUT);
     OK(ev.nvmlEventSetFree(set));
+    /* a row remapped, pending until a reset (the count stays); MIG handles and page retirement
+     * (pre-Ampere) not supported */
+    {
+        unsigned corr = 9, unc = 9, pending = 9, failed = 9;
+        nvmlEnableState_t st;
+        OK(ev.nvmlDeviceGetRemappedRows(d0, &corr, &unc, &pending, &failed));
+        CHECK(corr == 0 && unc == 0 && pending == 0 && failed == 0);
+        snprintf(line, sizeof(line), "remap-pending %s\n", uuid0);
+        append_event(path, line);
+        OK(ev.nvmlDeviceGetRemappedRows(d0, &corr, &unc, &pending, &failed));
+        CHECK(unc == 1 && pending == 1 && failed == 0);
+        OK(ev.nvmlDeviceGetRemappedRows(d1, &corr, &unc, &pending, &failed));
+        CHECK(unc == 0 && pending == 0);
+        CHECK_RC(ev.nvmlDeviceGetRemappedRows(mig, &corr, &unc, &pending, &failed), NVML_ERROR_NOT_SUPPORTED);
+        CHECK_RC(ev.nvmlDeviceGetRetiredPagesPendingStatus(d0, &st), NVML_ERROR_NOT_SUPPORTED);
+        snprintf(line, sizeof(line), "reset %s\n", uuid0);
+        append_event(path, line);
+        OK(ev.nvmlDeviceGetRemappedRows(d0, &corr, &unc, &pending, &failed));
+        CHECK(unc == 1 && pending == 0);
+    }
     OK(nv.nvmlShutdown());
     unlink(path);
     unsetenv("FAKEGPU_EVENTS");

@@ -160,6 +160,27 @@ if grep -q "GPU 1 ($GPU1): quiet and answering for 2 s (unhealthy: XID 48): heal
    awk -v a="$t_xid" -v b="$t_clear" 'BEGIN { exit !(b - a >= 2) }'; then
         ok "an XID 48 on GPU 1, again 1.5 s later: tainted, healthy again 2 s after the second (not the first), no restart"
 else not_ok "an XID 48 twice: healthy again 2 s after the second: $(dev "$SLICE" gpu-1 | jq -c .taints) gen $(jq .spec.pool.generation "$SLICE") (was $gen), $(awk -v a="$t_xid" -v b="$t_clear" 'BEGIN { print b - a }') s after the second $(grep -E "GPU 1" "$TMP/dra-on2.log" | tail -3)"; fi
+# a remapped row waiting for a reset (the simulated NVML's remap-pending) and an XID 63 (ECC page
+# retirement or row remapping): tainted, kept past the recovery time until the reset
+echo "remap-pending $GPU1" >>"$DRV/etc/fakegpu/events"
+echo "xid $GPU1 63" >>"$DRV/etc/fakegpu/events"
+xid63() { [ "$(dev "$SLICE" gpu-1 | jq -r '.taints[0].value // empty')" = xid-63 ] || ! running "$PID_ON"; }
+wait_for 6 xid63
+sleep 3
+if [ "$(dev "$SLICE" gpu-1 | jq -r '.taints[0].value // empty')" = xid-63 ] &&
+   grep -q "GPU 1 ($GPU1): a remapped row waits for a reset: its devices are not healthy again before it is done" "$TMP/dra-on2.log"; then
+        ok "a remapped row pending and XID 63 on GPU 1: tainted, kept while a remapped row waits for a reset (3 s, past the recovery time)"
+else not_ok "a remapped row pending and XID 63 on GPU 1: tainted, kept while a remapped row waits for a reset: $(dev "$SLICE" gpu-1 | jq -c .taints) $(grep "GPU 1" "$TMP/dra-on2.log" | tail -3)"; fi
+gen=$(jq .spec.pool.generation "$SLICE")
+t_reset=$(date -u +%s.%N)
+echo "reset $GPU1" >>"$DRV/etc/fakegpu/events"
+wait_for 15 cleared
+t_clear=$(date -u +%s.%N)
+if [ "$(dev "$SLICE" gpu-1 | jq -c .taints)" = null ] && awk -v a="$t_reset" -v b="$t_clear" 'BEGIN { exit !(b - a >= 2) }' &&
+   grep -q "GPU 1 ($GPU1): quiet and answering for 2 s (unhealthy: XID 63): healthy again" "$TMP/dra-on2.log"; then
+        ok "... reset (the remapping applied): healthy again 2 s later"
+else not_ok "... reset: healthy again 2 s later: $(dev "$SLICE" gpu-1 | jq -c .taints) $(awk -v a="$t_reset" -v b="$t_clear" 'BEGIN { print b - a }') s $(grep "GPU 1" "$TMP/dra-on2.log" | tail -2)"; fi
+
 U3=11111111-aaaa-4bbb-8ccc-000000000003
 claim_json ml after-repair "$U3" "$DRIVER" "$(res gpu-1)"
 dra prepare "$SOCK" v1 "ml/after-repair/$U3"

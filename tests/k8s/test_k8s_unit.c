@@ -724,6 +724,16 @@ static void test_health_recover(void **state)
         health.gpu_why[0].quiet_ms -= 800;
         assert_false(gs_k8s_health_apply(&dev, &health, &xid0, quiet, NULL));
         assert_false(gs_k8s_health_recover(&dev, &health, gs_now_ms() + 500, 1000, quiet, NULL));
+        /* a GPU waiting for a repair (a remapped row, PENDING) does not recover until it answers
+         * without one (ALIVE), counted from then */
+        struct gs_nvml_event pending0 = {.kind = GS_NVML_EV_PENDING, .index = 0};
+        assert_false(gs_k8s_health_apply(&dev, &health, &pending0, quiet, NULL));
+        assert_false(gs_k8s_health_recover(&dev, &health, gs_now_ms() + 100000, 1000, quiet, NULL));
+        assert_false(gs_k8s_health_apply(&dev, &health, &alive0, quiet, NULL));
+        t = gs_now_ms();
+        assert_false(gs_k8s_health_recover(&dev, &health, t + 500, 1000, quiet, NULL));
+        assert_true(gs_k8s_health_recover(&dev, &health, t + 1000, 1000, quiet, NULL));
+        assert_false(health.gpu_bad[0]);
 }
 
 static void test_dra_class_bound(void **state)

@@ -336,15 +336,20 @@ mutation dracref k8s_dra_production src/dra/checkpoint.c \
         "a whole-GPU claim rebuilt from its spec has no namespace and name: the stale sweep never looks it up, it stays prepared for ever" \
         "the whole-GPU claim rebuilt with its namespace and name"
 mutation healthrecover "k8s_dra_taints unit_k8s" src/kubelet/health.c \
-        'if (!*bad || why->gone || now - why->quiet_ms < (long long)recover_ms)' \
+        'if (!*bad || why->gone || waits || now - why->quiet_ms < (long long)recover_ms)' \
         'if (1)' \
         "no recovery: a GPU reset or quiet again stays tainted (and Unhealthy) until the plugin restarts" \
         "GPU 1 reset (NVML answers for it again): the taint gone from gpu-1"
 mutation healthgone "k8s_dra_taints unit_k8s" src/kubelet/health.c \
-        'if (!*bad || why->gone || now' \
-        'if (!*bad || now' \
+        'if (!*bad || why->gone || waits' \
+        'if (!*bad || waits' \
         "a GPU NVML names lost is healthy again after the recovery time although it does not answer: claims prepared on a GPU off the bus" \
         "kept past the recovery time"
+mutation healthrepair "k8s_dra_taints unit_k8s" src/kubelet/health.c \
+        'why->gone || waits ||' \
+        'why->gone ||' \
+        "a GPU waiting for a reset (a remapped row pending) is healthy again after the recovery time: claims prepared on a GPU that needs a reset" \
+        "kept while a remapped row waits for a reset"
 mutation healthquiet "k8s_dra_taints unit_k8s" src/kubelet/health.c \
         'why->quiet_ms = now;' \
         '(void)now;' \
