@@ -181,16 +181,16 @@ bool gs_k8s_health_recover(const struct gs_device_info *dev, struct gs_k8s_healt
                 const struct gs_gpu *gpu = &dev->gpus[i];
                 cause(&h->gpu_why[i], was, sizeof(was));
                 if (heal(&h->gpu_bad[i], &h->gpu_why[i], h->gpu_waits[i], &h->gpu_healthy_since[i], now, recover_ms)) {
-                        note(ud, "GPU %u (%s): quiet and answering for %u s (unhealthy: %s): healthy again", i, gpu->uuid,
-                             recover_ms / 1000, was);
+                        note(ud, "GPU %u (%s): quiet and answering for %g s (unhealthy: %s): healthy again", i, gpu->uuid,
+                             recover_ms / 1000.0, was);
                         changed = true;
                 }
                 for (unsigned j = 0; j < gpu->nmigs && j < GS_MAX_MIGS; j++) {
                         cause(&h->mig_why[i][j], was, sizeof(was));
                         if (heal(&h->mig_bad[i][j], &h->mig_why[i][j], h->gpu_waits[i], &h->mig_healthy_since[i][j], now,
                                  recover_ms)) {
-                                note(ud, "MIG device %s: quiet for %u s (unhealthy: %s): healthy again", gpu->migs[j].uuid,
-                                     recover_ms / 1000, was);
+                                note(ud, "MIG device %s: quiet for %g s (unhealthy: %s): healthy again", gpu->migs[j].uuid,
+                                     recover_ms / 1000.0, was);
                                 changed = true;
                         }
                 }
