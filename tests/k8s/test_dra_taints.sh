@@ -142,10 +142,12 @@ grep -q "GPU 1 ($GPU1) answers NVML again" "$TMP/dra-on2.log" &&
         ok "... the log says it answers again, then that it is healthy again" ||
         not_ok "... the log: $(grep -E "GPU 1|health" "$TMP/dra-on2.log" | tail -4)"
 wait_for 10 lines "$TMP/w.json" 2
+last=$(grep -c '"devices"' "$TMP/w.json")
+upd=$(sed -n "${last}p" "$TMP/w.json" | jq -r '.devices[] | select(.device.device_name == "gpu-1") | .last_updated_time' 2>/dev/null)
 [ "$(health "$TMP/w.json" 1)" = "gpu-0=HEALTHY@$NODE gpu-1=UNHEALTHY@$NODE" ] &&
-        [ "$(health "$TMP/w.json" "$(grep -c '"devices"' "$TMP/w.json")")" = "gpu-0=HEALTHY@$NODE gpu-1=HEALTHY@$NODE" ] &&
-        ok "... the DRA health service streams gpu-1 HEALTHY on the open stream (UNHEALTHY before)" ||
-        not_ok "... the health stream: $(health "$TMP/w.json" 1) then $(health "$TMP/w.json" 2)"
+        [ "$(health "$TMP/w.json" "$last")" = "gpu-0=HEALTHY@$NODE gpu-1=HEALTHY@$NODE" ] && [ "${upd:-0}" -ge "${t_reset%.*}" ] &&
+        ok "... the DRA health service streams gpu-1 HEALTHY on the open stream (UNHEALTHY before), last_updated_time its recovery" ||
+        not_ok "... the health stream: $(health "$TMP/w.json" 1) then $(health "$TMP/w.json" "$last") (gpu-1 updated $upd, reset at $t_reset)"
 
 gen=$(jq .spec.pool.generation "$SLICE")
 echo "xid $GPU1 48" >>"$DRV/etc/fakegpu/events"
