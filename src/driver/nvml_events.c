@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <dirent.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -231,10 +232,20 @@ static void on_xid(struct helper *h, const nvmlEventData_t *d)
                 _exit(0);
 }
 
+/* The plugin gone (its end of the socket closed: killed, SIGKILL too): the helper ends. Asked each
+ * period, as the helper may have nothing to send for days. */
+static void end_with_parent(const struct helper *h)
+{
+        struct pollfd p = {.fd = h->sock, .events = 0};
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+                _exit(0);
+}
+
 static __attribute__((noreturn)) void watch_loop(struct helper *h, nvmlEventSet_t set, unsigned period_ms)
 {
         unsigned errors = 0;
         for (;;) {
+                end_with_parent(h);
                 if (set == NULL) {
                         struct timespec ts = {period_ms / 1000, (long)(period_ms % 1000) * 1000000L};
                         nanosleep(&ts, NULL);
@@ -290,6 +301,7 @@ static __attribute__((noreturn)) void helper_main(struct gs_context *ctx, const 
                                                   unsigned period_ms)
 {
         struct helper h = {.sock = sock};
+        pid_t parent = getppid();
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         prctl(PR_SET_NAME, "gpuslice-health");
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -304,6 +316,11 @@ static __attribute__((noreturn)) void helper_main(struct gs_context *ctx, const 
                 send_event(&h, GS_NVML_EV_ERROR, -1, "%s", msg);
                 _exit(1);
         }
+        /* the identity change cleared the parent-death signal: set again (a parent gone meanwhile
+         * is seen by getppid) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(0);
         if (load(&h, nvml_path) < 0)
                 _exit(1);
         nvmlEventSet_t set = setup(&h);

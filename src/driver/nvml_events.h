@@ -17,8 +17,9 @@
  *   ERROR  NVML failed (init, an event wait): msg; after ERROR from init the helper exits
  *
  * Between events (every `period_ms`) it asks each GPU for its memory, which is how a GPU that fell
- * off the bus without an event shows, and how one that is back shows. The helper dies with its parent (PR_SET_PDEATHSIG) and when
- * the socket closes.
+ * off the bus without an event shows, and how one that is back shows. The helper dies with its
+ * parent (PR_SET_PDEATHSIG, set again after the identity change, which clears it) and when the
+ * socket closes (looked at each period: a plugin killed with SIGKILL cannot stop it).
  */
 #ifndef GS_DRIVER_NVML_EVENTS_H
 #define GS_DRIVER_NVML_EVENTS_H

@@ -190,5 +190,14 @@ kexpect "... a claim on gpu-1 prepared again (healthy again, no restart)" ".ok a
 
 stop_dra
 [ "$DRA_RC" = 0 ] && ok "the plugin stops cleanly" || not_ok "exit $DRA_RC"
-DRA_PID=$PID_OFF stop_dra
+# a plugin killed (SIGKILL: it cannot stop its NVML helper): the helper goes too (its identity
+# changed, which clears PR_SET_PDEATHSIG: it sees its socket closed)
+helper=$(pgrep -P "$PID_OFF" -x gpuslice-health | head -1)
+kill -KILL "$PID_OFF"
+wait "$PID_OFF" 2>/dev/null
+helper_gone() { [ -n "$helper" ] && ! kill -0 "$helper" 2>/dev/null; }
+if wait_for 10 helper_gone; then
+        ok "a plugin killed with SIGKILL: its NVML helper ($helper) ends too"
+else not_ok "a plugin killed with SIGKILL: its NVML helper ends too: '$helper' still runs ($(ps -o stat=,etime=,comm= -p "${helper:-1}" 2>&1))"
+        kill -KILL "$helper" 2>/dev/null; fi
 finish
