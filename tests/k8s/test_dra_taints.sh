@@ -7,10 +7,12 @@
 # once it has been quiet for the recovery time, without a restart; an XID then taints it until
 # it has been quiet again), one with it off (alpha, off by default in 1.33-1.34: the server
 # drops taints silently; the plugin finds it out with a dry run, says so once, and leaves
-# the unhealthy device out instead, never publishing it untainted).
+# the unhealthy device out instead, never publishing it untainted; killed with SIGKILL at the
+# end: its NVML helper ends too).
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
-# mutations (drataint, drataintexec, drataintgate, drataintdry). Every wait ends on what the plugins did (the slice, a log
+# mutations (drataint, drataintexec, drataintgate, drataintdry, healthrecover, healthgone,
+# healthrepair, healthquiet). Every wait ends on what the plugins did (the slice, a log
 # line), never on a timeout alone; the first two (the XID's taint, the device dropped) give up
 # after 6 s, which a mutation waits out (the plugins look at health every 0.2 s: under a second
 # is seen, under ASan too).
