@@ -15,7 +15,8 @@
 # healthrepair, healthquiet). Every wait ends on what the plugins did (the slice, a log
 # line), never on a timeout alone; the first two (the XID's taint, the device dropped) give up
 # after 6 s, which a mutation waits out (the plugins look at health every 0.2 s: under a second
-# is seen, under ASan too).
+# is seen, under ASan too). Two checks wait on time by their nature: a taint kept past the
+# recovery time (--health-recover 2) is looked at after 3 s.
 . "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 CDI_DIR=$TMP/cdi # no container runs here: the specs stay in the test's directory
