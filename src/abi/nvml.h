@@ -309,7 +309,8 @@ typedef struct nvmlEventData_st {
     X(nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))          \
     X(nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))
 
-/* The event API, listed apart (only the device plugin's health watcher and the fake use it). */
+/* The event API and the repairs a GPU waits for (a reset to apply remapped rows or retire pages),
+ * listed apart (only the plugins' health watcher and the fake use them). */
 #define GS_NVML_EVENT_FUNCTIONS(X)                                                                \
     X(nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t * set))                                   \
     X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set))                                       \
@@ -317,7 +318,11 @@ typedef struct nvmlEventData_st {
     X(nvmlDeviceRegisterEvents, nvmlReturn_t,                                                     \
       (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set))                   \
     X(nvmlEventSetWait_v2, nvmlReturn_t, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms)) \
-    X(nvmlEventSetWait, nvmlReturn_t, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))
+    X(nvmlEventSetWait, nvmlReturn_t, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms)) \
+    X(nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                    \
+      (nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows, unsigned int *isPending, \
+       unsigned int *failureOccurred))                                                            \
+    X(nvmlDeviceGetRetiredPagesPendingStatus, nvmlReturn_t, (nvmlDevice_t device, nvmlEnableState_t *isPending))
 
 /* Function-pointer types: gs_nvmlInit_v2_fn, gs_nvmlDeviceGetUUID_fn, ... */
 #define GS_NVML_FN_TYPEDEF_(name, ret, params) typedef ret(*gs_##name##_fn) params;

@@ -77,6 +77,8 @@ void cli_hook_environment(const char *verb);
 /* SECS (> 0, <= 3600, fractions allowed) of option `opt` into milliseconds (at least 1); a usage
  * error code (naming `verb`, NULL for a global option) on failure. */
 int cli_parse_seconds(const char *verb, const char *opt, const char *arg, unsigned *ms);
+/* --health-recover=SECS of the plugins: as cli_parse_seconds, and 0 sets *never. */
+int cli_parse_recover(const char *verb, const char *arg, unsigned *ms, bool *never);
 
 /* A verb with subcommands (`cdi`, `mps`, ...): without one, `help` on stderr and CLI_EXIT_USAGE;
  * with -h, --help or help, `help` on stdout and 0; else -1 (argv[1] is the subcommand). */

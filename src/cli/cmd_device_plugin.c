@@ -25,19 +25,24 @@ static const char help[] =
         "  -c, --config=FILE         host config to read (default " GS_HOSTCONFIG_DEFAULT_PATH ", if any)\n"
         "      --health-period=SECS  how often NVML is asked whether a GPU fell off the bus, between\n"
         "                            events (default 5)\n"
+        "      --health-recover=SECS an unhealthy device quiet (no critical XID) and answering NVML this\n"
+        "                            long is Healthy again (default 300, 0: never, until the plugin\n"
+        "                            restarts)\n"
         "  -h, --help\n";
 
 struct dp_cli {
         const char *config;
-        unsigned health_period_ms;
+        unsigned health_period_ms, health_recover_ms;
+        bool recover_never;
 };
 
 static int parse(struct dp_cli *d, int argc, char **argv)
 {
-        enum { O_HEALTH = 0x100 };
+        enum { O_HEALTH = 0x100, O_RECOVER };
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'},
                 {"health-period", required_argument, NULL, O_HEALTH},
+                {"health-recover", required_argument, NULL, O_RECOVER},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
@@ -49,6 +54,12 @@ static int parse(struct dp_cli *d, int argc, char **argv)
                         break;
                 case O_HEALTH: {
                         int rc = cli_parse_seconds("device-plugin", "--health-period", optarg, &d->health_period_ms);
+                        if (rc != 0)
+                                return rc;
+                        break;
+                }
+                case O_RECOVER: {
+                        int rc = cli_parse_recover("device-plugin", optarg, &d->health_recover_ms, &d->recover_never);
                         if (rc != 0)
                                 return rc;
                         break;
@@ -77,7 +88,8 @@ int cmd_device_plugin(const struct cli_globals *g, int argc, char **argv)
         struct gs_context *ctx = cli_open_host_context(g, d.config, &hc, &rv);
         if (ctx == NULL)
                 return rv;
-        struct gs_k8s_opts o = {.hc = hc, .ctx = ctx, .health_period_ms = d.health_period_ms, .note = cli_note_line,
+        struct gs_k8s_opts o = {.hc = hc, .ctx = ctx, .health_period_ms = d.health_period_ms,
+                                .health_recover_ms = d.health_recover_ms, .health_recover_never = d.recover_never, .note = cli_note_line,
                                 .ud = (void *)"device-plugin"};
         struct gs_error err = {0};
         rv = 0;

@@ -30,6 +30,9 @@ static const char help[] =
         "                            " GS_DRA_DEFAULT_PLUGINS "/<driver>)\n"
         "      --registry-dir=DIR    the kubelet's plugin registry (default " GS_DRA_DEFAULT_REGISTRY ")\n"
         "      --health-period=SECS  how often NVML is asked whether a GPU fell off the bus (default 5)\n"
+        "      --health-recover=SECS an unhealthy device quiet (no critical XID) and answering NVML this\n"
+        "                            long is healthy again: its taint goes (default 300, 0: never, until\n"
+        "                            the plugin restarts)\n"
         "      --resync-period=SECS  how often the ResourceSlice is read back and, when deleted, published\n"
         "                            again (default 10)\n"
         "      --stale-period=SECS   how often prepared claims are looked up; one the API server no\n"
@@ -60,7 +63,7 @@ struct dra_cli {
 
 static int parse(struct dra_cli *d, int argc, char **argv)
 {
-        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH, O_RESYNC, O_STALE, O_INSTANCE, O_STATUS, O_METRICS, O_APIVER, O_KMSG };
+        enum { O_DRIVER = 0x100, O_KUBECONFIG, O_NODE, O_CDI, O_PLUGIN, O_REGISTRY, O_HEALTH, O_RESYNC, O_STALE, O_INSTANCE, O_STATUS, O_METRICS, O_APIVER, O_KMSG, O_RECOVER };
         static const struct option opts[] = {
                 {"config", required_argument, NULL, 'c'},
                 {"driver-name", required_argument, NULL, O_DRIVER},
@@ -70,6 +73,7 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                 {"plugin-dir", required_argument, NULL, O_PLUGIN},
                 {"registry-dir", required_argument, NULL, O_REGISTRY},
                 {"health-period", required_argument, NULL, O_HEALTH},
+                {"health-recover", required_argument, NULL, O_RECOVER},
                 {"resync-period", required_argument, NULL, O_RESYNC},
                 {"stale-period", required_argument, NULL, O_STALE},
                 {"instance-id", required_argument, NULL, O_INSTANCE},
@@ -96,6 +100,12 @@ static int parse(struct dra_cli *d, int argc, char **argv)
                         unsigned *ms = c == O_HEALTH ? &d->o.health_period_ms
                                        : c == O_RESYNC ? &d->o.resync_period_ms : &d->o.stale_period_ms;
                         int rc = cli_parse_seconds("dra-plugin", c == O_HEALTH ? "--health-period" : c == O_RESYNC ? "--resync-period" : "--stale-period", optarg, ms);
+                        if (rc != 0)
+                                return rc;
+                        break;
+                }
+                case O_RECOVER: {
+                        int rc = cli_parse_recover("dra-plugin", optarg, &d->o.health_recover_ms, &d->o.health_recover_never);
                         if (rc != 0)
                                 return rc;
                         break;

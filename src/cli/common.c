@@ -142,6 +142,13 @@ int cli_parse_seconds(const char *verb, const char *opt, const char *arg, unsign
         return 0;
 }
 
+int cli_parse_recover(const char *verb, const char *arg, unsigned *ms, bool *never)
+{
+        char *end;
+        *never = strtod(arg, &end) == 0 && *arg != '\0' && *end == '\0';
+        return *never ? 0 : cli_parse_seconds(verb, "--health-recover", arg, ms);
+}
+
 int cli_subcommand_help(int argc, char **argv, const char *help)
 {
         if (argc < 2) {

@@ -38,6 +38,50 @@ int gs_dra_ck_save(struct gs_dra_prep *p, struct gs_error *err)
         return rv < 0 ? gs_error_wrap(err, "checkpoint") : 0;
 }
 
+/* <plugin-dir>/claim-<uid>.ref: the claim's namespace and name, for a rebuild (dra/checkpoint.h). */
+static int ref_path(const struct gs_dra_prep *p, const char *uid, char *buf, size_t len)
+{
+        const char *slash = strrchr(p->checkpoint, '/');
+        int dl = slash != NULL ? (int)(slash - p->checkpoint) : 1;
+        size_t n = (size_t)snprintf(buf, len, "%.*s/claim-%s.ref", dl, slash != NULL ? p->checkpoint : ".", uid);
+        return n < len ? 0 : -1;
+}
+
+int gs_dra_ck_ref_write(const struct gs_dra_prep *p, const char *uid, const char *ns, const char *name,
+                        struct gs_error *err)
+{
+        char path[PATH_MAX], text[400];
+        if (ref_path(p, uid, path, sizeof(path)) < 0)
+                return gs_error_set(err, GS_EINVAL, "plugin directory path too long");
+        snprintf(text, sizeof(text), "%s %s\n", ns, name);
+        return gs_cdi_write_file_flags(path, text, GS_CDI_WRITE_NOSYNC, err) < 0 ? gs_error_wrap(err, "claim reference") : 0;
+}
+
+void gs_dra_ck_ref_remove(const struct gs_dra_prep *p, const char *uid)
+{
+        char path[PATH_MAX];
+        if (ref_path(p, uid, path, sizeof(path)) == 0 && unlink(path) < 0 && errno != ENOENT)
+                gs_log_warn("remove %s: %s", path, strerror(errno));
+}
+
+/* The claim's namespace and name from its reference file, as prepare wrote them: false when
+ * there is none or it is not one (DNS names only: they go into URL paths). */
+static bool ref_read(const struct gs_dra_prep *p, const char *uid, char ns[64], char name[254])
+{
+        char path[PATH_MAX], text[400];
+        if (ref_path(p, uid, path, sizeof(path)) < 0)
+                return false;
+        gs_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+        if (n <= 0)
+                return false;
+        text[n] = '\0';
+        if (sscanf(text, "%63s %253s", ns, name) != 2)
+                return false;
+        static const char ok[] = "abcdefghijklmnopqrstuvwxyz0123456789-.";
+        return strlen(ns) <= 63 && strspn(ns, ok) == strlen(ns) && strchr(ns, '.') == NULL && strspn(name, ok) == strlen(name);
+}
+
 /* The createRuntime hook's option `opt` ("--memory=") in a spec device, or NULL. */
 static const char *hook_opt(json_object *dev, const char *opt)
 {
@@ -112,6 +156,11 @@ static json_object *entry_from_spec(struct gs_dra_prep *p, const char *uid, cons
                 }
         }
         json_object_put(spec);
+        char ns[64], cn[254];
+        if (!json_object_object_get_ex(entry, "namespace", NULL) && ref_read(p, uid, ns, cn)) {
+                json_object_object_add(entry, "namespace", json_object_new_string(ns)); /* a whole GPU, a MIG device */
+                json_object_object_add(entry, "name", json_object_new_string(cn));
+        }
         json_object_object_add(entry, "spec", json_object_new_string(path));
         json_object_object_add(entry, "rebuilt", json_object_new_boolean(1));
         json_object_object_add(entry, "devices", out);

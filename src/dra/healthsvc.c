@@ -43,7 +43,9 @@ static uint8_t *health_list(const struct gs_dra *p, size_t *len)
                         id->device_name = gs_k8s_arena_strdup(&a, name);
                         d->device = id;
                         d->health = bad != NULL ? V1ALPHA1__HEALTH_STATUS__UNHEALTHY : V1ALPHA1__HEALTH_STATUS__HEALTHY;
-                        d->last_updated_time = bad != NULL ? bad->since : p->health_since;
+                        long long well = mig >= 0 && j < GS_MAX_MIGS && p->health.mig_healthy_since[i][j] > p->health.gpu_healthy_since[i]
+                                                 ? p->health.mig_healthy_since[i][j] : p->health.gpu_healthy_since[i];
+                        d->last_updated_time = bad != NULL ? bad->since : well > p->health_since ? well : p->health_since;
                         r.devices[r.n_devices++] = d;
                 }
         }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,31 +376,13 @@ static void slice_check(struct gs_dra *p, long long now)
 
 enum { FD_SIGNAL, FD_HEALTH, FD_KMSG, FD_REG, FD_SVC, FD_FIXED };
 
-static void serve_conns(struct gs_dra *p, const struct pollfd *fds, unsigned n, long long now)
-{
-        struct gs_h2c_conn *done[GS_DRA_MAX_CONNS];
-        unsigned ndone = 0;
-        for (unsigned i = 0; i < p->nconns; i++)
-                if (gs_h2c_io(p->conns[i].h, i < n ? fds[i].revents : 0, now) < 0 || gs_k8s_conn_expired(p->conns[i].h, p->conns[i].opened, now))
-                        done[ndone++] = p->conns[i].h;
-        for (unsigned k = 0; k < ndone; k++) {
-                for (unsigned i = 0; i < p->nconns; i++) {
-                        if (p->conns[i].h == done[k]) {
-                                p->conns[i] = p->conns[--p->nconns];
-                                break;
-                        }
-                }
-                gs_h2c_free(done[k]);
-        }
-}
+_Static_assert(offsetof(struct gs_dra_conn, h) == 0 && GS_DRA_MAX_CONNS <= GS_K8S_CONNS_MAX,
+               "gs_k8s_conns_serve's table: the handle first, at most GS_K8S_CONNS_MAX");
 
-static void on_signal(struct gs_dra *p)
+static bool conn_expired(const void *c, long long now)
 {
-        unsigned sig = gs_k8s_signals_read(p->signal_fd);
-        if (sig != 0) {
-                gs_dra_note(p, "signal %u: stopping", sig);
-                p->stop = true;
-        }
+        const struct gs_dra_conn *x = c;
+        return gs_k8s_conn_expired(x->h, x->opened, now);
 }
 
 static int loop(struct gs_dra *p)
@@ -446,8 +429,8 @@ static int loop(struct gs_dra *p)
                         return -1;
                 now = gs_now_ms();
                 if (fds[FD_SIGNAL].revents)
-                        on_signal(p);
-                serve_conns(p, fds + FD_FIXED, n, now);
+                        p->stop |= gs_k8s_signals_stop(p->signal_fd, gs_dra_note_cb, p);
+                gs_k8s_conns_serve(p->conns, sizeof(p->conns[0]), &p->nconns, fds + FD_FIXED, n, now, conn_expired);
                 if (p->stats != NULL)
                         gs_dra_stats_prepared(p->stats, gs_dra_prepared_count(&p->prep));
                 if (fds[FD_REG].revents && p->reg.lfd >= 0)
@@ -584,6 +567,7 @@ int gs_dra_plugin_run(const struct gs_dra_opts *o, struct gs_error *err)
                 goto out;
         if (o->hc->dp.health_checks)
                 gs_k8s_health_start(&p->hw, o->ctx, p->dev, o->health_period_ms ? o->health_period_ms : 5000,
+                                    o->health_recover_never ? 0 : o->health_recover_ms ? o->health_recover_ms : GS_K8S_HEALTH_RECOVER_MS,
                                     gs_dra_note_cb, p);
         rv = loop(p);
         if (rv < 0)

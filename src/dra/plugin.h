@@ -52,6 +52,8 @@ struct gs_dra_opts {
         const char *plugin_dir;      /* NULL: GS_DRA_DEFAULT_PLUGINS/<driver> */
         const char *registry_dir;    /* NULL: GS_DRA_DEFAULT_REGISTRY */
         unsigned health_period_ms;   /* 0: 5000 */
+        unsigned health_recover_ms;  /* 0: GS_K8S_HEALTH_RECOVER_MS; quiet this long: healthy again (kubelet/health.h) */
+        bool health_recover_never;   /* unhealthy until the plugin restarts */
         unsigned resync_period_ms;   /* 0: 10000; how often the ResourceSlice is checked (deleted: published again) */
         unsigned stale_period_ms;    /* 0: 600000; how often prepared claims are checked against the API server */
         const char *instance;        /* NULL: $POD_UID, else none; per-instance socket names (rolling update) */

@@ -219,12 +219,13 @@ static void label_args(json_object *dev, const struct gs_dra_claim *c, const cha
         }
 }
 
-/* Result i's slice: its limits (the allocator's word) as src/cdi's slice device takes them. */
-static void slice_of(const struct gs_dra_prep *p, const struct gs_dra_result *r, const struct plan *pl,
+/* Result i's slice: its limits (the allocator's word) as src/cdi's slice device takes them, named
+ * SLICE_NAME-<i> (each result its own, in the claim's one spec). */
+static void slice_of(const struct gs_dra_prep *p, const struct gs_dra_result *r, const struct plan *pl, size_t i,
                      struct gs_cdi_slice *sl)
 {
         memset(sl, 0, sizeof(*sl));
-        gs_strlcpy(sl->name, SLICE_NAME, sizeof(sl->name));
+        snprintf(sl->name, sizeof(sl->name), "%s-%zu", SLICE_NAME, i);
         const struct gs_gpu *g = &p->dev->gpus[pl->gpu];
         if (r->memory != 0 && r->memory != (pl->mig >= 0 ? g->migs[pl->mig].memory_total : g->memory_total))
                 gs_k8s_quantity_format(r->memory, sl->memory, sizeof(sl->memory));
@@ -249,32 +250,22 @@ static json_object *device_named(json_object *spec, const char *want)
         return d;
 }
 
-/* Result i's CDI device: a copy of src/cdi's, named <claim uid>-<device>; a slice's from a spec of
- * its own limits (a claim may hold shares of several GPUs, each its own), its hook naming its GPU. */
+/* Result i's CDI device: a copy of src/cdi's, named <claim uid>-<device>; a slice's that of its own
+ * slice (SLICE_NAME-<i>: a claim may hold shares of several GPUs, each its own limits), its hook
+ * naming its GPU. */
 static json_object *result_device(struct gs_dra_prep *p, const struct gs_dra_claim *c, size_t i, const struct plan *pl,
-                                  json_object *spec, const struct gs_cdi_opts *base, struct gs_error *err)
+                                  json_object *spec, struct gs_error *err)
 {
         const struct gs_gpu *g = &p->dev->gpus[pl[i].gpu];
         char want[256], name[256];
-        struct gs_cdi_slice sl;
         gs_cdi_device_name(GS_CDI_NAME_INDEX, g, pl[i].mig >= 0 ? &g->migs[pl[i].mig] : NULL, want, sizeof(want));
-        json_object *own = NULL;
-        if (pl[i].slice) {
-                snprintf(want + strlen(want), sizeof(want) - strlen(want), "-%s", SLICE_NAME);
-                struct gs_cdi_opts o = *base;
-                slice_of(p, &c->r[i], &pl[i], &sl);
-                o.slices = &sl;
-                o.nslices = 1;
-                if ((own = gs_cdi_spec_build(p->ctx, p->dev, &p->drv, &o, err)) == NULL)
-                        return NULL;
-                spec = own;
-        }
+        if (pl[i].slice)
+                snprintf(want + strlen(want), sizeof(want) - strlen(want), "-%s-%zu", SLICE_NAME, i);
         json_object *d = device_named(spec, want), *copy = NULL;
         if (d == NULL)
                 gs_error_set(err, GS_ENOTFOUND, "no CDI device %s for %s", want, c->r[i].device);
         else if (json_object_deep_copy(d, &copy, NULL) != 0)
                 gs_error_set(err, GS_ENOMEM, "out of memory");
-        json_object_put(own);
         if (copy == NULL)
                 return NULL;
         snprintf(name, sizeof(name), "%s-%s", c->uid, c->r[i].device);
@@ -308,21 +299,27 @@ static void admin_view(const struct gs_dra_prep *p, json_object *dev)
         json_object_array_add(mounts, m);
 }
 
-/* The spec: src/cdi's, its devices replaced by the claim's. */
+/* The spec: src/cdi's (built once, a slice for each slice result), its devices replaced by the
+ * claim's. */
 static json_object *build_spec(struct gs_dra_prep *p, const struct gs_dra_claim *c, const struct plan *pl,
                                char *kind, size_t kindlen, struct gs_error *err)
 {
         char vendor[300];
         snprintf(vendor, sizeof(vendor), "k8s.%s", p->driver);
         snprintf(kind, kindlen, "%s/claim", vendor);
+        struct gs_cdi_slice sl[GS_DRA_MAX_RESULTS];
+        size_t nsl = 0;
+        for (size_t i = 0; i < c->n; i++)
+                if (pl[i].slice)
+                        slice_of(p, &c->r[i], &pl[i], i, &sl[nsl++]);
         struct gs_cdi_opts o = {.vendor = vendor, .class = "claim", .strategy = GS_CDI_NAME_INDEX,
-                                .hook_path = p->hook_path};
+                                .hook_path = p->hook_path, .slices = sl, .nslices = nsl};
         json_object *spec = gs_cdi_spec_build(p->ctx, p->dev, &p->drv, &o, err);
         if (spec == NULL)
                 return NULL;
         json_object *mine = json_object_new_array();
         for (size_t i = 0; i < c->n; i++) {
-                json_object *d = result_device(p, c, i, pl, spec, &o, err);
+                json_object *d = result_device(p, c, i, pl, spec, err);
                 if (d == NULL)
                         goto fail;
                 json_object_array_add(mine, d);
@@ -383,6 +380,10 @@ static json_object *prepare_locked(struct gs_dra_prep *p, const struct gs_dra_cl
         p->took.build = t1 - t0;
         if (text == NULL || gs_cdi_write_file_flags(path, text, GS_CDI_WRITE_NOSYNC, err) < 0)
                 return gs_error_wrap(err, "CDI spec %s", path), NULL;
+        if (gs_dra_ck_ref_write(p, c->uid, c->ns, c->name, err) < 0) {
+                unlink(path);
+                return NULL;
+        }
         double t2 = now_ms();
         p->took.spec = t2 - t1;
         json_object *entry = json_object_new_object(), *devs = json_object_new_array();
@@ -412,6 +413,7 @@ static json_object *prepare_locked(struct gs_dra_prep *p, const struct gs_dra_cl
         if (gs_dra_ck_save(p, err) < 0) {
                 json_object_object_del(p->claims, c->uid);
                 unlink(path);
+                gs_dra_ck_ref_remove(p, c->uid);
                 return NULL;
         }
         p->took.checkpoint = now_ms() - t2;
@@ -491,9 +493,12 @@ int gs_dra_unprepare(struct gs_dra_prep *p, const char *uid, struct gs_error *er
         int rv = 0;
         if (unlink(path) < 0 && errno != ENOENT)
                 rv = gs_error_sys(err, "remove %s", path);
-        else if (json_object_object_get_ex(p->claims, uid, NULL)) {
-                json_object_object_del(p->claims, uid);
-                rv = gs_dra_ck_save(p, err);
+        else {
+                gs_dra_ck_ref_remove(p, uid);
+                if (json_object_object_get_ex(p->claims, uid, NULL)) {
+                        json_object_object_del(p->claims, uid);
+                        rv = gs_dra_ck_save(p, err);
+                }
         }
         gs_dra_ck_end(p);
         return rv;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <dirent.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,12 +34,15 @@ struct fns {
         gs_nvmlErrorString_fn error_string;
         gs_nvmlDeviceGetCount_v2_fn count;
         gs_nvmlDeviceGetHandleByIndex_v2_fn by_index;
+        gs_nvmlDeviceGetHandleByUUID_fn by_uuid;
         gs_nvmlDeviceGetUUID_fn uuid;
         gs_nvmlDeviceGetMemoryInfo_fn memory;
         gs_nvmlEventSetCreate_fn set_create;
         gs_nvmlDeviceGetSupportedEventTypes_fn supported;
         gs_nvmlDeviceRegisterEvents_fn reg;
         gs_nvmlEventSetWait_v2_fn wait;
+        gs_nvmlDeviceGetRemappedRows_fn remapped;          /* NULL: an NVML without them */
+        gs_nvmlDeviceGetRetiredPagesPendingStatus_fn retired;
 };
 
 struct helper {
@@ -47,7 +51,8 @@ struct helper {
         unsigned ngpus;
         nvmlDevice_t dev[GS_MAX_GPUS];
         char uuid[GS_MAX_GPUS][GS_STR_LONG];
-        bool lost[GS_MAX_GPUS];
+        nvmlEventSet_t set; /* NULL: no events */
+        enum { ST_UNKNOWN, ST_ANSWERS, ST_LOST, ST_PENDING } state[GS_MAX_GPUS]; /* what was last said */
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -86,12 +91,15 @@ static int load(struct helper *h, const char *path)
         h->f.error_string = (gs_nvmlErrorString_fn)dlsym(lib, "nvmlErrorString");
         h->f.count = (gs_nvmlDeviceGetCount_v2_fn)dlsym(lib, "nvmlDeviceGetCount_v2");
         h->f.by_index = (gs_nvmlDeviceGetHandleByIndex_v2_fn)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+        h->f.by_uuid = (gs_nvmlDeviceGetHandleByUUID_fn)dlsym(lib, "nvmlDeviceGetHandleByUUID");
         h->f.uuid = (gs_nvmlDeviceGetUUID_fn)dlsym(lib, "nvmlDeviceGetUUID");
         h->f.memory = (gs_nvmlDeviceGetMemoryInfo_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo");
         h->f.set_create = (gs_nvmlEventSetCreate_fn)dlsym(lib, "nvmlEventSetCreate");
         h->f.supported = (gs_nvmlDeviceGetSupportedEventTypes_fn)dlsym(lib, "nvmlDeviceGetSupportedEventTypes");
         h->f.reg = (gs_nvmlDeviceRegisterEvents_fn)dlsym(lib, "nvmlDeviceRegisterEvents");
         h->f.wait = (gs_nvmlEventSetWait_v2_fn)dlsym(lib, "nvmlEventSetWait_v2");
+        h->f.remapped = (gs_nvmlDeviceGetRemappedRows_fn)dlsym(lib, "nvmlDeviceGetRemappedRows");
+        h->f.retired = (gs_nvmlDeviceGetRetiredPagesPendingStatus_fn)dlsym(lib, "nvmlDeviceGetRetiredPagesPendingStatus");
         if (h->f.init == NULL || h->f.count == NULL || h->f.by_index == NULL || h->f.uuid == NULL ||
             h->f.memory == NULL) {
                 send_event(h, GS_NVML_EV_ERROR, -1, "load library failed: %s lacks a basic NVML function", path);
@@ -121,7 +129,8 @@ static nvmlEventSet_t setup(struct helper *h)
                 if (rc == NVML_SUCCESS)
                         rc = h->f.uuid(h->dev[i], h->uuid[i], sizeof(h->uuid[i]));
                 if (rc != NVML_SUCCESS) {
-                        h->lost[i] = rc == NVML_ERROR_GPU_IS_LOST;
+                        if (rc == NVML_ERROR_GPU_IS_LOST)
+                                h->state[i] = ST_LOST;
                         send_event(h, rc == NVML_ERROR_GPU_IS_LOST ? GS_NVML_EV_LOST : GS_NVML_EV_ERROR, (int)i,
                                    "GPU %u: %s", i, nv_err(h, rc));
                         h->dev[i] = NULL;
@@ -137,20 +146,73 @@ static nvmlEventSet_t setup(struct helper *h)
                 }
         }
         send_event(h, GS_NVML_EV_READY, -1, "%s%s", nosupport[0] ? "no XID events on GPU " : "", nosupport);
-        return events ? set : NULL;
+        h->set = events ? set : NULL;
+        return h->set;
 }
 
-/* Ask each GPU for its memory: GPU_IS_LOST marks it (once). Returns how many are newly lost. */
+/* A handle for GPU i where it has none or was lost: by its UUID once known (a GPU back after a
+ * reset may have a new handle), else by its index; NVML's answer. */
+static nvmlReturn_t handle(struct helper *h, unsigned i)
+{
+        if (h->dev[i] != NULL && h->state[i] != ST_LOST)
+                return NVML_SUCCESS;
+        nvmlDevice_t d = NULL;
+        nvmlReturn_t rc;
+        if (h->uuid[i][0] == '\0') {
+                if ((rc = h->f.by_index(i, &d)) == NVML_SUCCESS)
+                        rc = h->f.uuid(d, h->uuid[i], sizeof(h->uuid[i]));
+        } else if (h->f.by_uuid != NULL) {
+                rc = h->f.by_uuid(h->uuid[i], &d);
+        } else { /* an old NVML: the handle it had */
+                d = h->dev[i];
+                rc = d != NULL ? NVML_SUCCESS : NVML_ERROR_GPU_IS_LOST;
+        }
+        if (rc != NVML_SUCCESS)
+                return rc;
+        if (d != h->dev[i] && h->set != NULL && h->f.reg != NULL) /* a new handle: its XIDs again */
+                h->f.reg(d, nvmlEventTypeXidCriticalError, h->set);
+        h->dev[i] = d;
+        return NVML_SUCCESS;
+}
+
+/* A repair the GPU waits for (a reset to apply a remapped row, or a failed remapping; pages
+ * waiting to be retired, before Ampere), where NVML has them: its name, or NULL. */
+static const char *repair_pending(const struct helper *h, nvmlDevice_t d)
+{
+        unsigned corr = 0, unc = 0, pending = 0, failed = 0;
+        nvmlEnableState_t retire = NVML_FEATURE_DISABLED;
+        if (h->f.remapped != NULL && h->f.remapped(d, &corr, &unc, &pending, &failed) == NVML_SUCCESS &&
+            (pending || failed))
+                return failed ? "a row remapping failed" : "a remapped row waits for a reset";
+        if (h->f.retired != NULL && h->f.retired(d, &retire) == NVML_SUCCESS && retire == NVML_FEATURE_ENABLED)
+                return "retired pages wait for a reset";
+        return NULL;
+}
+
+/* Ask each GPU for its memory: GPU_IS_LOST is said once (LOST); answering, with no repair
+ * pending, once at first and again after LOST or PENDING (ALIVE); a repair pending once
+ * (PENDING). Returns how many are newly lost. */
 static unsigned probe(struct helper *h)
 {
         unsigned found = 0;
         for (unsigned i = 0; i < h->ngpus; i++) {
                 nvmlMemory_t mem;
-                if (h->dev[i] == NULL || h->lost[i] || h->f.memory(h->dev[i], &mem) != NVML_ERROR_GPU_IS_LOST)
-                        continue;
-                h->lost[i] = true;
-                found++;
-                send_event(h, GS_NVML_EV_LOST, (int)i, "GPU %u: %s", i, nv_err(h, NVML_ERROR_GPU_IS_LOST));
+                nvmlReturn_t rc = handle(h, i);
+                if (rc == NVML_SUCCESS)
+                        rc = h->f.memory(h->dev[i], &mem);
+                const char *repair = rc == NVML_SUCCESS ? repair_pending(h, h->dev[i]) : NULL;
+                if (rc == NVML_ERROR_GPU_IS_LOST && h->state[i] != ST_LOST) {
+                        h->state[i] = ST_LOST;
+                        found++;
+                        send_event(h, GS_NVML_EV_LOST, (int)i, "GPU %u: %s", i, nv_err(h, rc));
+                } else if (repair != NULL && h->state[i] != ST_PENDING) {
+                        h->state[i] = ST_PENDING;
+                        send_event(h, GS_NVML_EV_PENDING, (int)i, "%s", repair);
+                } else if (rc == NVML_SUCCESS && repair == NULL && h->state[i] != ST_ANSWERS) {
+                        send_event(h, GS_NVML_EV_ALIVE, (int)i, "GPU %u answers%s", i,
+                                   h->state[i] == ST_LOST ? " again" : "");
+                        h->state[i] = ST_ANSWERS;
+                }
         }
         return found;
 }
@@ -170,10 +232,20 @@ static void on_xid(struct helper *h, const nvmlEventData_t *d)
                 _exit(0);
 }
 
+/* The plugin gone (its end of the socket closed: killed, SIGKILL too): the helper ends. Asked each
+ * period, as the helper may have nothing to send for days. */
+static void end_with_parent(const struct helper *h)
+{
+        struct pollfd p = {.fd = h->sock, .events = 0};
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+                _exit(0);
+}
+
 static __attribute__((noreturn)) void watch_loop(struct helper *h, nvmlEventSet_t set, unsigned period_ms)
 {
         unsigned errors = 0;
         for (;;) {
+                end_with_parent(h);
                 if (set == NULL) {
                         struct timespec ts = {period_ms / 1000, (long)(period_ms % 1000) * 1000000L};
                         nanosleep(&ts, NULL);
@@ -229,6 +301,7 @@ static __attribute__((noreturn)) void helper_main(struct gs_context *ctx, const 
                                                   unsigned period_ms)
 {
         struct helper h = {.sock = sock};
+        pid_t parent = getppid();
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         prctl(PR_SET_NAME, "gpuslice-health");
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -243,6 +316,11 @@ static __attribute__((noreturn)) void helper_main(struct gs_context *ctx, const 
                 send_event(&h, GS_NVML_EV_ERROR, -1, "%s", msg);
                 _exit(1);
         }
+        /* the identity change cleared the parent-death signal: set again (a parent gone meanwhile
+         * is seen by getppid) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(0);
         if (load(&h, nvml_path) < 0)
                 _exit(1);
         nvmlEventSet_t set = setup(&h);

@@ -9,11 +9,17 @@
  *   XID    an XID critical error: the GPU's NVML index and UUID, the XID, and the MIG instance
  *          (gi/ci, GS_NVML_INVALID_INSTANCE_ID for the whole GPU)
  *   LOST   a GPU answers GPU_IS_LOST (index; -1: NVML said a GPU is lost without naming it)
+ *   ALIVE  a GPU answers, no repair pending: once for each GPU when first asked, and again
+ *          whenever one named LOST or PENDING does (its handle by UUID, its memory: after a reset
+ *          or a repair)
+ *   PENDING a GPU answers but waits for a repair (msg: a remapped row or retired pages waiting for
+ *          a reset, a failed row remapping), where NVML has them
  *   ERROR  NVML failed (init, an event wait): msg; after ERROR from init the helper exits
  *
  * Between events (every `period_ms`) it asks each GPU for its memory, which is how a GPU that fell
- * off the bus without an event shows. The helper dies with its parent (PR_SET_PDEATHSIG) and when
- * the socket closes.
+ * off the bus without an event shows, and how one that is back shows. The helper dies with its
+ * parent (PR_SET_PDEATHSIG, set again after the identity change, which clears it) and when the
+ * socket closes (looked at each period: a plugin killed with SIGKILL cannot stop it).
  */
 #ifndef GS_DRIVER_NVML_EVENTS_H
 #define GS_DRIVER_NVML_EVENTS_H
@@ -23,7 +29,8 @@
 
 #include <gpuslice/gpuslice.h>
 
-enum gs_nvml_event_kind { GS_NVML_EV_READY = 1, GS_NVML_EV_XID, GS_NVML_EV_LOST, GS_NVML_EV_ERROR };
+enum gs_nvml_event_kind { GS_NVML_EV_READY = 1, GS_NVML_EV_XID, GS_NVML_EV_LOST, GS_NVML_EV_ERROR, GS_NVML_EV_ALIVE,
+                              GS_NVML_EV_PENDING };
 
 struct gs_nvml_event {
         uint32_t magic;

@@ -34,6 +34,8 @@ struct gs_k8s_opts {
         const struct gs_hostconfig *hc;
         struct gs_context *ctx;     /* the driver root and the NVML helper's identity */
         unsigned health_period_ms;  /* NVML event wait / lost-GPU probe period (0: 5000) */
+        unsigned health_recover_ms; /* 0: GS_K8S_HEALTH_RECOVER_MS; quiet this long: healthy again (kubelet/health.h) */
+        bool health_recover_never;  /* unhealthy until the plugin restarts */
         /* Progress lines (registration, health changes, kubelet restarts), one per call. */
         void (*note)(void *ud, const char *line);
         void *ud;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,45 +41,15 @@ static void build_pollset(struct gs_k8s_plugin *p, struct pollset *ps)
                 ps->fds[ps->nfds++] = (struct pollfd){.fd = gs_h2c_fd(p->conns[i].h), .events = gs_h2c_events(p->conns[i].h)};
 }
 
-/* Should this connection go (timeouts)? */
-static bool expired(const struct gs_k8s_conn *c, long long now)
+_Static_assert(offsetof(struct gs_k8s_conn, h) == 0 && GS_K8S_MAX_CONNS <= GS_K8S_CONNS_MAX,
+               "gs_k8s_conns_serve's table: the handle first, at most GS_K8S_CONNS_MAX");
+
+/* Should this connection go (timeouts)? (connections added during this round, Register calls,
+ * get their first flush in gs_k8s_conns_serve) */
+static bool expired(const void *conn, long long now)
 {
+        const struct gs_k8s_conn *c = conn;
         return c->kind == GS_K8S_CONN_SERVER && gs_k8s_conn_expired(c->h, c->opened, now);
-}
-
-/* I/O on every connection; the finished ones are freed (their streams' callbacks run first). */
-static void serve_conns(struct gs_k8s_plugin *p, const struct pollset *ps, unsigned n, long long now)
-{
-        struct gs_h2c_conn *done[GS_K8S_MAX_CONNS];
-        unsigned ndone = 0;
-        for (unsigned i = 0; i < n; i++) {
-                struct gs_k8s_conn *c = &p->conns[i];
-                short rev = ps->fds[ps->conn_at + i].revents;
-                if (gs_h2c_io(c->h, rev, now) < 0 || expired(c, now))
-                        done[ndone++] = c->h;
-        }
-        /* also connections added during this round (Register calls) get their first flush */
-        for (unsigned i = n; i < p->nconns; i++)
-                if (gs_h2c_io(p->conns[i].h, 0, now) < 0)
-                        done[ndone++] = p->conns[i].h;
-        for (unsigned k = 0; k < ndone; k++) {
-                for (unsigned i = 0; i < p->nconns; i++) {
-                        if (p->conns[i].h != done[k])
-                                continue;
-                        p->conns[i] = p->conns[--p->nconns];
-                        break;
-                }
-                gs_h2c_free(done[k]); /* its callbacks may add connections: the table is consistent */
-        }
-}
-
-static void on_signal(struct gs_k8s_plugin *p)
-{
-        unsigned sig = gs_k8s_signals_read(p->signal_fd);
-        if (sig != 0) {
-                gs_k8s_note(p, "signal %u: stopping", sig);
-                p->stop = true;
-        }
 }
 
 static int loop(struct gs_k8s_plugin *p)
@@ -100,13 +71,13 @@ static int loop(struct gs_k8s_plugin *p)
                         return -1;
                 now = gs_now_ms();
                 if (ps.fds[FD_SIGNAL].revents)
-                        on_signal(p);
+                        p->stop |= gs_k8s_signals_stop(p->signal_fd, gs_k8s_note_cb, p);
                 if (ps.fds[FD_INOTIFY].revents)
                         gs_k8s_dir_event(p, now);
                 for (size_t i = 0; i < p->plan.nres; i++)
                         if (ps.fds[ps.ep_at + i].revents && p->ep[i].lfd == ps.fds[ps.ep_at + i].fd)
                                 gs_k8s_accept(&p->ep[i], now);
-                serve_conns(p, &ps, nconns, now);
+                gs_k8s_conns_serve(p->conns, sizeof(p->conns[0]), &p->nconns, ps.fds + ps.conn_at, nconns, now, expired);
         }
         return 0;
 }
@@ -160,6 +131,7 @@ int gs_k8s_plugin_run(const struct gs_k8s_opts *o, struct gs_error *err)
                 goto out;
         if (p->cfg->health_checks)
                 gs_k8s_health_start(&p->hw, o->ctx, p->dev, o->health_period_ms ? o->health_period_ms : 5000,
+                                    o->health_recover_never ? 0 : o->health_recover_ms ? o->health_recover_ms : GS_K8S_HEALTH_RECOVER_MS,
                                     gs_k8s_note_cb, p);
         rv = loop(p);
         if (rv < 0)

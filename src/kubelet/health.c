@@ -31,14 +31,19 @@ static int gpu_of(const struct gs_device_info *dev, const struct gs_nvml_event *
 }
 
 /* A device turns unhealthy: since when and why kept from the first time; a GPU named lost later
- * on is a change (its taint's effect). True when something changed. */
+ * on is a change (its taint's effect). Every critical XID starts its quiet time again. True when
+ * something changed. */
 static bool mark(bool *bad, struct gs_k8s_fault *why, unsigned long long xid, bool lost)
 {
+        long long now = gs_now_ms();
         if (!*bad) {
                 *bad = true;
-                *why = (struct gs_k8s_fault){.since = (long long)time(NULL), .xid = xid, .lost = lost};
+                *why = (struct gs_k8s_fault){.since = (long long)time(NULL), .xid = xid, .lost = lost, .gone = lost,
+                                             .quiet_ms = now};
                 return true;
         }
+        why->quiet_ms = now;
+        why->gone |= lost;
         if (lost && !why->lost) {
                 why->lost = true;
                 return true;
@@ -100,10 +105,97 @@ bool gs_k8s_health_apply(const struct gs_device_info *dev, struct gs_k8s_health 
                 note(ud, "GPU %d (%s) is lost: unhealthy", g, dev->gpus[g].uuid);
                 return mark(&h->gpu_bad[g], &h->gpu_why[g], 0, true);
         }
+        case GS_NVML_EV_PENDING: {
+                int g = gpu_of(dev, ev);
+                if (g < 0)
+                        return false;
+                note(ud, "GPU %d (%s): %s: its devices are not healthy again before it is done", g, dev->gpus[g].uuid,
+                     ev->msg);
+                h->gpu_waits[g] = true;
+                return false;
+        }
+        case GS_NVML_EV_ALIVE: {
+                int g = gpu_of(dev, ev);
+                if (g < 0)
+                        return false;
+                bool waited = h->gpu_waits[g];
+                h->gpu_waits[g] = false;
+                if (h->gpu_bad[g] && (h->gpu_why[g].gone || waited)) {
+                        h->gpu_why[g].gone = false;
+                        h->gpu_why[g].quiet_ms = gs_now_ms();
+                        note(ud, "GPU %d (%s) answers NVML again, no repair pending: healthy again once quiet for "
+                             "the recovery time", g, dev->gpus[g].uuid);
+                }
+                return false;
+        }
         case GS_NVML_EV_ERROR:
         default:
                 note(ud, "health: %s", ev->msg);
                 return false;
+        }
+}
+
+/* One device: healthy again when quiet long enough (and answering, its GPU waiting for no repair). */
+static bool heal(bool *bad, struct gs_k8s_fault *why, bool waits, long long *healthy_since, long long now,
+                 unsigned recover_ms)
+{
+        if (!*bad || why->gone || waits || now - why->quiet_ms < (long long)recover_ms)
+                return false;
+        *bad = false;
+        *why = (struct gs_k8s_fault){0};
+        *healthy_since = (long long)time(NULL);
+        return true;
+}
+
+/* What made it unhealthy, for the log. */
+static const char *cause(const struct gs_k8s_fault *why, char *buf, size_t len)
+{
+        if (why->lost)
+                snprintf(buf, len, "lost");
+        else if (why->xid != 0)
+                snprintf(buf, len, "XID %llu", why->xid);
+        else
+                snprintf(buf, len, "NVML failing");
+        return buf;
+}
+
+bool gs_k8s_health_recover(const struct gs_device_info *dev, struct gs_k8s_health *h, long long now,
+                           unsigned recover_ms, gs_k8s_note_fn note, void *ud)
+{
+        bool changed = false;
+        char was[32];
+        if (recover_ms == 0)
+                return false;
+        for (unsigned i = 0; i < dev->ngpus && i < GS_MAX_GPUS; i++) {
+                const struct gs_gpu *gpu = &dev->gpus[i];
+                cause(&h->gpu_why[i], was, sizeof(was));
+                if (heal(&h->gpu_bad[i], &h->gpu_why[i], h->gpu_waits[i], &h->gpu_healthy_since[i], now, recover_ms)) {
+                        note(ud, "GPU %u (%s): quiet and answering for %g s (unhealthy: %s): healthy again", i, gpu->uuid,
+                             recover_ms / 1000.0, was);
+                        changed = true;
+                }
+                for (unsigned j = 0; j < gpu->nmigs && j < GS_MAX_MIGS; j++) {
+                        cause(&h->mig_why[i][j], was, sizeof(was));
+                        if (heal(&h->mig_bad[i][j], &h->mig_why[i][j], h->gpu_waits[i], &h->mig_healthy_since[i][j], now,
+                                 recover_ms)) {
+                                note(ud, "MIG device %s: quiet for %g s (unhealthy: %s): healthy again", gpu->migs[j].uuid,
+                                     recover_ms / 1000.0, was);
+                                changed = true;
+                        }
+                }
+        }
+        return changed;
+}
+
+/* The helper (re)started: only the time it watches counts as quiet. */
+static void quiet_from(const struct gs_device_info *dev, struct gs_k8s_health *h, long long now)
+{
+        for (unsigned i = 0; i < dev->ngpus && i < GS_MAX_GPUS; i++) {
+                if (h->gpu_bad[i] && h->gpu_why[i].quiet_ms < now)
+                        h->gpu_why[i].quiet_ms = now;
+                for (unsigned j = 0; j < GS_MAX_MIGS; j++)
+                        if (h->mig_bad[i][j] && h->mig_why[i][j].quiet_ms < now)
+                                h->mig_why[i][j].quiet_ms = now;
         }
 }
 
@@ -121,12 +213,13 @@ static void start(struct gs_k8s_health_watch *hw, long long now)
 }
 
 void gs_k8s_health_start(struct gs_k8s_health_watch *hw, struct gs_context *ctx, const struct gs_device_info *dev,
-                         unsigned period_ms, gs_k8s_note_fn note, void *ud)
+                         unsigned period_ms, unsigned recover_ms, gs_k8s_note_fn note, void *ud)
 {
         memset(hw, 0, sizeof(*hw));
         hw->ctx = ctx;
         hw->dev = dev;
         hw->period_ms = period_ms;
+        hw->recover_ms = recover_ms;
         hw->note = note;
         hw->ud = ud;
         hw->w.fd = -1;
@@ -155,6 +248,7 @@ bool gs_k8s_health_poll(struct gs_k8s_health_watch *hw, struct gs_k8s_health *h,
                 if (r < 0) {
                         gs_nvml_watch_stop(&hw->w);
                         hw->running = false;
+                        hw->ready = false;
                         /* back off: 1 s, then up to 30 s for a helper that keeps failing */
                         hw->restart_at = now + (hw->starts < 5 ? 1000 : 30000);
                         hw->note(hw->ud, "health: the NVML watcher ended; starting it again in %lld s",
@@ -164,6 +258,7 @@ bool gs_k8s_health_poll(struct gs_k8s_health_watch *hw, struct gs_k8s_health *h,
                 if (ev.kind == GS_NVML_EV_READY) {
                         hw->ready = true;
                         hw->starts = 0;
+                        quiet_from(hw->dev, h, now);
                 } else if (ev.kind == GS_NVML_EV_ERROR && !hw->ready && ev.index < 0) {
                         hw->note(hw->ud, "health: NVML does not start (%s): every GPU is marked unhealthy", ev.msg);
                         changed |= mark_all(hw->dev, h);
@@ -171,6 +266,8 @@ bool gs_k8s_health_poll(struct gs_k8s_health_watch *hw, struct gs_k8s_health *h,
                 }
                 changed |= gs_k8s_health_apply(hw->dev, h, &ev, hw->note, hw->ud);
         }
+        if (hw->running && hw->ready)
+                changed |= gs_k8s_health_recover(hw->dev, h, now, hw->recover_ms, hw->note, hw->ud);
         return changed;
 }
 

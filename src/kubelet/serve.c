@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -29,6 +30,45 @@ unsigned gs_k8s_signals_read(int fd)
                 if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
                         stop = si.ssi_signo;
         return stop;
+}
+
+bool gs_k8s_signals_stop(int fd, gs_k8s_note_fn note, void *ud)
+{
+        unsigned sig = gs_k8s_signals_read(fd);
+        if (sig != 0)
+                note(ud, "signal %u: stopping", sig);
+        return sig != 0;
+}
+
+/* The handle of entry i (its first member). */
+static struct gs_h2c_conn *handle_at(void *conns, size_t size, unsigned i)
+{
+        struct gs_h2c_conn *h;
+        memcpy(&h, (char *)conns + (size_t)i * size, sizeof(h));
+        return h;
+}
+
+void gs_k8s_conns_serve(void *conns, size_t size, unsigned *n, const struct pollfd *fds, unsigned npoll, long long now,
+                        bool (*expired)(const void *conn, long long now))
+{
+        struct gs_h2c_conn *done[GS_K8S_CONNS_MAX];
+        unsigned ndone = 0;
+        for (unsigned i = 0; i < *n && ndone < GS_K8S_CONNS_MAX; i++) {
+                struct gs_h2c_conn *h = handle_at(conns, size, i);
+                if (gs_h2c_io(h, i < npoll ? fds[i].revents : 0, now) < 0 || expired((char *)conns + (size_t)i * size, now))
+                        done[ndone++] = h;
+        }
+        for (unsigned k = 0; k < ndone; k++) {
+                for (unsigned i = 0; i < *n; i++) {
+                        if (handle_at(conns, size, i) != done[k])
+                                continue;
+                        if (i + 1 < *n)
+                                memcpy((char *)conns + (size_t)i * size, (char *)conns + (size_t)(*n - 1) * size, size);
+                        --*n;
+                        break;
+                }
+                gs_h2c_free(done[k]); /* its callbacks may add connections: the table is consistent */
+        }
 }
 
 bool gs_k8s_conn_expired(const struct gs_h2c_conn *h, long long opened, long long now)

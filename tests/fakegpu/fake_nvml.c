@@ -14,7 +14,9 @@
  *
  * Events (XID errors, a GPU that falls off the bus) come from the events file, which a test
  * appends to while NVML runs (README.md, "Events"): an event set delivers the lines written after
- * it was created; a lost GPU answers GPU_IS_LOST from then on, in every process.
+ * it was created; a lost GPU answers GPU_IS_LOST from then on, in every process, until a "reset"
+ * line brings it back (no event: the real driver says nothing when a GPU is well again); a
+ * "remap-pending" line leaves a remapped row waiting for that reset.
  */
 #include "abi/nvml.h"
 #include "fakegpu_config.h"
@@ -189,7 +191,7 @@ static nvmlReturn_t copy_out(char *buf, unsigned int length, const char *s)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* The events file: "xid <UUID> <code>" and "lost <GPU-UUID>" lines                           */
+/* The events file: "xid <UUID> <code>", "lost", "reset", "remap-pending <GPU-UUID>" lines     */
 /* ---------------------------------------------------------------------------------------- */
 
 #define EVENTS_ENV "FAKEGPU_EVENTS"
@@ -208,6 +210,8 @@ static struct fg_event g_events[EVENTS_MAX];
 static unsigned g_nevents;                  /* events parsed so far (under g_lock) */
 static off_t g_events_size = -1;            /* file size when last read */
 static int g_lost[FG_MAX_GPUS];
+static unsigned g_unc_rows[FG_MAX_GPUS];    /* rows remapped for uncorrectable errors */
+static int g_remap_pending[FG_MAX_GPUS];    /* ... the last of them waiting for a reset */
 
 static const char *events_path(void)
 {
@@ -234,15 +238,21 @@ static int find_uuid(const char *uuid, int *mig)
 
 static void parse_event_line(const char *line)
 {
-    char kind[8], uuid[FG_STR];
+    char kind[16], uuid[FG_STR];
     unsigned long long xid = 0;
-    int n = sscanf(line, "%7s %95s %llu", kind, uuid, &xid), mig, gpu;
+    int n = sscanf(line, "%15s %95s %llu", kind, uuid, &xid), mig, gpu;
 
     if (n < 2 || g_nevents >= EVENTS_MAX || (gpu = find_uuid(uuid, &mig)) < 0)
         return; /* comments, blank or unknown lines, other machines' UUIDs */
     if (strcmp(kind, "lost") == 0 && mig < 0) {
         g_lost[gpu] = 1;
         g_events[g_nevents++] = (struct fg_event){1, (unsigned)gpu, -1, 79};
+    } else if (strcmp(kind, "reset") == 0 && mig < 0) {
+        g_lost[gpu] = 0; /* reset, or repaired: it answers again (lookups and calls alike) */
+        g_remap_pending[gpu] = 0; /* and its remapped rows are in use */
+    } else if (strcmp(kind, "remap-pending") == 0 && mig < 0) {
+        g_unc_rows[gpu]++;
+        g_remap_pending[gpu] = 1;
     } else if (strcmp(kind, "xid") == 0 && n == 3) {
         g_events[g_nevents++] = (struct fg_event){0, (unsigned)gpu, mig, xid};
     }
@@ -272,6 +282,8 @@ static void refresh_events(void)
     g_events_size = n;
     g_nevents = 0;
     memset(g_lost, 0, sizeof(g_lost));
+    memset(g_unc_rows, 0, sizeof(g_unc_rows));
+    memset(g_remap_pending, 0, sizeof(g_remap_pending));
     for (char *line = buf, *nl; line != NULL && *line != '\0'; line = nl) {
         nl = strchr(line, '\n');
         if (nl != NULL)
@@ -554,6 +566,40 @@ EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
         return NVML_ERROR_INVALID_ARGUMENT;
     *index = m != NULL ? m->index : gpu_index(g);
     return NVML_SUCCESS;
+}
+
+/* Row remapping (Ampere and later): the rows the "remap-pending" lines remapped, the last waiting
+ * for a reset; on a MIG handle NOT_SUPPORTED (the real driver answers for the GPU only). */
+EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
+                                              unsigned int *isPending, unsigned int *failureOccurred)
+{
+    unsigned gi;
+
+    ENTER();
+    RESOLVE(device, g, m);
+    if (corrRows == NULL || uncRows == NULL || isPending == NULL || failureOccurred == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (m != NULL)
+        return NVML_ERROR_NOT_SUPPORTED;
+    gi = gpu_index(g);
+    pthread_mutex_lock(&g_lock);
+    refresh_events();
+    *corrRows = 0;
+    *uncRows = gi < FG_MAX_GPUS ? g_unc_rows[gi] : 0;
+    *isPending = gi < FG_MAX_GPUS ? (unsigned)g_remap_pending[gi] : 0;
+    *failureOccurred = 0;
+    pthread_mutex_unlock(&g_lock);
+    return NVML_SUCCESS;
+}
+
+/* Page retirement is the pre-Ampere scheme: the simulated A100s and H100s answer NOT_SUPPORTED,
+ * as the real ones do. */
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, nvmlEnableState_t *isPending)
+{
+    ENTER();
+    RESOLVE(device, g, m);
+    (void)m;
+    return isPending == NULL ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_SUPPORTED;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)

@@ -486,7 +486,7 @@ static void test_mig_on(void)
     OK(nv.nvmlShutdown());
 }
 
-/* Events: "xid" and "lost" lines appended to $FAKEGPU_EVENTS while NVML runs. */
+/* Events: "xid", "lost" and "reset" lines appended to $FAKEGPU_EVENTS while NVML runs. */
 static void append_event(const char *path, const char *line)
 {
     FILE *f = fopen(path, "a");
@@ -506,7 +506,7 @@ static void test_events(void)
         GS_NVML_EVENT_FUNCTIONS(X)
 #undef X
     } ev;
-    char path[256], line[256], uuid[96];
+    char path[256], line[256], uuid[96], uuid0[96];
     nvmlDevice_t d0, d1, mig, d;
     nvmlEventSet_t set, set2;
     nvmlEventData_t data;
@@ -569,6 +569,7 @@ static void test_events(void)
     OK(ev.nvmlDeviceRegisterEvents(d1, nvmlEventTypeXidCriticalError, set2));
     /* GPU 0 falls off the bus: the waits say GPU_IS_LOST, its calls too, for a new process as well */
     OK(nv.nvmlDeviceGetUUID(d0, uuid, sizeof(uuid)));
+    snprintf(uuid0, sizeof(uuid0), "%s", uuid);
     snprintf(line, sizeof(line), "lost %s\n", uuid);
     append_event(path, line);
     CHECK_RC(ev.nvmlEventSetWait_v2(set, &data, 1000), NVML_ERROR_GPU_IS_LOST);
@@ -592,6 +593,36 @@ static void test_events(void)
     OK(nv.nvmlShutdown());
     OK(nv.nvmlInit_v2());
     CHECK_RC(nv.nvmlDeviceGetHandleByIndex_v2(0, &d), NVML_ERROR_GPU_IS_LOST);
+    /* GPU 0 reset: it answers again (by UUID, and on its old handle), no event delivered */
+    OK(ev.nvmlEventSetCreate(&set));
+    OK(ev.nvmlDeviceRegisterEvents(d1, nvmlEventTypeXidCriticalError, set));
+    snprintf(line, sizeof(line), "reset %s\n", uuid0);
+    append_event(path, line);
+    OK(nv.nvmlDeviceGetHandleByUUID(uuid0, &d));
+    CHECK(d == d0);
+    OK(nv.nvmlDeviceGetMemoryInfo(d0, &mem));
+    CHECK_RC(ev.nvmlEventSetWait_v2(set, &data, 100), NVML_ERROR_TIMEOUT);
+    OK(ev.nvmlEventSetFree(set));
+    /* a row remapped, pending until a reset (the count stays); MIG handles and page retirement
+     * (pre-Ampere) not supported */
+    {
+        unsigned corr = 9, unc = 9, pending = 9, failed = 9;
+        nvmlEnableState_t st;
+        OK(ev.nvmlDeviceGetRemappedRows(d0, &corr, &unc, &pending, &failed));
+        CHECK(corr == 0 && unc == 0 && pending == 0 && failed == 0);
+        snprintf(line, sizeof(line), "remap-pending %s\n", uuid0);
+        append_event(path, line);
+        OK(ev.nvmlDeviceGetRemappedRows(d0, &corr, &unc, &pending, &failed));
+        CHECK(unc == 1 && pending == 1 && failed == 0);
+        OK(ev.nvmlDeviceGetRemappedRows(d1, &corr, &unc, &pending, &failed));
+        CHECK(unc == 0 && pending == 0);
+        CHECK_RC(ev.nvmlDeviceGetRemappedRows(mig, &corr, &unc, &pending, &failed), NVML_ERROR_NOT_SUPPORTED);
+        CHECK_RC(ev.nvmlDeviceGetRetiredPagesPendingStatus(d0, &st), NVML_ERROR_NOT_SUPPORTED);
+        snprintf(line, sizeof(line), "reset %s\n", uuid0);
+        append_event(path, line);
+        OK(ev.nvmlDeviceGetRemappedRows(d0, &corr, &unc, &pending, &failed));
+        CHECK(unc == 1 && pending == 0);
+    }
     OK(nv.nvmlShutdown());
     unlink(path);
     unsetenv("FAKEGPU_EVENTS");

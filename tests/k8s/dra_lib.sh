@@ -1,10 +1,15 @@
-# Shared by the DRA plugin tests (test_dra_plugin.sh, test_dra_production.sh, test_dra_taints.sh; sourced after
-# tests/integration/lib.sh and tests/k8s/lib.sh): the set-up both make (dra_setup: the tools, the
-# simulated 2-GPU machine, the driver's names and directories, the cleanup at exit), the fake API
-# server (fake_apiserver.py: HTTPS with a certificate made here, a token), a kubeconfig for it,
-# the fake kubelet's side (fake_dra_kubelet.py, one command per run), the plugin, and the claims
-# and the checks of them both tests make.
-APISERVER_PIDS=() DRA_PID= DRA_ALL=()
+# Shared by the DRA plugin tests (tests/k8s/test_dra_*.sh: each sources this file alone, which
+# sources tests/integration/lib.sh, tests/integration/bundle.sh and tests/k8s/lib.sh first): the
+# set-up they all make (dra_setup: the tools, the simulated 2-GPU machine, the driver's names and
+# directories, the cleanup at exit), the fake API server (fake_apiserver.py: HTTPS with a
+# certificate made here, a token), a kubeconfig for it, a second server and plugin beside the
+# test's own (dra_side_apiserver, start_dra_side), the fake kubelet's side (fake_dra_kubelet.py,
+# one command per run), the plugin, the health stream, and the claims and the checks of them.
+. "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
+. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
+. "$SRC/tests/k8s/lib.sh"
+
+APISERVER_PIDS=() DRA_PID= DRA_ALL=() WATCH=()
 TOKEN=token-$$-$RANDOM
 
 # dra_setup: the tools (a missing one ends the test); the simulated 2-GPU machine (or $DRA_CONF's; $DRV, $GPU0,
@@ -38,6 +43,8 @@ dra_setup() {
 }
 
 dra_cleanup() {
+        local w
+        for w in "${WATCH[@]}"; do kill "$w" 2>/dev/null; done
         stop_all_dra
         stop_apiserver
         if declare -F dra_cleanup_more >/dev/null; then dra_cleanup_more; fi
@@ -81,6 +88,24 @@ users:
 - name: plugin
   user: {token: $TOKEN}
 KC
+}
+
+# dra_side_apiserver NAME [ARGS...]: a second fake API server beside the test's own (ARGS: its
+# options, e.g. --feature-gates), its state in $TMP/api-NAME, its kubeconfig $TMP/kubeconfig-NAME,
+# for a plugin of its own (start_dra_side NAME). Start it before the test's own: start_apiserver
+# leaves $API_PORT (api's) to the last one.
+dra_side_apiserver() {
+        local n=$1; shift
+        start_apiserver "$TMP/api-$n" "$TMP/kubeconfig-$n" "$@"
+        mkdir -p "$TMP/registry-$n"
+}
+
+# start_dra_side NAME LOG ARGS...: a plugin for that server (start_dra), with directories of its
+# own ($TMP/cdi-NAME, plugins-NAME, registry-NAME); its pid in $DRA_PID
+start_dra_side() {
+        local n=$1 log=$2; shift 2
+        start_dra "$log" "$@" --kubeconfig "$TMP/kubeconfig-$n" --cdi-dir "$TMP/cdi-$n" --plugin-dir "$TMP/plugins-$n" \
+                --registry-dir "$TMP/registry-$n"
 }
 
 # api METHOD PATH [JSON]: a request to the fake API server as a cluster's other users make it (the
@@ -188,3 +213,15 @@ bad() {
         elif [ -z "$st" ]; then ok "... the claim's status left alone (not a claim of ours to speak for)"
         else not_ok "... the claim's status was written: $st"; fi
 }
+
+# watch OUT: the fake kubelet's NodeWatchResources stream on $SOCK into OUT (one JSON line a
+# message), in the background for 60 s (killed at exit)
+watch() {
+        "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/kubelet/proto" --stubs "$TMP/dra-stubs" \
+                watch-health "$SOCK" 60 >"$1" 2>>"$TMP/dra-kubelet.err" &
+        WATCH+=($!)
+}
+# health OUT N: the devices' health in the Nth message as "name=HEALTH@pool ...", sorted
+health() { sed -n "${2}p" "$1" | jq -r '[.devices[] | "\(.device.device_name)=\(.health)@\(.device.pool_name)"] | sort | join(" ")' 2>/dev/null; }
+# lines OUT N: OUT holds N messages at least
+lines() { [ "$(grep -c '"devices"' "$1" 2>/dev/null)" -ge "$2" ]; }

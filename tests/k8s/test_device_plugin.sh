@@ -10,7 +10,8 @@
 #   4. health from the simulated NVML's events: an application XID changes nothing, XID 79 and a
 #      lost GPU make their devices Unhealthy on the ListAndWatch stream, Allocate refuses them;
 #   5. a kubelet restart (its sockets removed, kubelet.sock new): the plugin serves and registers
-#      again; malformed and oversized calls, garbage on the socket; SIGTERM.
+#      again; malformed and oversized calls, garbage on the socket;
+#   6. recovery (--health-recover 1): a lost GPU reset is Healthy again without a restart; SIGTERM.
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"
@@ -277,6 +278,29 @@ EOF
 kube options nvidia.com/gpu >/dev/null
 kexpect "... and keeps serving" '.ok'
 kill -0 "$PLUGIN_PID" 2>/dev/null && ok "the plugin is still running" || not_ok "the plugin died: $(tail -5 "$TMP/plugin.log")"
+
+# ---------------------------------------------------------------------------------------------
+# 6. Recovery without a restart (--health-recover 1): GPU 0 reset and the plugin restarted (it does
+# not start with a GPU lost); lost again: Unhealthy; reset (NVML answers for it again): Healthy
+# again on the open stream, 1 s quiet later
+
+stop_plugin
+echo "reset $GPU0" >>"$EV"
+start_plugin "$CONF" "$TMP/plugin2.log" --health-recover 1
+up() { grep -q "registered nvidia.com/gpu with the kubelet" "$TMP/plugin2.log" && grep -q "health: watching NVML events" "$TMP/plugin2.log"; }
+for _ in $(seq 300); do up && break; sleep 0.1; done
+kube watch nvidia.com/gpu >/dev/null
+kexpect "restarted with --health-recover 1 after the reset of GPU 0: a new ListAndWatch stream, both GPUs Healthy" \
+        '.ok and ([.devices[].health] | unique) == ["Healthy"]'
+echo "lost $GPU0" >>"$EV"
+kube wait-health nvidia.com/gpu "$GPU0" Unhealthy 20 >/dev/null
+kexpect "GPU 0 lost again: Unhealthy" '.ok'
+echo "reset $GPU0" >>"$EV"
+kube wait-health nvidia.com/gpu "$GPU0" Healthy 20 >/dev/null
+kexpect "GPU 0 reset (NVML answers for it again): ListAndWatch sends it Healthy again, no restart" \
+        "[.devices[] | {ID, health}] == [{\"ID\":\"$GPU0\",\"health\":\"Healthy\"},{\"ID\":\"$GPU1\",\"health\":\"Healthy\"}]"
+grep -q "GPU 0 ($GPU0): quiet and answering for 1 s (unhealthy: lost): healthy again" "$TMP/plugin2.log" &&
+        ok "... the plugin logged it" || not_ok "... the log: $(tail -3 "$TMP/plugin2.log")"
 
 stop_kubelet
 stop_plugin

@@ -11,10 +11,7 @@
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
 # mutations (draadminbooks, draadminro, draadminheld): those checks come first, in that order.
-. "$(dirname "$0")/../integration/lib.sh"
-. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
-. "$SRC/tests/k8s/lib.sh"
-. "$SRC/tests/k8s/dra_lib.sh"
+. "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 CDI_DIR=$TMP/cdi # no container runs here: the specs stay in the test's directory
 OWNER_PID=
@@ -28,12 +25,10 @@ REGIONS=$TMP/regions
 mkdir -p "$REGIONS"
 printf '[driver]\nroot = "%s"\n\n[slice]\nregions-dir = "%s"\n' "$DRV" "$REGIONS" >"$TMP/dra.toml"
 GATED=$TMP/api-gated
-start_apiserver "$GATED" "$TMP/kubeconfig-gated" --feature-gates DRAAdminAccess=false
+dra_side_apiserver gated --feature-gates DRAAdminAccess=false
 start_apiserver "$API_STATE" "$TMP/kubeconfig"
 common=(-c "$TMP/dra.toml" --driver-name "$DRIVER" --node "$NODE" --resync-period 1)
-mkdir -p "$TMP/registry-gated"
-start_dra "$TMP/dra-g.log" "${common[@]}" --kubeconfig "$TMP/kubeconfig-gated" --cdi-dir "$TMP/cdi-gated" \
-        --plugin-dir "$TMP/plugins-gated" --registry-dir "$TMP/registry-gated"
+start_dra_side gated "$TMP/dra-g.log" "${common[@]}"
 PID_G=$DRA_PID SOCK_G=$TMP/plugins-gated/dra.sock
 start_dra "$TMP/dra.log" "${common[@]}" --kubeconfig "$TMP/kubeconfig" --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" \
         --registry-dir "$REG"

@@ -9,10 +9,7 @@
 # The mutation check (tests/mutation/run.sh, drahealth: no message on a change) is meant for the XID check.
 # Every wait ends on what the plugin did (a message on the stream), the XID's after 6 s at most
 # (the plugin looks at health every 0.2 s).
-. "$(dirname "$0")/../integration/lib.sh"
-. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
-. "$SRC/tests/k8s/lib.sh"
-. "$SRC/tests/k8s/dra_lib.sh"
+. "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 CDI_DIR=$TMP/cdi
 dra_setup
@@ -20,17 +17,6 @@ start_apiserver "$API_STATE" "$TMP/kubeconfig"
 start_dra "$TMP/dra.log" -c "$TMP/dra.toml" --driver-name "$DRIVER" --node "$NODE" --health-period 0.2 \
         --kubeconfig "$TMP/kubeconfig" --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" --registry-dir "$REG"
 SOCK=$PLUG/dra.sock
-WATCH=()
-dra_cleanup_more() { local w; for w in "${WATCH[@]}"; do kill "$w" 2>/dev/null; done; }
-# watch OUT: the fake kubelet's NodeWatchResources stream into OUT (one JSON line a message)
-watch() {
-        "$PY" "$SRC/tests/k8s/fake_dra_kubelet.py" --proto-dir "$SRC/src/kubelet/proto" --stubs "$TMP/dra-stubs" \
-                watch-health "$SOCK" 60 >"$1" 2>>"$TMP/dra-kubelet.err" &
-        WATCH+=($!)
-}
-# health OUT N: the devices' health in the Nth message as "name=HEALTH@pool ...", sorted
-health() { sed -n "${2}p" "$1" | jq -r '[.devices[] | "\(.device.device_name)=\(.health)@\(.device.pool_name)"] | sort | join(" ")' 2>/dev/null; }
-lines() { [ "$(grep -c '"devices"' "$1" 2>/dev/null)" -ge "$2" ]; }
 wait_for 20 test -S "$SOCK" || not_ok "no DRA socket: $(tail -3 "$TMP/dra.log")"
 
 t0=$(date -u +%s)

@@ -15,10 +15,7 @@
 # Issue 33's (the plugin in a cluster's life: the slice deleted, two instances side by side, stale
 # claims, a torn checkpoint, over-commit, an API server with DRAConsumableCapacity off):
 # test_dra_production.sh. The set-up both make: dra_lib.sh.
-. "$(dirname "$0")/../integration/lib.sh"
-. "$SRC/tests/integration/bundle.sh"
-. "$SRC/tests/k8s/lib.sh"
-. "$SRC/tests/k8s/dra_lib.sh"
+. "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 dra_cleanup_more() { if [ -d "$TMP/podman-root" ]; then pod rm -af -t 0 >/dev/null 2>&1; fi; }
 dra_setup

@@ -4,31 +4,26 @@
 # two instances side by side (a rolling update, --instance-id) sharing one checkpoint; the
 # ResourceSlice owned by its Node, and published again when deleted; the node's books across
 # instances (over-commit refused, two racing claims); a claim gone from the API server (unprepared
-# by the stale sweep); a torn checkpoint (rebuilt from the specs, an Event); an API server whose
-# DRAConsumableCapacity gate is off.
+# by the stale sweep); a torn checkpoint (rebuilt from the specs, a whole-GPU claim's namespace
+# and name from its reference, an Event); an API server whose DRAConsumableCapacity gate is off.
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
 # mutations (drainstance, draowner, dragate, drarepublish, drashareid, drashared, drastale,
-# dracommit, dracorrupt), once per mutation: those checks come first, in that order, and every
-# wait ends on what the plugins did (a log line, the API server's requests), never on a timeout
+# dracommit, dracorrupt, dracref), once per mutation: those checks come first, in that order, and
+# every wait ends on what the plugins did (a log line, the API server's requests), never on a timeout
 # alone.
 # The periods are short (--resync-period 0.2, --stale-period 0.3) so that a read-back or a sweep
 # is never far.
-. "$(dirname "$0")/../integration/lib.sh"
-. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
-. "$SRC/tests/k8s/lib.sh"
-. "$SRC/tests/k8s/dra_lib.sh"
+. "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 CDI_DIR=$TMP/cdi # no container runs here: the specs stay in the test's directory
 dra_setup
 # the gated server first: start_apiserver leaves $API_PORT (api's) to the last one
 GATED=$TMP/api-gated
-start_apiserver "$GATED" "$TMP/kubeconfig-gated" --feature-gates DRAConsumableCapacity=false
+dra_side_apiserver gated --feature-gates DRAConsumableCapacity=false
 start_apiserver "$API_STATE" "$TMP/kubeconfig"
-mkdir -p "$TMP/registry-gated"
 common=(-c "$TMP/dra.toml" --driver-name "$DRIVER" --node "$NODE" --resync-period 0.2)
-start_dra "$TMP/dra-g.log" "${common[@]}" --kubeconfig "$TMP/kubeconfig-gated" --cdi-dir "$TMP/cdi-gated" \
-        --plugin-dir "$TMP/plugins-gated" --registry-dir "$TMP/registry-gated"
+start_dra_side gated "$TMP/dra-g.log" "${common[@]}"
 PID_G=$DRA_PID
 prod=("${common[@]}" --kubeconfig "$TMP/kubeconfig" --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" --registry-dir "$REG"
       --stale-period 0.3)
@@ -122,23 +117,31 @@ SOCK=$SOCK_B
 bad over-mem e0000000-0000-4000-8000-000000000001 "gpu-0 would be over-committed: the claim consumes 24Gi and 30 %, the claims prepared on this node hold 20Gi and 60 %" \
         "24 Gi beside a prepared 20 Gi on a 40 Gi GPU (the other instance's claim)" Overcommitted
 
-# a checkpoint torn by a crash: rebuilt from the claims' specs (shared-x's and after-crash's), an
-# Event says so
+# a checkpoint torn by a crash: rebuilt from the claims' specs (shared-x's, after-crash's and
+# whole-w's: a whole GPU, whose spec has no hook to name its claim), an Event says so
+UW=f0000000-0000-4000-8000-0000000000aa
+claim_json ml whole-w "$UW" "$DRIVER" "$(res gpu-1)"
+dra prepare "$SOCK_B" v1 "ml/whole-w/$UW"
+kexpect "a whole-GPU claim prepared (gpu-1)" ".ok and (.claims[\"$UW\"].devices | length) == 1"
 claim_json ml after-crash "$UY" "$DRIVER" "$(res gpu-0 "" '{"memory": "16Gi", "compute": "40"}')"
 dra prepare "$SOCK_B" v1 "ml/after-crash/$UY"
 cp "$TMP/k.json" "$TMP/p-y.json"
 kexpect "a 16 Gi / 40 % claim prepared by the new instance" ".ok and (.claims[\"$UY\"].devices | length) == 1"
 printf '{"version": 1, "claims": {"%s": {"na' "$UY" >"$PLUG/torn.json" && mv "$PLUG/torn.json" "$PLUG/checkpoint.json"
 dra unprepare "$SOCK_B" v1 "ml/nothing/d0000000-0000-4000-8000-0000000000ff"
-if jq -e --arg u "$UY" --arg x "$UX" '(.claims | length) == 2 and (.claims[$u] | .rebuilt == true and .namespace == "ml"
+if jq -e --arg u "$UY" --arg x "$UX" '(.claims | length) == 3 and (.claims[$u] | .rebuilt == true and .namespace == "ml"
         and .name == "after-crash" and .devices == [{device: "gpu-0", pool: "node-a", memory: 17179869184, compute: 40}])
         and (.claims[$x] | .rebuilt == true and .devices == [{device: "gpu-0", pool: "node-a", memory: 21474836480, compute: 60}])' \
         "$PLUG/checkpoint.json" >/dev/null && [ -s "$PLUG/checkpoint.json.bad" ]; then
         ok "a torn checkpoint: set aside, rebuilt from the claims' specs (gpu-0, 16 Gi, 40 %, the claim ml/after-crash; shared-x's 20 Gi, 60 %)"
 else not_ok "a torn checkpoint: not rebuilt from the claims' specs: $(head -c 400 "$PLUG/checkpoint.json")"; fi
+jq -e --arg w "$UW" '.claims[$w] | .rebuilt == true and .namespace == "ml" and .name == "whole-w" and .devices == [{device: "gpu-1", pool: "node-a"}]' \
+        "$PLUG/checkpoint.json" >/dev/null &&
+        ok "... the whole-GPU claim rebuilt with its namespace and name (ml/whole-w: the stale sweep can look it up)" ||
+        not_ok "... the whole-GPU claim rebuilt with its namespace and name: $(jq -c --arg w "$UW" '.claims[$w]' "$PLUG/checkpoint.json" 2>&1)"
 if wait_for 5 test -s "$API_STATE/events.log" && jq -e -s --arg n "$NODE" 'map(select(.reason == "CheckpointRebuilt")) | length == 1 and
         (.[0] | .type == "Warning" and .involvedObject == {apiVersion: "v1", kind: "Node", name: $n}
-         and (.message | contains("rebuilt from 2 claim spec")))' "$API_STATE/events.log" >/dev/null; then
+         and (.message | contains("rebuilt from 3 claim spec")))' "$API_STATE/events.log" >/dev/null; then
         ok "... and a Warning Event CheckpointRebuilt on the Node says so"
 else not_ok "no CheckpointRebuilt Event: $(head -c 400 "$API_STATE/events.log" 2>&1)"; fi
 dra prepare "$SOCK_B" v1 "ml/after-crash/$UY"
@@ -148,6 +151,11 @@ if [ "$(jq -c . "$TMP/k.json")" = "$(jq -c . "$TMP/p-y.json")" ] &&
         ok "... the rebuilt claim asked again: prepared anew from the API server, the same answer"
 else not_ok "rebuilt claim prepared again: $(head -c 300 "$TMP/k.json"); $(grep after-crash "$TMP/dra-b.log" | tail -2)"; fi
 dra unprepare "$SOCK_B" v1 "ml/after-crash/$UY"
+dra unprepare "$SOCK_B" v1 "ml/whole-w/$UW"
+kexpect "... the whole-GPU claim unprepared" ".ok and (.claims[\"$UW\"].error // \"\") == \"\""
+[ ! -e "$PLUG/claim-$UW.ref" ] && [ ! -e "$PLUG/claim-$UY.ref" ] && [ -s "$PLUG/claim-$UX.ref" ] &&
+        ok "... the claims' references (claim-<uid>.ref) removed with them; shared-x's kept" ||
+        not_ok "... the claims' references: $(ls "$PLUG")"
 
 # the books again, shared-x's entry now the rebuilt one
 claim_json ml over-compute e0000000-0000-4000-8000-000000000002 "$DRIVER" "$(res gpu-0 "" '{"memory": "16Gi", "compute": "50"}')"

@@ -19,10 +19,7 @@
 # come in that order, as early as they can. The status period is short (P, 0.3 s; the GPU-time
 # window is the period), every wait ends on what the plugin wrote where there is something to wait
 # for, and the sleeps left (a share holding still, a second Event not posted) count periods.
-. "$(dirname "$0")/../integration/lib.sh"
-. "$SRC/tests/integration/bundle.sh"
-. "$SRC/tests/k8s/lib.sh"
-. "$SRC/tests/k8s/dra_lib.sh"
+. "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 need jq
 need openssl

@@ -9,20 +9,15 @@
 #
 # The mutation check (tests/mutation/run.sh) runs this test for draversion (version detection
 # skipped: always v1) and drav1beta2whole (the v1-only fields written through v1beta2).
-. "$(dirname "$0")/../integration/lib.sh"
-. "$SRC/tests/integration/bundle.sh" # the simulated GPUs' uuids
-. "$SRC/tests/k8s/lib.sh"
-. "$SRC/tests/k8s/dra_lib.sh"
+. "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 CDI_DIR=$TMP/cdi
 dra_setup
 BOTH=$TMP/api-both
-start_apiserver "$BOTH" "$TMP/kubeconfig-both"
+dra_side_apiserver both
 start_apiserver "$API_STATE" "$TMP/kubeconfig" --versions v1beta2
-mkdir -p "$TMP/registry-both"
 common=(-c "$TMP/dra.toml" --driver-name "$DRIVER" --node "$NODE" --resync-period 0.2)
-start_dra "$TMP/dra-both.log" "${common[@]}" --kubeconfig "$TMP/kubeconfig-both" --cdi-dir "$TMP/cdi-both" \
-        --plugin-dir "$TMP/plugins-both" --registry-dir "$TMP/registry-both"
+start_dra_side both "$TMP/dra-both.log" "${common[@]}"
 PID_BOTH=$DRA_PID
 start_dra "$TMP/dra.log" "${common[@]}" --kubeconfig "$TMP/kubeconfig" --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" \
         --registry-dir "$REG"

@@ -690,6 +690,52 @@ static void test_dra_taints(void **state)
         json_object_put(s);
 }
 
+/* issue 33, item 4: recovery. A device quiet (no critical XID) for the recovery time is healthy
+ * again; a GPU NVML named lost only once it answers again, counted from then; 0: never. */
+static void test_health_recover(void **state)
+{
+        (void)state;
+        struct gs_nvml_event xid0 = {.kind = GS_NVML_EV_XID, .index = 0, .xid = 79, .gi = GS_NVML_INVALID_INSTANCE_ID,
+                                     .ci = GS_NVML_INVALID_INSTANCE_ID},
+                             xidmig = {.kind = GS_NVML_EV_XID, .index = 2, .xid = 48, .gi = 2, .ci = 0},
+                             lost1 = {.kind = GS_NVML_EV_LOST, .index = 1},
+                             alive1 = {.kind = GS_NVML_EV_ALIVE, .index = 1},
+                             alive0 = {.kind = GS_NVML_EV_ALIVE, .index = 0};
+        assert_true(gs_k8s_health_apply(&dev, &health, &xid0, quiet, NULL));
+        assert_true(gs_k8s_health_apply(&dev, &health, &xidmig, quiet, NULL));
+        assert_true(gs_k8s_health_apply(&dev, &health, &lost1, quiet, NULL));
+        assert_false(gs_k8s_health_apply(&dev, &health, &alive0, quiet, NULL)); /* answering: not quiet yet */
+        long long t = gs_now_ms();
+        assert_false(gs_k8s_health_recover(&dev, &health, t + 100000, 0, quiet, NULL)); /* 0: never */
+        assert_false(gs_k8s_health_recover(&dev, &health, t + 500, 1000, quiet, NULL)); /* not quiet long enough */
+        assert_true(health.gpu_bad[0] && health.mig_bad[2][1] && health.gpu_bad[1]);
+        assert_true(gs_k8s_health_recover(&dev, &health, t + 1000, 1000, quiet, NULL));
+        assert_false(health.gpu_bad[0] || health.mig_bad[2][1]);
+        assert_true(health.gpu_healthy_since[0] > 0 && health.mig_healthy_since[2][1] > 0);
+        assert_true(health.gpu_bad[1] && health.gpu_why[1].lost); /* lost: not while it does not answer */
+        assert_false(gs_k8s_health_recover(&dev, &health, t + 100000, 1000, quiet, NULL));
+        assert_false(gs_k8s_health_apply(&dev, &health, &alive1, quiet, NULL));
+        t = gs_now_ms();
+        assert_false(gs_k8s_health_recover(&dev, &health, t + 500, 1000, quiet, NULL)); /* counted from its answer */
+        assert_true(gs_k8s_health_recover(&dev, &health, t + 1000, 1000, quiet, NULL));
+        assert_false(health.gpu_bad[1] || health.gpu_why[1].lost);
+        /* a critical XID again starts the quiet time again */
+        assert_true(gs_k8s_health_apply(&dev, &health, &xid0, quiet, NULL));
+        health.gpu_why[0].quiet_ms -= 800;
+        assert_false(gs_k8s_health_apply(&dev, &health, &xid0, quiet, NULL));
+        assert_false(gs_k8s_health_recover(&dev, &health, gs_now_ms() + 500, 1000, quiet, NULL));
+        /* a GPU waiting for a repair (a remapped row, PENDING) does not recover until it answers
+         * without one (ALIVE), counted from then */
+        struct gs_nvml_event pending0 = {.kind = GS_NVML_EV_PENDING, .index = 0};
+        assert_false(gs_k8s_health_apply(&dev, &health, &pending0, quiet, NULL));
+        assert_false(gs_k8s_health_recover(&dev, &health, gs_now_ms() + 100000, 1000, quiet, NULL));
+        assert_false(gs_k8s_health_apply(&dev, &health, &alive0, quiet, NULL));
+        t = gs_now_ms();
+        assert_false(gs_k8s_health_recover(&dev, &health, t + 500, 1000, quiet, NULL));
+        assert_true(gs_k8s_health_recover(&dev, &health, t + 1000, 1000, quiet, NULL));
+        assert_false(health.gpu_bad[0]);
+}
+
 static void test_dra_class_bound(void **state)
 {
         (void)state;
@@ -771,6 +817,7 @@ int main(void)
                 cmocka_unit_test(test_dra_class_bound),
                 cmocka_unit_test_setup_teardown(test_dra_capacity_step, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dra_taints, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_health_recover, setup, teardown),
                 cmocka_unit_test(test_grpc_message),
                 cmocka_unit_test(test_h2c_loopback),
                 cmocka_unit_test(test_h2c_stream_is_not_unary),

@@ -330,6 +330,31 @@ mutation drataintdry k8s_dra_taints src/dra/plugin.c \
         'if (0) {' \
         "the DRA plugin writes its first tainted slice without a dry run: with DRADeviceTaints off an unhealthy GPU is stored untainted until the answer shows it" \
         "found out by a dry run"
+mutation dracref k8s_dra_production src/dra/checkpoint.c \
+        'ref_read(p, uid, ns, cn)) {' \
+        '0) {' \
+        "a whole-GPU claim rebuilt from its spec has no namespace and name: the stale sweep never looks it up, it stays prepared for ever" \
+        "the whole-GPU claim rebuilt with its namespace and name"
+mutation healthrecover "k8s_dra_taints unit_k8s" src/kubelet/health.c \
+        'if (!*bad || why->gone || waits || now - why->quiet_ms < (long long)recover_ms)' \
+        'if (1)' \
+        "no recovery: a GPU reset or quiet again stays tainted (and Unhealthy) until the plugin restarts" \
+        "GPU 1 reset (NVML answers for it again): the taint gone from gpu-1"
+mutation healthgone "k8s_dra_taints unit_k8s" src/kubelet/health.c \
+        'if (!*bad || why->gone || waits' \
+        'if (!*bad || waits' \
+        "a GPU NVML names lost is healthy again after the recovery time although it does not answer: claims prepared on a GPU off the bus" \
+        "kept past the recovery time"
+mutation healthrepair "k8s_dra_taints unit_k8s" src/kubelet/health.c \
+        'why->gone || waits ||' \
+        'why->gone ||' \
+        "a GPU waiting for a reset (a remapped row pending) is healthy again after the recovery time: claims prepared on a GPU that needs a reset" \
+        "kept while a remapped row waits for a reset"
+mutation healthquiet "k8s_dra_taints unit_k8s" src/kubelet/health.c \
+        'why->quiet_ms = now;' \
+        '(void)now;' \
+        "a critical XID on a device already unhealthy does not start its quiet time again: a GPU that keeps failing is healthy again between its XIDs" \
+        "healthy again 2 s after the second"
 mutation drahealth k8s_dra_health src/dra/plugin.c \
         'gs_dra_health_changed(p);' \
         '(void)0;' \
