@@ -335,6 +335,16 @@ mutation dracref k8s_dra_production src/dra/checkpoint.c \
         '0) {' \
         "a whole-GPU claim rebuilt from its spec has no namespace and name: the stale sweep never looks it up, it stays prepared for ever" \
         "the whole-GPU claim rebuilt with its namespace and name"
+mutation drarebuildshare "k8s_dra_usage k8s_dra_production" src/dra/checkpoint.c \
+        'ref_shares(ref, out);' \
+        '(void)ref; /* mutation */' \
+        "a share rebuilt from its spec has no shareID: its usage status is refused (422, not an allocated device) until the kubelet prepares it again" \
+        "after the rebuild the share's usage written to its claim's status again"
+mutation drarefshare k8s_dra_usage src/dra/checkpoint.c \
+        "if (c->r[i].share_id[0] != '\\0')" \
+        'if (0)' \
+        "prepare writes no shareID into the claim's reference: a rebuild cannot recover it" \
+        "its entry keeps the share's shareID"
 mutation healthrecover "k8s_dra_taints unit_k8s" src/kubelet/health.c \
         'if (!*bad || why->gone || waits || now - why->quiet_ms < (long long)recover_ms)' \
         'if (1)' \
