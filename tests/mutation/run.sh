@@ -337,7 +337,7 @@ mutation dracref k8s_dra_production src/dra/checkpoint.c \
         "the whole-GPU claim rebuilt with its namespace and name"
 mutation drarebuildshare "k8s_dra_usage k8s_dra_production" src/dra/checkpoint.c \
         'ref_shares(ref, out);' \
-        '(void)ref; /* mutation */' \
+        'if (0) ref_shares(ref, out); /* mutation */' \
         "a share rebuilt from its spec has no shareID: its usage status is refused (422, not an allocated device) until the kubelet prepares it again" \
         "after the rebuild the share's usage written to its claim's status again"
 mutation drarefshare k8s_dra_usage src/dra/checkpoint.c \
