@@ -98,11 +98,12 @@ static bool ref_name(const char *text, char ns[64], char name[254])
  * device of that name (a device is in a claim once: dra/prepare.c refuses it twice). */
 static void ref_shares(const char *text, json_object *devs)
 {
+        static const char uid_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-";
         for (const char *l = strchr(text, '\n'); l != NULL; l = strchr(l, '\n')) {
                 char dev[64], id[64];
                 l++;
-                if (sscanf(l, "%63s %63s", dev, id) != 2 || strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != strlen(id))
-                        continue;
+                if (sscanf(l, "%63s %63s", dev, id) != 2 || strspn(id, uid_chars) != strlen(id))
+                        continue; /* (a UID: it goes into the status the plugin writes) */
                 for (size_t i = 0; i < json_object_array_length(devs); i++) {
                         json_object *d = json_object_array_get_idx(devs, i), *v = NULL;
                         if (json_object_object_get_ex(d, "device", &v) && strcmp(json_object_get_string(v), dev) == 0)

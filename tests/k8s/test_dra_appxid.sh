@@ -15,9 +15,9 @@
 #      its reference), marked when B's process faults, its condition not refused.
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
-# mutations (draappxid, draappxidkern). Every wait ends on what the plugin wrote (the claim, the
-# Event, its log line), never on a timeout alone; the plugin reads the log every 0.2 s
-# (--health-period).
+# mutations (draappxid, draappxidkern, drarebuildxid). Every wait ends on what the plugin wrote
+# (the claim, the Event, its log line), never on a timeout alone; the plugin reads the log every
+# 0.2 s (--health-period).
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"

@@ -17,10 +17,11 @@
 #      its usage written again (not refused: 422 without the shareID).
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
-# mutations (drametrics, drastatusoff, drausage, draclamp, drachanged, draevents): those checks
-# come in that order, as early as they can. The status period is short (P, 0.3 s; the GPU-time
-# window is the period), every wait ends on what the plugin wrote where there is something to wait
-# for, and the sleeps left (a share holding still, a second Event not posted) count periods.
+# mutations (drametrics, drastatusoff, drausage, draclamp, drachanged, draevents, drarefshare,
+# drarebuildshare): those checks come in that order, as early as they can. The status period is
+# short (P, 0.3 s; the GPU-time window is the period), every wait ends on what the plugin wrote
+# where there is something to wait for, and the sleeps left (a share holding still, a second Event
+# not posted) count periods.
 . "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 need jq
