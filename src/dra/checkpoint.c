@@ -47,13 +47,19 @@ static int ref_path(const struct gs_dra_prep *p, const char *uid, char *buf, siz
         return n < len ? 0 : -1;
 }
 
-int gs_dra_ck_ref_write(const struct gs_dra_prep *p, const char *uid, const char *ns, const char *name,
-                        struct gs_error *err)
+/* Its text: "NAMESPACE NAME\n", then "DEVICE SHAREID\n" for each device allocated as a share
+ * (its AllocatedDeviceStatus needs the shareID: the API server refuses an entry without it). */
+#define REF_MAX (400 + GS_DRA_MAX_RESULTS * 130)
+
+int gs_dra_ck_ref_write(const struct gs_dra_prep *p, const struct gs_dra_claim *c, struct gs_error *err)
 {
-        char path[PATH_MAX], text[400];
-        if (ref_path(p, uid, path, sizeof(path)) < 0)
+        char path[PATH_MAX], text[REF_MAX];
+        if (ref_path(p, c->uid, path, sizeof(path)) < 0)
                 return gs_error_set(err, GS_EINVAL, "plugin directory path too long");
-        snprintf(text, sizeof(text), "%s %s\n", ns, name);
+        size_t n = (size_t)snprintf(text, sizeof(text), "%s %s\n", c->ns, c->name); /* (at most 318 + 129 each) */
+        for (size_t i = 0; i < c->n && n < sizeof(text); i++)
+                if (c->r[i].share_id[0] != '\0')
+                        n += (size_t)snprintf(text + n, sizeof(text) - n, "%s %s\n", c->r[i].device, c->r[i].share_id);
         return gs_cdi_write_file_flags(path, text, GS_CDI_WRITE_NOSYNC, err) < 0 ? gs_error_wrap(err, "claim reference") : 0;
 }
 
@@ -64,22 +70,46 @@ void gs_dra_ck_ref_remove(const struct gs_dra_prep *p, const char *uid)
                 gs_log_warn("remove %s: %s", path, strerror(errno));
 }
 
-/* The claim's namespace and name from its reference file, as prepare wrote them: false when
- * there is none or it is not one (DNS names only: they go into URL paths). */
-static bool ref_read(const struct gs_dra_prep *p, const char *uid, char ns[64], char name[254])
+/* The claim's reference file's text, as prepare wrote it: false when there is none. */
+static bool ref_load(const struct gs_dra_prep *p, const char *uid, char *text, size_t len)
 {
-        char path[PATH_MAX], text[400];
+        char path[PATH_MAX];
         if (ref_path(p, uid, path, sizeof(path)) < 0)
                 return false;
         gs_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+        ssize_t n = fd >= 0 ? read(fd, text, len - 1) : -1;
         if (n <= 0)
                 return false;
         text[n] = '\0';
+        return true;
+}
+
+/* The claim's namespace and name from its reference's first line: false when it is not one (DNS
+ * names only: they go into URL paths). */
+static bool ref_name(const char *text, char ns[64], char name[254])
+{
         if (sscanf(text, "%63s %253s", ns, name) != 2)
                 return false;
         static const char ok[] = "abcdefghijklmnopqrstuvwxyz0123456789-.";
         return strlen(ns) <= 63 && strspn(ns, ok) == strlen(ns) && strchr(ns, '.') == NULL && strspn(name, ok) == strlen(name);
+}
+
+/* The shares' ids from the reference's other lines ("DEVICE SHAREID"), each on the rebuilt
+ * device of that name (a device is in a claim once: dra/prepare.c refuses it twice). */
+static void ref_shares(const char *text, json_object *devs)
+{
+        static const char uid_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-";
+        for (const char *l = strchr(text, '\n'); l != NULL; l = strchr(l, '\n')) {
+                char dev[64], id[64];
+                l++;
+                if (sscanf(l, "%63s %63s", dev, id) != 2 || strspn(id, uid_chars) != strlen(id))
+                        continue; /* (a UID: it goes into the status the plugin writes) */
+                for (size_t i = 0; i < json_object_array_length(devs); i++) {
+                        json_object *d = json_object_array_get_idx(devs, i), *v = NULL;
+                        if (json_object_object_get_ex(d, "device", &v) && strcmp(json_object_get_string(v), dev) == 0)
+                                json_object_object_add(d, "share_id", json_object_new_string(id));
+                }
+        }
 }
 
 /* The createRuntime hook's option `opt` ("--memory=") in a spec device, or NULL. */
@@ -156,11 +186,14 @@ static json_object *entry_from_spec(struct gs_dra_prep *p, const char *uid, cons
                 }
         }
         json_object_put(spec);
-        char ns[64], cn[254];
-        if (!json_object_object_get_ex(entry, "namespace", NULL) && ref_read(p, uid, ns, cn)) {
+        char ns[64], cn[254], ref[REF_MAX];
+        bool have_ref = ref_load(p, uid, ref, sizeof(ref));
+        if (have_ref && !json_object_object_get_ex(entry, "namespace", NULL) && ref_name(ref, ns, cn)) {
                 json_object_object_add(entry, "namespace", json_object_new_string(ns)); /* a whole GPU, a MIG device */
                 json_object_object_add(entry, "name", json_object_new_string(cn));
         }
+        if (have_ref)
+                ref_shares(ref, out);
         json_object_object_add(entry, "spec", json_object_new_string(path));
         json_object_object_add(entry, "rebuilt", json_object_new_boolean(1));
         json_object_object_add(entry, "devices", out);

@@ -13,7 +13,9 @@
  *             for a device without that hook (a whole GPU, a MIG device) from the claim's
  *             reference <plugin-dir>/claim-<uid>.ref: "NAMESPACE NAME", written at prepare beside the
  *             spec and removed with it; not in the spec: CDI has annotations only from 0.6.0, which
- *             the runtimes before it (containerd 1.7's, podman 4's) refuse),
+ *             the runtimes before it (containerd 1.7's, podman 4's) refuse; a share's shareID from
+ *             the reference's "DEVICE SHAREID" lines: its usage and condition entries on the claim's
+ *             status need it, the API server refuses an entry without it),
  *             marked "rebuilt" (prepared anew when the kubelet asks again: the answer's request
  *             names are the API server's), and a Warning Event CheckpointRebuilt on the Node
  *   books     what the prepared claims hold on one device: a device held whole (a GPU allocated
@@ -34,9 +36,8 @@ void gs_dra_ck_close(struct gs_dra_prep *p);
 int gs_dra_ck_begin(struct gs_dra_prep *p, struct gs_error *err);
 void gs_dra_ck_end(struct gs_dra_prep *p);
 int gs_dra_ck_save(struct gs_dra_prep *p, struct gs_error *err);
-/* The claim's reference (its namespace and name, for a rebuild), and its removal. */
-int gs_dra_ck_ref_write(const struct gs_dra_prep *p, const char *uid, const char *ns, const char *name,
-                        struct gs_error *err);
+/* The claim's reference (its namespace and name, its shares' ids, for a rebuild), and its removal. */
+int gs_dra_ck_ref_write(const struct gs_dra_prep *p, const struct gs_dra_claim *c, struct gs_error *err);
 void gs_dra_ck_ref_remove(const struct gs_dra_prep *p, const char *uid);
 /* What the checkpoint's claims other than `except_uid` hold on `device`, whose memory is `total`:
  * bytes and percent (each at most total, 100 per claim). */

@@ -380,7 +380,7 @@ static json_object *prepare_locked(struct gs_dra_prep *p, const struct gs_dra_cl
         p->took.build = t1 - t0;
         if (text == NULL || gs_cdi_write_file_flags(path, text, GS_CDI_WRITE_NOSYNC, err) < 0)
                 return gs_error_wrap(err, "CDI spec %s", path), NULL;
-        if (gs_dra_ck_ref_write(p, c->uid, c->ns, c->name, err) < 0) {
+        if (gs_dra_ck_ref_write(p, c, err) < 0) {
                 unlink(path);
                 return NULL;
         }

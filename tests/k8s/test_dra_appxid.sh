@@ -10,12 +10,14 @@
 #      (facility user: /dev/kmsg marks every line a process writes so), an XID of a process that is
 #      no slice's, one whose pid the driver could not tell, a critical XID's line (NVML's to judge);
 #   3. A's processes fault again within the minute: no second Event (a tenant that faults in a loop
-#      floods nothing), the log says it was attributed.
+#      floods nothing), the log says it was attributed;
+#   4. a torn checkpoint, the plugin restarted: B's share, rebuilt from its spec (its shareID from
+#      its reference), marked when B's process faults, its condition not refused.
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
-# mutations (draappxid, draappxidkern). Every wait ends on what the plugin wrote (the claim, the
-# Event, its log line), never on a timeout alone; the plugin reads the log every 0.2 s
-# (--health-period).
+# mutations (draappxid, draappxidkern, drarebuildxid). Every wait ends on what the plugin wrote
+# (the claim, the Event, its log line), never on a timeout alone; the plugin reads the log every
+# 0.2 s (--health-period).
 . "$(dirname "$0")/../integration/lib.sh"
 . "$SRC/tests/integration/bundle.sh"
 . "$SRC/tests/k8s/lib.sh"
@@ -168,4 +170,23 @@ sleep 1
 kill -0 "$DRA_PID" 2>/dev/null && ok "the plugin lives on" || not_ok "the plugin died: $(tail -5 "$TMP/dra.log")"
 stop_dra
 [ "$DRA_RC" = 0 ] && ok "the plugin stops cleanly" || not_ok "exit $DRA_RC"
+
+# ---------------------------------------------------------------------------------------------
+# 4. A torn checkpoint, the plugin restarted over it: B's share (rebuilt from its spec, its
+#    shareID from its reference) marked when B's process faults, its condition not refused (422)
+
+printf '{"version": 1, "claims": {"%s": {"na' "$UB" >"$PLUG/torn.json" && mv "$PLUG/torn.json" "$PLUG/checkpoint.json"
+start_dra "$TMP/dra2.log" -c "$TMP/dra.toml" --driver-name "$DRIVER" --kubeconfig "$TMP/kubeconfig" --node "$NODE" \
+        --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" --registry-dir "$REG" --health-period 0.2 --status-period 0 \
+        --kmsg "$KMSG"
+wait_for 20 test -S "$SOCK" || { not_ok "the plugin does not serve $SOCK: $(tail -5 "$TMP/dra2.log")"; finish; }
+jq -e --arg u "$UB" '.claims[$u].rebuilt == true' "$PLUG/checkpoint.json" >/dev/null || not_ok "the checkpoint not rebuilt"
+proc cb b2.out fault 120
+PB2=$PROC
+marked_b() { [ -n "$(cond slice-b)" ]; }
+if wait_for 10 marked_b && cond slice-b | jq -e --arg p "$PB2" '.reason == "Xid31" and (.message | contains("process " + $p))' >/dev/null &&
+   [ ! -s "$API_STATE/invalid.log" ]; then
+        ok "after a torn checkpoint (the plugin restarted): B's rebuilt share marked when its process faults (Xid31), nothing refused"
+else not_ok "B's rebuilt share not marked: $(cond slice-b); refused: $(head -c 400 "$API_STATE/invalid.log" 2>&1); $(grep -i xid "$TMP/dra2.log" | tail -3)"; fi
+stop_dra
 finish

@@ -131,9 +131,10 @@ printf '{"version": 1, "claims": {"%s": {"na' "$UY" >"$PLUG/torn.json" && mv "$P
 dra unprepare "$SOCK_B" v1 "ml/nothing/d0000000-0000-4000-8000-0000000000ff"
 if jq -e --arg u "$UY" --arg x "$UX" '(.claims | length) == 3 and (.claims[$u] | .rebuilt == true and .namespace == "ml"
         and .name == "after-crash" and .devices == [{device: "gpu-0", pool: "node-a", memory: 17179869184, compute: 40}])
-        and (.claims[$x] | .rebuilt == true and .devices == [{device: "gpu-0", pool: "node-a", memory: 21474836480, compute: 60}])' \
+        and (.claims[$x] | .rebuilt == true and .devices == [{device: "gpu-0", pool: "node-a", memory: 21474836480, compute: 60,
+                                                              share_id: "'"$SHARE"'"}])' \
         "$PLUG/checkpoint.json" >/dev/null && [ -s "$PLUG/checkpoint.json.bad" ]; then
-        ok "a torn checkpoint: set aside, rebuilt from the claims' specs (gpu-0, 16 Gi, 40 %, the claim ml/after-crash; shared-x's 20 Gi, 60 %)"
+        ok "a torn checkpoint: set aside, rebuilt from the claims' specs (gpu-0, 16 Gi, 40 %, the claim ml/after-crash; shared-x's 20 Gi, 60 %, its shareID)"
 else not_ok "a torn checkpoint: not rebuilt from the claims' specs: $(head -c 400 "$PLUG/checkpoint.json")"; fi
 jq -e --arg w "$UW" '.claims[$w] | .rebuilt == true and .namespace == "ml" and .name == "whole-w" and .devices == [{device: "gpu-1", pool: "node-a"}]' \
         "$PLUG/checkpoint.json" >/dev/null &&

@@ -12,13 +12,16 @@
 #   4. a damaged region (bad magic): no data, the plugin lives on; a valid-looking region with
 #      absurd numbers: clamped (memory to the GPU's, GPU time to 100 %, counts to JSON's);
 #   5. the usage falls: the data follows, the peak stays; a steady share writes nothing more;
-#   6. refusals at the quota: one MemoryQuotaReached Event on the claim, not one per refusal.
+#   6. refusals at the quota: one MemoryQuotaReached Event on the claim, not one per refusal;
+#   7. a torn checkpoint, the plugin restarted: the share's entry rebuilt with its shareID, and
+#      its usage written again (not refused: 422 without the shareID).
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
-# mutations (drametrics, drastatusoff, drausage, draclamp, drachanged, draevents): those checks
-# come in that order, as early as they can. The status period is short (P, 0.3 s; the GPU-time
-# window is the period), every wait ends on what the plugin wrote where there is something to wait
-# for, and the sleeps left (a share holding still, a second Event not posted) count periods.
+# mutations (drametrics, drastatusoff, drausage, draclamp, drachanged, draevents, drarefshare,
+# drarebuildshare): those checks come in that order, as early as they can. The status period is
+# short (P, 0.3 s; the GPU-time window is the period), every wait ends on what the plugin wrote
+# where there is something to wait for, and the sleeps left (a share holding still, a second Event
+# not posted) count periods.
 . "$(dirname "$0")/dra_lib.sh" # with tests/integration/lib.sh, bundle.sh (the simulated GPUs' uuids), tests/k8s/lib.sh
 
 need jq
@@ -247,5 +250,22 @@ sleep "$P"
 
 [ "$(grep -c "usage region $REGIONS/c2/usage: bad magic" "$TMP/dra1.log")" = 1 ] &&
         ok "the damaged region: said once in the plugin's log, sampled all along" || not_ok "... not in the log once: $(tail -5 "$TMP/dra1.log")"
+
+# ---------------------------------------------------------------------------------------------
+# 7. A torn checkpoint: the plugin restarted over it rebuilds the share's entry from its spec, its
+#    shareID from the claim's reference (claim-<uid>.ref, written at prepare), and its usage is
+#    written again (an entry without the shareID is no AllocatedDeviceStatus of the claim: 422)
+
+stop_dra
+printf '{"version": 1, "claims": {"%s": {"na' "$U1" >"$PLUG/torn.json" && mv "$PLUG/torn.json" "$PLUG/checkpoint.json"
+region c1 2147483648 0 0 0 0
+plugin "$TMP/dra2.log" --status-period "$P"
+jq -e --arg u "$U1" '.claims[$u] | .rebuilt == true and .devices[0].share_id == "5f1c9d1e-0000-4000-8000-000000000001"' \
+        "$PLUG/checkpoint.json" >/dev/null &&
+        ok "a torn checkpoint rebuilt over a share: its entry keeps the share's shareID (from claim-<uid>.ref)" ||
+        not_ok "the rebuilt share's entry: $(jq -c --arg u "$U1" '.claims[$u]' "$PLUG/checkpoint.json" 2>&1 | head -c 400)"
+if wait_for 10 data slice-4g-30 '.memory.usedBytes == 2147483648' && [ ! -s "$API_STATE/invalid.log" ]; then
+        ok "... after the rebuild the share's usage written to its claim's status again (2 GiB in use), nothing refused"
+else not_ok "... usage after the rebuild: $(entry slice-4g-30); refused: $(head -c 400 "$API_STATE/invalid.log" 2>&1)"; fi
 
 finish

@@ -331,10 +331,25 @@ mutation drataintdry k8s_dra_taints src/dra/plugin.c \
         "the DRA plugin writes its first tainted slice without a dry run: with DRADeviceTaints off an unhealthy GPU is stored untainted until the answer shows it" \
         "found out by a dry run"
 mutation dracref k8s_dra_production src/dra/checkpoint.c \
-        'ref_read(p, uid, ns, cn)) {' \
+        'ref_name(ref, ns, cn)) {' \
         '0) {' \
         "a whole-GPU claim rebuilt from its spec has no namespace and name: the stale sweep never looks it up, it stays prepared for ever" \
         "the whole-GPU claim rebuilt with its namespace and name"
+mutation drarebuildshare "k8s_dra_usage k8s_dra_production" src/dra/checkpoint.c \
+        'ref_shares(ref, out);' \
+        'if (0) ref_shares(ref, out); /* mutation */' \
+        "a share rebuilt from its spec has no shareID: its usage status is refused (422, not an allocated device) until the kubelet prepares it again" \
+        "usage after the rebuild"
+mutation drarebuildxid k8s_dra_appxid src/dra/checkpoint.c \
+        'ref_shares(ref, out);' \
+        'if (0) ref_shares(ref, out); /* mutation */' \
+        "a share rebuilt from its spec has no shareID: its ApplicationError condition is refused (422) until the kubelet prepares it again" \
+        "B's rebuilt share not marked"
+mutation drarefshare k8s_dra_usage src/dra/checkpoint.c \
+        "if (c->r[i].share_id[0] != '\\0')" \
+        'if (0)' \
+        "prepare writes no shareID into the claim's reference: a rebuild cannot recover it" \
+        "the rebuilt share's entry"
 mutation healthrecover "k8s_dra_taints unit_k8s" src/kubelet/health.c \
         'if (!*bad || why->gone || waits || now - why->quiet_ms < (long long)recover_ms)' \
         'if (1)' \
