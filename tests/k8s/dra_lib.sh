@@ -225,3 +225,14 @@ watch() {
 health() { sed -n "${2}p" "$1" | jq -r '[.devices[] | "\(.device.device_name)=\(.health)@\(.device.pool_name)"] | sort | join(" ")' 2>/dev/null; }
 # lines OUT N: OUT holds N messages at least
 lines() { [ "$(grep -c '"devices"' "$1" 2>/dev/null)" -ge "$2" ]; }
+
+# Slice directories as a container's hook writes them (tests/k8s/test_dra_usage.sh, _appxid, _mig):
+# dra_slice_owner starts a live process to own them (OWNER_PID; the test's cleanup kills it);
+# dra_slice_dir ID CLAIM makes $REGIONS/ID with that owner and the labels a claim's CDI spec gives
+# the hook (namespace ml, pod trainer-0, the claim CLAIM).
+dra_slice_owner() { sleep 600 & OWNER_PID=$!; }
+dra_slice_dir() {
+        mkdir -p "$REGIONS/$1"
+        echo "$OWNER_PID $(awk '{print $22}' "/proc/$OWNER_PID/stat")" >"$REGIONS/$1/owner"
+        printf '{"namespace": "ml", "pod": "trainer-0", "claim": "%s"}\n' "$2" >"$REGIONS/$1/labels"
+}

@@ -68,12 +68,9 @@ code=$(curl -sS -o "$TMP/api.out" -w '%{http_code}' --cacert "$TMP/api-cert.pem"
 
 # slice ID CLAIM: the slice directory a container of CLAIM would have (the hook writes it: the
 # owner, a live process here, and the labels the claim's CDI spec gave the hook)
-sleep 600 &
-OWNER_PID=$!
+dra_slice_owner
 slice() {
-        mkdir -p "$REGIONS/$1"
-        echo "$OWNER_PID $(awk '{print $22}' "/proc/$OWNER_PID/stat")" >"$REGIONS/$1/owner"
-        printf '{"namespace": "ml", "pod": "trainer-0", "claim": "%s"}\n' "$2" >"$REGIONS/$1/labels"
+        dra_slice_dir "$1" "$2"
 }
 # proc SLICE OUT ARGS...: mps-probe ARGS as a process of SLICE (the interposer, its region), in the
 # background; its pid in $PROC

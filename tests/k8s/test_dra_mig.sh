@@ -107,15 +107,12 @@ mkdir -p "$REGIONS"
 printf '[driver]\nroot = "%s"\n\n[slice]\nregions-dir = "%s"\n' "$DRV" "$REGIONS" >"$TMP/dra-usage.toml"
 start_dra "$TMP/dra-u.log" -c "$TMP/dra-usage.toml" --driver-name "$DRIVER" --kubeconfig "$TMP/kubeconfig" --node "$NODE" \
         --cdi-dir "$CDI_DIR" --plugin-dir "$PLUG" --registry-dir "$REG" --status-period 0.3
-sleep 600 &
-OWNER_PID=$!
+dra_slice_owner
 # slice ID CLAIM USED: a container's slice directory of CLAIM (its owner a live process, the labels
 # its spec gave the hook) and its region: one device (the MIG device, as the interposer names it in
 # a CDI container: GPU-<its hex>), a 4 Gi quota, USED bytes in use
 slice() {
-        mkdir -p "$REGIONS/$1"
-        echo "$OWNER_PID $(awk '{print $22}' "/proc/$OWNER_PID/stat")" >"$REGIONS/$1/owner"
-        printf '{"namespace": "ml", "pod": "trainer-0", "claim": "%s"}\n' "$2" >"$REGIONS/$1/labels"
+        dra_slice_dir "$1" "$2"
         "$BUILD/tests/region_tool" share "$REGIONS/$1/usage" "GPU-${MIG2#MIG-}" 4294967296 "$3" 0 0 0 0 || not_ok "region_tool share"
 }
 slice c-a mig-a 3221225472

@@ -80,12 +80,9 @@ share spare "$U4" gpu-0 1Gi 10
 
 # slice ID CLAIM: the slice directory a container of CLAIM would have (the hook writes it: the owner,
 # a live process here, and the labels the claim's CDI spec gave the hook); its region is written apart
-sleep 600 &
-OWNER_PID=$!
+dra_slice_owner
 slice() {
-        mkdir -p "$REGIONS/$1"
-        echo "$OWNER_PID $(awk '{print $22}' "/proc/$OWNER_PID/stat")" >"$REGIONS/$1/owner"
-        printf '{"namespace": "ml", "pod": "trainer-0", "claim": "%s"}\n' "$2" >"$REGIONS/$1/labels"
+        dra_slice_dir "$1" "$2"
 }
 # region ID USED REFUSED BUSY WAIT MS: region_tool share (see it), in the background when MS > 0
 region() {
