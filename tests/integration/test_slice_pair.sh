@@ -108,7 +108,7 @@ for HOW in cdi selected; do
         done
         [ "${N:-0}" -gt 1000 ] && [ "${SW:-0}" -gt 0 ] && [ $((Q * 2)) -le "$SW" ] &&
                 ok "$HOW: their kernels do not overlap: $Q of the $SW switches between them queued behind the other's kernel (<= 1/2; $N kernels)" ||
-                not_ok "$HOW: their kernels overlap: ${Q:-?} of the ${SW:-?} switches between them queued behind the other's kernel (want <= 1/2; ${N:-?} kernels)"
+                not_ok "$HOW: their kernels do not overlap: ${Q:-?} of the ${SW:-?} switches between them queued behind the other's kernel (want <= 1/2; ${N:-?} kernels)"
 done
 left=$(ls -A "$TMP/arbiter/gpuslice-gpu-$U0" 2>&1)
 [ -z "$left" ] && ok "poststop removed every container's arbiter records" || not_ok "arbiter records left: $left"
