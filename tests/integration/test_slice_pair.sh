@@ -6,14 +6,17 @@
 # bench/compute_shapes' `short`) at once on ONE simulated GPU: FAKEGPU_SHARED_TIMELINE, a file
 # both containers see, queues the kernels of the two processes behind each other, as a real GPU
 # runs them. Each container's kernels are logged (FAKEGPU_KERNEL_LOG) and read on the host.
-# Two ways a container gets its GPU:
-#   cdi       as the DRA plugin's CDI device gives it: NVIDIA_VISIBLE_DEVICES=void, the GPU's node
-#             in config.json's linux.devices (the driver's libcuda bind-mounted, as the spec's
-#             mounts do). Before the fix the hook took the slice's GPUs from the selection alone
-#             (none here): slice.conf named no GPU (no GPUSLICE_DEVICES), no arbiter records were
-#             made, and each container's interposer took turns with nobody (its own /dev/shm).
-#             On the H200: caps 30 and 50 got 13.4 and 36.5 % of the GPU; here 0.207 and 0.40;
-#   selected  NVIDIA_VISIBLE_DEVICES=0 (the hook's own selection).
+# Three ways a container gets its GPU and slice:
+#   cdi        as the DRA plugin's CDI device gives it: NVIDIA_VISIBLE_DEVICES=void, the GPU's node
+#              in config.json's linux.devices (the driver's libcuda bind-mounted, as the spec's
+#              mounts do), the slice hook with --gpu. Before the fix the hook took the slice's GPUs
+#              from the selection alone (none here): slice.conf named no GPU (no GPUSLICE_DEVICES),
+#              no arbiter records were made, and each container's interposer took turns with
+#              nobody (its own /dev/shm). On the H200: caps 30 and 50 got 13.4 and 36.5 % of the
+#              GPU; here 0.207 and 0.40;
+#   cdi-nogpu  the same without --gpu (the slice devices of `gpuslice cdi generate` and of the
+#              device plugin's CDI answers): the same bug before the fix;
+#   selected   NVIDIA_VISIBLE_DEVICES=0 (the hook's own selection), --gpu.
 # For each:
 #   1. slice.conf names the GPU (GPUSLICE_DEVICES) and the arbiter; each container sees the
 #      other's record in the GPU's arbiter directory;
@@ -52,21 +55,23 @@ sanitized && HENV='["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "ASAN_OPTIONS=detect_l
 # slice hook, the shared timeline's directory at /shared; it prints slice.conf, the GPU's arbiter
 # directory after a second, and compute-probe's report of SECS s of batches of 0.45 ms kernels
 pair_bundle() {
-        local how=$1 name=$2 mem=$3 pct=$4 vis=0
-        [ "$how" = cdi ] && vis=void
+        local how=$1 name=$2 mem=$3 pct=$4 vis=0 gpu=("--gpu=$U0")
+        [ "$how" != selected ] && vis=void
+        [ "$how" = cdi-nogpu ] && gpu=()
         make_bundle "$name" '.process.env += $env
                 | .process.args = ["/bin/sh", "-c", "sed \"s/^/SLICE /\" /etc/gpuslice/slice.conf; (sleep 1; ls " + $arb
                     + " | sed \"s/^/ARB /\") & /usr/bin/compute-probe batch " + $secs + " 450 2>&1 | sed \"s/^/PROBE /\"; wait; echo DONE"]
                 | .mounts += [{destination: "/shared", source: $shared, type: "bind", options: ["rbind", "rw"]}]
-                | if $how == "cdi" then .linux.devices = ((.linux.devices // []) + [{path: "/dev/nvidia0", type: "c",
+                | if $how != "selected" then .linux.devices = ((.linux.devices // []) + [{path: "/dev/nvidia0", type: "c",
                         major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0}])
                     | .mounts += [{destination: ($libdir + "/libcuda.so.1"), source: ($drv + $libdir + "/libcuda.so.1"),
                         type: "bind", options: ["rbind", "ro"]}] else . end
-                | .hooks = {createRuntime: [{path: $hook, args: ["gpuslice-hook", "--config", $conf, ("--memory=" + $mem),
-                        ("--compute-share=" + $pct), ("--gpu=" + $uuid), "createRuntime"], env: $henv}],
+                | .hooks = {createRuntime: [{path: $hook, args: (["gpuslice-hook", "--config", $conf, ("--memory=" + $mem),
+                        ("--compute-share=" + $pct)] + $gpu + ["createRuntime"]), env: $henv}],
                     poststop: [{path: $hook, args: ["gpuslice-hook", "--config", $conf, "poststop"], env: $henv}]}' \
                 --arg mem "$mem" --arg pct "$pct" --arg uuid "$U0" --arg shared "$SHARED" --arg secs "$SECS" \
                 --arg how "$how" --arg libdir "$LIBDIR" --arg hook "$HOOK" --arg arb "$ARB" --argjson henv "$HENV" \
+                --argjson gpu "$(printf '%s\n' "${gpu[@]}" | jq -R . | jq -cs 'map(select(. != ""))')" \
                 --argjson env "$(env_json NVIDIA_VISIBLE_DEVICES=$vis FAKEGPU_SHARED_TIMELINE=/shared/timeline \
                         "FAKEGPU_KERNEL_LOG=/shared/klog.$name" PROBE_BATCH=4)"
         cp "$CPROBE" "$TMP/$name/rootfs/usr/bin/compute-probe"
@@ -93,7 +98,7 @@ pair_once() {
         awk -v a="${a:-0}" -v b="${b:-0}" -v alo="$alo" -v blo="$blo" 'BEGIN { exit !(a >= alo && a <= 0.34 && b >= blo && b <= 0.54) }'
 }
 
-for HOW in cdi selected; do
+for HOW in cdi cdi-nogpu selected; do
         pair_bundle "$HOW" "$HOW-30" 4Gi 30
         pair_bundle "$HOW" "$HOW-50" 8Gi 50
         probe_case "$HOW: two slice containers of one GPU, caps 30 and 50, at once: each its cap" pair_once \
