@@ -285,6 +285,12 @@ struct gs_slice_opts {
                                       (through the container's user namespace), else its root's */
         uid_t user_uid;
         gid_t user_gid;
+        const char *devices;       /* the slice's GPUs where the selection names none (comma-separated
+                                      UUIDs, GPU- or MIG-, in the container's visible order): a CDI
+                                      container's (NVIDIA_VISIBLE_DEVICES=void), from the device
+                                      nodes in its config.json. NULL: the selected devices. Without
+                                      them the slice names no GPU: no GPUSLICE_DEVICES, and no turns
+                                      on the GPUs' arbiters with the other slices there */
 };
 
 /* True when the slice sets any limit. */

@@ -488,8 +488,9 @@ static void add_uuid(char *list, size_t len, const char *uuid)
 }
 
 /* slice (host side): the container's directory under the regions dir, its slice file (with the
- * selected devices' UUIDs: the interposer's visible devices, as CUDA knows them: a selected MIG
- * device by its MIG UUID, its parent GPU's not being one CUDA shows) and usage region. */
+ * selected devices' UUIDs, else the slice's own list (a CDI container's, from its device nodes):
+ * the interposer's visible devices, as CUDA knows them: a selected MIG device by its MIG UUID,
+ * its parent GPU's not being one CUDA shows; and each one's arbiter record) and usage region. */
 static int stage_slice_prepare(struct run *x, struct gs_error *err)
 {
         char uuids[GS_MAX_GPUS * (GS_STR_LONG + 1)] = "";
@@ -504,6 +505,9 @@ static int stage_slice_prepare(struct run *x, struct gs_error *err)
                 if (gs_selection_uses_gpu(&x->sel, i) && (x->sel.gpu[i] || !migs))
                         add_uuid(uuids, sizeof(uuids), g->uuid);
         }
+        /* none selected (CDI: the nodes in config.json): the GPUs the caller found in the nodes */
+        if (uuids[0] == '\0' && x->o->slice.devices != NULL)
+                snprintf(uuids, sizeof(uuids), "%s", x->o->slice.devices);
         pid_t owner = x->o->pid > 0 ? x->o->pid : getppid();
         /* slice.mps: a cap slice on one GPU may run through the GPU's MPS daemon (never an error). */
         struct gs_slice_opts so = x->o->slice;

@@ -13,7 +13,8 @@
 #     for the filling process, a MemoryQuotaReached Event when it hit the quota;
 #   - two claims of one GPU side by side (issue 33): an 8 Gi / 50 % claim prepared beside the first,
 #     both filled at once (each at its own quota, each claim's status data within 2 % of NVML's count
-#     for its own process), then both computing at once (30 and 50 +- 2 % of native);
+#     for its own process), then both computing at once (their arbiter records in one GPU's
+#     directory: they take turns; 30 and 50 +- 2 % of native);
 #   - unprepare removes the spec; SIGTERM keeps the ResourceSlice.
 #   tests/gpu/dra_check.sh BUILD OUTDIR   (as root; PASS/FAIL/SKIP lines, then "N passed, N failed,
 #                                          N skipped" (tests/gpu/lib.sh); exits 1 on a FAIL, 77
@@ -307,7 +308,19 @@ print(d[0]["memory"]["usedBytes"] // 1048576 if d and d[0].get("memory", {}).get
                 timeout 90 "$RUNC" --root "$W/runc-state" run --bundle "$W/comp2$x" "$id" </dev/null >"$OUT/dra-comp2$x.txt" 2>&1 &
                 eval "rp_$x=\$!"
         done
+        # both containers' arbiter records in the GPU's directory (the hook makes them: they take
+        # turns; a CDI container's slice named no GPU before, and had none: 13.4 + 36.5 %)
+        arb_both=
+        for _ in $(seq 30); do
+                for d in /run/gpuslice/arbiter/gpuslice-gpu-*/; do
+                        [ -e "$d/gs-dra-comp2a-$$" ] && [ -e "$d/gs-dra-comp2b-$$" ] && arb_both=$d
+                done
+                [ -n "$arb_both" ] && break
+                sleep 0.1
+        done
+        ls -la /run/gpuslice/arbiter/*/ >"$OUT/dra-arbiter.txt" 2>&1
         wait "$rp_a"; rca=$?; wait "$rp_b"; rcb=$?
+        check "two claims: both containers' records in the GPU's arbiter directory (${arb_both:-none}: they take turns)" test -n "$arb_both"
         "$CARRY/compute_shapes" short 3 >"$OUT/dra-native4.txt" 2>&1
         n3=$(rate "$OUT/dra-native3.txt") n4=$(rate "$OUT/dra-native4.txt") ra=$(rate "$OUT/dra-comp2a.txt") rb=$(rate "$OUT/dra-comp2b.txt")
         pa=$(awk -v a="${ra:-0}" -v n1="${n3:-0}" -v n2="${n4:-0}" 'BEGIN { n = (n1 + n2) / 2; printf "%.1f", (n > 0 ? 100 * a / n : -1) }')

@@ -481,6 +481,11 @@ mutation migsliceuuid integration_slice_gpus src/container/configure.c \
         'add_uuid(uuids, sizeof(uuids), g->uuid);' \
         "a slice of a selected MIG device names its parent GPU in GPUSLICE_DEVICES: the interposer, which knows CUDA's devices by UUID, finds no device of the slice (the MIG device hidden, its quota nowhere)" \
         "slice.conf names the MIG device by its MIG UUID"
+mutation cdislicegpus integration_slice_pair src/runtime/hook.c \
+        "rq.opts.slice.devices = node_gpus[0] != '\\0' ? node_gpus : NULL;" \
+        'rq.opts.slice.devices = NULL;' \
+        "a CDI container's slice (NVIDIA_VISIBLE_DEVICES=void, its GPU's node in config.json) names no GPU: no arbiter record, two such containers of one GPU never take turns (their kernels interleave, each charged for the other's: caps 30 and 50 got 13 and 37 % on the H200)" \
+        "cdi: their kernels do not overlap"
 # issue 32 (lat)
 mutation sharewindow vgpu_latency_conserve src/vgpu/limiter.c \
         'atomic_store(&d->borrow, u.gpu <= (own > own_second ? own : own_second) + 5);' \
