@@ -9,7 +9,9 @@ kernel log (CLOCK_MONOTONIC ns, one clock for all). Per request:
   late   neighbour kernels that began after it came and before its first kernel (launched on a
          view from before it took the GPU)
 Prints one line: requests= slipped= (requests with a slip) slip_kernels= late= late_kernels=
-p50_us= p99_us= max_us= (the requests' latency) worst= (the request with the most slips: its
+late_over1= (requests that more than one late kernel ran ahead of: beside a slice of its class a
+batch keeps one kernel queued behind the one running, which may start after a request came, never
+two) p50_us= p99_us= max_us= (the requests' latency) worst= (the request with the most slips: its
 latency in us and its slips).
 """
 import bisect
@@ -47,7 +49,7 @@ def main():
     lats = sorted(r[0] for r in rows)
     worst = max(rows, key=lambda r: (r[2], r[0]))
     print(f"requests={len(rows)} slipped={sum(r[2] > 0 for r in rows)} slip_kernels={sum(r[2] for r in rows)} "
-          f"late={sum(r[1] > 0 for r in rows)} late_kernels={sum(r[1] for r in rows)} "
+          f"late={sum(r[1] > 0 for r in rows)} late_kernels={sum(r[1] for r in rows)} late_over1={sum(r[1] > 1 for r in rows)} "
           f"p50_us={lats[len(lats) // 2] / 1e3:.0f} p99_us={lats[int((len(lats) - 1) * 0.99)] / 1e3:.0f} "
           f"max_us={lats[-1] / 1e3:.0f} worst={worst[0] / 1e3:.0f}/{worst[2]}")
     return 0
