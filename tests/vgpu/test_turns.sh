@@ -100,15 +100,20 @@ fi
 # that taking the client's own CPU waits off does not cover (the batch's launcher's, the simulated
 # GPU's threads': 7.6 ms seen with 2 ms kernels in a run without a slip; 3.9-7.6 ms with 2 ms
 # kernels, 6.7-13.3 ms with 5 ms). Request by request (tests/vgpu/timeline_count.py, as for the
-# high client below): batch kernels run inside its requests (slip_kernels) at most 5 % of them
-# (0-7 of ~200 seen), and requests that more than one batch kernel started ahead of after they
-# came (late_over1: the launch-ahead's one queued kernel may start after a request came, a second
-# never) at most 1 % (none seen in 44 runs; the late starts of that one queued kernel are counted
-# and printed: 15-23 % of the requests with 2 ms kernels, 3-10 % with 5 ms). Broken, each
-# case fails by far: the waking cut removed (the client waits for the batch's turns), the
-# launch-ahead bound removed, or a turn handed over as soon as the client's work is done, not a
-# tick later (slips): the longest request 0.2-0.4 s, p99 7-280 ms, 7-500 slipped kernels, 5-48
-# requests behind two or more late ones (mutation aheadshared).
+# high client below): batch kernels run inside its requests (slip_kernels) at most 3.5 % of them
+# in share mode (0-4 of ~200 seen), 5 % in cap mode (0-7 seen), and requests that more than one
+# batch kernel started ahead of after they came (late_over1: the launch-ahead's one queued kernel
+# may start after a request came, a second never) at most 1 % (none seen in 44 runs; the late
+# starts of that one queued kernel are counted and printed: 15-23 % of the requests with 2 ms
+# kernels, 3-10 % with 5 ms). Seen red (the interposer broken on purpose, each case run):
+#  - the launch-ahead bound beside another slice removed (mutation aheadshared): 57-148 requests
+#    behind two or more late kernels, the longest 18-64 ms, p99 10.6-25.6 ms (the median check
+#    below passed: 627 us);
+#  - a turn handed over as soon as the client's work is done, not a tick later (mutation
+#    quiettick): share mode 10-22 slipped kernels in 4 runs of each kernel length (red); in cap
+#    mode 2-13, which overlaps the 0-7 seen unbroken: no honest bound there, the 5 % catches
+#    grosser breakage only;
+#  - the waking cut removed (the client waits for the batch's turns): the longest 25-300 ms.
 # Bounded launch-ahead (the cap 50/50 pair of 5 ms kernels): the client's median wait is about a
 # kernel (before: everything the batch queued, up to 4 ms of it or 4 kernels and more).
 for mode in share cap; do
@@ -125,10 +130,12 @@ for mode in share cap; do
                 lo=$(probe_lo 0.45 "$TMP/batch") hi=1.0
                 [ $mode = cap ] && hi=0.55
                 sk=$(field slip_kernels <(echo "$tl")) l1=$(field late_over1 <(echo "$tl"))
-                if ran && few 5 "$sk" "$tl" && few 1 "$l1" "$tl" && within 0 $mxb "$mx"; then
+                sp=5
+                [ $mode = share ] && sp=3.5
+                if ran && few $sp "$sk" "$tl" && few 1 "$l1" "$tl" && within 0 $mxb "$mx"; then
                         ok "$mode 50/50, ${k} us batch kernels, request by request: $sk batch kernels inside requests, $l1 requests behind more than one late kernel, the longest $mx us (<= $mxb): $tl"
                 else
-                        not_ok "$mode 50/50, ${k} us batch kernels, request by request: ${sk:-?} batch kernels inside requests (want <= 5 %), ${l1:-?} requests behind more than one late kernel (want <= 1 %), the longest ${mx:-none} us (want <= $mxb): $tl"
+                        not_ok "$mode 50/50, ${k} us batch kernels, request by request: ${sk:-?} batch kernels inside requests (want <= $sp %), ${l1:-?} requests behind more than one late kernel (want <= 1 %), the longest ${mx:-none} us (want <= $mxb): $tl"
                 fi
                 if ran && within 0 $bound "$p99" && within $lo $hi "$frac"; then
                         ok "$mode 50/50, ${k} us batch kernels: the client's p99 ${p99} us (<= $bound; raw $raw), the batch $frac of the GPU (>= $lo)"
