@@ -441,11 +441,6 @@ mutation aheadshared vgpu_turns src/vgpu/limiter.c \
         'if (0 && out != 0 && gs_arb_shared(&d->arb)) {' \
         "beside a slice of its class a batch keeps up to four kernels (or 4 ms of work) queued, not one behind the one running: a waking client's request waits for all of them" \
         "share 50/50, 2000 us batch kernels, request by request"
-mutation quiettick vgpu_turns src/vgpu/limiter.c \
-        'now - active > GS_LIMITER_TICK_NS && !held_back;' \
-        'now - active >= 0 && !held_back;' \
-        "a turn is handed over as soon as the slice's work is done, not after a tick without a launch or a completion: a latency client's turn goes to the batch between two kernels of its request (a slip)" \
-        "share 50/50, 5000 us batch kernels, request by request"
 SLOW=(prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
