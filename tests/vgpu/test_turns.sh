@@ -96,10 +96,11 @@ fi
 #    never two in one request) or a kernel the batch launched as the turn was cut (never seen).
 # So its p99 (the 2nd worst of ~200, which a slip may be) is at most two batch kernels and 1.5 ms
 # (the 1 ms above and 0.5 ms; measured in 11 runs of each case at load 2-8: 2 ms kernels 3.0-4.6
-# ms, 5 ms 5.9-8.9 ms), and its longest request at most three and 3 ms: the 1 ms above and 2 ms
+# ms, 5 ms 5.9-8.9 ms), and its longest request at most three and 4 ms: the 1 ms above and 3 ms
 # of a loaded machine that taking the client's own CPU waits off does not cover (the batch's
-# launcher's, the simulated GPU's threads': 7.6 ms seen with 2 ms kernels in a run without a
-# slip; 3.9-7.6 ms with 2 ms kernels, 6.7-13.3 ms with 5 ms). Request by request (tests/vgpu/timeline_count.py, as for the
+# launcher's, the simulated GPU's threads': 8.0 ms seen with 2 ms kernels in a run without a
+# slip; 3.9-8.0 ms with 2 ms kernels, 6.7-13.3 ms with 5 ms, in 17 runs; every breakage below
+# 18 ms or more). Request by request (tests/vgpu/timeline_count.py, as for the
 # high client below): batch kernels run inside its requests (slip_kernels) at most 8 % of them
 # (0-7 of ~200 seen at load 2-8, 10 once at load 4), and requests that more than one
 # batch kernel started ahead of after they came (late_over1: the launch-ahead's one queued kernel
@@ -125,7 +126,7 @@ for mode in share cap; do
                 pair "GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$mode" "GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$mode" $k
                 p99=$(field p99_run_us "$TMP/client") raw=$(field p99_us "$TMP/client") frac=$(field fraction "$TMP/batch")
                 mx=$(field max_run_us "$TMP/client") tl=$(tcount)
-                bound=$((2 * k + 1500)) mxb=$((3 * k + 3000))
+                bound=$((2 * k + 1500)) mxb=$((3 * k + 4000))
                 # (in the sanitizer build, whose simulated GPU and probe run slower, the longest
                 # request is held under half a quantum only, as the high client's below: it never
                 # waited for the batch's turn; 11.6 ms seen there with 2 ms kernels)
