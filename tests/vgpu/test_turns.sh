@@ -109,9 +109,8 @@ fi
 # kernels, 3-10 % with 5 ms). Seen red (the interposer broken on purpose, each case run):
 #  - the launch-ahead bound beside another slice removed (mutation aheadshared; one run of each
 #    case; and the mutation check's run): 57-148 requests behind two or more late kernels (the
-#    check that catches it every time), the longest 10.6-64 ms, 9-47 slipped
-#    kernels but with 5 ms kernels in share mode, p99 10.6-25.6 ms (the median check below
-#    passed: 627 us);
+#    check that catches it every time), the longest 10.6-64 ms, 9-47 slipped kernels (none with
+#    5 ms kernels in share mode), p99 10.6-25.6 ms (the median check below passed: 627 us);
 #  - the waking cut removed (the client waits for the batch's turns): the longest 25-300 ms.
 # Not separated: a turn handed over as soon as the client's work is done, not a tick later (the
 # quiet tick removed): 10-22 slipped kernels in share mode, 2-13 in cap mode, where the landed code
