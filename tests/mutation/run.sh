@@ -533,6 +533,11 @@ mutation strictone vgpu_turns src/vgpu/limiter.c \
         'return 0 && gs_arb_below(&d->arb) &&' \
         "beside a slice of a higher class, a batch's long kernels are not launched one at a time on a fresh look at the records: its next kernel, launched on a view from before the high client took the GPU, runs ahead of the client's request (a late start)" \
         "beside 5 ms batch kernels, request by request"
+mutation aheadshared vgpu_turns src/vgpu/limiter.c \
+        'if (out != 0 && gs_arb_shared(&d->arb)) {' \
+        'if (0 && out != 0 && gs_arb_shared(&d->arb)) {' \
+        "beside a slice of its class a batch keeps up to four kernels (or 4 ms of work) queued, not one behind the one running: a waking client's request waits for all of them" \
+        "share 50/50, 2000 us batch kernels, request by request"
 SLOW=(prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then

@@ -43,8 +43,9 @@ pair() {
 }
 ran() { [ -n "$(field requests "$TMP/client")" ] && [ -n "$(field fraction "$TMP/batch")" ]; }
 # tcount: the last pair's requests as the GPU ran them (tests/vgpu/timeline_count.py): requests=
-# slipped= (requests a batch kernel ran inside of, between two of their kernels) late= (requests
-# whose first kernel a batch kernel launched after they came ran ahead of) max_us=
+# slipped= (requests a batch kernel ran inside of, between two of their kernels) slip_kernels= (such
+# batch kernels) late= (requests whose first kernel a batch kernel launched after they came ran
+# ahead of) late_over1= (requests more than one batch kernel started ahead of after they came) max_us=
 tcount() {
         cat "$TMP/client.k" "$TMP/client.q" >"$TMP/client.tl" 2>/dev/null
         python3 "$SRC/tests/vgpu/timeline_count.py" "$TMP/client.tl" "$TMP/batch.k" 2>&1
@@ -80,22 +81,64 @@ else
 fi
 
 # The client waits for about one neighbour kernel, not for the neighbour's turn (a quantum of
-# 40 ms): its p99 stays under two batch kernels and 6 ms of a loaded CI machine's scheduling
-# (the turn before cuts: ~21 ms with 2 ms kernels); the batch keeps its share (share mode: it
+# 40 ms; the turn before cuts: ~21 ms with 2 ms kernels); the batch keeps its share (share mode: it
 # borrows what the client leaves). The latencies judged are the client's less the time it waited
-# for a CPU during each request (p99_run_us; the raw p99 is printed beside it).
-# Bounded launch-ahead (the cap 50/50 pair of 5 ms kernels): beside another slice the batch keeps
-# at most one kernel queued behind the one running (and no more than 0.5 ms of work beyond two), so
-# the client's median wait is about a kernel (before: everything the batch queued, up to 4 ms of it
-# or 4 kernels and more).
+# for a CPU during each request (p99_run_us, max_run_us; the raw p99 is printed beside it).
+# What a request of the client (under its share: it wakes and cuts the batch's turn) must wait at
+# most with the landed turns, batch kernels of K us:
+#  - the batch kernel running when it comes (K), and the one queued behind it: beside another slice
+#    the batch launches its next kernel only when at most 0.5 ms of its work is left
+#    (GS_LIMITER_AHEAD_NS), so the two together are at most K + 0.5 ms;
+#  - then the hand-over (its launcher takes the GPU on a read of the records, the batch's launcher
+#    sees the cut at its next look, every 0.1 ms) and its own four 70 us kernels, ~0.5 ms;
+#  - rarely one more batch kernel: a slip (its thread kept off its CPU for more than a tick
+#    between two of its kernels hands its turn over: 0-7 of ~200 requests seen on this loaded VM,
+#    never two in one request) or a kernel the batch launched as the turn was cut (never seen).
+# So its p99 (the 2nd worst of ~200, which a slip may be) is at most two batch kernels and 1.5 ms
+# (the 1 ms above and 0.5 ms; measured in 11 runs of each case at load 2-8: 2 ms kernels 3.0-4.6
+# ms, 5 ms 5.9-8.9 ms), and its longest request at most three and 4 ms: the 1 ms above and 3 ms
+# of a loaded machine that taking the client's own CPU waits off does not cover (the batch's
+# launcher's, the simulated GPU's threads': 8.0 ms seen with 2 ms kernels in a run without a
+# slip; 3.9-8.0 ms with 2 ms kernels, 6.7-13.3 ms with 5 ms, in 17 runs; the breakages below
+# 10.6 ms and more with 2 ms kernels, 23 ms and more with 5 ms). Request by request (tests/vgpu/timeline_count.py, as for the
+# high client below): batch kernels run inside its requests (slip_kernels) at most 8 % of them
+# (0-7 of ~200 seen at load 2-8, 10 once at load 4), and requests that more than one
+# batch kernel started ahead of after they came (late_over1: the launch-ahead's one queued kernel
+# may start after a request came, a second never) at most 1 % (none seen in 44 runs; the late
+# starts of that one queued kernel are counted and printed: 15-23 % of the requests with 2 ms
+# kernels, 3-10 % with 5 ms). Seen red (the interposer broken on purpose, each case run):
+#  - the launch-ahead bound beside another slice removed (mutation aheadshared; one run of each
+#    case; and the mutation check's run): 57-148 requests behind two or more late kernels (the
+#    check that catches it every time), the longest 10.6-64 ms, 9-47 slipped kernels (none with
+#    5 ms kernels in share mode), p99 10.6-25.6 ms (the median check below passed: 627 us);
+#  - the waking cut removed (the client waits for the batch's turns): the longest 25-300 ms.
+# Not separated: a turn handed over as soon as the client's work is done, not a tick later (the
+# quiet tick removed): 10-22 slipped kernels in share mode, 2-13 in cap mode, where the landed code
+# gives 0-10 on this loaded VM (a share-mode bound of 3.5 % caught it and failed unbroken runs at
+# load 4). timeline_count.py prints slipped_running= (slips in requests whose thread waited for a
+# CPU less than a tick): share mode 0 seen unbroken at load 2-3 against 8-14 broken, cap mode 1-4
+# against 5-10; not checked, as it was not measured under load.
+# Bounded launch-ahead (the cap 50/50 pair of 5 ms kernels): the client's median wait is about a
+# kernel (before: everything the batch queued, up to 4 ms of it or 4 kernels and more).
 for mode in share cap; do
         for k in 2000 5000; do
                 { [ $mode:$k = share:5000 ] || [ $mode:$k = cap:2000 ]; } && sanitized_skip "$mode 50/50, ${k} us batch kernels" && continue
                 pair "GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$mode" "GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$mode" $k
                 p99=$(field p99_run_us "$TMP/client") raw=$(field p99_us "$TMP/client") frac=$(field fraction "$TMP/batch")
-                bound=$((2 * k + 6000))
+                mx=$(field max_run_us "$TMP/client") tl=$(tcount)
+                bound=$((2 * k + 1500)) mxb=$((3 * k + 4000))
+                # (in the sanitizer build, whose simulated GPU and probe run slower, the longest
+                # request is held under half a quantum only, as the high client's below: it never
+                # waited for the batch's turn; 11.6 ms seen there with 2 ms kernels)
+                sanitized && [ $mxb -lt 20000 ] && mxb=20000
                 lo=$(probe_lo 0.45 "$TMP/batch") hi=1.0
                 [ $mode = cap ] && hi=0.55
+                sk=$(field slip_kernels <(echo "$tl")) l1=$(field late_over1 <(echo "$tl"))
+                if ran && few 8 "$sk" "$tl" && few 1 "$l1" "$tl" && within 0 $mxb "$mx"; then
+                        ok "$mode 50/50, ${k} us batch kernels, request by request: $sk batch kernels inside requests, $l1 requests behind more than one late kernel, the longest $mx us (<= $mxb): $tl"
+                else
+                        not_ok "$mode 50/50, ${k} us batch kernels, request by request: ${sk:-?} batch kernels inside requests (want <= 8 %), ${l1:-?} requests behind more than one late kernel (want <= 1 %), the longest ${mx:-none} us (want <= $mxb): $tl"
+                fi
                 if ran && within 0 $bound "$p99" && within $lo $hi "$frac"; then
                         ok "$mode 50/50, ${k} us batch kernels: the client's p99 ${p99} us (<= $bound; raw $raw), the batch $frac of the GPU (>= $lo)"
                 else
@@ -109,20 +152,29 @@ for mode in share cap; do
         done
 done
 
-# Priorities. A client that wants the GPU all the time (a request every 2 ms) beside a batch
-# slice. As a normal slice above its share (30 % beside a 70 % batch: its requests are charged the
-# batch kernel each one waits for) it waits for the batch's turns. As a high slice it never waits
-# for a low slice's turn, only for the kernel running: here beside a low batch of share 30 %,
-# whose guarantee (a share-mode slice owed its share goes first, whatever the classes: its own
-# rule) stays below what it gets in the gaps, so that the case tests the classes, not that rule.
-# (Beside a share 70 low batch the batch was owed whenever the hand-overs of a client taking the
-# GPU 500 times a second idled the GPU, as on a loaded two-core machine: 0.45-0.57 of the GPU,
-# and the high client held back up to 0.5 s, traced on the simulated GPU.)
+# Priorities, like with like: a client that wants the GPU all the time (a request every 2 ms), of
+# share 10, beside the same batch (share 30, normal, 2 ms kernels), once a normal slice and once a
+# high one: only the client's class differs. As a normal slice above its share (its requests are
+# charged the batch kernel each one waits for: it wants more than its 10 of 40) it waits for the
+# batch's turns: p99 7.7-9.6 ms (8 runs), 42 % of its requests behind a batch kernel started
+# after they came. As a high slice it never waits for a lower slice's turn, only for the kernel
+# running (the batch's next launched one at a time on a fresh look beside it): p99 2.0-2.5 ms
+# (8 runs), so at most one batch kernel, its own 0.3 ms, the hand-over and 2.5 ms of a loaded
+# machine (5 ms, where 6 ms was ~2.5 times the GPU host's), and under half the normal one's
+# (3.1-4.8 times under it seen; with the client at share 20 only 2.4-2.7 times). The batch's guarantee (a
+# share-mode slice owed its share goes first, whatever the classes: its own rule) stays below what
+# it gets in the gaps (0.35), so that the case tests the classes, not that rule. (Beside a share 70
+# batch the batch was owed whenever the hand-overs of a client taking the GPU 500 times a second
+# idled the GPU, as on a loaded two-core machine: 0.45-0.57 of the GPU, and the high client held
+# back up to 0.5 s, traced on the simulated GPU. Until issue 34 the normal client ran beside a
+# share 70 normal batch and the high one beside a share 30 low batch: not the same neighbour.)
+# Classes ignored (mutation prioclass), the high client is the normal one: p99 7.7 ms beside the
+# normal one's 7.8 ms, and 460 of its 1082 requests started late: red.
 export PROBE_PERIOD_US=2000
-pair "GPUSLICE_COMPUTE_LIMIT=70 GPUSLICE_COMPUTE_MODE=share" "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" 2000
-normal=$(field p99_run_us "$TMP/client")
-pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=low" \
-        "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high" 2000
+pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" "GPUSLICE_COMPUTE_LIMIT=10 GPUSLICE_COMPUTE_MODE=share" 2000
+normal=$(field p99_run_us "$TMP/client") ntl=$(tcount)
+pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" \
+        "GPUSLICE_COMPUTE_LIMIT=10 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high" 2000
 high=$(field p99_run_us "$TMP/client") hraw=$(field p99_us "$TMP/client") bfrac=$(field fraction "$TMP/batch")
 hmax=$(field max_run_us "$TMP/client") htl=$(tcount)
 # (the batch's floor is its guarantee: 30 % of the 4 s it wanted the GPU, less the owed rule's
@@ -130,44 +182,45 @@ hmax=$(field max_run_us "$TMP/client") htl=$(tcount)
 blo=$(probe_lo 0.28 "$TMP/batch")
 unset PROBE_PERIOD_US
 # What the observer sees of that pair (the interposer's counts in the regions): each slice's
-# priority, its launches, and how long they waited for the GPU (the low batch far longer).
+# priority, its launches, and how long they waited for the GPU (the normal batch far longer).
 "$BUILD/gpuslice" top --json --no-nvml --interval 0.1 --region "$TMP/region.$n.client" --region "$TMP/region.$n.batch" \
         >"$TMP/top.json" 2>"$TMP/top.err"
-python3 - "$TMP/top.json" "$TMP/region.$n.client" 2>"$TMP/top.err" <<'EOF2' && ok "top: the client high, the batch low, launches counted, the batch waited longer" ||
+python3 - "$TMP/top.json" "$TMP/region.$n.client" 2>"$TMP/top.err" <<'EOF2' && ok "top: the client high, the batch normal, launches counted, the batch waited longer" ||
 import json, sys
 d = {s["region"]: s for s in json.load(open(sys.argv[1]))["slices"]}
 c, b = d[sys.argv[2]], [s for r, s in d.items() if r != sys.argv[2]][0]
 cw, bw = c["devices"][0]["launch_wait"], b["devices"][0]["launch_wait"]
-assert c["priority"] == "high" and b["priority"] == "low", (c["priority"], b["priority"])
+assert c["priority"] == "high" and b["priority"] == "normal", (c["priority"], b["priority"])
 assert cw["launches"] >= 500 and bw["launches"] >= 100, (cw, bw)
 assert bw["wait_seconds"] > 2 * cw["wait_seconds"], (cw, bw)
 EOF2
         { not_ok "top's view of the priority pair"; cat "$TMP/top.err"; }
-if ran && within 0 6000 "$high" && awk -v h="$high" -v n="$normal" 'BEGIN { exit !(n > 2 * h) }'; then
-        ok "a high client beside a low batch: p99 $high us (raw $hraw; a normal one: $normal us)"
+if ran && within 0 5000 "$high" && awk -v h="$high" -v n="$normal" 'BEGIN { exit !(n > 2 * h) }'; then
+        ok "a high client beside a normal batch: p99 $high us (raw $hraw; the normal one beside the same batch: $normal us: $ntl)"
 else
-        not_ok "priority: high p99 ${high:-none} us (raw ${hraw:-none}; want <= 6000 and under half of normal's ${normal:-none})"
+        not_ok "priority: high p99 ${high:-none} us (raw ${hraw:-none}; want <= 5000 and under half of the normal one's ${normal:-none} beside the same batch: $ntl)"
 fi
 # ... and not at p99 only (issue 34): every request as the GPU ran it. A batch kernel between two of
 # a request's kernels (a slip: the high client's turn handed over or cut in the middle of it) or
 # ahead of its first one though launched after it came (a late start: launched on a view from
-# before the client took the GPU) is rare: late starts at most 1 % of the ~1900 requests (0-6
-# seen), slips at most 2 % (0-8 seen: the client's thread kept off its CPU for more than a tick
-# between two of its kernels hands its turn over, on this loaded VM), and the longest request
-# stays under half a quantum (20 ms: it never waited for a neighbour's turn; its CPU waits taken
-# off, as the p99's; 6-7 ms seen, 12 ms in the sanitizer build beside another test).
+# before the client took the GPU) is rare: late starts at most 1 % of the ~1900 requests (1-2
+# seen beside this batch, 0-6 beside a low one), slips at most 2 % (1-9 seen: the client's thread
+# kept off its CPU for more than a tick between two of its kernels hands its turn over, on this
+# loaded VM), and the longest request stays under half a quantum (20 ms: it never waited for a
+# neighbour's turn; its CPU waits taken off, as the p99's; 9-12 ms seen at share 10, once 17 ms at
+# load 3; 6-7 ms at share 30 beside a low batch, 12 ms in the sanitizer build beside another test).
 s1=$(field slipped <(echo "$htl")) l1=$(field late <(echo "$htl"))
 if ran && few 2 "$s1" "$htl" && few 1 "$l1" "$htl" && within 0 20000 "$hmax"; then
-        ok "a high client beside a low batch, request by request: $s1 slipped, $l1 started late, the longest $hmax us (<= 20000): $htl"
+        ok "a high client beside a normal batch, request by request: $s1 slipped, $l1 started late, the longest $hmax us (<= 20000): $htl"
 else
-        not_ok "a high client beside a low batch, request by request: ${s1:-?} slipped (want <= 2 %), ${l1:-?} started late (want <= 1 %), the longest ${hmax:-none} us (want <= 20000): $htl"
+        not_ok "a high client beside a normal batch, request by request: ${s1:-?} slipped (want <= 2 %), ${l1:-?} started late (want <= 1 %), the longest ${hmax:-none} us (want <= 20000): $htl"
 fi
-# ... and the low batch keeps its guarantee beside the high client: on this simulated GPU, beside a
+# ... and the batch keeps its guarantee beside the high client: on this simulated GPU, beside a
 # client that takes the GPU every 2 ms, it gets 0.35-0.37 (a quiet machine): each hand-over back
 # to it waits for the client to be quiet for a tick (0.25 ms) and the client's next request
 # often comes first; the real GPU's table (bench/RESULTS.md) has the batch's throughput beside a
 # high client at a request every 20 ms
-within "$blo" 1.0 "$bfrac" && ok "... the low batch keeps its 30 % and takes gaps: $bfrac of the GPU (>= $blo)" || not_ok "low batch beside the high client: ${bfrac:-none} (want >= $blo)"
+within "$blo" 1.0 "$bfrac" && ok "... the batch keeps its 30 % and takes gaps: $bfrac of the GPU (>= $blo)" || not_ok "the batch beside the high client: ${bfrac:-none} (want >= $blo)"
 
 # A high client keeps its turn through its request: its first kernel waited up to a 5 ms batch
 # kernel, and its next comes 0.1 ms after (the host's work between the kernels of a request).
