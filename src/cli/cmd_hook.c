@@ -51,6 +51,10 @@ static const char hook_help[] =
         "  -c, --config=FILE   host defaults (default " GS_HOSTCONFIG_DEFAULT_PATH "; see gpuslice.conf):\n"
         "                      driver root, ldconfig, no-cgroups, default capabilities, log file ...\n"
         "                      Global options given on the command line win over it.\n"
+        "      --driver-root=DIR\n"
+        "                      the driver root as this host sees it, over the config's driver.root\n"
+        "                      (a DRA claim's CDI device gives the one its mounts come from, where\n"
+        "                      that is not /: a slice hook of several GPUs reads them there)\n"
         "      --k8s-claim=NAME, --k8s-namespace=NAMESPACE, --k8s-pod=NAME\n"
         "                      the slice's labels for metrics, top and `slice set NAMESPACE/POD`\n"
         "                      where the runtime's CRI annotations name none (a DRA claim's CDI\n"
@@ -94,9 +98,10 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
                 {"k8s-claim", required_argument, NULL, 'K'},
                 {"k8s-namespace", required_argument, NULL, 'N'},
                 {"k8s-pod", required_argument, NULL, 'P'},
+                {"driver-root", required_argument, NULL, 'R'},
                 {0},
         };
-        const char *config = NULL, *stage_name = NULL;
+        const char *config = NULL, *stage_name = NULL, *driver_root = NULL;
         struct gs_hook_opts h = {.state_fd = 0};
         struct gs_slice_labels labels = {0};
         int c;
@@ -124,6 +129,11 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
                         switch (c) {
                         case 'c': config = optarg; break;
                         case 'h': fputs(hook_help, stdout); return 0;
+                        case 'R':
+                                if (optarg[0] != '/')
+                                        return cli_usage_error("hook", "--driver-root: '%s' is not an absolute path", optarg);
+                                driver_root = optarg;
+                                break;
                         case 'K': case 'N': case 'P': {
                                 char *dst = c == 'K' ? labels.claim : c == 'N' ? labels.ns : labels.pod;
                                 if (!gs_slice_label_valid(optarg))
@@ -166,7 +176,7 @@ int cmd_hook(const struct cli_globals *g, int argc, char **argv)
         }
         h.hc = &hc;
         h.ctx = (struct gs_config){
-                .root = g->root_set ? g->root : hc.root,
+                .root = g->root_set ? g->root : driver_root != NULL ? driver_root : hc.root,
                 .ldcache = g->ldcache_set ? g->ldcache : hc.ldcache,
                 .uid = eff.uid,
                 .gid = eff.gid,

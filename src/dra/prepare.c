@@ -188,8 +188,11 @@ static json_object *str_list(const char *s)
 /* The slice's GPU (runtime/slice_gpus.h: its limits are that GPU's, beside the container's other
  * slice devices; its limits not in the env: slice_of, per_gpu) and labels for metrics, top and `slice set` (issue 31: never env, which the
  * container writes): --gpu, --k8s-claim, --k8s-namespace and --k8s-pod on its createRuntime hook's
- * command line, before the stage (its last argument). */
-static void label_args(json_object *dev, const struct gs_dra_claim *c, const char *uuid)
+ * command line, before the stage (its last argument); and --driver-root, the driver root as the
+ * host sees it (root) where that is not /: the hook of a container of several slices reads the
+ * host's GPUs for their order, and finds them where the spec's mounts come from, not where the
+ * host config it reads (if any) says. */
+static void label_args(json_object *dev, const struct gs_dra_claim *c, const char *uuid, const char *root)
 {
         json_object *edits = NULL, *hooks = NULL;
         if (!json_object_object_get_ex(dev, "containerEdits", &edits))
@@ -201,14 +204,14 @@ static void label_args(json_object *dev, const struct gs_dra_claim *c, const cha
                 if (!json_object_object_get_ex(h, "hookName", &name) || strcmp(json_object_get_string(name), "createRuntime") != 0 ||
                     !json_object_object_get_ex(h, "args", &args) || json_object_array_length(args) < 2)
                         continue;
-                const char *opt[] = {"--gpu=", "--k8s-claim=", "--k8s-namespace=", "--k8s-pod="},
-                           *val[] = {uuid, c->name, c->ns, c->pod};
+                const char *opt[] = {"--gpu=", "--k8s-claim=", "--k8s-namespace=", "--k8s-pod=", "--driver-root="},
+                           *val[] = {uuid, c->name, c->ns, c->pod, strcmp(root, "/") != 0 ? root : ""};
                 size_t n = json_object_array_length(args);
                 json_object *out = json_object_new_array();
                 for (size_t j = 0; j + 1 < n; j++)
                         json_object_array_add(out, json_object_get(json_object_array_get_idx(args, j)));
-                for (size_t j = 0; j < 4; j++) {
-                        char kv[320];
+                for (size_t j = 0; j < 5; j++) {
+                        char kv[PATH_MAX + 16];
                         if (val[j][0] == '\0')
                                 continue;
                         snprintf(kv, sizeof(kv), "%s%s", opt[j], val[j]);
@@ -271,7 +274,8 @@ static json_object *result_device(struct gs_dra_prep *p, const struct gs_dra_cla
         snprintf(name, sizeof(name), "%s-%s", c->uid, c->r[i].device);
         json_object_object_add(copy, "name", json_object_new_string(name));
         if (pl[i].slice) /* a MIG device's share: its limits keyed by the MIG device's UUID */
-                label_args(copy, c, pl[i].mig >= 0 ? g->migs[pl[i].mig].uuid : g->uuid);
+                label_args(copy, c, pl[i].mig >= 0 ? g->migs[pl[i].mig].uuid : g->uuid,
+                           p->host_root != NULL && p->host_root[0] != '\0' ? p->host_root : gs_context_root(p->ctx));
         return copy;
 }
 

@@ -136,10 +136,9 @@ if [ -z "$PODMAN" ] || ! [ -x "$RUNC" ]; then
         not_ok "podman or runc is not installed (make test-deps): the MIG share's spec was not run as a container"
         finish
 fi
-# the hooks read the simulated host's driver root (a node's hook sees its driver at /): the
-# container's GPUs then come from the host's MIG devices and the container's nodes, as on a node
-jq --arg c "$TMP/dra.toml" '(.. | objects | select(.hookName? == "createRuntime" or .hookName? == "poststop") | .args) |= [.[0], "--config", $c] + .[1:]' "$SPECA" \
-        >"$SPECA.tmp" && mv "$SPECA.tmp" "$SPECA"
+# (the spec as the plugin wrote it: its slice hook reads the simulated host's driver root, which
+# it names, --driver-root; the container's GPUs then come from the host's MIG devices and the
+# container's nodes, as on a node)
 if sanitized; then
         jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$SPECA" \
                 >"$SPECA.tmp" && mv "$SPECA.tmp" "$SPECA"

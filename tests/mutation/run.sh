@@ -476,6 +476,17 @@ mutation dramigdevs k8s_dra_mig src/runtime/hook.c \
         'has = true;' \
         "the slice hook counts every MIG device of a GPU whose node the container has as the container's (not only those whose CI node it has): a MIG share's quota lands on another index, its MIG device unlimited" \
         "CUDA device 0 is the MIG device, at the share's 4096 MiB"
+# issue 33, item 3: several slice claims in one container, through the plugin's own specs
+mutation drasharesroot k8s_dra_shares src/dra/prepare.c \
+        '*val[] = {uuid, c->name, c->ns, c->pod, strcmp(root, "/") != 0 ? root : ""};' \
+        '*val[] = {uuid, c->name, c->ns, c->pod, ""};' \
+        "a DRA slice hook does not name the driver root its spec's mounts come from: where that is not / and no host config says so, a container of several slice claims does not start (the hook cannot read the GPUs' order)" \
+        "two slice claims in one container"
+mutation hookdriverroot k8s_dra_shares src/cli/cmd_hook.c \
+        '.root = g->root_set ? g->root : driver_root != NULL ? driver_root : hc.root,' \
+        '.root = g->root_set ? g->root : hc.root,' \
+        "the hook ignores --driver-root (the host config's driver root only): a container of several DRA slice claims does not start where the driver is not at /" \
+        "one claim with shares of both GPUs"
 mutation migsliceuuid integration_slice_gpus src/container/configure.c \
         'add_uuid(uuids, sizeof(uuids), g->migs[j].uuid);' \
         'add_uuid(uuids, sizeof(uuids), g->uuid);' \
