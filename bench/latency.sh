@@ -55,6 +55,9 @@
 # their output, with the interposer's log: LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=4" adds the turns), and
 # a line "# timeline SHAPE CONFIG: ..." tells where the client's requests waited
 # (bench/latency_timeline.py).
+# With the interposer's log at level 2 (LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=2"), a cell whose slices took
+# an honest neighbour for a liar (the arbiter's guard against hostile records) says so in a line
+# "# liar guard SHAPE CONFIG rRUN: N 'ignoring slice' lines".
 # Without a GPU (tests/gpu/latency_sim.sh): LAT_SIMULATED=1 skips the GPU check and MPS, LAT_BIN and
 # LAT_TORCH_CMD name stand-ins for the latency program and bench/latency_torch.py, and
 # LAT_LEAD_SECONDS (1.5: the clients' start after the batches') and LAT_BASE_SECONDS (3: the
@@ -252,6 +255,10 @@ cell() {
         fi
         for ((b = 1; b <= NB; b++)); do KEPT[$c:$r:$b]=$(cut -d, -f"$b" <<<"$keep"); done
         for ((k = 1; k <= j; k++)); do row "$c:$r:$k" "c$k" "$W/cell/c$k" "${keep:--}"; done
+        # (the arbiter's guard against hostile records taking an honest slice for a liar: its level-2
+        # lines, LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=2"; then both launch at once, the turns broken)
+        k=$(cat "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | grep -c "ignoring slice")
+        [ "$k" -gt 0 ] && echo "# liar guard $name $c r$r: $k 'ignoring slice' lines (honest slices taken for liars)"
         if [ -n "$TL" ] && [ "$KIND" = batch ]; then
                 cp "$W/cell/c1" "$TL/$tag-client.log"
                 for f in "$W"/cell/b*.[0-9]*; do [[ $f == *.txt ]] || cp "$f" "$TL/$tag-${f##*/}.log"; done

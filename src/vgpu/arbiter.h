@@ -9,7 +9,8 @@
  * and reads the others' with pread(), off the launch path: the slices of a GPU need not trust each
  * other. What a reader believes of another's record (arbiter.c, "Liars"): its share, class and
  * mode only from its host record; "owed" only where it can check it; and a slice that cost the
- * reader more than its share while the reader is short of its own is ignored. A file another
+ * reader more than its share while the reader is short of its own (neither got nor held the GPU
+ * for its share of the time it wanted it) is ignored. A file another
  * slice truncates, fills with garbage or replaces by a FIFO is skipped; nothing it writes can crash
  * us or keep us below our share by more than a turn and the owed slack a window. The hook makes the directory (sticky, world-writable on the host, so
  * that host slices of any user can add their file), the container's own file (0660, the
@@ -166,12 +167,13 @@ struct gs_arb {
         void (*warn)(const struct gs_arb *a, const char *what);
         bool guaranteed;          /* share mode: owed its share over a window, whatever the classes */
         uint64_t win_tick, win_at, win_want;       /* the window: last tick, last step, time wanted */
-        bool short_of_share;      /* over the window we got less than our share of the time we
-                                   * wanted, by GS_ARB_OWED_SLACK_NS (arbiter.c) */
+        uint64_t win_hold;        /* time we wanted the GPU and held it, cumulative (judge_owed) */
+        bool short_of_share;      /* over the window we neither got nor held our share of the time
+                                   * we wanted, by GS_ARB_OWED_SLACK_NS (arbiter.c, judge_peers) */
         uint64_t charge_at;       /* our last charge of the others (gs_arb_tick) */
         uint64_t owed_cause_at;   /* we last wanted the GPU beside a higher class (judge_owed) */
         unsigned win_i;
-        uint64_t win_got[GS_ARB_BUCKETS], win_wanted[GS_ARB_BUCKETS];
+        uint64_t win_got[GS_ARB_BUCKETS], win_wanted[GS_ARB_BUCKETS], win_held[GS_ARB_BUCKETS];
         uint64_t read_at;         /* last refresh of the peers */
         uint64_t listed_at;       /* last listing of the directory */
         int64_t dir_mtime_ns;

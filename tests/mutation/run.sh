@@ -538,6 +538,16 @@ mutation leavehandover vgpu_latency_leave src/vgpu/arbiter.c \
         'note(a, "hand over: the process ends"); if (0)' \
         "a process that ends holding its slice's turn leaves the lease to run out (up to two quanta after the exit): the GPU idle meanwhile for the slices that cannot cut it" \
         "slices that leave hand their turn over"
+mutation liarheld unit_arbiter src/vgpu/arbiter.c \
+        'a->short_of_share = (got > held ? got : held) + GS_ARB_OWED_SLACK_NS < owed;' \
+        'a->short_of_share = (got > held ? got : got) + GS_ARB_OWED_SLACK_NS < owed;' \
+        "the liar guard judges what a slice received by its GPU time alone: a light slice that held the GPU for its share of turns (its requests' CPU gaps in them) is short of its share, and takes a peer that cut its turns for a liar" \
+        "test_turn_holder_not_short"
+mutation liarheld8 vgpu_latency_equal8 src/vgpu/arbiter.c \
+        'a->short_of_share = (got > held ? got : held) + GS_ARB_OWED_SLACK_NS < owed;' \
+        'a->short_of_share = (got > held ? got : got) + GS_ARB_OWED_SLACK_NS < owed;' \
+        "as liarheld, in eight equal latency slices on the simulated GPU: the heavy clients, waiting in the turn order, ignore a lighter peer's record and launch beside it" \
+        "none takes another for a liar"
 # issue 34 (item 4: latency request by request)
 mutation strictone vgpu_turns src/vgpu/limiter.c \
         'return gs_arb_below(&d->arb) &&' \

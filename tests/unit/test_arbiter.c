@@ -17,7 +17,7 @@
 #include "vgpu/arbiter.h"
 
 static char dir[64];
-static struct gs_arb a, b; /* (large: a table of peers each) */
+static struct gs_arb a, b, c; /* (large: a table of peers each) */
 
 static int setup(void **state)
 {
@@ -231,6 +231,65 @@ static void test_lumpy_peer_not_ignored(void **state)
         assert_false(ignored);
 }
 
+/* A peer's record as an honest slice holding its turn, which it took by cutting (now: in its turn;
+ * `since`: its start), or not holding and not wanting the GPU (`since` 0). */
+static void peer_turn(struct gs_arb *x, uint64_t now, uint64_t since)
+{
+        atomic_store(&x->me->alive_ns, now);
+        if (since == 0) {
+                atomic_store(&x->me->state, GS_ARB_FREE);
+                atomic_store(&x->me->flags, 0);
+                return;
+        }
+        atomic_store(&x->me->vtime, 0);
+        atomic_store(&x->me->want_ns, now);
+        atomic_store(&x->me->flags, GS_ARB_CUT);
+        atomic_store(&x->me->since, since);
+        atomic_store(&x->me->until, now + 80000000u);
+        atomic_store(&x->me->state, GS_ARB_HOLDING);
+}
+
+/* A light slice that had its share of turns is not short of its share, however little of its
+ * turns its work used, and takes nobody for a liar. Here a (share 20) wants the GPU all the time
+ * (a latency client whose requests wait for turns) and holds it about 28 ms of every 100, using a
+ * tenth of that (its requests' CPU gaps); b (share 40) holds it 55 ms, c (share 40) 15 ms, each
+ * cutting the turn before. b costs a 550 ms of the 1000 it wanted (its share: 400, the margin 60).
+ * Judged by its GPU time (28 ms of its 200) a was short and ignored b's record (eight equal
+ * latency slices on the simulated GPU: the heavy clients ignored a peer in every run, and launched
+ * beside it); judged by the time it held the GPU (280 ms) it is not: b kept it from nothing it was
+ * owed. */
+static void test_turn_holder_not_short(void **state)
+{
+        (void)state;
+        assert_int_equal(gs_arb_open(&a, dir, "GPU-test", "x-00000000000000aa", 2000, GS_ARB_PRIO_NORMAL, true), 0);
+        assert_int_equal(gs_arb_open(&b, dir, "GPU-test", "x-00000000000000bb", 4000, GS_ARB_PRIO_NORMAL, true), 0);
+        assert_int_equal(gs_arb_open(&c, dir, "GPU-test", "x-00000000000000cc", 4000, GS_ARB_PRIO_NORMAL, true), 0);
+        uint64_t t0 = gs_mono_ns(), last = t0, got = 0, held = 0, now, bsince = 0, csince = 0;
+        bool ignored = false;
+        a.warn = say;
+        while ((now = gs_mono_ns()) - t0 < 1600000000u) {
+                uint64_t at = (now - t0) % 100000000u; /* a's slot 0-30 ms, b's 30-85, c's 85-100 */
+                bool bturn = at >= 30000000u && at < 85000000u, cturn = at >= 85000000u;
+                bsince = bturn ? (bsince != 0 ? bsince : now) : 0;
+                csince = cturn ? (csince != 0 ? csince : now) : 0;
+                peer_turn(&b, now, bsince);
+                peer_turn(&c, now, csince);
+                bool ran = gs_arb_may_launch(&a);
+                if (ran) {
+                        held += now - last;
+                        got += (now - last) / 10;
+                }
+                gs_arb_tick(&a, now, true, ran ? (now - last) / 10 : 0, got, false, false, false);
+                for (unsigned i = 0; i < a.npeers; i++)
+                        ignored |= a.peer[i].ignored;
+                last = now;
+                usleep(1000);
+        }
+        print_message("a held the GPU %.3f of the time, got %.3f\n", (double)held / (double)(now - t0),
+                      (double)got / (double)(now - t0));
+        assert_false(ignored);
+}
+
 /* A launcher that must launch on a fresh view waits out a refresh the ticker is making, and is
  * told when it could not have one (it must not launch on the old view), never left to guess. */
 static void test_poll_fresh_view(void **state)
@@ -331,6 +390,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_stall_is_no_waking, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_owed_through_a_stall, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lumpy_peer_not_ignored, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_turn_holder_not_short, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

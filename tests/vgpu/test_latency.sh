@@ -8,12 +8,14 @@
 #   test_latency.sh [CASE...]   (default: every case; GS_LATENCY_CASES too)
 # Cases, each a meson test of its own (vgpu_latency_CASE, tests/vgpu/meson.build), so that a
 # mutation meant for one runs that one alone: conserve (1. work conservation), join (2. joiners),
-# two (3. two equal latency slices), leave (4. slices that leave). A case is a function case_NAME
+# two (3. two equal latency slices), leave (4. slices that leave), equal8 (5. eight equal latency
+# slices: the liar guard takes none for a liar). A case is a function case_NAME
 # below: a new one is a function, a name in CASES and one in meson.build's list.
 # In a sanitizer build (GS_SANITIZE, from meson.build) each case runs its distinct code paths and
 # skips ("skip - ...: timing accuracy is checked in the normal build") the runs that repeat one:
 # conserve the slice alone, join and two the cap mode (share mode runs the same turns); leave is
-# skipped whole (the exit's hand-over runs at every process's exit in every case).
+# skipped whole (the exit's hand-over runs at every process's exit in every case), and so is equal8
+# (a judgement of turns' lengths against shares: the slower probes change what it judges).
 set -uo pipefail
 SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
 unset LD_LIBRARY_PATH LD_PRELOAD
@@ -32,7 +34,7 @@ at_least() { awk -v v="$2" -v lo="$1" 'BEGIN { exit !(v != "" && v + 0 >= lo) }'
 . "$SRC/tests/vgpu/sim_slices.sh" # fresh, sliced
 SHARE30="GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share"
 SHARE50="GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=share"
-CASES="conserve join two leave"
+CASES="conserve join two leave equal8"
 
 # conserved WHAT FILE: the share-30 slice of FILE got >= 0.95 of the GPU (less its CPU stalls)
 conserved() {
@@ -172,6 +174,51 @@ case_leave() {
                 not_ok "slices that leave hand their turn over: the GPU's use ${use:-none} beside twelve jobs that ended (want >= $lo; the batch $(field fraction "$TMP/batch"))"
                 tail -n 2 "$TMP/batch"
         fi
+}
+
+# 5. Eight equal latency slices (bench/latency.sh's equal8: four clients of four 70 us kernels every
+# 10 ms and four of eight every 7 ms, share (then cap) 12 % each, 3 s, logging at level 2): no slice
+# takes another for a liar (the arbiter's guard against hostile records, arbiter.c's judge_peers,
+# logs "ignoring slice ...'s record" at level 2 and then launches beside it: the turns broken, the
+# kernels of both slices queued together, both charged). Before: the heavy clients' requests,
+# waiting for turns, made them "want" the GPU 600-950 ms of each second, and what they received was
+# judged by their GPU time (65-70 ms: a request's turn is mostly its CPU gaps), so they were "short
+# of their share" (100-110 ms) and each peer that held turns of 1-1.4 ms for 0.3-0.6 ms of work cost
+# them more than its share by the margin: ignoring lines in two to four of the four heavy clients
+# in every run, share and cap. Now what a slice received is also the time it held the GPU (200-260
+# ms there): the guard judges turns, and a slice that had its share of turns is kept from the GPU by
+# nobody's record.
+eight_slices() { # MODE: eight share-12 (cap-12) latency slices at once, outputs $TMP/e8.MODE.1..8
+        fresh
+        local i pids=() per k
+        for i in 1 2 3 4 5 6 7 8; do
+                if [ $((i % 2)) = 1 ]; then per=10000 k=4; else per=7000 k=8; fi
+                PROBE_PERIOD_US=$per PROBE_REQ_KERNELS=$k sliced "e8.$1.$i" GPUSLICE_COMPUTE_LIMIT=12 \
+                        GPUSLICE_COMPUTE_MODE="$1" GPUSLICE_LOG_LEVEL=2 "$PROBE" request 3 70
+                pids+=($!)
+        done
+        wait "${pids[@]}"
+}
+case_equal8() {
+        local m i ran liars recs served
+        for m in share cap; do
+                sanitized_skip "eight equal latency slices, $m 12 %: none takes another for a liar" && continue
+                eight_slices $m
+                ran=0 liars=0 served=""
+                for i in 1 2 3 4 5 6 7 8; do
+                        [ -n "$(field requests "$TMP/e8.$m.$i")" ] && ran=$((ran + 1))
+                        liars=$((liars + $(grep -c "ignoring slice" "$TMP/e8.$m.$i")))
+                        served="$served $(field requests "$TMP/e8.$m.$i")/$(field due "$TMP/e8.$m.$i")"
+                done
+                # (the eight took part in the turns: each made its record in the GPU's arbiter directory)
+                recs=$(find "$GPUSLICE_ARBITER_DIR" -mindepth 2 -maxdepth 2 -type f ! -name '.*' | wc -l)
+                if [ "$ran" = 8 ] && [ "$recs" = 8 ] && [ "$liars" = 0 ]; then
+                        ok "eight equal latency slices, $m 12 %: none takes another for a liar (8 records; served of due:$served)"
+                else
+                        not_ok "eight equal latency slices, $m 12 %: none takes another for a liar: $liars 'ignoring' lines, $ran of 8 clients ran, $recs records (served of due:$served)"
+                        grep -h "ignoring slice" "$TMP"/e8.$m.* | head -n 3
+                fi
+        done
 }
 
 for c in ${*:-${GS_LATENCY_CASES:-$CASES}}; do
