@@ -15,7 +15,7 @@
 #      its reference), marked when B's process faults, its condition not refused.
 #
 # The mutation check (tests/mutation/run.sh) runs this test up to the check meant for each of its
-# mutations (draappxid, draappxidkern, drarebuildxid). Every wait ends on what the plugin wrote
+# mutations (draappxid, draappxidkern; the rebuilt shareID is drarebuildshare's, killed in k8s_dra_usage). Every wait ends on what the plugin wrote
 # (the claim, the Event, its log line), never on a timeout alone; the plugin reads the log every
 # 0.2 s (--health-period).
 . "$(dirname "$0")/../integration/lib.sh"
@@ -78,7 +78,9 @@ proc() {
         local s=$1 out=$2; shift 2
         env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$VGPU_LIB" FAKEGPU_CONFIG="$DRV/etc/fakegpu/gpus.conf" \
                 FAKEGPU_STATE="$TMP/fakegpu.state" FAKEGPU_KMSG="$KMSG" GPUSLICE_REGION="$REGIONS/$s/usage" \
-                GPUSLICE_MEMORY_LIMIT=4g PROBE_ALLOC_MIB=64 "$PROBE" "$@" >"$TMP/$out" 2>&1 &
+                GPUSLICE_MEMORY_LIMIT=4g PROBE_ALLOC_MIB=64 \
+                ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0 \
+                "$PROBE" "$@" >"$TMP/$out" 2>&1 & # (a sanitizer build's probe: the interposer preloaded ahead of ASan's runtime)
         PROC=$!
         PROC_PIDS+=("$PROC")
 }

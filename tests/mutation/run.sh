@@ -340,11 +340,6 @@ mutation drarebuildshare "k8s_dra_usage k8s_dra_production" src/dra/checkpoint.c
         'if (0) ref_shares(ref, out); /* mutation */' \
         "a share rebuilt from its spec has no shareID: its usage status is refused (422, not an allocated device) until the kubelet prepares it again" \
         "usage after the rebuild"
-mutation drarebuildxid k8s_dra_appxid src/dra/checkpoint.c \
-        'ref_shares(ref, out);' \
-        'if (0) ref_shares(ref, out); /* mutation */' \
-        "a share rebuilt from its spec has no shareID: its ApplicationError condition is refused (422) until the kubelet prepares it again" \
-        "B's rebuilt share not marked"
 mutation drarefshare k8s_dra_usage src/dra/checkpoint.c \
         "if (c->r[i].share_id[0] != '\\0')" \
         'if (0)' \
