@@ -135,16 +135,7 @@ PODMAN=$(command -v podman || true)
 if [ -z "$PODMAN" ] || ! [ -x "$RUNC" ]; then
         not_ok "podman or runc is not installed (make test-deps): the Allocate answers were not run as containers"
 else
-        # In a sanitizer build, LeakSanitizer in a hook in the container's pid namespace cannot list its
-        # threads and fails the hook: turn the leak check off in the spec's hooks (as test_cdi.sh does).
-        if sanitized; then
-                jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$CDI_SPEC" \
-                        >"$CDI_SPEC.tmp" && mv "$CDI_SPEC.tmp" "$CDI_SPEC"
-        fi
-        pod() {
-                timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
-                        --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" "$@"
-        }
+        specs_unleaked "$CDI_SPEC"
         # as_container NAME ANSWER.json ARGS...: podman run with the answer's CDI devices and env
         as_container() {
                 local n=$1 ans=$2 args=(); shift 2

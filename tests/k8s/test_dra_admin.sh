@@ -132,10 +132,7 @@ else
         mkdir -p /var/run/cdi
         PUB=/var/run/cdi/$DRIVER-claim-$UM.json
         cp "$CDI_DIR/$DRIVER-claim-$UM.json" "$PUB"
-        if sanitized; then
-                jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$PUB" \
-                        >"$PUB.tmp" && mv "$PUB.tmp" "$PUB"
-        fi
+        specs_unleaked "$PUB"
         R=$TMP/rootfs-admin
         make_rootfs "$R"
         cp "$GS" "$R/usr/bin/gpuslice"
@@ -148,8 +145,7 @@ if echo x >/run/gpuslice/slices/c-a/labels 2>/dev/null || mkdir /run/gpuslice/sl
 /usr/bin/gpuslice top --once --json >/top.json 2>/top.err; echo "TOPRC $?"
 sed 's/^/TOP /' /top.json; sed 's/^/TOPERR /' /top.err
 SH
-        timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
-                --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" run --rm --network=none \
+        pod run --rm --network=none \
                 --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$UM-gpu-0" --rootfs "$R" /bin/sh /admin.sh >"$TMP/c-admin.out" 2>"$TMP/c-admin.err"
         sed -n 's/^TOP //p' "$TMP/c-admin.out" >"$TMP/c-admin.json"
         if grep -q '^TOPRC 0$' "$TMP/c-admin.out" &&

@@ -139,14 +139,7 @@ fi
 # (the spec as the plugin wrote it: its slice hook reads the simulated host's driver root, which
 # it names, --driver-root; the container's GPUs then come from the host's MIG devices and the
 # container's nodes, as on a node)
-if sanitized; then
-        jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$SPECA" \
-                >"$SPECA.tmp" && mv "$SPECA.tmp" "$SPECA"
-fi
-pod() {
-        timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
-                --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" "$@"
-}
+specs_unleaked "$SPECA"
 make_rootfs "$TMP/rootfs-mig"
 run c-mig -- pod run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$UA-gpu-2-mig-2" \
         -e PROBE_TOTALS=1 -e FAKEGPU_DEVICE_NODES=1 -e EXPECT_TOTAL_MIB=4096 --rootfs "$TMP/rootfs-mig" /bin/sh /check.sh

@@ -121,16 +121,7 @@ PODMAN=$(command -v podman || true)
 if [ -z "$PODMAN" ] || ! [ -x "$RUNC" ]; then
         not_ok "podman or runc is not installed (make test-deps): the CDI specs were not run as containers"
 else
-        if sanitized; then
-                for f in "$SPEC1" "$CDI_DIR/$DRIVER-claim-$U2.json"; do
-                        jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$f" \
-                                >"$f.tmp" && mv "$f.tmp" "$f"
-                done
-        fi
-        pod() {
-                timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
-                        --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" "$@"
-        }
+        specs_unleaked "$SPEC1" "$CDI_DIR/$DRIVER-claim-$U2.json"
         fresh() { rm -rf "$TMP/rootfs-$1"; make_rootfs "$TMP/rootfs-$1"; echo "$TMP/rootfs-$1"; }
         run c-slice -- pod run --rm --network=none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 --device "$KIND=$U1-gpu-0" -e EXPECT_TOTAL_MIB=4096 \
                 --rootfs "$(fresh slice)" /bin/sh /check.sh

@@ -54,16 +54,7 @@ if [ -z "$PODMAN" ] || ! [ -x "$RUNC" ]; then
         not_ok "podman or runc is not installed (make test-deps): the claims' specs were not run as a container"
         finish
 fi
-if sanitized; then # (the plugin's specs otherwise as written: only an ASan build's hooks need this)
-        for f in "$CDI_DIR/$DRIVER"-claim-*.json; do
-                jq '(.. | objects | select(has("hookName")) | .env) |= (. + ["ASAN_OPTIONS=detect_leaks=0"])' "$f" \
-                        >"$f.tmp" && mv "$f.tmp" "$f"
-        done
-fi
-pod() {
-        timeout 180 "$PODMAN" --root "$TMP/podman-root" --runroot "$TMP/podman-run" --tmpdir "$TMP/podman-tmp" \
-                --cgroup-manager=cgroupfs --events-backend=file --runtime "$RUNC" "$@"
-}
+specs_unleaked "$CDI_DIR/$DRIVER"-claim-*.json
 make_rootfs "$TMP/rootfs"
 # in_pod NAME CDI-DEVICE...: the check script in a container of those CDI devices
 in_pod() {
