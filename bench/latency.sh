@@ -57,7 +57,8 @@
 # (bench/latency_timeline.py).
 # With the interposer's log at level 2 (LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=2"), a cell whose slices took
 # an honest neighbour for a liar (the arbiter's guard against hostile records) says so in a line
-# "# liar guard SHAPE CONFIG rRUN: N 'ignoring slice' lines".
+# "# liar guard SHAPE CONFIG rRUN: N 'ignoring slice' lines", and up to eight of them follow
+# ("#   CLIENT: ... turns: ignoring slice NAME's record: it cost us ... ms of the ... ms we wanted").
 # Without a GPU (tests/gpu/latency_sim.sh): LAT_SIMULATED=1 skips the GPU check and MPS, LAT_BIN and
 # LAT_TORCH_CMD name stand-ins for the latency program and bench/latency_torch.py, and
 # LAT_LEAD_SECONDS (1.5: the clients' start after the batches') and LAT_BASE_SECONDS (3: the
@@ -258,7 +259,13 @@ cell() {
         # (the arbiter's guard against hostile records taking an honest slice for a liar: its level-2
         # lines, LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=2"; then both launch at once, the turns broken)
         k=$(cat "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | grep -c "ignoring slice")
-        [ "$k" -gt 0 ] && echo "# liar guard $name $c r$r: $k 'ignoring slice' lines (honest slices taken for liars)"
+        if [ "$k" -gt 0 ]; then
+                echo "# liar guard $name $c r$r: $k 'ignoring slice' lines (honest slices taken for liars)"
+                # (the first few as the guard judged them: what the peer cost, the time wanted, held)
+                for f in "$W"/cell/c* "$W"/cell/b*.[0-9]*; do
+                        [ -f "$f" ] && grep -h "ignoring slice" "$f" | head -n 2 | sed "s|^|#   ${f##*/}: |"
+                done | head -n 8
+        fi
         if [ -n "$TL" ] && [ "$KIND" = batch ]; then
                 cp "$W/cell/c1" "$TL/$tag-client.log"
                 for f in "$W"/cell/b*.[0-9]*; do [[ $f == *.txt ]] || cp "$f" "$TL/$tag-${f##*/}.log"; done

@@ -592,7 +592,9 @@ static void keep_or_hand_over(struct gs_arb *a, uint64_t now, bool wanting, bool
         if (((others && (quiet || (!wanting && idle))) || (near && quiet)) && judged) {
                 note(a, quiet ? "hand over: quiet" : "hand over: out of work");
                 release(a);
-                a->woke = true;
+                /* (out of budget is no want of work: our next demand is no waking, and cuts
+                 * nobody's turn; it did at the second look after each of a capped slice's pauses) */
+                a->woke = !a->held_back;
         } else if (st == GS_ARB_DRAINING && idle && judged) {
                 note(a, "hand over: end of the quantum");
                 release(a);
@@ -621,6 +623,8 @@ static bool note_want(struct gs_arb *a, uint64_t now)
          * held it back: a new slice's budget starts empty) */
         bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;
         a->held_back = false;
+        if (a->want_began <= a->unwanted_at) /* (our first demand since the ticker saw none) */
+                a->want_began = now;
         if (waking || joining) {
                 uint64_t least = UINT64_MAX, here = UINT64_MAX;
                 for (unsigned i = 0; i < a->npeers; i++) {
@@ -648,6 +652,20 @@ static bool note_want(struct gs_arb *a, uint64_t now)
         return waking;
 }
 
+/* The time since our tick at `last` that we wanted the GPU began at the later of that tick and our
+ * first demand since the ticker last saw none (a launcher's, or this tick's). A tick judges our
+ * demand now, not along the whole time since the last one: the ticker naps 5 ms while nothing of
+ * ours happens (a request's launcher that waits for a turn does not wake it), and a capped slice
+ * waits for its own budget wanting nothing (the limiter), the ticker napping. Counted from the
+ * tick before, that nap was time we "wanted" the GPU and the others kept us from it: a capped
+ * slice, its budget spent at each few requests, was short of its share by its own cap and charged
+ * its peers the naps (judge_peers: eight equal cap-12 latency clients on the H200 took each other
+ * for liars, 59-65 times in 5 s; share mode, borrowing, none). */
+static uint64_t wanted_from(const struct gs_arb *a, uint64_t last)
+{
+        return a->want_began > last ? a->want_began : last;
+}
+
 /* A share-mode slice is owed its share while a slice of a higher class takes turns: over the
  * last window, the GPU time the slice got (`got_total`: every process of it) against its share of
  * the time it wanted the GPU (this process's view). It is served as high from
@@ -660,10 +678,11 @@ static bool note_want(struct gs_arb *a, uint64_t now)
 static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t got_total)
 {
         struct gs_arb_rec *me = a->me;
-        if (a->win_tick != 0 && wanting) {
-                a->win_want += now - a->win_tick;
+        uint64_t from = wanted_from(a, a->win_tick);
+        if (a->win_tick != 0 && wanting && now > from) {
+                a->win_want += now - from;
                 if (atomic_load(&me->state) != GS_ARB_FREE) /* (as charge() sees it: before a hand-over) */
-                        a->win_hold += now - a->win_tick;
+                        a->win_hold += now - from;
         }
         a->win_tick = now;
         if (now - a->win_at >= GS_ARB_WINDOW_NS / GS_ARB_BUCKETS) {
@@ -800,7 +819,8 @@ static void judge_peers(struct gs_arb *a, uint64_t now)
 /* Charge the time since our last tick to whoever kept us from the GPU (judge_peers). */
 static void charge(struct gs_arb *a, uint64_t now, bool wanting)
 {
-        uint64_t dt = a->charge_at != 0 && now > a->charge_at ? now - a->charge_at : 0;
+        uint64_t from = wanted_from(a, a->charge_at); /* (the time we wanted it: judge_owed) */
+        uint64_t dt = a->charge_at != 0 && now > from ? now - from : 0;
         a->charge_at = now;
         if (!wanting || dt == 0 || atomic_load(&a->me->state) != GS_ARB_FREE)
                 return;
@@ -838,7 +858,13 @@ void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns,
                 a->held_back = true;
                 a->woke = false;
         }
-        if (quiet) {
+        /* Held back by our budget we want nothing the others must wait for either: our demand
+         * goes off at once, as when we are quiet. It stayed on for GS_ARB_WANT_NS after our last
+         * launch, and where we were first in the order nobody took the GPU meanwhile: idle up to
+         * 2 ms at each of our budget's pauses, each waiting slice charging it to us, that is to
+         * a capped slice that wanted its cap (eight equal cap-12 latency clients on the H200: the
+         * heavy ones, their requests at their cap, served 57-83 % of them, and taken for liars). */
+        if (quiet || held_back) {
                 wanting = false;
                 if (now - atomic_load(&a->me->want_ns) <= GS_ARB_WANT_NS)
                         atomic_store(&a->me->want_ns, now - GS_ARB_WANT_NS - 1);

@@ -160,6 +160,8 @@ struct gs_arb {
         uint64_t taken_since;     /* the start of the last turn this process took (gs_arb_leave) */
         bool held_back;           /* our budget was spent since we last wanted the GPU */
         uint64_t unwanted_at;     /* our ticker last saw us want nothing (note_want: waking) */
+        uint64_t want_began;      /* our first demand since then (judge_owed, charge: the time we
+                                   * wanted the GPU is counted from here, not from the tick before) */
         /* A turn taken, given up or handed over, and why (the limiter's log at level 4; NULL: none) */
         void (*note)(const struct gs_arb *a, const char *what);
         /* A peer's record taken for a liar's, or believed again (the limiter's log at level 2;
@@ -265,7 +267,8 @@ uint64_t gs_arb_others_recent(const struct gs_arb *a, uint64_t upto, uint64_t sp
  * time measured since the last call), `got_total` (the slice's GPU time so far, every process of
  * it), `idle` (about nothing of ours is queued or running),
  * `quiet` (nothing is, and we launched nothing for a while: a turn we hold is handed over when
- * others want the GPU), `held_back` (our budget is spent: wanting again after that is no waking). */
+ * others want the GPU), `held_back` (our budget is spent: we want nothing the others must wait
+ * for, and wanting again after that is no waking). */
 void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns, uint64_t got_total, bool idle,
                  bool quiet, bool held_back);
 

@@ -543,6 +543,21 @@ mutation liarheld8 vgpu_latency_equal8 src/vgpu/arbiter.c \
         'a->short_of_share = (got > held ? got : got) + GS_ARB_OWED_SLACK_NS < owed;' \
         "as liarheld, in eight equal latency slices on the simulated GPU: the heavy clients, waiting in the turn order, ignore a lighter peer's record and launch beside it" \
         "none takes another for a liar"
+mutation capwant unit_arbiter src/vgpu/arbiter.c \
+        'if (quiet || held_back) {' \
+        'if (quiet) {' \
+        "a capped slice held back by its own budget still says it wants the GPU for 2 ms: first in the order, it keeps the others from a GPU it cannot use, and each charges it the wait" \
+        "test_budget_pause_wants_nothing"
+mutation capnap unit_arbiter src/vgpu/arbiter.c \
+        'return a->want_began > last ? a->want_began : last;' \
+        'return last;' \
+        "the time a slice wanted the GPU is counted from the tick before its demand: the ticker's 5 ms nap while a capped slice waited for its own budget is time it wanted, charged to the peer holding the GPU" \
+        "test_budget_pause_not_wanted"
+mutation capwoke unit_arbiter src/vgpu/arbiter.c \
+        'a->woke = !a->held_back;' \
+        'a->woke = true;' \
+        "a capped slice that hands its turn over for want of budget wakes when its budget is back: its second look cuts the holder's turn" \
+        "test_budget_pause_wants_nothing"
 # issue 34 (item 4: latency request by request)
 mutation strictone vgpu_turns src/vgpu/limiter.c \
         'return gs_arb_below(&d->arb) &&' \

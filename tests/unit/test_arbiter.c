@@ -290,6 +290,107 @@ static void test_turn_holder_not_short(void **state)
         assert_false(ignored);
 }
 
+/* Slice x as a cap-mode slice of `bp` basis points, class normal (a: x-...aa, b: x-...bb). */
+static void open_capped(struct gs_arb *x, uint32_t bp)
+{
+        const char *name = x == &a ? "x-00000000000000aa" : "x-00000000000000bb";
+        assert_int_equal(gs_arb_open(x, dir, "GPU-test", name, bp, GS_ARB_PRIO_NORMAL, false), 0);
+}
+
+static uint64_t charged_by(const struct gs_arb *x, const char *peer)
+{
+        for (unsigned i = 0; i < x->npeers; i++)
+                if (strcmp(x->peer[i].name, peer) == 0)
+                        return x->peer[i].charged;
+        fail_msg("no peer %s", peer);
+        return 0;
+}
+
+/* A capped slice whose budget is spent wants nothing the others must wait for: its demand goes off
+ * at once. Here b (cap 12, first in the order: less GPU time than a) holds the GPU, its budget
+ * runs out (the limiter's ticker: held back, idle) and it hands its turn over; a, waiting, takes
+ * the GPU at its next look. Before, b's record still said it wanted the GPU for 2 ms after its
+ * last demand, and a, behind it in the order, did not take the GPU meanwhile (idle), charging b
+ * the wait: eight equal cap-12 latency clients on the H200 paused for their budgets every few
+ * requests and took each other for liars, 59-65 times in 5 s. When b's budget is back, b waits
+ * its turn (no waking, no cut). */
+static void test_budget_pause_wants_nothing(void **state)
+{
+        (void)state;
+        open_capped(&a, 1200);
+        open_capped(&b, 1200);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a alone: takes the GPU */
+        assert_true(gs_arb_may_launch(&a));
+        usleep(300);
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false); /* b joins behind a, waits */
+        assert_false(gs_arb_may_launch(&b));
+        usleep(300);
+        gs_arb_tick(&a, gs_mono_ns(), true, 10000000u, 10000000u, false, false, false); /* a: 10 ms */
+        gs_arb_tick(&a, gs_mono_ns(), false, 0, 10000000u, true, true, false); /* a quiet: hands over */
+        assert_false(gs_arb_may_launch(&a));
+        usleep(300);
+        gs_arb_try_take(&b); /* b, first in the order now, takes it */
+        assert_true(gs_arb_may_launch(&b));
+        usleep(300);
+        gs_arb_try_take(&a); /* a's next request waits behind b */
+        assert_false(gs_arb_may_launch(&a));
+        usleep(300);
+        gs_arb_tick(&b, gs_mono_ns(), false, 1000000u, 1000000u, true, false, true); /* b's budget spent */
+        assert_false(gs_arb_may_launch(&b));
+        usleep(300);
+        gs_arb_try_take(&a);
+        assert_true(gs_arb_may_launch(&a)); /* (not 2 ms later) */
+        usleep(300);
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 1000000u, false, false, false); /* its budget back */
+        gs_arb_try_take(&b);
+        assert_false(gs_arb_may_launch(&b));
+}
+
+/* What a capped slice wanted is counted from its demand, not from the tick before it: its ticker
+ * naps 5 ms while the slice waits for its own budget (wanting nothing), and the tick after the
+ * refill counted the nap as time the slice wanted the GPU and charged it to the peer that held the
+ * GPU then. Here a (cap 12) waits 10 ms for its budget, b holding the GPU meanwhile; a's ticker
+ * wakes twice 5 ms apart; a's next request finds b still holding. Neither the time a wanted nor
+ * what b cost it may grow by the pause (before: both by 5 ms at each pause; a capped latency
+ * client pausing every few requests was "short of its share" by its own cap). */
+static void test_budget_pause_not_wanted(void **state)
+{
+        (void)state;
+        open_capped(&a, 1200);
+        open_capped(&b, 1200);
+        uint64_t now = gs_mono_ns(), since = now;
+        peer_turn(&b, now, since);
+        atomic_store(&b.me->vtime, 0);
+        gs_arb_tick(&a, now, true, 0, 0, false, false, false); /* a wants, b holds: a waits */
+        assert_false(gs_arb_may_launch(&a));
+        usleep(1000);
+        peer_turn(&b, now = gs_mono_ns(), since);
+        gs_arb_tick(&a, now, true, 0, 0, false, false, false);
+        uint64_t want0 = a.win_want, cost0 = charged_by(&a, "x-00000000000000bb");
+        assert_true(want0 >= 500000u && cost0 >= 500000u); /* (the wait so far: counted) */
+        usleep(250);
+        peer_turn(&b, now = gs_mono_ns(), since);
+        gs_arb_tick(&a, now, false, 0, 0, true, false, true); /* a's budget is spent */
+        for (int i = 0; i < 2; i++) { /* its ticker naps 5 ms, twice */
+                usleep(5000);
+                peer_turn(&b, now = gs_mono_ns(), since);
+                gs_arb_tick(&a, now, false, 0, 0, true, false, i == 0);
+        }
+        uint64_t want1 = a.win_want, cost1 = charged_by(&a, "x-00000000000000bb");
+        usleep(5000);
+        peer_turn(&b, now = gs_mono_ns(), since);
+        gs_arb_tick(&a, now, true, 0, 0, false, false, false); /* refilled: a's request waits for b */
+        assert_false(gs_arb_may_launch(&a));
+        print_message("over the pause: a wanted %.2f ms more, b cost it %.2f ms more\n",
+                      (double)(a.win_want - want1) / 1e6, (double)(charged_by(&a, "x-00000000000000bb") - cost1) / 1e6);
+        assert_true(a.win_want - want1 < 1000000u);
+        assert_true(charged_by(&a, "x-00000000000000bb") - cost1 < 1000000u);
+        usleep(1000);
+        peer_turn(&b, now = gs_mono_ns(), since);
+        gs_arb_tick(&a, now, true, 0, 0, false, false, false); /* and its wait from then on is */
+        assert_true(a.win_want - want1 >= 500000u);
+}
+
 /* A launcher that must launch on a fresh view waits out a refresh the ticker is making, and is
  * told when it could not have one (it must not launch on the old view), never left to guess. */
 static void test_poll_fresh_view(void **state)
@@ -391,6 +492,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_owed_through_a_stall, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lumpy_peer_not_ignored, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_turn_holder_not_short, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_budget_pause_wants_nothing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_budget_pause_not_wanted, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
