@@ -538,11 +538,6 @@ mutation liarheld unit_arbiter src/vgpu/arbiter.c \
         'a->short_of_share = (got > held ? got : got) + GS_ARB_OWED_SLACK_NS < owed;' \
         "the liar guard judges what a slice received by its GPU time alone: a light slice that held the GPU for its share of turns (its requests' CPU gaps in them) is short of its share, and takes a peer that cut its turns for a liar" \
         "test_turn_holder_not_short"
-mutation liarheld8 vgpu_latency_equal8 src/vgpu/arbiter.c \
-        'a->short_of_share = (got > held ? got : held) + GS_ARB_OWED_SLACK_NS < owed;' \
-        'a->short_of_share = (got > held ? got : got) + GS_ARB_OWED_SLACK_NS < owed;' \
-        "as liarheld, in eight equal latency slices on the simulated GPU: the heavy clients, waiting in the turn order, ignore a lighter peer's record and launch beside it" \
-        "none takes another for a liar"
 mutation capwant unit_arbiter src/vgpu/arbiter.c \
         'if (quiet || held_back) {' \
         'if (quiet) {' \
