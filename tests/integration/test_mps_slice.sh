@@ -275,7 +275,13 @@ check "after the restart new slices go through MPS again" xafter "^init=0 sms=32
 "$GS" --root "$DRV" exec --config "$TMP/auto.toml" --device 0 --compute 30 -- env FAKEGPU_CONFIG="$FC" "$MPROBE" serve 3 \
         >"$TMP/fc.out" 2>&1 &
 fc=$!
-sleep 0.5
+# The supervisor says "put back" only of a percentage it had already set for the slices registered:
+# wait for the slice's registration (its file under the GPU's MPS directory), then for three of
+# the supervisor's rounds (--interval 0.2), before changing it (a change made first is no change
+# to it, set silently: CI saw that race under load)
+registered() { compgen -G "$CLIENT/slices/*" >/dev/null || compgen -G "$MR/$U0/slices/*" >/dev/null; }
+wait_for 5 registered || not_ok "the exec slice never registered with GPU 0's MPS directory"
+sleep 0.6
 SRV=$(ui get_server_list | head -1)
 ui set_active_thread_percentage "$SRV" 100 >/dev/null
 wait_for 4 sh -c "[ \"\$(echo get_active_thread_percentage $SRV | CUDA_MPS_PIPE_DIRECTORY=$PIPE $DRV/usr/bin/nvidia-cuda-mps-control)\" = 30.0 ]" &&
