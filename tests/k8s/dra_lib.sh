@@ -236,3 +236,15 @@ dra_slice_dir() {
         echo "$OWNER_PID $(awk '{print $22}' "/proc/$OWNER_PID/stat")" >"$REGIONS/$1/owner"
         printf '{"namespace": "ml", "pod": "trainer-0", "claim": "%s"}\n' "$2" >"$REGIONS/$1/labels"
 }
+# driver_ready CLAIM SHAREID: the driver's own Ready condition on CLAIM's gpu-0 share entry (namespace
+# ml), as a prepare writes it, applied under the driver's field manager; the HTTP status in $code,
+# the answer in $TMP/api.out
+driver_ready() {
+        local doc='{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "'"$1"'", "namespace": "ml"},
+       "status": {"devices": [{"driver": "'"$DRIVER"'", "pool": "'"$NODE"'", "device": "gpu-0",
+        "shareID": "'"$2"'", "conditions": [{"type": "Ready", "status": "True",
+        "reason": "Prepared", "message": "prepared", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]}}'
+        code=$(curl -sS -o "$TMP/api.out" -w '%{http_code}' --cacert "$TMP/api-cert.pem" -H "Authorization: Bearer $TOKEN" \
+                -H 'Content-Type: application/apply-patch+yaml' -X PATCH --data "$doc" \
+                "https://127.0.0.1:$API_PORT/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/$1/status?fieldManager=$DRIVER&force=true")
+}

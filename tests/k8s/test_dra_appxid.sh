@@ -57,13 +57,7 @@ dra prepare "$SOCK" v1 "ml/slice-a/$UA" "ml/slice-b/$UB"
 kexpect "two slice claims of gpu-0 prepared" ".ok and [.claims[\"$UA\"], .claims[\"$UB\"] | .error // \"\"] == [\"\", \"\"]"
 
 # the driver's own Ready condition on A's entry (as a prepare writes it), which must stay
-ready_doc='{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "slice-a", "namespace": "ml"},
-       "status": {"devices": [{"driver": "'"$DRIVER"'", "pool": "'"$NODE"'", "device": "gpu-0",
-        "shareID": "5f1c9d1e-0000-4000-8000-00000000000a", "conditions": [{"type": "Ready", "status": "True",
-        "reason": "Prepared", "message": "prepared", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]}}'
-code=$(curl -sS -o "$TMP/api.out" -w '%{http_code}' --cacert "$TMP/api-cert.pem" -H "Authorization: Bearer $TOKEN" \
-        -H 'Content-Type: application/apply-patch+yaml' -X PATCH --data "$ready_doc" \
-        "https://127.0.0.1:$API_PORT/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/slice-a/status?fieldManager=$DRIVER&force=true")
+driver_ready slice-a 5f1c9d1e-0000-4000-8000-00000000000a
 [ "$code" = 200 ] || not_ok "the driver's Ready condition not applied: HTTP $code $(head -c 300 "$TMP/api.out")"
 
 # slice ID CLAIM: the slice directory a container of CLAIM would have (the hook writes it: the

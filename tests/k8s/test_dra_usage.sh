@@ -154,13 +154,7 @@ stop_dra
 #    sampled from the plugin's start on)
 
 # the driver's own word on the entry first (as after an error and a prepare: Ready True)
-cond='{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "slice-4g-30", "namespace": "ml"},
-       "status": {"devices": [{"driver": "'"$DRIVER"'", "pool": "'"$NODE"'", "device": "gpu-0",
-        "shareID": "5f1c9d1e-0000-4000-8000-000000000001", "conditions": [{"type": "Ready", "status": "True",
-        "reason": "Prepared", "message": "prepared", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]}}'
-code=$(curl -sS -o "$TMP/api.out" -w '%{http_code}' --cacert "$TMP/api-cert.pem" -H "Authorization: Bearer $TOKEN" \
-        -H 'Content-Type: application/apply-patch+yaml' -X PATCH --data "$cond" \
-        "https://127.0.0.1:$API_PORT/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/slice-4g-30/status?fieldManager=$DRIVER&force=true")
+driver_ready slice-4g-30 5f1c9d1e-0000-4000-8000-000000000001
 [ "$code" = 200 ] || not_ok "the driver's condition not applied: HTTP $code $(head -c 300 "$TMP/api.out")"
 
 # the regions' busy runs start before the plugin: its first window is busy throughout
