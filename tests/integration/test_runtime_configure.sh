@@ -308,7 +308,10 @@ check "... no temporary file left beside it" [ -z "$(ls -A "$X" | grep -v -e '^c
 # a link planted where the backup will go (the next seconds' names) is not written through
 printf 'version = 2\n' >"$X/planted.toml"
 : >"$X/victim"
-for n in $(seq 0 20); do ln -s "$X/victim" "$X/planted.toml.$(date -u -d "+$n sec" +%Y%m%dT%H%M%SZ).bak" 2>/dev/null; done
+# (from one reading of the clock: a loop that read it anew each time skipped a second when one
+# passed during it, and the backup then took that second's free name: seen in CI under load)
+now=$(date -u +%s)
+for n in $(seq 0 20); do ln -s "$X/victim" "$X/planted.toml.$(date -u -d "@$((now + n))" +%Y%m%dT%H%M%SZ).bak" 2>/dev/null; done
 run s1b -- cfg --runtime containerd --config "$X/planted.toml"
 expect_rc s1b 0 "links planted at the backup's names"
 check "... the file they point to is untouched" [ ! -s "$X/victim" ]
