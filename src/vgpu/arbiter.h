@@ -266,8 +266,9 @@ uint64_t gs_arb_others_recent(const struct gs_arb *a, uint64_t upto, uint64_t sp
 /* The ticker, every tick: `wanting` (work queued, launches waiting or recent), `busy_ns` (GPU
  * time measured since the last call), `got_total` (the slice's GPU time so far, every process of
  * it), `idle` (about nothing of ours is queued or running),
- * `quiet` (nothing is, and we launched nothing for a while: a turn we hold is handed over when
- * others want the GPU), `held_back` (our budget is spent: we want nothing the others must wait
+ * `quiet` (nothing is, and we launched nothing for a while, or our application's wait returned
+ * and its habit says its request is over: the limiter's done_at; a turn we hold is handed over
+ * when others want the GPU), `held_back` (our budget is spent: we want nothing the others must wait
  * for, and wanting again after that is no waking). */
 void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns, uint64_t got_total, bool idle,
                  bool quiet, bool held_back);

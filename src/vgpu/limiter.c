@@ -79,6 +79,11 @@ _Static_assert(GS_PRIO_HIGH == GS_REGION_PRIO_HIGH && GS_PRIO_NORMAL == GS_REGIO
                                               * when we launch more (a cut turn drains within about
                                               * one kernel and this) */
 #endif
+#define GS_LIMITER_PAUSE_NS 1000000ull         /* a launch this long after an application's wait
+                                              * returned came after a pause (the wait ended a
+                                              * request); sooner, after a step of its work */
+#define GS_LIMITER_PAUSE_RECENT_NS 1000000000ull /* a pause this recent: the application pauses */
+#define GS_LIMITER_STEP_MIN_NS 50000ull      /* done: no launch for twice its longest step and this */
 #define GS_LIMITER_CALIBRATE_NS 1000000000ull
 #define GS_LIMITER_SHARE_PERIOD_NS 100000000ull
 #define GS_LIMITER_SHARE_STEPS 10            /* ... and NVML's longest sample period: 10 of them */
@@ -124,6 +129,10 @@ struct lim_dev {
         _Atomic uint64_t busy_total; /* the ticker's `total`, for the launchers */
         _Atomic uint64_t synced;     /* an application's wait for its work last returned */
         _Atomic uint64_t going;      /* a launcher left the gate's wait to launch (launched() comes next) */
+        _Atomic uint64_t pause_seen;  /* the wait (`synced`) whose following launch was judged */
+        _Atomic uint64_t pause_at;    /* a launch came GS_LIMITER_PAUSE_NS or more after a wait */
+        _Atomic uint64_t step_ns;     /* the longest recent time from a wait to a launch under that
+                                      * (decaying: note_pause) */
         /* ticker only */
         uint64_t done;               /* completion time of the last completed entry */
         uint64_t busy, published;
@@ -151,7 +160,8 @@ static struct {
         _Atomic bool stopping;
         pthread_t thread;
         pthread_mutex_t lock; /* set-up only */
-        _Atomic uint32_t napping; /* the ticker's long nap (a futex word: 1 while it naps long) */
+        _Atomic uint64_t look_at; /* the ticker's next look, if sooner than a tick (tick: `done`) */
+        _Atomic uint32_t napping; /* the ticker's nap (a futex word: NAP_LONG, NAP_SHORT while it naps) */
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void nap(uint64_t ns)
@@ -161,13 +171,21 @@ static void nap(uint64_t ns)
                 ;
 }
 
-/* The ticker's nap while nothing happens: GS_LIMITER_IDLE_TICK_NS, cut short by wake_ticker(). */
-static void long_nap(void)
+/* The ticker's nap: GS_LIMITER_TICK_NS while launches happen (`napping` 2), GS_LIMITER_IDLE_TICK_NS
+ * while nothing does (1); cut short by wake_ticker() (the long one) and wake_ticker_now() (either). */
+enum { NAP_NONE, NAP_LONG, NAP_SHORT };
+static void ticker_nap(uint64_t ns, uint32_t kind)
 {
-        struct timespec ts = {0, (long)GS_LIMITER_IDLE_TICK_NS};
-        atomic_store(&L.napping, 1);
-        syscall(SYS_futex, &L.napping, FUTEX_WAIT_PRIVATE, 1, &ts, NULL, 0);
-        atomic_store(&L.napping, 0);
+        struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+        atomic_store(&L.napping, kind);
+        syscall(SYS_futex, &L.napping, FUTEX_WAIT_PRIVATE, kind, &ts, NULL, 0);
+        atomic_store(&L.napping, NAP_NONE);
+}
+
+static void wake_napping(uint32_t kind)
+{
+        if (atomic_compare_exchange_strong(&L.napping, &kind, NAP_NONE))
+                syscall(SYS_futex, &L.napping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* A launcher took a turn on the GPU (the gate's slow path: it waited, or found the GPU free):
@@ -178,9 +196,16 @@ static void wake_ticker(struct lim_dev *d, bool held_back)
 {
         if (held_back || !gs_arb_level(&d->arb) || !gs_arb_may_launch(&d->arb))
                 return;
-        uint32_t one = 1;
-        if (atomic_compare_exchange_strong(&L.napping, &one, 0))
-                syscall(SYS_futex, &L.napping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        wake_napping(NAP_LONG);
+}
+
+/* The ticker must look now, whichever nap it is in (the application's wait returned: its request
+ * may be over, and a turn we hold then goes over at once). */
+static void wake_ticker_now(void)
+{
+        uint32_t kind = atomic_load(&L.napping);
+        if (kind != NAP_NONE)
+                wake_napping(kind);
 }
 
 void gs_limiter_configure(void)
@@ -570,6 +595,37 @@ static void record(struct lim_dev *d, CUstream stream, uint64_t now)
         atomic_store_explicit(&e->state, ok ? ENTRY_READY : ENTRY_EMPTY, memory_order_release);
 }
 
+/* The first launch after an application's wait for its work returned (the gate's slow path notes
+ * it at its entry, before any wait for a turn): was that wait the end of a request (a pause of
+ * GS_LIMITER_PAUSE_NS or more before the next launch) or a step inside the work (the longest
+ * step, decaying by an eighth at each shorter one)? */
+static void note_pause(struct lim_dev *d, uint64_t now)
+{
+        uint64_t s = atomic_load_explicit(&d->synced, memory_order_relaxed);
+        if (s <= atomic_load_explicit(&d->pause_seen, memory_order_relaxed) || s > now)
+                return;
+        atomic_store_explicit(&d->pause_seen, s, memory_order_relaxed);
+        uint64_t gap = now - s, m = atomic_load_explicit(&d->step_ns, memory_order_relaxed);
+        if (gap >= GS_LIMITER_PAUSE_NS)
+                atomic_store_explicit(&d->pause_at, now, memory_order_relaxed);
+        else
+                atomic_store_explicit(&d->step_ns, gap > m ? gap : m - m / 8, memory_order_relaxed);
+}
+
+/* When the application's work is over, judged from its waits: its last wait returned after its
+ * last launch, it pauses after some waits (one in the last GS_LIMITER_PAUSE_RECENT_NS: a request
+ * client; a loop that waits for each step and launches the next at once never does), and no
+ * launch came for twice its longest recent step and GS_LIMITER_STEP_MIN_NS. 0: not judged so
+ * (the ticker's quiet, a tick with nothing of ours, is then the judge). */
+static uint64_t done_at(struct lim_dev *d, uint64_t now)
+{
+        uint64_t s = atomic_load_explicit(&d->synced, memory_order_relaxed);
+        uint64_t p = atomic_load_explicit(&d->pause_at, memory_order_relaxed);
+        if (p == 0 || now - p > GS_LIMITER_PAUSE_RECENT_NS || s < atomic_load(&d->last_launch) || s < atomic_load(&d->going))
+                return 0;
+        return s + 2 * atomic_load_explicit(&d->step_ns, memory_order_relaxed) + GS_LIMITER_STEP_MIN_NS;
+}
+
 /* A launch out of the gate's slow path is on its way: the ticker must not take the slice for
  * quiet meanwhile (nothing launched for 20 ms, nobody waiting) and hand over the turn a launcher
  * has just taken (the holder whose turn was cut, not having looked yet, never saw the cut, and its
@@ -597,6 +653,7 @@ int gs_limiter_gate(CUstream stream)
          * others' records (a cut that came while the last one ran). */
         if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))
                 return vis;
+        note_pause(d, gs_mono_ns()); /* (the pause ended here, whatever we wait now) */
         if (!spent(d) && not_our_turn(d)) { /* a free GPU is taken without waiting */
                 going(d, vis); /* (from before the take: the ticker's next look sees it) */
                 gs_arb_try_take(&d->arb);
@@ -605,6 +662,12 @@ int gs_limiter_gate(CUstream stream)
                         return going(d, vis);
         }
         atomic_fetch_add(&d->waiting, 1);
+        /* The budget's refill and the room in the queue (measurements) are the ticker's: one that
+         * naps long (nothing of ours happened: so before a process's first launch) looks now, and
+         * keeps looking at every tick while we wait (a launcher waiting is activity). Left to nap,
+         * a new process's first request waited up to 5 ms for its first budget, and as long again
+         * for its first kernel to be measured. */
+        wake_napping(NAP_LONG);
         /* Launches made since the last record are covered by no event: cover them now, before
          * the wait (an event recorded after their work ended would count the wait as busy). */
         if (atomic_load(&d->seg_start) != 0)
@@ -642,6 +705,9 @@ void gs_limiter_launched(int vis, CUstream stream)
         uint64_t now = gs_mono_ns();
         uint64_t seq = atomic_fetch_add_explicit(&d->launched, 1, memory_order_relaxed) + 1;
         atomic_store_explicit(&d->last_launch, now, memory_order_relaxed);
+        if (__builtin_expect(atomic_load_explicit(&d->synced, memory_order_relaxed) >
+                                     atomic_load_explicit(&d->pause_seen, memory_order_relaxed), 0))
+                note_pause(d, now);
         uint64_t end = atomic_load_explicit(&d->tail_est, memory_order_relaxed);
         atomic_store_explicit(&d->tail_est, (end > now ? end : now) + atomic_load_explicit(&d->per_launch, memory_order_relaxed),
                               memory_order_relaxed); /* (an estimate: two threads at once may lose one) */
@@ -683,6 +749,11 @@ void gs_limiter_after_sync(void)
         atomic_store_explicit(&d->synced, now, memory_order_relaxed);
         if (t > now)
                 atomic_compare_exchange_strong_explicit(&d->tail_est, &t, now, memory_order_relaxed, memory_order_relaxed);
+        /* A request is over (the application pauses after its waits) and a slice of our class is there:
+         * the turn we hold goes over now (tick: `quiet`), not at the ticker's next look (up to a
+         * tick later, the other's request waiting meanwhile). One system call, only then. */
+        if (gs_arb_level(&d->arb) && gs_arb_may_launch(&d->arb) && done_at(d, now) != 0)
+                wake_ticker_now();
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -795,6 +866,12 @@ static uint64_t drain(struct lim_dev *d, uint64_t now)
 
 static void refill(uint64_t now)
 {
+        /* (not before a device is set up: the slice's first refill is its first budget) */
+        bool ready = false;
+        for (int i = 0; i < GS_VGPU_MAX_DEVICES && !ready; i++)
+                ready = L.dev[i].bp != 0 && atomic_load(&L.dev[i].ready) == 2;
+        if (!ready)
+                return;
         uint64_t prev = S.region != NULL && S.slot >= 0 ? gs_region_refill_claim(S.region, now)
                                                         : atomic_exchange(&L.local_refill, now);
         uint64_t dt = prev == 0 || prev > now ? 0 : now - prev;
@@ -804,7 +881,12 @@ static void refill(uint64_t now)
                 struct lim_dev *d = &L.dev[i];
                 if (d->bp == 0 || atomic_load(&d->ready) != 2)
                         continue;
-                int64_t add = (int64_t)(dt * d->bp / 10000u);
+                /* The slice's first refill (its first process's first tick) grants a window's
+                 * budget: started empty, its first request waited for a burst to accrue, while
+                 * another slice shares the GPU the whole of it (20 ms at any share: the first
+                 * request of each new job of a latency service, or of a batch slice that joins,
+                 * took 20-30 ms). A burst is L % of a window at most once per slice. */
+                int64_t add = prev == 0 ? d->burst : (int64_t)(dt * d->bp / 10000u);
                 /* An idle slice keeps at most a burst; one that waits for its turn on the GPU keeps
                  * what it accrues meanwhile (up to four bursts). */
                 int64_t cap = atomic_load(&d->wanting) ? 4 * d->burst : d->burst;
@@ -998,7 +1080,16 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
          * by our budget): a turn we hold goes to a slice that waits (we cut back in when our next
          * work comes). */
         bool held_back = spent(d);
-        bool quiet = idle && atomic_load(&d->waiting) == 0 && now - active > GS_LIMITER_TICK_NS && !held_back;
+        /* ... or, beside a slice of our class, once the application's work is done by its waits
+         * (a request client: its request is over; a tick later, the request of another slice
+         * that came meanwhile waited for a turn nobody used). The ticker looks again then. Not
+         * beside other classes alone: a higher one cuts our turn anyway, a lower one takes our
+         * gaps, and a high client judged done in the middle of a request (a CPU stall of its
+         * thread longer than its steps) had a batch kernel run between two of its own. */
+        uint64_t done = gs_arb_level(&d->arb) ? done_at(d, now) : 0;
+        if (done > now && atomic_load(&L.look_at) > done)
+                atomic_store(&L.look_at, done);
+        bool quiet = idle && atomic_load(&d->waiting) == 0 && (now - active > GS_LIMITER_TICK_NS || (done != 0 && done <= now)) && !held_back;
         gs_arb_tick(&d->arb, now, wanting, fresh, slice_busy(vis, d->arb_total),
                     idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS), quiet, held_back);
         return !idle || wanting || delta != 0;
@@ -1055,10 +1146,11 @@ static void *ticker(void *arg)
                         if (L.dev[i].bp != 0 && atomic_load_explicit(&L.dev[i].ready, memory_order_acquire) == 2)
                                 active |= tick(&L.dev[i], i, now);
                 refill(now);
-                if (active)
-                        nap(GS_LIMITER_TICK_NS);
+                uint64_t look = atomic_exchange(&L.look_at, UINT64_MAX), t = gs_mono_ns();
+                if (look < t + GS_LIMITER_TICK_NS)
+                        ticker_nap(look > t ? look - t : 0, NAP_SHORT);
                 else
-                        long_nap();
+                        ticker_nap(active ? GS_LIMITER_TICK_NS : GS_LIMITER_IDLE_TICK_NS, active ? NAP_SHORT : NAP_LONG);
         }
         return NULL;
 }
@@ -1104,7 +1196,7 @@ void gs_limiter_after_fork(void)
         pthread_mutex_init(&L.lock, NULL);
         atomic_store(&L.running, false);
         atomic_store(&L.local_refill, 0);
-        atomic_store(&L.napping, 0);
+        atomic_store(&L.napping, NAP_NONE);
         for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
                 struct lim_dev *d = &L.dev[i];
                 unsigned bp = d->bp;

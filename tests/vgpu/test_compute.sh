@@ -330,9 +330,14 @@ grep -q "different compute shares" "$TMP/out" && grep -q "intercepted=1" "$TMP/o
         not_ok "MPS with per-device shares: $(tail -2 "$TMP/out")"
 
 # Within budget a launch makes no system call (the main thread between the markers: only the
-# markers' own writes).
+# markers' own writes). A slice alone, in an arbiter directory of its own: the record of the probe
+# that ended a moment before is a neighbour that is there for 50 ms (ticked that recently), and a
+# turn goes back to a neighbour there whenever we are quiet, so the next launch reads the records
+# to take it back (since the ticker looks at once when the first launch waits for its budget, it
+# judged that in time, and the first launches of the quiet loop made those reads).
 if command -v strace >/dev/null; then
-        sliced GPUSLICE_COMPUTE_LIMIT=50 strace -f -qq -o "$TMP/trace" "$PROBE" quiet 1 20 >"$TMP/q" 2>&1
+        mkdir -p "$TMP/arbiter-alone"
+        sliced GPUSLICE_ARBITER_DIR="$TMP/arbiter-alone" GPUSLICE_COMPUTE_LIMIT=50 strace -f -qq -o "$TMP/trace" "$PROBE" quiet 1 20 >"$TMP/q" 2>&1
         main=$(awk 'NR == 1 {print $1}' "$TMP/trace")
         calls=$(awk -v p="$main" '$1 == p' "$TMP/trace" | sed -n '/BEGIN-QUIET/,/END-QUIET/p' | grep -v -e '-QUIET' -e '^[0-9]* *<\.\.\. write resumed>' | wc -l)
         launches=$(field launches "$TMP/q")
