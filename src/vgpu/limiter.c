@@ -662,12 +662,6 @@ int gs_limiter_gate(CUstream stream)
                         return going(d, vis);
         }
         atomic_fetch_add(&d->waiting, 1);
-        /* The budget's refill and the room in the queue (measurements) are the ticker's: one that
-         * naps long (nothing of ours happened: so before a process's first launch) looks now, and
-         * keeps looking at every tick while we wait (a launcher waiting is activity). Left to nap,
-         * a new process's first request waited up to 5 ms for its first budget, and as long again
-         * for its first kernel to be measured. */
-        wake_napping(NAP_LONG);
         /* Launches made since the last record are covered by no event: cover them now, before
          * the wait (an event recorded after their work ended would count the wait as busy). */
         if (atomic_load(&d->seg_start) != 0)
@@ -866,12 +860,6 @@ static uint64_t drain(struct lim_dev *d, uint64_t now)
 
 static void refill(uint64_t now)
 {
-        /* (not before a device is set up: the slice's first refill is its first budget) */
-        bool ready = false;
-        for (int i = 0; i < GS_VGPU_MAX_DEVICES && !ready; i++)
-                ready = L.dev[i].bp != 0 && atomic_load(&L.dev[i].ready) == 2;
-        if (!ready)
-                return;
         uint64_t prev = S.region != NULL && S.slot >= 0 ? gs_region_refill_claim(S.region, now)
                                                         : atomic_exchange(&L.local_refill, now);
         uint64_t dt = prev == 0 || prev > now ? 0 : now - prev;
@@ -881,12 +869,7 @@ static void refill(uint64_t now)
                 struct lim_dev *d = &L.dev[i];
                 if (d->bp == 0 || atomic_load(&d->ready) != 2)
                         continue;
-                /* The slice's first refill (its first process's first tick) grants a window's
-                 * budget: started empty, its first request waited for a burst to accrue, while
-                 * another slice shares the GPU the whole of it (20 ms at any share: the first
-                 * request of each new job of a latency service, or of a batch slice that joins,
-                 * took 20-30 ms). A burst is L % of a window at most once per slice. */
-                int64_t add = prev == 0 ? d->burst : (int64_t)(dt * d->bp / 10000u);
+                int64_t add = (int64_t)(dt * d->bp / 10000u);
                 /* An idle slice keeps at most a burst; one that waits for its turn on the GPU keeps
                  * what it accrues meanwhile (up to four bursts). */
                 int64_t cap = atomic_load(&d->wanting) ? 4 * d->burst : d->burst;

@@ -553,11 +553,6 @@ mutation capwoke unit_arbiter src/vgpu/arbiter.c \
         'a->woke = true;' \
         "a capped slice that hands its turn over for want of budget wakes when its budget is back: its second look cuts the holder's turn" \
         "test_budget_pause_wants_nothing"
-mutation firstburst vgpu_latency_handback src/vgpu/limiter.c \
-        'int64_t add = prev == 0 ? d->burst :' \
-        'int64_t add = prev == 0 ? 0 :' \
-        "a new slice's budget starts empty: beside another slice its first request waits for a whole burst to accrue (20 ms at any share)" \
-        "a new slice's first request beside another"
 mutation donehandback vgpu_latency_handback src/vgpu/limiter.c \
         '|| (done != 0 && done <= now)) && !held_back;' \
         ') && !held_back;' \

@@ -333,8 +333,7 @@ grep -q "different compute shares" "$TMP/out" && grep -q "intercepted=1" "$TMP/o
 # markers' own writes). A slice alone, in an arbiter directory of its own: the record of the probe
 # that ended a moment before is a neighbour that is there for 50 ms (ticked that recently), and a
 # turn goes back to a neighbour there whenever we are quiet, so the next launch reads the records
-# to take it back (since the ticker looks at once when the first launch waits for its budget, it
-# judged that in time, and the first launches of the quiet loop made those reads).
+# to take it back (seen when the ticker, woken at the first launch's wait, judged that in time).
 if command -v strace >/dev/null; then
         mkdir -p "$TMP/arbiter-alone"
         sliced GPUSLICE_ARBITER_DIR="$TMP/arbiter-alone" GPUSLICE_COMPUTE_LIMIT=50 strace -f -qq -o "$TMP/trace" "$PROBE" quiet 1 20 >"$TMP/q" 2>&1

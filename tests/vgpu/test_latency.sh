@@ -10,7 +10,7 @@
 # mutation meant for one runs that one alone: conserve (1. work conservation), join (2. joiners),
 # two (3. two equal latency slices), leave (4. slices that leave), equal8 (5. eight equal latency
 # slices: the liar guard takes none for a liar), handback (6. a request waits for no turn nobody
-# uses: a new slice's first request, a turn handed back when a request is done). A case is a function case_NAME
+# uses: a turn handed back when a request is done). A case is a function case_NAME
 # below: a new one is a function, a name in CASES and one in meson.build's list.
 # In a sanitizer build (GS_SANITIZE, from meson.build) each case runs its distinct code paths and
 # skips ("skip - ...: timing accuracy is checked in the normal build") the runs that repeat one:
@@ -224,39 +224,28 @@ case_equal8() {
         done
 }
 
-# 6. A request waits for no turn nobody uses. Two new share-50 latency slices at once (A: four
+# 6. A turn goes back when a request is done. Two new share-50 latency slices at once (A: four
 # 150 us kernels every 8 ms, B: eight every 7 ms, each kernel waited for; 2 s, logging their turns
-# at level 4):
-# - a new slice's first request: its budget started empty, and while another slice shares the GPU
-#   the gate opens on a whole burst (10 ms of GPU time at 50 %: 20 ms); the ticker, napping 5 ms
-#   before the first launch, refilled it and measured the first kernel only at its next look. The
-#   first request of each took 26-30 ms here (on the GPU host: every new job of a latency service).
-#   Now the slice's first refill grants a burst, and a launcher that must wait wakes a ticker
-#   that naps long: 2.5-7 ms (the first of the two waits for the other's first request). Bound:
-#   12 ms, each less the time its thread waited for a CPU (PROBE_TIMELINE's RUN field).
-# - a turn handed back when a request is done: a holder gave its turn up once nothing of its own
-#   had happened for a tick (0.25 ms) at its ticker's next look: 330-520 us after the request's
-#   last wait returned (p10-p90), the other slice's request waiting meanwhile when it came. Now
-#   an application that pauses after its waits (a request client) is done once its wait returned
-#   and no launch came for twice its longest step inside a request (the wait wakes the ticker):
-#   90-130 us here. Bound: the median <= 250 us, over the requests a hand-over followed within
-#   5 ms.
+# at level 4). A holder gave its turn up once nothing of its own had happened for a tick (0.25 ms)
+# at its ticker's next look: 330-540 us after the request's last wait returned (p10-p90), the
+# other slice's request waiting meanwhile when it came. Now an application that pauses after its
+# waits (a request client) is done once its wait returned and no launch came for twice its longest
+# step inside a request and 50 us (the wait wakes the ticker): 90-160 us here. Bound: the median
+# <= 250 us, over the requests a hand-over followed within 5 ms (tests/vgpu/handback.py).
+# (Each new slice's first request here takes 20-30 ms: its budget starts empty and, beside another
+# slice, opens on a whole burst. A first burst granted at the start fixed that on the simulated GPU,
+# but on the H200 two capped slices started together then tripped the liar guard in one pair of
+# six to eight (bench/RESULTS.md, 2026-11-29, eleventh session): not landed, not checked here.)
 case_handback() {
-        sanitized_skip "a request waits for no turn nobody uses" && return 0
+        sanitized_skip "a turn goes back when the request is done" && return 0
         fresh
         local lv="$SHARE50 GPUSLICE_LOG_LEVEL=4"
         PROBE_PERIOD_US=8000 PROBE_REQ_KERNELS=4 PROBE_TIMELINE="$TMP/hb.a.q" sliced hb.a $lv "$PROBE" request 2 150
         local a=$!
         PROBE_PERIOD_US=7000 PROBE_REQ_KERNELS=8 PROBE_TIMELINE="$TMP/hb.b.q" sliced hb.b $lv "$PROBE" request 2 150
         wait $a $!
-        local c first back
+        local c back
         for c in a b; do
-                first=$(awk '$1 == "q" { printf "%d", $5 / 1000; exit }' "$TMP/hb.$c.q")
-                if [ -n "$first" ] && [ "$first" -le 12000 ]; then
-                        ok "a new slice's first request beside another: $first us (<= 12000; client $c)"
-                else
-                        not_ok "a new slice's first request beside another: ${first:-none} us (want <= 12000; client $c)"
-                fi
                 back=$(python3 "$SRC/tests/vgpu/handback.py" "$TMP/hb.$c.q" "$TMP/hb.$c")
                 if [ -n "$back" ] && awk -v m="${back%% *}" 'BEGIN { exit !(m <= 250) }'; then
                         ok "a turn goes back when the request is done: median $back (<= 250 us; client $c)"
