@@ -41,7 +41,9 @@
 # computed at once, with the fraction of the GPU each got within that common span (from the
 # simulated GPU's kernel logs); on a failure also each container's interposer log: its warnings
 # and the last of its turns (GPUSLICE_LOG_LEVEL=4: every turn taken and handed over, with the
-# time, written to a file beside the kernel log, not through the container's output).
+# time, written to a file beside the kernel log, not through the container's output) and what the
+# hooks' log says removed or replaced a slice's files (a record gone from the arbiter's directory
+# is a slice the others no longer see).
 # (CI, a fresh clone under load: the cap-30 container got 0.0678 of the GPU, its neighbour
 # 0.4544, with "waited 2000 ms for turns on the GPU and got 0 ms of it; ignoring the arbiter for
 # 5 s" from the cap-30 container's interposer: not a window measured wrongly but a slice kept
@@ -161,7 +163,9 @@ for HOW in cdi cdi-nogpu selected; do
         probe_case "$HOW: two slice containers of one GPU, caps 30 and 50, at once: each its cap" pair_once \
                 "$TMP/$HOW-30.out" "$TMP/$HOW-50.out" ||
                 { grep -h "^PROBE\|^SLICE GPUSLICE_\(DEV\|ARB\)\|^ARB" "$TMP/$HOW-30.out" "$TMP/$HOW-50.out"
-                  turn_log "$HOW-30"; turn_log "$HOW-50"; } | sed 's/^/    # /'
+                  turn_log "$HOW-30"; turn_log "$HOW-50"
+                  echo "the hooks' log: what removed or replaced a slice's files, and their warnings:"
+                  grep -i "sweep\|remov\|replac\|warn\|error" "$LOG" 2>/dev/null | tail -10; } | sed 's/^/    # /'
         echo "# $HOW: $(windows "$HOW-30" "$HOW-50")"
         for c in 30 50; do
                 n=$HOW-$c o=$HOW-$((80 - c))
