@@ -151,18 +151,27 @@ static size_t container_gpus(struct gs_context *ctx, const struct gs_request *rq
         return n;
 }
 
+/* The container's GPUs (container_gpus), walked once: per_gpu_slice's, which slice_devices takes
+ * as they are (on the procfs path each walk re-reads /proc/driver/nvidia). */
+struct gpu_list {
+        const char *uuid[GS_MAX_GPUS];
+        size_t n;
+        bool known; /* (false: not walked yet) */
+};
+
 /* Per-GPU slice hooks (--gpu): the slice of every such hook of the container, each GPU its own
- * hook's limits, narrowed by the env (slice_gpus.h); rq's slice replaced. */
+ * hook's limits, narrowed by the env (slice_gpus.h); rq's slice replaced; the container's GPUs
+ * in *gl. */
 static int per_gpu_slice(const struct gs_hook_opts *h, struct gs_context *ctx, const struct gs_oci_config *cfg,
-                         struct gs_request *rq, struct gs_slice_opts *merged, struct gs_error *err)
+                         struct gs_request *rq, struct gs_slice_opts *merged, struct gpu_list *gl, struct gs_error *err)
 {
-        const char *gpus[GS_MAX_GPUS];
-        size_t n = container_gpus(ctx, rq, cfg, h->alloc_gpu, gpus, err);
-        if (n == 0 && err->code != 0)
+        gl->n = container_gpus(ctx, rq, cfg, h->alloc_gpu, gl->uuid, err);
+        if (gl->n == 0 && err->code != 0)
                 return -1;
+        gl->known = true;
         *merged = h->alloc;
-        if (gs_slice_gpus_merge(h->alloc_gpu, &h->alloc, (char *const *const *)cfg->gpu_hooks, cfg->ngpu_hooks, gpus, n,
-                                merged, err) < 0)
+        if (gs_slice_gpus_merge(h->alloc_gpu, &h->alloc, (char *const *const *)cfg->gpu_hooks, cfg->ngpu_hooks, gl->uuid,
+                                gl->n, merged, err) < 0)
                 return -1;
         rq->slice.ignored[0] = '\0';
         return gs_slice_rules_apply(merged, cfg->env, cfg->nenv, h->hc->env_may_raise || cfg->privileged, &rq->slice,
@@ -174,21 +183,23 @@ static int per_gpu_slice(const struct gs_hook_opts *h, struct gs_context *ctx, c
  * its slice names them (GPUSLICE_DEVICES) and takes turns on each one's arbiter with the other
  * slices of the GPU. Without them two such containers of one GPU each ran alone by its own
  * budget, their kernels interleaved, each charged for the other's: caps 30 and 50 got 13 and
- * 37 % on the H200. Where the GPUs cannot be read: none, said in the log. */
+ * 37 % on the H200. Where the GPUs cannot be read: none, said in the log. The GPUs are gl's where
+ * per_gpu_slice walked them already. */
 static void slice_devices(const struct gs_hook_opts *h, struct gs_context *ctx, const struct gs_request *rq,
-                          const struct gs_oci_config *cfg, char *buf, size_t len)
+                          const struct gs_oci_config *cfg, struct gpu_list *gl, char *buf, size_t len)
 {
         buf[0] = '\0';
         if (!gs_slice_requested(&rq->opts.slice) || rq->opts.devices != NULL || cfg->ngpu_minors == 0)
                 return;
-        const char *gpus[GS_MAX_GPUS];
         struct gs_error err = {0};
-        size_t n = container_gpus(ctx, rq, cfg, h->alloc_gpu, gpus, &err), at = 0;
-        if (n == 0 && err.code != 0)
+        if (!gl->known)
+                gl->n = container_gpus(ctx, rq, cfg, h->alloc_gpu, gl->uuid, &err);
+        if (gl->n == 0 && err.code != 0)
                 gs_log_warn("the slice's GPUs from the container's device nodes: %s (its slice names none, and takes "
                             "no turns with other slices)", err.msg);
-        for (size_t i = 0; i < n && at + strlen(gpus[i]) + 2 <= len; i++)
-                at += (size_t)snprintf(buf + at, len - at, "%s%s", at > 0 ? "," : "", gpus[i]);
+        size_t at = 0;
+        for (size_t i = 0; i < gl->n && at + strlen(gl->uuid[i]) + 2 <= len; i++)
+                at += (size_t)snprintf(buf + at, len - at, "%s%s", at > 0 ? "," : "", gl->uuid[i]);
 }
 
 /* prestart / createRuntime: the container's env -> request -> configure. */
@@ -210,11 +221,12 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
         }
         struct gs_context *ctx = h->alloc_gpu != NULL ? gs_context_new(&h->ctx, err) : NULL;
         struct gs_slice_opts merged;
+        struct gpu_list gl = {.known = false};
         if (h->alloc_gpu != NULL && ctx == NULL) {
                 err->stage = "initialization";
                 goto out;
         }
-        if (h->alloc_gpu != NULL && per_gpu_slice(h, ctx, &cfg, &rq, &merged, err) < 0) {
+        if (h->alloc_gpu != NULL && per_gpu_slice(h, ctx, &cfg, &rq, &merged, &gl, err) < 0) {
                 err->stage = "slice";
                 goto out;
         }
@@ -251,7 +263,7 @@ static int configure_container(const struct gs_hook_opts *h, const struct gs_oci
                 gs_load_kmods(ctx, err);
         gs_error_clear(err);
         char node_gpus[GS_MAX_GPUS * (GS_STR_LONG + 1)];
-        slice_devices(h, ctx, &rq, &cfg, node_gpus, sizeof(node_gpus));
+        slice_devices(h, ctx, &rq, &cfg, &gl, node_gpus, sizeof(node_gpus));
         rq.opts.slice.devices = node_gpus[0] != '\0' ? node_gpus : NULL;
         rv = gs_configure(ctx, &rq.opts, err);
         if (rv == 0 && gs_slice_requested(&rq.opts.slice))

@@ -844,9 +844,16 @@ static uint64_t drain(struct lim_dev *d, uint64_t now)
                                        atomic_load_explicit(&d->per_launch, memory_order_relaxed);
         if (end < last)
                 end = last;
-        /* A thread waiting in the gate covers them with an event; otherwise they are done when
-         * the estimate says so and no launch came for a while. */
-        if (atomic_load(&d->waiting) != 0 || now - last < 2 * GS_LIMITER_SAMPLE_NS || now < end) {
+        /* They are done when the estimate says so and no launch came for a while, also while a
+         * thread waits in the gate. That thread covered them with an event as it began to wait,
+         * unless the ring was full then (a ticker kept off its CPU while the launches went on:
+         * 64 entries in about 30 ms) or another thread was recording: waiting for that event, as
+         * this did, the slice was never idle while the thread waited, and a turn it was draining
+         * was never handed over: it could neither launch nor give the GPU up, held it while
+         * the others took it for a liar's, and after 2 s ignored the arbiter (CI under load: a
+         * cap-30 container got 0.07 of the GPU beside a cap-50 one, "waited 2000 ms for turns
+         * on the GPU and got 0 ms of it"). */
+        if (now - last < 2 * GS_LIMITER_SAMPLE_NS || now < end) {
                 uint64_t upto = now < end ? now : end;
                 return upto > start ? upto - start : 0;
         }

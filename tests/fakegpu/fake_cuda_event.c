@@ -6,6 +6,9 @@
  * elapsed time are lock-free. */
 #include "fake_cuda.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 static struct CUevent_st g_events[MAX_EVENTS];
 
 #define EVENT_FLAGS (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)
@@ -85,10 +88,34 @@ static CUresult event_record(CUevent e, CUstream s, int ptsz)
 ENTRY_POINT(cuEventRecord, (CUevent hEvent, CUstream hStream), event_record(hEvent, hStream, 0))
 ENTRY_POINT(cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream), event_record(hEvent, hStream, 1))
 
+/* FAKEGPU_QUERY_STALL=N:MS (tests): every Nth cuEventQuery of the process sleeps MS ms first, as a
+ * thread kept off its CPU by a loaded machine would (the interposer's ticker queries its events:
+ * tests/vgpu/test_compute.sh stalls it so, its application thread running on). Read once. */
+static void query_stall(void)
+{
+    static int every = -1;
+    static unsigned long long ms, calls;
+    const char *v;
+
+    if (__atomic_load_n(&every, __ATOMIC_ACQUIRE) < 0) {
+        int n = 0;
+        unsigned long long m = 0;
+
+        v = getenv("FAKEGPU_QUERY_STALL");
+        if (v == NULL || sscanf(v, "%d:%llu", &n, &m) != 2 || n <= 0 || m > 10000)
+            n = 0;
+        ms = m;
+        __atomic_store_n(&every, n, __ATOMIC_RELEASE);
+    }
+    if (every > 0 && __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) % (unsigned long long)every == 0)
+        sleep_until(now_ns() + ms * 1000000ULL);
+}
+
 /* Never recorded: an empty set of work, complete (cuda.h). */
 EXPORT CUresult cuEventQuery(CUevent hEvent)
 {
     ENTER();
+    query_stall();
     if (!event_ok(hEvent))
         return CUDA_ERROR_INVALID_HANDLE;
     return __atomic_load_n(&hEvent->when, __ATOMIC_ACQUIRE) > now_ns() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;

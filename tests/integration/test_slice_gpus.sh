@@ -111,6 +111,13 @@ gpus_cdi cdi-two '[{path: "/dev/nvidia0", type: "c", major: 1, minor: 3, fileMod
 expect_done cdi-two "CDI-style container of both GPUs' nodes, two slice hooks"
 expect_fact cdi-two "SLICE GPUSLICE_MEMORY_LIMIT_0=1Gi" "... GPU 0 (minor 0) is index 0: its 1Gi"
 expect_fact cdi-two "SLICE GPUSLICE_MEMORY_LIMIT_1=2Gi" "... GPU 1 (minor 2) is index 1: its 2Gi"
+# Each hook walks the container's GPUs once: its per-GPU slice's walk names the slice's GPUs too
+# (src/runtime/hook.c; walked twice, the procfs path read the driver root's /proc/driver/nvidia
+# twice per hook). The hook's log says each read ("devices from ..."), with the hook's pid.
+reads=$(awk -v c="container gs-$$-cdi-two:" '/procfs\.c:.*devices from/ { n[$3]++ } index($0, c) { h[$3] = 1 }
+        END { for (p in h) print n[p] + 0 }' "$LOG" | sort | tr '\n' ' ')
+[ "$reads" = "1 1 " ] && ok "... each of its two hooks read the host's GPUs once" ||
+        not_ok "... each of its two hooks read the host's GPUs once: reads per hook: ${reads:-none logged}"
 # the app's CUDA_VISIBLE_DEVICES reorders the GPUs: each keeps its own quota (the slice names its
 # GPUs by UUID: GPUSLICE_DEVICES), never the other's (GPU 0 would get GPU 1's 2Gi)
 BOTH='[{path: "/dev/nvidia0", type: "c", major: 1, minor: 3, fileMode: 438, uid: 0, gid: 0},

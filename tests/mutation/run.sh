@@ -487,6 +487,16 @@ mutation migsliceuuid integration_slice_gpus src/container/configure.c \
         'add_uuid(uuids, sizeof(uuids), g->uuid);' \
         "a slice of a selected MIG device names its parent GPU in GPUSLICE_DEVICES: the interposer, which knows CUDA's devices by UUID, finds no device of the slice (the MIG device hidden, its quota nowhere)" \
         "slice.conf names the MIG device by its MIG UUID"
+mutation uncoveredwait vgpu_compute src/vgpu/limiter.c \
+        'if (now - last < 2 * GS_LIMITER_SAMPLE_NS || now < end) {' \
+        'if (atomic_load(&d->waiting) != 0 || now - last < 2 * GS_LIMITER_SAMPLE_NS || now < end) {' \
+        "launches no event covers stay in flight while a thread waits in the gate, even where its event could not be recorded (the ring full: a ticker kept off its CPU): the slice is never idle, a turn it drains is never handed over, and it neither launches nor lets the others have the GPU" \
+        "ticker kept off its CPU now and then"
+mutation hookgpusonce integration_slice_gpus src/runtime/hook.c \
+        'if (!gl->known)' \
+        'if (true)' \
+        "the slice hook walks a container's GPUs twice (its per-GPU slice, then its slice's GPUs): on the procfs path each container start reads the driver root's /proc/driver/nvidia once more per hook" \
+        "each of its two hooks read the host's GPUs once"
 mutation cdislicegpus integration_slice_pair src/runtime/hook.c \
         "rq.opts.slice.devices = node_gpus[0] != '\\0' ? node_gpus : NULL;" \
         'rq.opts.slice.devices = NULL;' \

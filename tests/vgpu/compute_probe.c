@@ -27,10 +27,12 @@
  * PROBE_BLOCKS sets the grid's blocks of the kernel, cuLaunchKernel modes only (default 1; a grid
  * wider than the SMs it runs on takes more waves, each KERNEL_US long).
  * It launches for SECONDS of wall time, synchronizes, and prints
- *   launches=N work_us=W wall_us=T fraction=W/T intercepted=0|1 sms=S
+ *   launches=N work_us=W wall_us=T fraction=W/T intercepted=0|1 sms=S start_ns=A end_ns=B
  * where W is the simulated GPU time the work would take on the whole device, intercepted says
- * whether the launch function it called lives in libgpuslice-vgpu.so, and S is the device's SM
- * count as the process sees it.
+ * whether the launch function it called lives in libgpuslice-vgpu.so, S is the device's SM
+ * count as the process sees it, and A..B the measured window (T) on CLOCK_MONOTONIC, which every
+ * process of the machine shares, containers included: where several probes run at once, the
+ * span they all computed in.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -303,7 +305,7 @@ int main(int argc, char **argv)
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         printf("cpu_wait=%.4f thread_wait=%.4f others=%.4f steal=%.4f ", tw < 0 ? -1 : tw > others / wall ? tw - others / wall : 0,
                tw, others / wall, steal0 >= 0 && steal1 >= 0 && ncpu > 0 ? (steal1 - steal0) / (wall * (double)ncpu) : -1);
-        printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d sms=%d util=%d\n", n, work, wall,
-               work / wall, in_vgpu(fn), sms, util);
+        printf("launches=%lu work_us=%.0f wall_us=%.0f fraction=%.4f intercepted=%d sms=%d util=%d start_ns=%.0f end_ns=%.0f\n",
+               n, work, wall, work / wall, in_vgpu(fn), sms, util, t0 * 1e3, (t0 + wall) * 1e3);
         return 0;
 }
