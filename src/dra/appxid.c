@@ -2,7 +2,6 @@
 #include "dra/appxid.h"
 
 #include <json-c/json.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,17 +50,7 @@ struct gs_dra_appxid {
         size_t n;
 };
 
-static void say(struct gs_dra_appxid *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct gs_dra_appxid *a, const char *fmt, ...)
-{
-        char line[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        if (a->note != NULL)
-                a->note(a->ud, line);
-}
+#define say(x, ...) gs_dra_say((x)->note, (x)->ud, __VA_ARGS__)
 
 /* The kernel's pids are the host's: they name processes only in the host's pid namespace. */
 static bool host_pidns(void)

@@ -2,6 +2,7 @@
 #include "dra/status.h"
 
 #include <json-c/json.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -206,4 +207,16 @@ int gs_dra_event_claim(struct gs_kubeapi *api, const char *driver, const char *n
         json_object_object_add(obj, "name", json_object_new_string(name));
         json_object_object_add(obj, "uid", json_object_new_string(uid));
         return post_event(api, driver, node, ns, obj, reason, message, err);
+}
+
+void gs_dra_say(void (*note)(void *ud, const char *line), void *ud, const char *fmt, ...)
+{
+        if (note == NULL)
+                return;
+        char line[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        note(ud, line);
 }

@@ -60,4 +60,9 @@ int gs_dra_event_node(struct gs_kubeapi *api, const char *driver, const char *no
 int gs_dra_event_claim(struct gs_kubeapi *api, const char *driver, const char *node, const char *ns, const char *name,
                        const char *uid, const char *reason, const char *message, struct gs_error *err);
 
+/* A line for the plugin's log through `note(ud, line)` (nothing when `note` is NULL): the status
+ * writers' (usage.c, appxid.c) way of saying what they could not do. */
+void gs_dra_say(void (*note)(void *ud, const char *line), void *ud, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
 #endif

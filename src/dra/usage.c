@@ -3,7 +3,6 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,17 +64,7 @@ struct gs_dra_usage {
         long long next;
 };
 
-static void say(struct gs_dra_usage *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct gs_dra_usage *u, const char *fmt, ...)
-{
-        char line[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(line, sizeof(line), fmt, ap);
-        va_end(ap);
-        if (u->note != NULL)
-                u->note(u->ud, line);
-}
+#define say(x, ...) gs_dra_say((x)->note, (x)->ud, __VA_ARGS__)
 
 struct gs_dra_usage *gs_dra_usage_new(struct gs_dra_prep *prep, const char *regions_dir, unsigned period_ms,
                                       void (*note)(void *ud, const char *line), void *ud, struct gs_error *err)
