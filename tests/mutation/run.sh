@@ -519,8 +519,8 @@ mutation quiethandover vgpu_latency_two src/vgpu/arbiter.c \
         "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back" \
         "two latency slices"
 mutation takewake vgpu_latency_handover src/vgpu/limiter.c \
-        'if (atomic_compare_exchange_strong(&L.napping, &one, 0))' \
-        'if (0 && atomic_compare_exchange_strong(&L.napping, &one, 0))' \
+        'wake_napping(NAP_LONG);' \
+        'if (0) wake_napping(NAP_LONG);' \
         "a turn a launcher takes while its ticker naps 5 ms is held idle until the nap ends: the other equal slice's request waits for it" \
         "handed over when the work is done"
 mutation stallwake unit_arbiter src/vgpu/arbiter.c \

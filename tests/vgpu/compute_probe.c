@@ -15,6 +15,8 @@
  * SECONDS: a request that takes longer than the period delays the next) p50_us= p99_us= max_us= of
  * the requests' latency, from the start of the request to the end of its last kernel, and
  * p99_run_us= max_run_us= of the same less the time the process waited for a CPU meanwhile;
+ * PROBE_REQ_WAIT=event waits for each kernel of a request with an event (cuEventSynchronize) instead
+ * of cuStreamSynchronize.
  * PROBE_TIMELINE=FILE: each request as "q FIRST START_NS LATENCY_NS RUN_NS" in FILE, FIRST its
  * first kernel's place among the process's kernels, START_NS when it came (CLOCK_MONOTONIC),
  * RUN_NS its latency less the time the process waited for a CPU meanwhile: with the
@@ -103,6 +105,12 @@ static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigne
                               FILE *tl)
 {
         unsigned long n = 0;
+        /* PROBE_REQ_WAIT=event: each kernel waited for by an event (cuEventSynchronize), which the
+         * interposer does not see as the application's wait, not by cuStreamSynchronize */
+        CUevent ev = NULL;
+        const char *how = getenv("PROBE_REQ_WAIT");
+        if (how != NULL && strcmp(how, "event") == 0)
+                CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
         while (progress_now_us() < end && *nreq < cap) {
                 unsigned long first = n;
                 double w0 = progress_wait_us(), r0 = progress_now_us();
@@ -111,7 +119,12 @@ static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigne
                         for (double g0 = progress_now_us(); k > 0 && progress_now_us() - g0 < gap;)
                                 ;
                         CK(launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-                        CK(cuStreamSynchronize(s));
+                        if (ev != NULL) {
+                                CK(cuEventRecord(ev, s));
+                                CK(cuEventSynchronize(ev));
+                        } else {
+                                CK(cuStreamSynchronize(s));
+                        }
                         n++;
                 }
                 lat[*nreq] = progress_now_us() - r0;

@@ -10,7 +10,11 @@
 # with A, idle, until the nap ended (about 3 ms after A's request was done), and B's request, which
 # came meanwhile and could not cut it (B is not waking in the middle of its own request), waited
 # for it. Now the launcher wakes its ticker (limiter.c: wake_ticker), which hands the turn over
-# about a tick after A's work is done.
+# about a tick after A's work is done. The clients wait for their kernels with events
+# (cuEventSynchronize, PROBE_REQ_WAIT=event): the hand-back at a request's end (limiter.c,
+# done_at: vgpu_latency_handback), which learns from the application's stream waits and covers
+# this case too where it has them, is then out of play, and the launcher's wake is what is checked
+# (with stream waits, mutation takewake survived it).
 #
 # The check: the share of B's requests that took more than 2 ms longer than B's median without
 # slicing stays at most 8 %: each request's latency less the time B's launching thread waited for
@@ -49,9 +53,9 @@ pair() {
         fresh
         local lim="" a
         [ "$1" != none ] && lim="GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$1"
-        sliced a.$1 PROBE_PERIOD_US=8000 PROBE_REQ_KERNELS=4 $lim "$PROBE" request 2 150
+        sliced a.$1 PROBE_PERIOD_US=8000 PROBE_REQ_KERNELS=4 PROBE_REQ_WAIT=event $lim "$PROBE" request 2 150
         a=$!
-        sliced b.$1 PROBE_PERIOD_US=7000 PROBE_REQ_KERNELS=8 PROBE_TIMELINE="$TMP/b.$1.q" $lim "$PROBE" request 2 150
+        sliced b.$1 PROBE_PERIOD_US=7000 PROBE_REQ_KERNELS=8 PROBE_REQ_WAIT=event PROBE_TIMELINE="$TMP/b.$1.q" $lim "$PROBE" request 2 150
         wait $a $!
 }
 
