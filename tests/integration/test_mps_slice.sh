@@ -281,11 +281,19 @@ fc=$!
 # to it, set silently: CI saw that race under load)
 registered() { compgen -G "$CLIENT/slices/*" >/dev/null || compgen -G "$MR/$U0/slices/*" >/dev/null; }
 wait_for 5 registered || not_ok "the exec slice never registered with GPU 0's MPS directory"
+# (no sign says when the supervisor's first round after the registration came: a change made
+# before it is set back silently, as its own first setting, and CI's sanitizer build under load
+# saw that race again after three rounds' wait; so the change is made a second time once the
+# server is back at 30 %: that one comes after the supervisor set it, whatever the timing)
 sleep 0.6
 SRV=$(ui get_server_list | head -1)
+back30() { wait_for 4 sh -c "[ \"\$(echo get_active_thread_percentage $SRV | CUDA_MPS_PIPE_DIRECTORY=$PIPE $DRV/usr/bin/nvidia-cuda-mps-control)\" = 30.0 ]"; }
 ui set_active_thread_percentage "$SRV" 100 >/dev/null
-wait_for 4 sh -c "[ \"\$(echo get_active_thread_percentage $SRV | CUDA_MPS_PIPE_DIRECTORY=$PIPE $DRV/usr/bin/nvidia-cuda-mps-control)\" = 30.0 ]" &&
-        ok "a server set to 100 % is put back to 30 % by the supervisor" || not_ok "percentage: $(ui get_active_thread_percentage "$SRV")"
+back30 && ok "a server set to 100 % is put back to 30 % by the supervisor" || not_ok "percentage: $(ui get_active_thread_percentage "$SRV")"
+if ! sup_says "put back"; then # (3 s: the line follows the setting)
+        ui set_active_thread_percentage "$SRV" 100 >/dev/null
+        back30 || not_ok "percentage, the second change: $(ui get_active_thread_percentage "$SRV")"
+fi
 sup_says "had another active thread percentage than gpuslice set \\(30 %\\): put back" && state_is resets=1 &&
         ok "... said so, and counted" || not_ok "reset log: $(tail -3 "$TMP/sup.log"; cat "$CLIENT/state")"
 wait $fc
