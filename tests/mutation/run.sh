@@ -487,11 +487,10 @@ mutation migsliceuuid integration_slice_gpus src/container/configure.c \
         'add_uuid(uuids, sizeof(uuids), g->uuid);' \
         "a slice of a selected MIG device names its parent GPU in GPUSLICE_DEVICES: the interposer, which knows CUDA's devices by UUID, finds no device of the slice (the MIG device hidden, its quota nowhere)" \
         "slice.conf names the MIG device by its MIG UUID"
-mutation uncoveredwait vgpu_compute src/vgpu/limiter.c \
-        'if (now - last < 2 * GS_LIMITER_SAMPLE_NS || now < end) {' \
-        'if (atomic_load(&d->waiting) != 0 || now - last < 2 * GS_LIMITER_SAMPLE_NS || now < end) {' \
-        "launches no event covers stay in flight while a thread waits in the gate, even where its event could not be recorded (the ring full: a ticker kept off its CPU): the slice is never idle, a turn it drains is never handed over, and it neither launches nor lets the others have the GPU" \
-        "ticker kept off its CPU now and then"
+# (uncoveredwait, drain()'s old wait for a covering event, is not here: vgpu_compute's stalled-ticker
+# case reproduces the starvation in most runs, not all: six of six on this VM at 500:60, but CI's
+# mutation runs, twice, met a run where it did not, and a check that passes the broken code now
+# and then is no mutation check; the case itself stays as the behaviour's test)
 mutation hookgpusonce integration_slice_gpus src/runtime/hook.c \
         'if (!gl->known)' \
         'if (true)' \
