@@ -266,6 +266,14 @@ cell() {
                         [ -f "$f" ] && grep -h "ignoring slice" "$f" | head -n 2 | sed "s|^|#   ${f##*/}: |"
                 done | head -n 8
         fi
+        # (light slices launching side by side, LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=4": how often it
+        # went on and off, and the first reasons for off)
+        k=$(cat "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | grep -c "side by side: on")
+        if [ "$k" -gt 0 ]; then
+                echo "# side by side $name $c r$r: on $k times, off $(cat "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | grep -c "side by side: off") times"
+                cat "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | grep -ho "side by side: off.*\|light: no.*" |
+                        sed 's/x-[0-9a-f]*/SLICE/; s/[0-9.]* %/N %/; s/[0-9]* us/N us/' | sort | uniq -c | sort -rn | head -n 4 | sed 's/^/#   /'
+        fi
         if [ -n "$TL" ] && [ "$KIND" = batch ]; then
                 cp "$W/cell/c1" "$TL/$tag-client.log"
                 for f in "$W"/cell/b*.[0-9]*; do [[ $f == *.txt ]] || cp "$f" "$TL/$tag-${f##*/}.log"; done

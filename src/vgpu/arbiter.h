@@ -57,7 +57,7 @@
  *   48 alive_ns (its processes' last tick)   56 prio (0 high, 1 normal, 2 low)
  *   60 flags (bit 0: the lease was taken by cutting another slice's turn; bit 1: a share-mode
  *      slice owed its share over the window beside a higher class: believed by readers only where
- *      they can check it)
+ *      they can check it; bit 2: a light slice, which a light slice of its class may launch beside)
  *   (weight at 40 and prio at 56 are the slice's own view, for the observer: readers take both
  *   from its host record)
  *   64 got_ns (the GPU time the slice received, every process of it)   72..127 reserved (0)
@@ -75,6 +75,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/clock.h"
+
 #define GS_ARB_PEERS 63    /* other slices read per GPU */
 #define GS_ARB_NAME_MAX 256 /* as a container id */
 
@@ -82,6 +84,8 @@ enum { GS_ARB_FREE = 0, GS_ARB_HOLDING = 1, GS_ARB_DRAINING = 2 };
 enum { GS_ARB_PRIO_HIGH = 0, GS_ARB_PRIO_NORMAL = 1, GS_ARB_PRIO_LOW = 2 }; /* as GS_PRIO_* */
 #define GS_ARB_CUT 1u  /* flags: the lease was taken by cutting another slice's turn */
 #define GS_ARB_OWED 2u /* flags: a share-mode slice short of its share beside a higher class */
+#define GS_ARB_LIGHT 4u /* flags: a light slice (a request client well under its share): one of its
+                         * class that is light too may launch beside its turn (arbiter.c, "Side by side") */
 #define GS_ARB_BUCKETS 10 /* the owed-share window (arbiter.c) is kept in this many steps */
 
 struct gs_arb_rec {
@@ -155,6 +159,11 @@ struct gs_arb {
         _Atomic bool level;       /* a slice of our class is there (by its host record): a turn
                                    * we hold idle keeps its requests waiting */
         _Atomic uint64_t cuts;    /* turns this process took by cutting another slice's */
+        _Atomic bool light;       /* we are light (the limiter's judge: gs_arb_set_light) */
+        _Atomic bool pass;        /* light, and so is every slice that wants or holds the GPU, of
+                                   * our class, none of a higher one there: we launch beside their
+                                   * turns (arbiter.c, "Side by side"), until pass_until */
+        _Atomic uint64_t pass_until;
         bool woke;                /* we gave our last turn up for want of work: our next is waking */
         bool woke_taken;          /* ... we were waking when we took the turn we hold */
         uint64_t taken_since;     /* the start of the last turn this process took (gs_arb_leave) */
@@ -213,6 +222,23 @@ static inline bool gs_arb_may_launch(const struct gs_arb *a)
         clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec <
                atomic_load_explicit(&a->me->until, memory_order_relaxed);
+}
+
+/* The launch path of a slice that does not hold the GPU: may it launch beside the turns of the
+ * others (all light slices of its class: arbiter.c, "Side by side")? A load and, when it may, a
+ * clock read (vDSO): the view it was judged on is good for GS_ARB_PASS_NS. */
+static inline bool gs_arb_may_pass(const struct gs_arb *a)
+{
+        if (a->me == NULL || !atomic_load_explicit(&a->pass, memory_order_relaxed))
+                return false;
+        return gs_mono_ns() < atomic_load_explicit(&a->pass_until, memory_order_relaxed);
+}
+
+/* The limiter's judge of our slice: light (an application that pauses after its waits, using well
+ * under its share lately) or not. Published in our record at the next tick. */
+static inline void gs_arb_set_light(struct gs_arb *a, bool light)
+{
+        atomic_store_explicit(&a->light, light, memory_order_relaxed);
 }
 
 /* A launching thread that waits for the GPU: take it as soon as it is our turn, or cut a turn

@@ -84,6 +84,7 @@ _Static_assert(GS_PRIO_HIGH == GS_REGION_PRIO_HIGH && GS_PRIO_NORMAL == GS_REGIO
                                               * request); sooner, after a step of its work */
 #define GS_LIMITER_PAUSE_RECENT_NS 1000000000ull /* a pause this recent: the application pauses */
 #define GS_LIMITER_STEP_MIN_NS 50000ull      /* done: no launch for twice its longest step and this */
+#define GS_LIMITER_LOAD_NS 100000000ull     /* the slice's recent use: a moving average over this */
 #define GS_LIMITER_CALIBRATE_NS 1000000000ull
 #define GS_LIMITER_SHARE_PERIOD_NS 100000000ull
 #define GS_LIMITER_SHARE_STEPS 10            /* ... and NVML's longest sample period: 10 of them */
@@ -131,6 +132,7 @@ struct lim_dev {
         _Atomic uint64_t going;      /* a launcher left the gate's wait to launch (launched() comes next) */
         _Atomic uint64_t pause_seen;  /* the wait (`synced`) whose following launch was judged */
         _Atomic uint64_t pause_at;    /* a launch came GS_LIMITER_PAUSE_NS or more after a wait */
+        _Atomic uint64_t stretch_ns;  /* the longest recent stretch of work between two pauses (decaying) */
         _Atomic uint64_t step_ns;     /* the longest recent time from a wait to a launch under that
                                       * (decaying: note_pause) */
         /* ticker only */
@@ -138,6 +140,9 @@ struct lim_dev {
         uint64_t busy, published;
         uint64_t launches_published; /* launches handed to the region's wait histogram */
         uint64_t arb_total;          /* the highest busy total handed to the arbiter */
+        uint64_t load_at, load_got;  /* the slice's recent use (judge_light): last look, its total then */
+        uint64_t load_bp;            /* ... its moving average (basis points of the GPU) */
+        bool light;                  /* ... and our judge of it */
         uint64_t view_at, view_busy; /* the utilization view's last sample */
         _Atomic int view_pct;        /* its last answer (-1: none yet) */
         uint64_t share_busy, share_at, share_others;
@@ -454,7 +459,8 @@ static bool refilled(struct lim_dev *d)
 /* Another slice's turn on the GPU (unless the arbiter is being ignored). */
 static bool not_our_turn(struct lim_dev *d)
 {
-        return !gs_arb_may_launch(&d->arb) && atomic_load_explicit(&d->arb_off_until, memory_order_relaxed) == 0;
+        return !gs_arb_may_launch(&d->arb) && !gs_arb_may_pass(&d->arb) &&
+               atomic_load_explicit(&d->arb_off_until, memory_order_relaxed) == 0;
 }
 
 /* No launch now: the budget is spent, or it is another slice's turn on the GPU. */
@@ -606,9 +612,14 @@ static void note_pause(struct lim_dev *d, uint64_t now)
                 return;
         atomic_store_explicit(&d->pause_seen, s, memory_order_relaxed);
         uint64_t gap = now - s, m = atomic_load_explicit(&d->step_ns, memory_order_relaxed);
-        if (gap >= GS_LIMITER_PAUSE_NS)
+        if (gap >= GS_LIMITER_PAUSE_NS) {
+                /* (the stretch of work that ended at that wait: from the launch after the pause
+                 * before it; the longest recent one, decaying as the step) */
+                uint64_t p = atomic_load_explicit(&d->pause_at, memory_order_relaxed);
+                uint64_t w = p != 0 && s > p ? s - p : 0, l = atomic_load_explicit(&d->stretch_ns, memory_order_relaxed);
+                atomic_store_explicit(&d->stretch_ns, w > l ? w : l - l / 8, memory_order_relaxed);
                 atomic_store_explicit(&d->pause_at, now, memory_order_relaxed);
-        else
+        } else
                 atomic_store_explicit(&d->step_ns, gap > m ? gap : m - m / 8, memory_order_relaxed);
 }
 
@@ -624,6 +635,43 @@ static uint64_t done_at(struct lim_dev *d, uint64_t now)
         if (p == 0 || now - p > GS_LIMITER_PAUSE_RECENT_NS || s < atomic_load(&d->last_launch) || s < atomic_load(&d->going))
                 return 0;
         return s + 2 * atomic_load_explicit(&d->step_ns, memory_order_relaxed) + GS_LIMITER_STEP_MIN_NS;
+}
+
+/* Light: the application pauses after its waits (a request client, as done_at judges it), its
+ * stretches of work between pauses are short (its requests: at most GS_LIMITER_LIGHT_STRETCH_NS),
+ * and the slice used at most three quarters of its share lately (a moving average over
+ * GS_LIMITER_LOAD_NS of every process's GPU time). It stays light until its use is twice its
+ * share, or more than its share with stretches four times that long: beside the others, a kernel
+ * that waits behind theirs is measured as ours (eight clients of 8 % at 12 % each on the
+ * simulated GPU measured 15 %), and so is a wait for a turn or for the budget (a new slice's first
+ * request: 25-30 ms); a slice that left and came back at each such step made the others take
+ * turns with it. A light
+ * slice launches beside the turns of other light slices of its class (arbiter.c, "Side by side");
+ * a batch (long stretches, or none: it never pauses), or a client that grew past that, takes turns. */
+#define GS_LIMITER_LIGHT_STRETCH_NS 5000000ull
+static void judge_light(struct lim_dev *d, uint64_t now, uint64_t got)
+{
+        if (d->load_at != 0 && now > d->load_at) {
+                uint64_t span = now - d->load_at, used = got > d->load_got ? got - d->load_got : 0;
+                uint64_t inst = used * 10000u / span, w = span < GS_LIMITER_LOAD_NS ? span : GS_LIMITER_LOAD_NS;
+                if (inst > 20000u)
+                        inst = 20000u; /* (an estimate that caught up) */
+                d->load_bp = (d->load_bp * (GS_LIMITER_LOAD_NS - w) + inst * w) / GS_LIMITER_LOAD_NS;
+        }
+        d->load_at = now;
+        d->load_got = got;
+        uint64_t p = atomic_load_explicit(&d->pause_at, memory_order_relaxed);
+        bool pauses = p != 0 && now - p <= GS_LIMITER_PAUSE_RECENT_NS;
+        bool was = d->light;
+        uint64_t st = atomic_load_explicit(&d->stretch_ns, memory_order_relaxed);
+        d->light = pauses && (d->light ? d->load_bp <= 2u * d->bp && (st <= 4 * GS_LIMITER_LIGHT_STRETCH_NS || d->load_bp <= d->bp)
+                                       : st <= GS_LIMITER_LIGHT_STRETCH_NS && d->load_bp * 4 <= 3u * d->bp);
+        if (was != d->light)
+                gs_vgpu_log(4, "turn %llu light: %s (recent use %llu.%02llu %%, stretches of work %llu us%s)",
+                            (unsigned long long)now, d->light ? "yes" : "no", (unsigned long long)(d->load_bp / 100),
+                            (unsigned long long)(d->load_bp % 100), (unsigned long long)(st / 1000u),
+                            pauses ? "" : ", no pause after a wait lately");
+        gs_arb_set_light(&d->arb, d->light);
 }
 
 /* A launch out of the gate's slow path is on its way: the ticker must not take the slice for
@@ -1080,6 +1128,7 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         if (done > now && atomic_load(&L.look_at) > done)
                 atomic_store(&L.look_at, done);
         bool quiet = idle && atomic_load(&d->waiting) == 0 && (now - active > GS_LIMITER_TICK_NS || (done != 0 && done <= now)) && !held_back;
+        judge_light(d, now, slice_busy(vis, d->arb_total));
         gs_arb_tick(&d->arb, now, wanting, fresh, slice_busy(vis, d->arb_total),
                     idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS), quiet, held_back);
         return !idle || wanting || delta != 0;
