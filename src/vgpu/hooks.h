@@ -135,6 +135,7 @@
         X(cuGraphLaunch)                                                                          \
         X(cuGraphLaunch_ptsz)                                                                     \
         X(cuCtxSynchronize)                                                                       \
+        X(cuCtxSynchronize_v2)                                                                    \
         X(cuStreamSynchronize)                                                                    \
         X(cuStreamSynchronize_ptsz)
 

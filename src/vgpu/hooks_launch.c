@@ -74,5 +74,9 @@ GS_LAUNCH_(cuGraphLaunch_ptsz, hStream, GRAPH_PARAMS, GRAPH_ARGS)
         }
 
 GS_SYNC_(cuCtxSynchronize, CU_STREAM_LEGACY, (void), ())
+/* (CUDA 13's: cuGetProcAddress gives it for "cuCtxSynchronize" at cudaVersion 13000, so the
+ * runtime's cudaDeviceSynchronize, PyTorch's torch.cuda.synchronize, comes here; a context other
+ * than the current one is waited for as the driver does, our event recorded in the current one) */
+GS_SYNC_(cuCtxSynchronize_v2, CU_STREAM_LEGACY, (CUcontext ctx), (ctx))
 GS_SYNC_(cuStreamSynchronize, hStream, (CUstream hStream), (hStream))
 GS_SYNC_(cuStreamSynchronize_ptsz, hStream, (CUstream hStream), (hStream))

@@ -16,7 +16,8 @@
  * the requests' latency, from the start of the request to the end of its last kernel, and
  * p99_run_us= max_run_us= of the same less the time the process waited for a CPU meanwhile;
  * PROBE_REQ_WAIT=event waits for each kernel of a request with an event (cuEventSynchronize) instead
- * of cuStreamSynchronize.
+ * of cuStreamSynchronize; PROBE_REQ_WAIT=ctx13 with the context's synchronization as CUDA 13's
+ * runtime gets it (cuGetProcAddress_v2 at 13000: cuCtxSynchronize_v2).
  * PROBE_TIMELINE=FILE: each request as "q FIRST START_NS LATENCY_NS RUN_NS" in FILE, FIRST its
  * first kernel's place among the process's kernels, START_NS when it came (CLOCK_MONOTONIC),
  * RUN_NS its latency less the time the process waited for a CPU meanwhile: with the
@@ -111,6 +112,14 @@ static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigne
         const char *how = getenv("PROBE_REQ_WAIT");
         if (how != NULL && strcmp(how, "event") == 0)
                 CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+        /* PROBE_REQ_WAIT=ctx13: each request waited for by the context's synchronization as CUDA
+         * 13's runtime gets it (cuGetProcAddress_v2 at 13000: cuCtxSynchronize_v2; its
+         * cudaDeviceSynchronize, PyTorch's torch.cuda.synchronize) */
+        gs_cuCtxSynchronize_v2_fn ctxsync = NULL;
+        if (how != NULL && strcmp(how, "ctx13") == 0) {
+                CUdriverProcAddressQueryResult st;
+                CK(cuGetProcAddress_v2("cuCtxSynchronize", (void **)&ctxsync, 13000, 0, &st));
+        }
         while (progress_now_us() < end && *nreq < cap) {
                 unsigned long first = n;
                 double w0 = progress_wait_us(), r0 = progress_now_us();
@@ -119,7 +128,9 @@ static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigne
                         for (double g0 = progress_now_us(); k > 0 && progress_now_us() - g0 < gap;)
                                 ;
                         CK(launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-                        if (ev != NULL) {
+                        if (ctxsync != NULL) {
+                                CK(ctxsync(NULL));
+                        } else if (ev != NULL) {
                                 CK(cuEventRecord(ev, s));
                                 CK(cuEventSynchronize(ev));
                         } else {
