@@ -50,6 +50,10 @@
  * Two slices that take the GPU at the same instant see each other within a refresh, and the
  * later one (then the greater name) backs off, unless it cut the other's turn.
  *
+ * Side by side: a light slice (a request client well under its share: the limiter's judge, flag
+ * bit 2 of its record) launches beside the turn of one other light share-mode slice of its class
+ * without taking turns (arbiter.c, "Side by side").
+ *
  * A slice's file (version 3, 128 bytes, little-endian host order):
  *   0  magic "GSARB\0\0\3"   8  want_ns (CLOCK_MONOTONIC of its last demand)
  *   16 vtime (GPU ns received x 10000 / weight)   24 since (lease taken; 0 = not holding)

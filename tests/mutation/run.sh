@@ -567,6 +567,21 @@ mutation donehandback vgpu_latency_handback src/vgpu/limiter.c \
         ') && !held_back;' \
         "a request client's turn goes back only once nothing of its own happened for a tick, at its ticker's next look (0.3-0.5 ms after the request), not when its wait returned and its steps say it is done" \
         "a turn goes back when the request is done"
+mutation ctxsync13 vgpu_latency_handback src/vgpu/hooks.h \
+        'X(cuCtxSynchronize_v2)' \
+        '' \
+        "CUDA 13's context synchronization (cuCtxSynchronize_v2: cudaDeviceSynchronize, torch.cuda.synchronize) is not seen as the application's wait: a PyTorch service's turn goes back only at the ticker's quiet" \
+        "waits by CUDA 13's cuCtxSynchronize"
+mutation sidebyside unit_arbiter src/vgpu/arbiter.c \
+        'pass = light && a->guaranteed && !below;' \
+        'pass = false && light && a->guaranteed && !below;' \
+        "light share-mode slices of one class take turns through each other's CPU gaps, never launching side by side" \
+        "test_side_by_side"
+mutation sidebysidecharge unit_arbiter src/vgpu/arbiter.c \
+        'atomic_load(&a->me->state) != GS_ARB_FREE || atomic_load(&a->pass))' \
+        'atomic_load(&a->me->state) != GS_ARB_FREE)' \
+        "a slice launching beside another's turn charges that turn to it as if kept from the GPU (the liar guard's cost)" \
+        "test_side_by_side"
 # issue 34 (item 4: latency request by request)
 mutation strictone vgpu_turns src/vgpu/limiter.c \
         'return gs_arb_below(&d->arb) &&' \

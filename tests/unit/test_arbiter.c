@@ -479,6 +479,90 @@ static void test_liar_costs_its_share(void **state)
         assert_true((got - got_at_1s) * 10 >= span * 5 * 9 / 10);
 }
 
+/* Light slices launch side by side (arbiter.c, "Side by side"). Two light share-mode slices of one
+ * class: while b holds the GPU, a may launch beside its turn, and is charged nothing meanwhile
+ * (nobody kept it from the GPU). Not when b is not light, not beside a higher class, not in cap
+ * mode (a cap is GPU time: what waits behind another context is charged as ours), and not beside
+ * two others (eight contexts at once saturate the GPU by switching). */
+static void both_want(bool light_a, bool light_b)
+{
+        gs_arb_set_light(&a, light_a);
+        gs_arb_set_light(&b, light_b);
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false); /* b takes the GPU */
+        assert_true(gs_arb_may_launch(&b));
+        usleep(300);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a wants it: b holds */
+        assert_false(gs_arb_may_launch(&a));
+}
+
+static void test_side_by_side(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        both_want(true, true);
+        assert_true(gs_arb_may_pass(&a));
+        for (int i = 0; i < 5; i++) { /* a wants the GPU for 5 ms beside b's turn */
+                usleep(1000);
+                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+                gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        }
+        assert_true(gs_arb_may_pass(&a));
+        assert_int_equal(charged_by(&a, "x-00000000000000bb"), 0);
+        /* b is no longer light (a batch, or past its share): a takes turns, and b's turn costs it */
+        gs_arb_set_light(&b, false);
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+        usleep(300);
+        gs_arb_try_take(&a);
+        assert_false(gs_arb_may_pass(&a));
+        assert_false(gs_arb_may_launch(&a));
+        for (int i = 0; i < 3; i++) {
+                usleep(1000);
+                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+                gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        }
+        assert_true(charged_by(&a, "x-00000000000000bb") > 0);
+}
+
+static void test_side_by_side_not_beside_higher(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_HIGH);
+        both_want(true, true);
+        assert_false(gs_arb_may_pass(&a));
+}
+
+static void test_side_by_side_not_capped(void **state)
+{
+        (void)state;
+        open_capped(&a, 5000);
+        open_capped(&b, 5000);
+        both_want(true, true);
+        assert_false(gs_arb_may_pass(&a));
+}
+
+static void test_side_by_side_two_at_most(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        assert_int_equal(gs_arb_open(&c, dir, "GPU-test", "x-00000000000000cc", 5000, GS_ARB_PRIO_NORMAL, true), 0);
+        gs_arb_set_light(&a, true);
+        gs_arb_set_light(&b, true);
+        gs_arb_set_light(&c, true);
+        gs_arb_tick(&c, gs_mono_ns(), true, 0, 0, false, false, false); /* c takes the GPU */
+        assert_true(gs_arb_may_launch(&c));
+        usleep(300);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a wants it beside c */
+        assert_true(gs_arb_may_pass(&a));
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false); /* and so does b */
+        usleep(300);
+        gs_arb_try_take(&a);
+        assert_false(gs_arb_may_launch(&a));
+        assert_false(gs_arb_may_pass(&a));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -494,6 +578,10 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_turn_holder_not_short, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_budget_pause_wants_nothing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_budget_pause_not_wanted, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_side_by_side_not_beside_higher, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_side_by_side_not_capped, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_side_by_side_two_at_most, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
