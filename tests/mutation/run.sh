@@ -150,15 +150,18 @@ mutation labelsenv observe_hook src/runtime/hook.c \
 mutation arbclass unit_arbiter src/vgpu/arbiter.c \
         'p->prio = p->host.prio == GS_ARB_PRIO_HIGH && !p->host_root ? GS_ARB_PRIO_NORMAL : p->host.prio;' \
         'p->prio = r->prio;' \
-        "a slice's class on the arbiter is read from its own record (a container claims high), not its host record"
+        "a slice's class on the arbiter is read from its own record (a container claims high), not its host record" \
+        "test_class_from_host_record"
 mutation arbowed unit_arbiter src/vgpu/arbiter.c \
         'return (struct place){p->owed ? 0 : p->prio + 1, p->vtime};' \
         'return (struct place){(p->flags & GS_ARB_OWED) ? 0 : p->prio + 1, p->vtime};' \
-        "\"owed\" is what a slice's record claims, not what its readers judge"
+        "\"owed\" is what a slice's record claims, not what its readers judge" \
+        "test_class_from_host_record"
 mutation arbcost unit_arbiter src/vgpu/arbiter.c \
         'p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);' \
         'p->ignored = false;' \
-        "a peer that costs a slice more than its share while the slice is short of its own is still obeyed (a liar holds it)"
+        "a peer that costs a slice more than its share while the slice is short of its own is still obeyed (a liar holds it)" \
+        "test_liar_costs_its_share"
 mutation regionmode integration_hostfiles src/slice/slice.c \
         'write_owned(h->dirfd, "usage", "", 0, 0660, uid, gid, err) < 0)' \
         'write_owned(h->dirfd, "usage", "", 0, 0666, uid, gid, err) < 0)' \
@@ -637,7 +640,8 @@ build() {
 }
 # run_tests LOG TEST...: run them; prints "RESULT NAME" a line (meson's results: OK, FAIL, SKIP, TIMEOUT...).
 # With STOP_AT set (a mutation's CHECK), a check.sh test stops at the first failed check that
-# names it (GS_STOP_AT_CHECK, tests/lib/check.sh): the rest of that test would only tell more.
+# names it (GS_STOP_AT_CHECK, tests/lib/check.sh; a cmocka test that takes it, test_arbiter, runs
+# that case alone): the rest of that test would only tell more.
 run_tests() {
         local log=$1; shift
         rm -f "$BUILD/meson-logs/testlog.json"
