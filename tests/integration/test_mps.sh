@@ -184,10 +184,16 @@ expect_rc hung_stop 1 "stop of an unresponsive daemon fails"
 expect_err hung_stop "gpuslice: mps error:" "... as an mps error"
 expect_err hung_stop "did not finish in time" "... saying it timed out"
 check "... and leaves the daemon alone" alive "$P1b"
+# The timed-out stop's quit is still queued on the daemon's socket: continued, the daemon carries it
+# out, so this stop mostly finds it gone or going, its pid file removed: "not running", and no pid to wait
+# for (stop waits until a daemon it finds running is gone: the stops above check that at once).
+# The process itself may still be on its way out (seen in CI: the sanitizer build, under load), so
+# it gets a bounded moment to go.
 kill -CONT "$P1b"
 run stop_cont -- "${M[@]}" stop --device 1 --mps-root "$MPS"
 expect_rc stop_cont 0 "once it answers again, stop works"
-check "... and it is gone" dead "$P1b"
+for _ in $(seq 50); do dead "$P1b" && break; sleep 0.1; done
+check "... and it is gone (within 5 s: the quit the timed-out stop left is carried out)" dead "$P1b"
 
 # ---- two starts at once: one daemon --------------------------------------------------------------
 "${M[@]}" start --device 0 --mps-root "$MPS" >"$TMP/c1.out" 2>&1 &

@@ -14,10 +14,17 @@
 # "mutations: N killed, N survived"; the exit status is non-zero on any survivor, any mutation
 # that did not apply or did not build, or a baseline that did not pass. Logs: WORKDIR/logs/.
 #
+# Two at a time where that is safe: the mutations whose tests may all run beside others (meson's
+# is_parallel, which the normal build honours, running three tests at a time) go first, in two
+# lanes, the second in a tree and build of its own (WORKDIR/src2, WORKDIR/build2: a second copy,
+# configured and built for those tests), never two runs of one test at once; then those with a
+# timing test (is_parallel: false: vgpu_*) one at a time, with nothing else running.
+#
 # Needs what the tests need (root: mounts, cgroups, unshare). MUTATION_JOBS: ninja's -j (default:
-# every CPU). MUTATION_ONLY="NAME...": run those mutations alone (also the slow ones, left out of
-# the default run). MUTATION_BASELINE=TESTLOG: a meson testlog.json of this same tree's tests; those
-# that passed there are not run again as the baseline.
+# every CPU). MUTATION_LANES=1: one mutation at a time throughout. MUTATION_ONLY="NAME...": run
+# those mutations alone (also the slow ones, left out of the default run). MUTATION_BASELINE=TESTLOG:
+# a meson testlog.json of this same tree's tests; those that passed there are not run again as the
+# baseline.
 #
 # A mutation is: NAME, TESTS (space-separated meson test names), FILE, OLD, NEW, the behaviour it
 # breaks and, optionally, CHECK: a piece of the name of the check meant for it (a check.sh line's
@@ -150,15 +157,18 @@ mutation labelsenv observe_hook src/runtime/hook.c \
 mutation arbclass unit_arbiter src/vgpu/arbiter.c \
         'p->prio = p->host.prio == GS_ARB_PRIO_HIGH && !p->host_root ? GS_ARB_PRIO_NORMAL : p->host.prio;' \
         'p->prio = r->prio;' \
-        "a slice's class on the arbiter is read from its own record (a container claims high), not its host record"
+        "a slice's class on the arbiter is read from its own record (a container claims high), not its host record" \
+        "test_class_from_host_record"
 mutation arbowed unit_arbiter src/vgpu/arbiter.c \
         'return (struct place){p->owed ? 0 : p->prio + 1, p->vtime};' \
         'return (struct place){(p->flags & GS_ARB_OWED) ? 0 : p->prio + 1, p->vtime};' \
-        "\"owed\" is what a slice's record claims, not what its readers judge"
+        "\"owed\" is what a slice's record claims, not what its readers judge" \
+        "test_class_from_host_record"
 mutation arbcost unit_arbiter src/vgpu/arbiter.c \
         'p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);' \
         'p->ignored = false;' \
-        "a peer that costs a slice more than its share while the slice is short of its own is still obeyed (a liar holds it)"
+        "a peer that costs a slice more than its share while the slice is short of its own is still obeyed (a liar holds it)" \
+        "test_liar_costs_its_share"
 mutation regionmode integration_hostfiles src/slice/slice.c \
         'write_owned(h->dirfd, "usage", "", 0, 0660, uid, gid, err) < 0)' \
         'write_owned(h->dirfd, "usage", "", 0, 0666, uid, gid, err) < 0)' \
@@ -607,9 +617,26 @@ else
         MUTATIONS=("${keep[@]}")
 fi
 
-# ---- the scratch tree and build ---------------------------------------------------------------
+# ---- the scratch trees and builds -------------------------------------------------------------
 
-rm -rf "$SRC" "$LOGS" "$WORK/mutating"
+# setup_tree SRC BUILD LOG: the source copy's mutated files made newer than anything built, and the
+# build configured (tests on, warnings not errors)
+setup_tree() { # SRC BUILD LOG
+        local src=$1 build=$2 log=$3
+        # The copy keeps the files' times, and an earlier run's build holds objects of mutated files
+        # that are newer than them (the last mutation is never rebuilt back; a run may have been
+        # killed): make the mutated files newer than anything built, so that ninja compiles them again.
+        for f in "${FILE[@]}"; do touch "$src/$f" || return 1; done
+        if [ ! -f "$build/build.ninja" ]; then
+                meson setup "$build" "$src" --buildtype=debugoptimized -Dtests=true -Dwerror=false >"$log" 2>&1 ||
+                        { echo "meson setup failed: $log" >&2; tail -20 "$log" >&2; return 1; }
+        elif jq -e '.[] | select(.name == "werror" and .value) , select(.name == "tests" and (.value | not))' \
+                <(meson introspect "$build" --buildoptions) >/dev/null; then
+                meson configure "$build" -Dwerror=false -Dtests=true >"$log" 2>&1 || return 1
+        fi
+}
+
+rm -rf "$SRC" "$LOGS" "$WORK"/mutating* "$WORK/sched"
 mkdir -p "$SRC" "$LOGS"
 if git -C "$TOP" rev-parse --git-dir >/dev/null 2>&1; then
         git -C "$TOP" ls-files -z --cached --others --exclude-standard |
@@ -618,19 +645,8 @@ if git -C "$TOP" rev-parse --git-dir >/dev/null 2>&1; then
 else
         tar -cf - --exclude='./build' --exclude='./build-*' . | tar -xf - -C "$SRC" || exit 1
 fi
-
-# The copy keeps the files' times, and an earlier run's build holds objects of mutated files that
-# are newer than them (the last mutation is never rebuilt back; a run may have been killed): make
-# the mutated files newer than anything built, so that ninja compiles them again.
-for f in "${FILE[@]}"; do touch "$SRC/$f" || exit 1; done
-
-if [ ! -f "$BUILD/build.ninja" ]; then
-        meson setup "$BUILD" "$SRC" --buildtype=debugoptimized -Dtests=true -Dwerror=false >"$LOGS/setup.log" 2>&1 ||
-                { echo "meson setup failed: $LOGS/setup.log" >&2; tail -20 "$LOGS/setup.log" >&2; exit 1; }
-elif jq -e '.[] | select(.name == "werror" and .value) , select(.name == "tests" and (.value | not))' \
-        <(meson introspect "$BUILD" --buildoptions) >/dev/null; then
-        meson configure "$BUILD" -Dwerror=false -Dtests=true >"$LOGS/setup.log" 2>&1 || exit 1
-fi
+setup_tree "$SRC" "$BUILD" "$LOGS/setup.log" || exit 1
+MUTATING=$WORK/mutating
 
 # targets TEST...: the build outputs (relative to the build dir) the tests run or depend on
 targets() {
@@ -652,7 +668,8 @@ build() {
 }
 # run_tests LOG TEST...: run them; prints "RESULT NAME" a line (meson's results: OK, FAIL, SKIP, TIMEOUT...).
 # With STOP_AT set (a mutation's CHECK), a check.sh test stops at the first failed check that
-# names it (GS_STOP_AT_CHECK, tests/lib/check.sh): the rest of that test would only tell more.
+# names it (GS_STOP_AT_CHECK, tests/lib/check.sh; a cmocka test that takes it runs that case
+# alone): the rest of that test would only tell more.
 run_tests() {
         local log=$1; shift
         rm -f "$BUILD/meson-logs/testlog.json"
@@ -671,6 +688,22 @@ failed_checks() {
 all_tests=()
 for m in "${MUTATIONS[@]}"; do for t in ${TESTS[$m]}; do all_tests+=("$t"); done; done
 mapfile -t all_tests < <(printf '%s\n' "${all_tests[@]}" | sort -u)
+
+# Two lanes (MUTATION_LANES, 1 or 2; default 2): the mutations whose tests may all run beside
+# others (meson's is_parallel: the normal build runs them three at a time) run first, two at a time,
+# each lane in a scratch tree and build of its own (WORKDIR/src2, WORKDIR/build2 for the second),
+# never two runs of one test at once (a test's fixed names: its containers, cgroups, sockets); then
+# those with a timing test (is_parallel: false, vgpu_*) one at a time, alone on the machine.
+declare -A SERIAL_TEST
+while IFS= read -r t; do SERIAL_TEST[$t]=1; done < <(meson introspect "$BUILD" --tests | jq -r '.[] | select(.is_parallel | not) | .name')
+par=() ser=() par_tests=()
+for m in "${MUTATIONS[@]}"; do
+        s=""
+        for t in ${TESTS[$m]}; do [ -n "${SERIAL_TEST[$t]:-}" ] && s=1; done
+        if [ -n "$s" ]; then ser+=("$m"); else par+=("$m"); for t in ${TESTS[$m]}; do par_tests+=("$t"); done; fi
+done
+LANES=${MUTATION_LANES:-2}
+[ "${#par[@]}" -ge 2 ] || LANES=1
 
 echo "# building ${#all_tests[@]} test(s)' targets in $BUILD (-j$JOBS)"
 build "$LOGS/build.log" "${all_tests[@]}" >/dev/null || { echo "build failed: $LOGS/build.log" >&2; tail -20 "$LOGS/build.log" >&2; exit 1; }
@@ -704,24 +737,25 @@ apply() {
         local rest=${text//"$old"/}
         local n=$(( (${#text} - ${#rest}) / ${#old} ))
         [ "$n" -eq 1 ] || { echo "$n occurrences of the text to mutate in $1 (want 1)"; return 1; }
-        cp "$f" "$WORK/mutating" || return 1
+        cp "$f" "$MUTATING" || return 1
         printf '%s' "${text/"$old"/"$new"}" >"$f"
 }
 # restore FILE: the original back, with a new mtime (so that ninja rebuilds from it)
-restore() { [ -e "$WORK/mutating" ] && cp "$WORK/mutating" "$SRC/$1" && rm -f "$WORK/mutating"; }
+restore() { [ -e "$MUTATING" ] && cp "$MUTATING" "$SRC/$1" && rm -f "$MUTATING"; }
 
-killed=0 survived=0 broken=0
-for m in "${MUTATIONS[@]}"; do
-        file=${FILE[$m]} tests=${TESTS[$m]} mt0=$SECONDS
+# mutate NAME: apply, build, test, restore, in this lane's tree ($SRC, $BUILD); prints its line
+# and returns 0 (killed), 1 (survived) or 2 (not applied, not built)
+mutate() {
+        local m=$1 file=${FILE[$1]} tests=${TESTS[$1]} mt0=$SECONDS why nw res
         trap 'restore "$file"; exit 130' INT TERM
         if ! why=$(apply "$file" "${OLD[$m]}" "${NEW[$m]}"); then
-                echo "$m: DID NOT APPLY ($why)"; broken=$((broken + 1)); continue
+                trap - INT TERM; echo "$m: DID NOT APPLY ($why)"; return 2
         fi
         # shellcheck disable=SC2086
         if ! nw=$(build "$LOGS/$m.build.log" $tests); then
-                echo "$m: DID NOT BUILD ($LOGS/$m.build.log)"; broken=$((broken + 1)); restore "$file"; continue
+                restore "$file"; trap - INT TERM; echo "$m: DID NOT BUILD ($LOGS/$m.build.log)"; return 2
         elif [ "$nw" = "no work" ]; then
-                echo "$m: NOT COMPILED into $tests' targets"; broken=$((broken + 1)); restore "$file"; continue
+                restore "$file"; trap - INT TERM; echo "$m: NOT COMPILED into $tests' targets"; return 2
         fi
         # shellcheck disable=SC2086
         res=$(STOP_AT=${CHECK[$m]} run_tests "$LOGS/$m.test.log" $tests)
@@ -729,7 +763,8 @@ for m in "${MUTATIONS[@]}"; do
         trap - INT TERM
         # killed: a named test failed (FAIL, TIMEOUT, ERROR...; a SKIP kills nothing) and, with a
         # CHECK, one of its failed checks is that one
-        by="" why="" elsewhere=""
+        local by="" elsewhere="" t fails line
+        why=""
         for t in $(awk '$1 != "OK" && $1 != "SKIP" && $1 != "EXPECTEDFAIL" {print $2}' <<<"$res"); do
                 fails=$(failed_checks "$t")
                 if [ -n "${CHECK[$m]}" ]; then
@@ -741,14 +776,83 @@ for m in "${MUTATIONS[@]}"; do
                 by="${by:+$by,}$t" why="${why:-${line:-no failed check: $(awk -v t="$t" '$2 == t {print $1}' <<<"$res")}}"
         done
         if [ -n "$by" ]; then
-                echo "$m: killed by $by ($((SECONDS - mt0)) s): ${why:0:200}"; killed=$((killed + 1))
+                echo "$m: killed by $by ($((SECONDS - mt0)) s): ${why:0:200}"; return 0
         elif [ -n "$elsewhere" ]; then
                 echo "$m: SURVIVED (failed elsewhere, not at '${CHECK[$m]}'): ${DESC[$m]} (${elsewhere:1:400}; $LOGS/$m.test.log)"
-                survived=$((survived + 1))
         else
                 echo "$m: SURVIVED: ${DESC[$m]} ($(awk '{print $2 " " $1}' <<<"$res" | paste -sd, -); $LOGS/$m.test.log)"
-                survived=$((survived + 1))
         fi
+        return 1
+}
+
+killed=0 survived=0 broken=0
+count() { case $1 in 0) killed=$((killed + 1)) ;; 1) survived=$((survived + 1)) ;; *) broken=$((broken + 1)) ;; esac; }
+
+# The lanes take the parallel mutations in order from a queue ($WORK/sched/queue, under its
+# flock): each the first whose tests the other lane is not running ($WORK/sched/running/TEST).
+# next_mutation: prints the one taken; exit 1 when the queue is empty, 2 when all left must wait
+next_mutation() {
+        local q=$WORK/sched
+        (
+                flock 9 || exit 1
+                local left m t busy
+                mapfile -t left <"$q/queue"
+                [ "${#left[@]}" -gt 0 ] || exit 1
+                for m in "${left[@]}"; do
+                        busy=""
+                        for t in ${TESTS[$m]}; do [ -e "$q/running/$t" ] && busy=1; done
+                        [ -z "$busy" ] || continue
+                        for t in ${TESTS[$m]}; do : >"$q/running/$t"; done
+                        printf '%s\n' "${left[@]}" | grep -vxF -- "$m" >"$q/queue.new"
+                        mv "$q/queue.new" "$q/queue"
+                        echo "$m"; exit 0
+                done
+                exit 2
+        ) 9>"$q/lock"
+}
+# lane N: run mutations from the queue until it is empty; "RC NAME" lines into $WORK/sched/lane.N.
+# The second lane first configures and builds its tree (while the first lane already runs
+# mutations); if that fails, the first lane runs them all.
+lane() {
+        local n=$1 m rc t
+        MUTATING=$WORK/mutating.$n
+        if [ "$n" != 1 ]; then
+                SRC=$WORK/src$n BUILD=$WORK/build$n
+                if ! { setup_tree "$SRC" "$BUILD" "$LOGS/setup$n.log" && build "$LOGS/build$n.log" "${par_tests[@]}" >/dev/null; }; then
+                        echo "# lane $n: its build failed ($LOGS/build$n.log): lane 1 runs its mutations"; return 0
+                fi
+        fi
+        for (( ; ; )); do
+                m=$(next_mutation); rc=$?
+                [ "$rc" -ne 1 ] || break
+                if [ "$rc" -ne 0 ]; then sleep 0.2; continue; fi
+                mutate "$m"; rc=$?
+                echo "$rc $m" >>"$WORK/sched/lane.$n"
+                (flock 9 && for t in ${TESTS[$m]}; do rm -f "$WORK/sched/running/$t"; done) 9>"$WORK/sched/lock"
+        done
+}
+
+if [ "$LANES" -gt 1 ]; then
+        mapfile -t par_tests < <(printf '%s\n' "${par_tests[@]}" | sort -u)
+        echo "# a second lane for the ${#par[@]} mutation(s) of ${#par_tests[@]} test(s) that may run beside others: $WORK/src2, $WORK/build2"
+        rm -rf "$WORK/src2"
+        cp -a "$SRC" "$WORK/src2" || { echo "copying the tree failed" >&2; exit 1; }
+        mkdir -p "$WORK/sched/running" && printf '%s\n' "${par[@]}" >"$WORK/sched/queue" || exit 1
+        lane 1 & l1=$!
+        lane 2 & l2=$!
+        trap 'kill -TERM $l1 $l2 2>/dev/null; wait; exit 130' INT TERM
+        wait $l1 $l2
+        trap - INT TERM
+        while read -r rc m; do count "$rc"; done < <(cat "$WORK/sched/lane.1" "$WORK/sched/lane.2" 2>/dev/null)
+        done_n=$(cat "$WORK/sched/lane.1" "$WORK/sched/lane.2" 2>/dev/null | wc -l)
+        if [ "$done_n" -ne "${#par[@]}" ]; then
+                echo "the lanes ran $done_n of ${#par[@]} mutations" >&2; broken=$((broken + ${#par[@]} - done_n))
+        fi
+        echo "# the ${#par[@]} that may run beside others done, two at a time ($((SECONDS - t0)) s so far); now one at a time: ${ser[*]:-none}"
+        MUTATIONS=("${ser[@]}")
+fi
+for m in "${MUTATIONS[@]}"; do
+        mutate "$m"; count $?
 done
 
 notrun=""
