@@ -495,6 +495,16 @@ static void both_want(bool light_a, bool light_b)
         assert_false(gs_arb_may_launch(&a));
 }
 
+/* b and a go on wanting the GPU for `ms` ms, a tick each every millisecond */
+static void both_tick(int ms)
+{
+        for (int i = 0; i < ms; i++) {
+                usleep(1000);
+                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+                gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        }
+}
+
 static void test_side_by_side(void **state)
 {
         (void)state;
@@ -502,11 +512,7 @@ static void test_side_by_side(void **state)
         open_slice(&b, GS_ARB_PRIO_NORMAL);
         both_want(true, true);
         assert_true(gs_arb_may_pass(&a));
-        for (int i = 0; i < 5; i++) { /* a wants the GPU for 5 ms beside b's turn */
-                usleep(1000);
-                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
-                gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
-        }
+        both_tick(5); /* a wants the GPU for 5 ms beside b's turn */
         assert_true(gs_arb_may_pass(&a));
         assert_int_equal(charged_by(&a, "x-00000000000000bb"), 0);
         /* b is no longer light (a batch, or past its share): a takes turns, and b's turn costs it */
@@ -516,11 +522,7 @@ static void test_side_by_side(void **state)
         gs_arb_try_take(&a);
         assert_false(gs_arb_may_pass(&a));
         assert_false(gs_arb_may_launch(&a));
-        for (int i = 0; i < 3; i++) {
-                usleep(1000);
-                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
-                gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
-        }
+        both_tick(3);
         assert_true(charged_by(&a, "x-00000000000000bb") > 0);
 }
 
