@@ -825,33 +825,29 @@ static void judge_peers(struct gs_arb *a, uint64_t now)
 
 /* Turns make a slice's idle moments exclusive: a request client holds its turn through the CPU
  * gaps between its kernels (a request of eight 70 us kernels held it 1-1.4 ms for 0.56 ms of GPU
- * time). Two or eight latency clients of one class, each far under its share, then wait for each
- * other's gaps: the turns are the bottleneck, not the GPU (eight equal slices on the H200: the
- * heavy clients' p99 19-27 ms where the driver alone, interleaving their kernels, gives 9.9; two
- * PyTorch services 2.4-3.0 ms against 0.8), and each slice's wait for the others' gaps is charged
- * to them as cost (cap mode among eight: honest slices taken for liars). Between such slices there
- * is nothing to share out: together they leave the GPU idle most of the time. So a light slice
- * (the limiter's judge: its application pauses after its waits, as a request client does, and it
- * used at most three quarters of its share lately, until it uses more than its share) launches
- * beside the turns of the others while every slice that wants or holds the GPU is light too (its
- * record's flag) and of our class, and no slice of a higher class, nor one owed its share, is
- * there: the driver interleaves their kernels as without slicing. Share mode only, both of
- * them: a cap is a limit in GPU time, and beside another context a kernel that waits behind its
- * work is measured as ours, charged to a budget that a cap does not forgive (eight capped clients
- * on the H200 launching side by side in pairs: requests waited up to 640 ms for their budget;
- * share mode borrows while the GPU is not full, and what it measured beyond its share is not
- * owed). Only two at once
- * (GS_ARB_PASS_PEERS others): the GPU switches between the contexts of processes, and eight that
- * launch at once saturate it by switching (eight such clients without slicing on the H200: the
- * heavy ones served 510 of 715 requests, where taking turns served all). A slice that is not light (a
- * batch, a client over its share) takes turns as before, and once one wants the GPU the light ones
- * take turns with it again (each launcher's view is good for GS_ARB_PASS_NS; a waiting launcher
- * reads the records again). While we launch beside the turns nobody keeps us from the GPU: nothing
- * is charged (charge()), and the time counts as held (judge_owed). Whatever a record says, this
- * widens nothing: a record that claims to be light lets us launch beside it, never keeps us from
- * the GPU, and a slice that launches without turns could do so anyway (the liar guard weighs what
- * records cost us, and a batch beside it takes turns). Our own GPU time is measured as always
- * (kernels of the others interleaved with ours count as ours: a light slice errs towards using
+ * time), and a second latency client of its class waits for all of it (two PyTorch services on
+ * the H200: 2.4-3.0 ms at p99 where the driver alone, interleaving their kernels, gives 0.8-1.0).
+ * Between two slices far under their shares there is nothing to share out. So a light slice (the
+ * limiter's judge, published in its record: its application pauses after its waits, its
+ * stretches of work are short, and it used well under its share lately) launches beside the turn
+ * of another while the one other slice that wants or holds the GPU is light too, of our class,
+ * and neither a higher class nor a slice owed its share is there: the driver interleaves their
+ * kernels as without slicing. Not so:
+ *  - in cap mode (ours or the other's): a cap is a limit in GPU time, and beside another context
+ *    a kernel that waits behind its work is measured as ours, charged to a budget a cap does not
+ *    forgive (eight capped clients launching side by side in pairs on the H200: requests waited
+ *    up to 640 ms for their budgets); share mode borrows while the GPU is not full;
+ *  - beside more than GS_ARB_PASS_PEERS others: the GPU switches between the contexts of
+ *    processes, and eight that launch at once saturate it by switching (eight such clients
+ *    without slicing on the H200: the heavy ones served 510 of 715 requests; in turns, all).
+ * A slice that is not light (a batch, a client past its share) takes turns as before, and once
+ * one wants the GPU the light ones take turns with it again (a launcher's view is good for
+ * GS_ARB_PASS_NS, then read again). While we launch beside a turn nobody keeps us from the GPU:
+ * nothing is charged (charge()), and the time counts as held (judge_owed). Whatever a record
+ * says, this widens nothing: a record that claims to be light lets us launch beside it, never
+ * keeps us from the GPU (a slice that launches without turns could do that anyway, and a batch
+ * beside it takes turns and weighs what it costs). Our own GPU time is measured as always
+ * (the other's work our kernels waited behind counts as ours: a light slice errs towards using
  * less of its share). */
 #define GS_ARB_PASS_NS 1000000ull /* a launcher's view that lets it launch beside the turns is good this long */
 #define GS_ARB_PASS_PEERS 1u      /* ... beside at most this many others that want or hold the GPU */

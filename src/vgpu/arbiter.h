@@ -164,9 +164,10 @@ struct gs_arb {
                                    * we hold idle keeps its requests waiting */
         _Atomic uint64_t cuts;    /* turns this process took by cutting another slice's */
         _Atomic bool light;       /* we are light (the limiter's judge: gs_arb_set_light) */
-        _Atomic bool pass;        /* light, and so is every slice that wants or holds the GPU, of
-                                   * our class, none of a higher one there: we launch beside their
-                                   * turns (arbiter.c, "Side by side"), until pass_until */
+        _Atomic bool pass;        /* light, share mode, and so is the one other slice that wants
+                                   * or holds the GPU, of our class, none of a higher one there: we
+                                   * launch beside its turn (arbiter.c, "Side by side"), until
+                                   * pass_until */
         _Atomic uint64_t pass_until;
         bool woke;                /* we gave our last turn up for want of work: our next is waking */
         bool woke_taken;          /* ... we were waking when we took the turn we hold */

@@ -645,9 +645,9 @@ static uint64_t done_at(struct lim_dev *d, uint64_t now)
  * that waits behind theirs is measured as ours (eight clients of 8 % at 12 % each on the
  * simulated GPU measured 15 %), and so is a wait for a turn or for the budget (a new slice's first
  * request: 25-30 ms); a slice that left and came back at each such step made the others take
- * turns with it. A light
- * slice launches beside the turns of other light slices of its class (arbiter.c, "Side by side");
- * a batch (long stretches, or none: it never pauses), or a client that grew past that, takes turns. */
+ * turns with it. A light slice launches beside the turn of another light slice of its class
+ * (arbiter.c, "Side by side"); a batch (long stretches, or none: it never pauses), or a client
+ * that grew past that, takes turns. */
 #define GS_LIMITER_LIGHT_STRETCH_NS 5000000ull
 static void judge_light(struct lim_dev *d, uint64_t now, uint64_t got)
 {
@@ -1128,8 +1128,9 @@ static bool tick(struct lim_dev *d, int vis, uint64_t now)
         if (done > now && atomic_load(&L.look_at) > done)
                 atomic_store(&L.look_at, done);
         bool quiet = idle && atomic_load(&d->waiting) == 0 && (now - active > GS_LIMITER_TICK_NS || (done != 0 && done <= now)) && !held_back;
-        judge_light(d, now, slice_busy(vis, d->arb_total));
-        gs_arb_tick(&d->arb, now, wanting, fresh, slice_busy(vis, d->arb_total),
+        uint64_t got = slice_busy(vis, d->arb_total);
+        judge_light(d, now, got);
+        gs_arb_tick(&d->arb, now, wanting, fresh, got,
                     idle || (atomic_load(&d->seg_start) == 0 && left <= GS_LIMITER_TICK_NS), quiet, held_back);
         return !idle || wanting || delta != 0;
 }
