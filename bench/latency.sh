@@ -58,7 +58,8 @@
 # With the interposer's log at level 2 (LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=2"), a cell whose slices took
 # an honest neighbour for a liar (the arbiter's guard against hostile records) says so in a line
 # "# liar guard SHAPE CONFIG rRUN: N 'ignoring slice' lines", and up to eight of them follow
-# ("#   CLIENT: ... turns: ignoring slice NAME's record: it cost us ... ms of the ... ms we wanted").
+# ("#   CLIENT: ... turns: ignoring slice NAME's record: it cost us ... ms of the ... ms we wanted";
+# LAT_LIAR_LINES=N: N a process and 4 N in all, default 2).
 # Without a GPU (tests/gpu/latency_sim.sh): LAT_SIMULATED=1 skips the GPU check and MPS, LAT_BIN and
 # LAT_TORCH_CMD name stand-ins for the latency program and bench/latency_torch.py, and
 # LAT_LEAD_SECONDS (1.5: the clients' start after the batches') and LAT_BASE_SECONDS (3: the
@@ -263,8 +264,8 @@ cell() {
                 echo "# liar guard $name $c r$r: $k 'ignoring slice' lines (honest slices taken for liars)"
                 # (the first few as the guard judged them: what the peer cost, the time wanted, held)
                 for f in "$W"/cell/c* "$W"/cell/b*.[0-9]*; do
-                        [ -f "$f" ] && grep -h "ignoring slice" "$f" | head -n 2 | sed "s|^|#   ${f##*/}: |"
-                done | head -n 8
+                        [ -f "$f" ] && grep -h "ignoring slice" "$f" | head -n "${LAT_LIAR_LINES:-2}" | sed "s|^|#   ${f##*/}: |"
+                done | head -n $((4 * ${LAT_LIAR_LINES:-2}))
         fi
         # (light slices launching side by side, LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=4": how often it
         # went on and off, and the first reasons for off)

@@ -693,7 +693,7 @@ static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t go
                         for (unsigned i = 0; i < GS_ARB_BUCKETS; i++) {
                                 a->win_got[i] = got_total, a->win_wanted[i] = a->win_want, a->win_held[i] = a->win_hold;
                                 for (unsigned k = 0; k < a->npeers; k++)
-                                        a->peer[k].win_ch[i] = a->peer[k].charged;
+                                        a->peer[k].win_ch[i] = a->peer[k].charged, a->peer[k].win_ah[i] = a->peer[k].ahead;
                         }
                 a->win_at = now;
                 a->win_i = (a->win_i + 1) % GS_ARB_BUCKETS;
@@ -701,7 +701,7 @@ static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t go
                 a->win_wanted[a->win_i] = a->win_want;
                 a->win_held[a->win_i] = a->win_hold;
                 for (unsigned k = 0; k < a->npeers; k++)
-                        a->peer[k].win_ch[a->win_i] = a->peer[k].charged;
+                        a->peer[k].win_ch[a->win_i] = a->peer[k].charged, a->peer[k].win_ah[a->win_i] = a->peer[k].ahead;
         }
         bool higher = false;
         for (unsigned i = 0; i < a->npeers && !higher; i++) { /* (one we ignore too: judge_peers) */
@@ -776,12 +776,15 @@ static void warn_ignored(const struct gs_arb *a, const struct gs_arb_peer *p, ui
 {
         if (a->warn == NULL)
                 return;
-        char what[GS_ARB_NAME_MAX + 200];
+        unsigned oldest = (a->win_i + 1) % GS_ARB_BUCKETS;
+        uint64_t ahead = p->ahead > p->win_ah[oldest] ? p->ahead - p->win_ah[oldest] : 0;
+        char what[GS_ARB_NAME_MAX + 240];
         snprintf(what, sizeof(what),
-                 "%s slice %s's record: it cost us %llu ms of the %llu ms we wanted the GPU in the last second (its share: %llu ms; we held it %llu ms)",
+                 "%s slice %s's record: it cost us %llu ms of the %llu ms we wanted the GPU in the last second "
+                 "(%llu ms of them in line ahead of us, not holding it; its share: %llu ms; we held it %llu ms)",
                  p->ignored ? "ignoring" : "believing again", p->name, (unsigned long long)(cost / 1000000u),
-                 (unsigned long long)(wanted / 1000000u), (unsigned long long)(allowed / 1000000u),
-                 (unsigned long long)(held / 1000000u));
+                 (unsigned long long)(wanted / 1000000u), (unsigned long long)(ahead / 1000000u),
+                 (unsigned long long)(allowed / 1000000u), (unsigned long long)(held / 1000000u));
         a->warn(a, what);
 }
 
@@ -900,8 +903,10 @@ static void charge(struct gs_arb *a, uint64_t now, bool wanting)
         for (unsigned i = 0; i < a->npeers; i++) {
                 struct gs_arb_peer *p = &a->peer[i];
                 int b = before(peer_place(p), mine);
-                if (peer_wants(p, now) && (b > 0 || (b == 0 && strcmp(p->name, a->name) < 0)))
+                if (peer_wants(p, now) && (b > 0 || (b == 0 && strcmp(p->name, a->name) < 0))) {
                         p->charged += dt;
+                        p->ahead += dt;
+                }
         }
 }
 

@@ -143,6 +143,8 @@ struct gs_arb_peer {
         /* What we saw it cost us: the time we wanted the GPU and did not hold it while it held the
          * GPU or wanted it ahead of us (charged), cumulative, and at each step of the window. */
         uint64_t charged, win_ch[GS_ARB_BUCKETS];
+        uint64_t ahead, win_ah[GS_ARB_BUCKETS]; /* ... the part of it charged while it stood ahead
+                                   * of us in line without holding the GPU (for the log) */
         uint64_t free_seen;       /* when we last read it not holding the GPU (a take it claims
                                    * from before that is no race with ours: yield_to_holder) */
         bool ignored;             /* it cost us more than its share while we are short of ours:

@@ -582,6 +582,11 @@ mutation ctxsync13 vgpu_latency_handback src/vgpu/hooks.h \
         '' \
         "CUDA 13's context synchronization (cuCtxSynchronize_v2: cudaDeviceSynchronize, torch.cuda.synchronize) is not seen as the application's wait: a PyTorch service's turn goes back only at the ticker's quiet" \
         "waits by CUDA 13's cuCtxSynchronize"
+mutation costahead unit_arbiter src/vgpu/arbiter.c \
+        'p->ahead += dt;' \
+        '' \
+        "the log's cost of a peer does not tell its place in line from the turns it held" \
+        "test_cost_ahead_in_line"
 mutation sidebyside unit_arbiter src/vgpu/arbiter.c \
         'pass = light && a->guaranteed && !below;' \
         'pass = false && light && a->guaranteed && !below;' \

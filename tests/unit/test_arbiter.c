@@ -565,6 +565,39 @@ static void test_side_by_side_two_at_most(void **state)
         assert_false(gs_arb_may_pass(&a));
 }
 
+/* What a peer cost us is told apart in the log: the part charged while it stood ahead of us in line
+ * without holding the GPU (issue 32: among eight capped slices, was an honest peer taken for a liar
+ * for its turns, or for its place in line?). Here b's record wants the GPU first forever and never
+ * takes it: all it costs a is its place in line. */
+static uint64_t ahead_of(const struct gs_arb *x, const char *peer)
+{
+        for (unsigned i = 0; i < x->npeers; i++)
+                if (strcmp(x->peer[i].name, peer) == 0)
+                        return x->peer[i].ahead;
+        fail_msg("no peer %s", peer);
+        return 0;
+}
+
+static void test_cost_ahead_in_line(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        gs_arb_tick(&a, gs_mono_ns(), false, 10000000u, 10000000u, true, false, false); /* a: 10 ms behind */
+        for (int i = 0; i < 20; i++) {
+                usleep(600); /* (a reads b's record again at its next tick) */
+                uint64_t now = gs_mono_ns();
+                atomic_store(&b.me->want_ns, now);
+                atomic_store(&b.me->alive_ns, now);
+                atomic_store(&b.me->vtime, 0);
+                gs_arb_tick(&a, now, true, 0, 10000000u, false, false, false);
+                assert_false(gs_arb_may_launch(&a));
+        }
+        uint64_t cost = charged_by(&a, "x-00000000000000bb");
+        assert_true(cost > 0);
+        assert_int_equal(ahead_of(&a, "x-00000000000000bb"), cost);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -580,6 +613,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_turn_holder_not_short, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_budget_pause_wants_nothing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_budget_pause_not_wanted, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cost_ahead_in_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_beside_higher, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_capped, setup, teardown),
