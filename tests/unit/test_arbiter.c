@@ -297,13 +297,19 @@ static void open_capped(struct gs_arb *x, uint32_t bp)
         assert_int_equal(gs_arb_open(x, dir, "GPU-test", name, bp, GS_ARB_PRIO_NORMAL, false), 0);
 }
 
-static uint64_t charged_by(const struct gs_arb *x, const char *peer)
+/* What x read of the peer named `peer` (the test fails if it has none) */
+static const struct gs_arb_peer *peer_named(const struct gs_arb *x, const char *peer)
 {
         for (unsigned i = 0; i < x->npeers; i++)
                 if (strcmp(x->peer[i].name, peer) == 0)
-                        return x->peer[i].charged;
+                        return &x->peer[i];
         fail_msg("no peer %s", peer);
-        return 0;
+        return NULL;
+}
+
+static uint64_t charged_by(const struct gs_arb *x, const char *peer)
+{
+        return peer_named(x, peer)->charged;
 }
 
 /* A capped slice whose budget is spent wants nothing the others must wait for: its demand goes off
@@ -571,11 +577,7 @@ static void test_side_by_side_two_at_most(void **state)
  * takes it: all it costs a is its place in line. */
 static uint64_t ahead_of(const struct gs_arb *x, const char *peer)
 {
-        for (unsigned i = 0; i < x->npeers; i++)
-                if (strcmp(x->peer[i].name, peer) == 0)
-                        return x->peer[i].ahead;
-        fail_msg("no peer %s", peer);
-        return 0;
+        return peer_named(x, peer)->ahead;
 }
 
 static void test_cost_ahead_in_line(void **state)
