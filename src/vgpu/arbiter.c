@@ -668,6 +668,12 @@ static uint64_t wanted_from(const struct gs_arb *a, uint64_t last)
         return a->want_began > last ? a->want_began : last;
 }
 
+/* A cumulative count's part over the window: since its value at the window's oldest step. */
+static uint64_t in_window(uint64_t total, uint64_t then)
+{
+        return total > then ? total - then : 0;
+}
+
 /* A share-mode slice is owed its share while a slice of a higher class takes turns: over the
  * last window, the GPU time the slice got (`got_total`: every process of it) against its share of
  * the time it wanted the GPU (this process's view). It is served as high from
@@ -711,7 +717,7 @@ static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t go
         }
         unsigned oldest = (a->win_i + 1) % GS_ARB_BUCKETS;
         /* (a process of the slice that ended takes its GPU time with it: never below zero) */
-        uint64_t got = got_total > a->win_got[oldest] ? got_total - a->win_got[oldest] : 0;
+        uint64_t got = in_window(got_total, a->win_got[oldest]);
         uint64_t owed = (a->win_want - a->win_wanted[oldest]) / 10000u * a->weight;
         uint64_t held = a->win_hold - a->win_held[oldest];
         a->short_of_share = (got > held ? got : held) + GS_ARB_OWED_SLACK_NS < owed;
@@ -768,16 +774,15 @@ static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t go
  * may take). */
 static uint64_t cost_of(const struct gs_arb_peer *p, unsigned oldest)
 {
-        return p->charged > p->win_ch[oldest] ? p->charged - p->win_ch[oldest] : 0;
+        return in_window(p->charged, p->win_ch[oldest]);
 }
 
-static void warn_ignored(const struct gs_arb *a, const struct gs_arb_peer *p, uint64_t cost, uint64_t allowed,
-                         uint64_t wanted, uint64_t held)
+static void warn_ignored(const struct gs_arb *a, const struct gs_arb_peer *p, unsigned oldest, uint64_t cost,
+                         uint64_t allowed, uint64_t wanted, uint64_t held)
 {
         if (a->warn == NULL)
                 return;
-        unsigned oldest = (a->win_i + 1) % GS_ARB_BUCKETS;
-        uint64_t ahead = p->ahead > p->win_ah[oldest] ? p->ahead - p->win_ah[oldest] : 0;
+        uint64_t ahead = in_window(p->ahead, p->win_ah[oldest]);
         char what[GS_ARB_NAME_MAX + 240];
         snprintf(what, sizeof(what),
                  "%s slice %s's record: it cost us %llu ms of the %llu ms we wanted the GPU in the last second "
@@ -792,7 +797,7 @@ static void judge_peers(struct gs_arb *a, uint64_t now)
 {
         (void)now;
         unsigned oldest = (a->win_i + 1) % GS_ARB_BUCKETS;
-        uint64_t wanted = a->win_want > a->win_wanted[oldest] ? a->win_want - a->win_wanted[oldest] : 0;
+        uint64_t wanted = in_window(a->win_want, a->win_wanted[oldest]);
         uint64_t held = a->win_hold - a->win_held[oldest];
         for (unsigned i = 0; i < a->npeers; i++) {
                 struct gs_arb_peer *p = &a->peer[i];
@@ -808,7 +813,7 @@ static void judge_peers(struct gs_arb *a, uint64_t now)
                 else
                         p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);
                 if (p->ignored != was)
-                        warn_ignored(a, p, cost, allowed, wanted, held);
+                        warn_ignored(a, p, oldest, cost, allowed, wanted, held);
                 /* (owed: catching up on its window may take it a little past its share of ours) */
                 p->owed = p->valid && (p->flags & GS_ARB_OWED) && p->share && cost <= allowed + 2 * GS_ARB_OWED_SLACK_NS;
         }

@@ -142,7 +142,6 @@ struct lim_dev {
         uint64_t arb_total;          /* the highest busy total handed to the arbiter */
         uint64_t load_at, load_got;  /* the slice's recent use (judge_light): last look, its total then */
         uint64_t load_bp;            /* ... its moving average (basis points of the GPU) */
-        bool light;                  /* ... and our judge of it */
         uint64_t view_at, view_busy; /* the utilization view's last sample */
         _Atomic int view_pct;        /* its last answer (-1: none yet) */
         uint64_t share_busy, share_at, share_others;
@@ -662,16 +661,16 @@ static void judge_light(struct lim_dev *d, uint64_t now, uint64_t got)
         d->load_got = got;
         uint64_t p = atomic_load_explicit(&d->pause_at, memory_order_relaxed);
         bool pauses = p != 0 && now - p <= GS_LIMITER_PAUSE_RECENT_NS;
-        bool was = d->light;
+        bool was = atomic_load_explicit(&d->arb.light, memory_order_relaxed); /* (our last judge) */
         uint64_t st = atomic_load_explicit(&d->stretch_ns, memory_order_relaxed);
-        d->light = pauses && (d->light ? d->load_bp <= 2u * d->bp && (st <= 4 * GS_LIMITER_LIGHT_STRETCH_NS || d->load_bp <= d->bp)
-                                       : st <= GS_LIMITER_LIGHT_STRETCH_NS && d->load_bp * 4 <= 3u * d->bp);
-        if (was != d->light)
+        bool light = pauses && (was ? d->load_bp <= 2u * d->bp && (st <= 4 * GS_LIMITER_LIGHT_STRETCH_NS || d->load_bp <= d->bp)
+                                    : st <= GS_LIMITER_LIGHT_STRETCH_NS && d->load_bp * 4 <= 3u * d->bp);
+        if (was != light)
                 gs_vgpu_log(4, "turn %llu light: %s (recent use %llu.%02llu %%, stretches of work %llu us%s)",
-                            (unsigned long long)now, d->light ? "yes" : "no", (unsigned long long)(d->load_bp / 100),
+                            (unsigned long long)now, light ? "yes" : "no", (unsigned long long)(d->load_bp / 100),
                             (unsigned long long)(d->load_bp % 100), (unsigned long long)(st / 1000u),
                             pauses ? "" : ", no pause after a wait lately");
-        gs_arb_set_light(&d->arb, d->light);
+        gs_arb_set_light(&d->arb, light);
 }
 
 /* A launch out of the gate's slow path is on its way: the ticker must not take the slice for
