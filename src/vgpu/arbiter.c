@@ -410,6 +410,13 @@ static int before(struct place a, struct place b)
         return a.vtime < b.vtime ? 1 : a.vtime > b.vtime ? -1 : 0;
 }
 
+/* a is ahead of b in line (a better place, or the same and the lesser name) */
+static bool ahead_of(struct place a, const char *an, struct place b, const char *bn)
+{
+        int o = before(a, b);
+        return o > 0 || (o == 0 && strcmp(an, bn) < 0);
+}
+
 /* A slice's credit when it wakes: at most a quantum of its own GPU time behind the others. */
 static uint64_t credit(uint32_t weight)
 {
@@ -444,8 +451,7 @@ static bool my_turn(const struct gs_arb *a, uint64_t now)
         struct place mine = my_place(a);
         for (unsigned i = 0; i < a->npeers; i++) {
                 const struct gs_arb_peer *p = &a->peer[i];
-                int b = before(peer_place(p), mine);
-                if (peer_wants(p, now) && (b > 0 || (b == 0 && strcmp(p->name, a->name) < 0)))
+                if (peer_wants(p, now) && ahead_of(peer_place(p), p->name, mine, a->name))
                         return false;
         }
         return true;
@@ -886,7 +892,14 @@ static void judge_pass(struct gs_arb *a, uint64_t now, bool below)
         note(a, what);
 }
 
-/* Charge the time since our last tick to whoever kept us from the GPU (judge_peers). */
+/* Charge the time since our last tick to whoever kept us from the GPU (judge_peers): each slice
+ * that held it the whole of it (records that hold it at once, together, for ever, are each a
+ * liar), else all of it to the one first in line, whose turn it was. Each one in line got the
+ * whole of it before: a hand-over with three in line ahead of us cost three ticks, and among eight
+ * capped latency clients on the H200 half of the heavy ones' costs were place in line: they took
+ * each other for liars, then held the GPU at once, and the light ones ignored four of them
+ * (bench/RESULTS.md, 2026-11-29, twelfth session). A record that wants the GPU first for ever
+ * without taking it is still the one charged. */
 static void charge(struct gs_arb *a, uint64_t now, bool wanting)
 {
         uint64_t from = wanted_from(a, a->charge_at); /* (the time we wanted it: judge_owed) */
@@ -905,13 +918,16 @@ static void charge(struct gs_arb *a, uint64_t now, bool wanting)
         if (held)
                 return;
         struct place mine = my_place(a);
+        struct gs_arb_peer *first = NULL;
         for (unsigned i = 0; i < a->npeers; i++) {
                 struct gs_arb_peer *p = &a->peer[i];
-                int b = before(peer_place(p), mine);
-                if (peer_wants(p, now) && (b > 0 || (b == 0 && strcmp(p->name, a->name) < 0))) {
-                        p->charged += dt;
-                        p->ahead += dt;
-                }
+                if (peer_wants(p, now) && ahead_of(peer_place(p), p->name, mine, a->name) &&
+                    (first == NULL || ahead_of(peer_place(p), p->name, peer_place(first), first->name)))
+                        first = p;
+        }
+        if (first != NULL) {
+                first->charged += dt;
+                first->ahead += dt;
         }
 }
 

@@ -587,6 +587,11 @@ mutation costahead unit_arbiter src/vgpu/arbiter.c \
         '' \
         "the log's cost of a peer does not tell its place in line from the turns it held" \
         "test_cost_ahead_in_line"
+mutation chargefirst unit_arbiter src/vgpu/arbiter.c \
+        '(first == NULL || ahead_of(peer_place(p), p->name, peer_place(first), first->name)))' \
+        'true) { p->charged += dt; p->ahead += dt; }' \
+        "every slice in line ahead of us is charged the whole of a tick's wait" \
+        "test_charged_first_in_line"
 mutation sidebyside unit_arbiter src/vgpu/arbiter.c \
         'pass = light && a->guaranteed && !below;' \
         'pass = false && light && a->guaranteed && !below;' \

@@ -485,6 +485,61 @@ static void test_liar_costs_its_share(void **state)
         assert_true((got - got_at_1s) * 10 >= span * 5 * 9 / 10);
 }
 
+/* Two records lying together, both as lie() writes them (holding the GPU at once for ever), or
+ * both first in line for ever without taking it: a still gets its share. Each holder is charged
+ * the whole of each wait, and the one first in line all of it (charge), so each is ignored in turn. */
+static void write_rec(struct gs_arb *x, uint64_t now, bool hold)
+{
+        atomic_store(&x->me->want_ns, now);
+        atomic_store(&x->me->alive_ns, now);
+        atomic_store(&x->me->vtime, 0);
+        atomic_store(&x->me->since, hold ? now : 0);
+        atomic_store(&x->me->until, hold ? now + 40000000u : 0);
+        atomic_store(&x->me->state, hold ? GS_ARB_HOLDING : GS_ARB_FREE);
+}
+
+static void wait_beside_liars(bool hold)
+{
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        assert_int_equal(gs_arb_open(&b, dir, "GPU-test", "x-00000000000000bb", 2500, GS_ARB_PRIO_NORMAL, true), 0);
+        assert_int_equal(gs_arb_open(&c, dir, "GPU-test", "x-00000000000000cc", 2500, GS_ARB_PRIO_NORMAL, true), 0);
+        uint64_t t0 = gs_mono_ns(), last = t0, got = 0, got_at_1s = 0, now;
+        while ((now = gs_mono_ns()) - t0 < 3000000000u) {
+                if (hold) {
+                        lie(&b, now);
+                        lie(&c, now);
+                } else {
+                        write_rec(&b, now, false);
+                        write_rec(&c, now, false);
+                }
+                bool ran = gs_arb_may_launch(&a);
+                uint64_t dt = now - last;
+                if (ran)
+                        got += dt;
+                gs_arb_tick(&a, now, true, ran ? dt : 0, got, !ran, false, false); /* (its queue empty when it may not launch) */
+                if (now - t0 < 1000000000u)
+                        got_at_1s = got;
+                last = now;
+                usleep(1000);
+        }
+        uint64_t span = now - t0 - 1000000000u;
+        print_message("a got %.3f of the last two seconds beside two liars %s\n", (double)(got - got_at_1s) / (double)span,
+                      hold ? "holding" : "in line");
+        assert_true((got - got_at_1s) * 10 >= span * 5 * 9 / 10);
+}
+
+static void test_colluding_liars_holding(void **state)
+{
+        (void)state;
+        wait_beside_liars(true);
+}
+
+static void test_colluding_liars_in_line(void **state)
+{
+        (void)state;
+        wait_beside_liars(false);
+}
+
 /* Light slices launch side by side (arbiter.c, "Side by side"). Two light share-mode slices of one
  * class: while b holds the GPU, a may launch beside its turn, and is charged nothing meanwhile
  * (nobody kept it from the GPU). Not when b is not light, not beside a higher class, not in cap
@@ -600,6 +655,45 @@ static void test_cost_ahead_in_line(void **state)
         assert_int_equal(ahead_of(&a, "x-00000000000000bb"), cost);
 }
 
+/* A tick's wait in line is charged to the one first in line alone, whose turn it was; to each that
+ * holds the GPU the whole of it. Here b and c both hold the GPU (they took each other for liars):
+ * each is charged all the time a waited (records that hold it at once for ever are each a liar:
+ * test_colluding_liars_holding); then both want it ahead of a without taking it: only b (first
+ * by name) is charged. Before, each one in line got the whole tick: among eight capped clients on
+ * the H200 the heavy ones took each other for liars, half their costs place in line (bench/
+ * RESULTS.md, 2026-11-29, twelfth session). */
+static uint64_t wait_beside(bool hold)
+{
+        uint64_t t0 = gs_mono_ns();
+        for (int i = 0; i < 20; i++) {
+                usleep(600); /* (a reads the records again at its next tick) */
+                uint64_t now = gs_mono_ns();
+                write_rec(&b, now, hold);
+                write_rec(&c, now, hold);
+                gs_arb_tick(&a, now, true, 0, 10000000u, false, false, false);
+                assert_false(gs_arb_may_launch(&a));
+        }
+        return gs_mono_ns() - t0;
+}
+
+static void test_charged_first_in_line(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        assert_int_equal(gs_arb_open(&c, dir, "GPU-test", "x-00000000000000cc", 5000, GS_ARB_PRIO_NORMAL, true), 0);
+        gs_arb_tick(&a, gs_mono_ns(), false, 10000000u, 10000000u, true, false, false); /* a: 10 ms behind */
+        uint64_t span = wait_beside(true);
+        uint64_t cb = charged_by(&a, "x-00000000000000bb"), cc = charged_by(&a, "x-00000000000000cc");
+        print_message("two holders: b %.1f ms, c %.1f ms of %.1f ms\n", cb / 1e6, cc / 1e6, span / 1e6);
+        assert_true(cb * 2 > span && cc * 2 > span);
+        span = wait_beside(false);
+        uint64_t cb2 = charged_by(&a, "x-00000000000000bb") - cb, cc2 = charged_by(&a, "x-00000000000000cc") - cc;
+        print_message("two in line: b %.1f ms, c %.1f ms of %.1f ms\n", cb2 / 1e6, cc2 / 1e6, span / 1e6);
+        assert_true(cb2 > 0);
+        assert_int_equal(cc2, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -609,6 +703,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_poll_fresh_view, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_class_from_host_record, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_liar_costs_its_share, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_colluding_liars_holding, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_colluding_liars_in_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stall_is_no_waking, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_owed_through_a_stall, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lumpy_peer_not_ignored, setup, teardown),
@@ -616,6 +712,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_budget_pause_wants_nothing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_budget_pause_not_wanted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cost_ahead_in_line, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_charged_first_in_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_beside_higher, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_capped, setup, teardown),
