@@ -241,6 +241,15 @@ static inline bool gs_arb_may_pass(const struct gs_arb *a)
         return gs_mono_ns() < atomic_load_explicit(&a->pass_until, memory_order_relaxed);
 }
 
+/* Among light slices alone (the pass flag as the last refresh judged it: we are light, in share
+ * mode, no higher class is there, and the one other slice that wants or holds the GPU, if any, is
+ * light too, of our class): nobody waits for what we queued (a light neighbour launches beside our
+ * turn). A load. */
+static inline bool gs_arb_among_light(const struct gs_arb *a)
+{
+        return a->me != NULL && atomic_load_explicit(&a->pass, memory_order_relaxed);
+}
+
 /* The limiter's judge of our slice: light (an application that pauses after its waits, using well
  * under its share lately) or not. Published in our record at the next tick. */
 static inline void gs_arb_set_light(struct gs_arb *a, bool light)

@@ -568,8 +568,13 @@ static bool queue_full(struct lim_dev *d)
          * GS_LIMITER_AHEAD_NS of our work is left (the outstanding launches at the measured GPU
          * time per launch, from their estimated end: corrected by every measurement and every
          * wait of the application). The GPU stays fed (the waiting launcher looks every 0.1 ms)
-         * and a cut turn drains within about one kernel. */
-        if (out != 0 && gs_arb_shared(&d->arb)) {
+         * and a cut turn drains within about one kernel. Not among light slices alone: a light
+         * neighbour launches beside our turn and waits for none of it, and the estimate of our
+         * work left errs high for an application whose launches are spaced by its own CPU work
+         * (the time per launch is measured from the launches' spread: PyTorch's batch-1 services,
+         * ~15 launches a request, waited 0.1-0.3 ms a request here, p50 and p99 alike, beside
+         * each other on the H200: torch2, bench/RESULTS.md, 2026-11-29, thirteenth session). */
+        if (out != 0 && gs_arb_shared(&d->arb) && !gs_arb_among_light(&d->arb)) {
                 uint64_t end = atomic_load_explicit(&d->tail_est, memory_order_relaxed), now = gs_mono_ns();
                 uint64_t left = end > now ? end - now : 0;
                 return (left < out * per ? left : out * per) > GS_LIMITER_AHEAD_NS;

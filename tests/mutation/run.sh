@@ -592,6 +592,11 @@ mutation chargefirst unit_arbiter src/vgpu/arbiter.c \
         'true) { p->charged += dt; p->ahead += dt; }' \
         "every slice in line ahead of us is charged the whole of a tick's wait" \
         "test_charged_first_in_line"
+mutation aheadlight vgpu_latency_ahead src/vgpu/limiter.c \
+        'if (out != 0 && gs_arb_shared(&d->arb) && !gs_arb_among_light(&d->arb)) {' \
+        'if (out != 0 && gs_arb_shared(&d->arb)) {' \
+        "a light slice beside light ones keeps its work launched ahead within 0.5 ms of its estimate, waiting on an idle GPU" \
+        "two light slices launching ahead"
 mutation sidebyside unit_arbiter src/vgpu/arbiter.c \
         'pass = light && a->guaranteed && !below;' \
         'pass = false && light && a->guaranteed && !below;' \

@@ -17,7 +17,10 @@
  * p99_run_us= max_run_us= of the same less the time the process waited for a CPU meanwhile;
  * PROBE_REQ_WAIT=event waits for each kernel of a request with an event (cuEventSynchronize) instead
  * of cuStreamSynchronize; PROBE_REQ_WAIT=ctx13 with the context's synchronization as CUDA 13's
- * runtime gets it (cuGetProcAddress_v2 at 13000: cuCtxSynchronize_v2).
+ * runtime gets it (cuGetProcAddress_v2 at 13000: cuCtxSynchronize_v2); PROBE_REQ_WAIT=end launches a
+ * request's kernels one after another (PROBE_REQ_GAP_US of host work between them) and waits once,
+ * after the last (cuStreamSynchronize), as a PyTorch service does; PROBE_REQ_LAST_US=M makes a
+ * request's last kernel M us long (the others KERNEL_US).
  * PROBE_TIMELINE=FILE: each request as "q FIRST START_NS LATENCY_NS RUN_NS" in FILE, FIRST its
  * first kernel's place among the process's kernels, START_NS when it came (CLOCK_MONOTONIC),
  * RUN_NS its latency less the time the process waited for a CPU meanwhile: with the
@@ -101,7 +104,7 @@ static int die(const char *what, CUresult rc);
 
 /* The latency client: every `period` us a request of `kernels` kernels, each waited for, until
  * `end`; each request's latency into lat[]. Returns the kernels launched. */
-static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigned blocks, CUstream s, double end,
+static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, CUfunction last, unsigned blocks, CUstream s, double end,
                               double period, int kernels, double gap, double *lat, double *own, size_t cap, size_t *nreq,
                               FILE *tl)
 {
@@ -120,6 +123,9 @@ static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigne
                 CUdriverProcAddressQueryResult st;
                 CK(cuGetProcAddress_v2("cuCtxSynchronize", (void **)&ctxsync, 13000, 0, &st));
         }
+        /* PROBE_REQ_WAIT=end: a request's kernels launched one after another (its host work
+         * between them) and waited for once, after the last, as a PyTorch service does */
+        bool at_end = how != NULL && strcmp(how, "end") == 0;
         while (progress_now_us() < end && *nreq < cap) {
                 unsigned long first = n;
                 double w0 = progress_wait_us(), r0 = progress_now_us();
@@ -127,7 +133,11 @@ static unsigned long requests(gs_cuLaunchKernel_fn launch, CUfunction f, unsigne
                         /* the host's own work between two kernels of a request (busy: as a CPU step) */
                         for (double g0 = progress_now_us(); k > 0 && progress_now_us() - g0 < gap;)
                                 ;
-                        CK(launch(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+                        CK(launch(k + 1 == kernels && last != NULL ? last : f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+                        if (at_end && k + 1 < kernels) {
+                                n++;
+                                continue; /* (queued: waited for with the last one) */
+                        }
                         if (ctxsync != NULL) {
                                 CK(ctxsync(NULL));
                         } else if (ev != NULL) {
@@ -212,6 +222,15 @@ int main(int argc, char **argv)
         CK(cuCtxSetCurrent(ctx));
         CK(cuModuleLoadData(&mod, ptx));
         CK(cuModuleGetFunction(&f, mod, name));
+        /* PROBE_REQ_LAST_US=M: a request's last kernel runs M us (its others KERNEL_US) */
+        CUfunction last = NULL;
+        if (getenv("PROBE_REQ_LAST_US") != NULL) {
+                CUmodule mod2;
+                snprintf(name, sizeof(name), "fg_spin_%uus", (unsigned)atoi(getenv("PROBE_REQ_LAST_US")));
+                snprintf(ptx, sizeof(ptx), ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry %s()\n{\n\tret;\n}\n", name);
+                CK(cuModuleLoadData(&mod2, ptx));
+                CK(cuModuleGetFunction(&last, mod2, name));
+        }
         CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 
         gs_cuLaunchKernel_fn launch = cuLaunchKernel;
@@ -266,7 +285,7 @@ int main(int argc, char **argv)
         if (tl != NULL)
                 setvbuf(tl, NULL, _IOFBF, 1 << 20); /* (written at the end: no write between requests) */
         if (request)
-                n = requests(launch, f, blocks, s, end, period, req_kernels, req_gap, lat, own, req_cap, &nreq, tl);
+                n = requests(launch, f, last, blocks, s, end, period, req_kernels, req_gap, lat, own, req_cap, &nreq, tl);
         if (tl != NULL)
                 fclose(tl);
         while (!request && progress_now_us() < end) {
