@@ -241,6 +241,14 @@ static inline bool gs_arb_may_pass(const struct gs_arb *a)
         return gs_mono_ns() < atomic_load_explicit(&a->pass_until, memory_order_relaxed);
 }
 
+/* We hold the GPU (a lease, renewed or not) and another slice wanted or held it at the last
+ * refresh: a turn we keep idle keeps it waiting (the limiter's ticker must look). Two loads. */
+static inline bool gs_arb_held_wanted(const struct gs_arb *a)
+{
+        return a->me != NULL && atomic_load_explicit(&a->me->state, memory_order_relaxed) != GS_ARB_FREE &&
+               atomic_load_explicit(&a->contended, memory_order_relaxed);
+}
+
 /* Among light slices alone (the pass flag as the last refresh judged it: we are light, in share
  * mode, no higher class is there, and the one other slice that wants or holds the GPU, if any, is
  * light too, of our class): nobody waits for what we queued (a light neighbour launches beside our

@@ -592,6 +592,11 @@ mutation chargefirst unit_arbiter src/vgpu/arbiter.c \
         'true) { p->charged += dt; p->ahead += dt; }' \
         "every slice in line ahead of us is charged the whole of a tick's wait" \
         "test_charged_first_in_line"
+mutation lowerwake vgpu_latency_lower src/vgpu/limiter.c \
+        'else if (gs_arb_held_wanted(&d->arb))' \
+        'else if (false && gs_arb_held_wanted(&d->arb))' \
+        "a high client's turn beside lower classes is kept until its ticker's long nap ends (up to 5 ms past its request)" \
+        "a high client beside three low batches"
 mutation aheadlight vgpu_latency_ahead src/vgpu/limiter.c \
         'if (out != 0 && gs_arb_shared(&d->arb) && !gs_arb_among_light(&d->arb)) {' \
         'if (out != 0 && gs_arb_shared(&d->arb)) {' \
