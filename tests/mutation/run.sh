@@ -528,8 +528,10 @@ mutation quiethandover vgpu_latency_two src/vgpu/arbiter.c \
         "a quiet holder keeps its turn beside a slice that may want the GPU until its ticker (napping 5 ms) sees that slice want it: the other's requests wait for the turn to be handed back" \
         "two latency slices"
 mutation takewake vgpu_latency_handover src/vgpu/limiter.c \
-        'wake_napping(NAP_LONG);' \
-        'if (0) wake_napping(NAP_LONG);' \
+        '                return;
+        wake_napping(NAP_LONG);' \
+        '                return;
+        if (0) wake_napping(NAP_LONG);' \
         "a turn a launcher takes while its ticker naps 5 ms is held idle until the nap ends: the other equal slice's request waits for it" \
         "handed over when the work is done"
 mutation stallwake unit_arbiter src/vgpu/arbiter.c \
@@ -583,7 +585,7 @@ mutation ctxsync13 vgpu_latency_handback src/vgpu/hooks.h \
         "CUDA 13's context synchronization (cuCtxSynchronize_v2: cudaDeviceSynchronize, torch.cuda.synchronize) is not seen as the application's wait: a PyTorch service's turn goes back only at the ticker's quiet" \
         "waits by CUDA 13's cuCtxSynchronize"
 mutation costahead unit_arbiter src/vgpu/arbiter.c \
-        'p->ahead += dt;' \
+        'first->ahead += dt;' \
         '' \
         "the log's cost of a peer does not tell its place in line from the turns it held" \
         "test_cost_ahead_in_line"
@@ -619,8 +621,8 @@ mutation strictone vgpu_turns src/vgpu/limiter.c \
         "beside a slice of a higher class, a batch's long kernels are not launched one at a time on a fresh look at the records: its next kernel, launched on a view from before the high client took the GPU, runs ahead of the client's request (a late start)" \
         "beside 5 ms batch kernels, request by request"
 mutation aheadshared vgpu_turns src/vgpu/limiter.c \
-        'if (out != 0 && gs_arb_shared(&d->arb)) {' \
-        'if (0 && out != 0 && gs_arb_shared(&d->arb)) {' \
+        'if (out != 0 && gs_arb_shared(&d->arb) && !gs_arb_among_light(&d->arb)) {' \
+        'if (0 && out != 0 && gs_arb_shared(&d->arb) && !gs_arb_among_light(&d->arb)) {' \
         "beside a slice of its class a batch keeps up to four kernels (or 4 ms of work) queued, not one behind the one running: a waking client's request waits for all of them" \
         "share 50/50, 2000 us batch kernels, request by request"
 SLOW=(prioclass strictone)
