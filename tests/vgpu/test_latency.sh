@@ -10,7 +10,8 @@
 # mutation meant for one runs that one alone: conserve (1. work conservation), join (2. joiners),
 # two (3. two equal latency slices), leave (4. slices that leave), equal8 (5. eight equal latency
 # slices: the liar guard takes none for a liar), handback (6. a request waits for no turn nobody
-# uses: a turn handed back when a request is done), ahead (7. light slices' own launch-ahead), lower (8. a high client beside lower classes). A case is a function case_NAME
+# uses: a turn handed back when a request is done), ahead (7. light slices' own launch-ahead),
+# lower (8. a high client beside lower classes). A case is a function case_NAME
 # below: a new one is a function, a name in CASES and one in meson.build's list.
 # In a sanitizer build (GS_SANITIZE, from meson.build) each case runs its distinct code paths and
 # skips ("skip - ...: timing accuracy is checked in the normal build") the runs that repeat one:
@@ -198,8 +199,8 @@ case_ahead() {
 # turn goes over a tick after its request (the ticker, in its long nap when the request cut a
 # batch's turn, ticks again at the application's wait). Checks: the client's p99 (less its CPU
 # waits) within 3 ms (alone 0.2 + a batch kernel it waits for + a tick), 98 % of its due
-# requests served (a new slice's first request still waits up to ~20 ms here), each batch >= 0.27 of the GPU (its share and its part of what the client
-# leaves). Before: the client held each turn up to 5 ms past its request (until its ticker's long
+# requests served (a new slice's first request still waits up to ~20 ms here), each batch
+# >= 0.27 of the GPU (its share and its part of what the client leaves). Before: the client held each turn up to 5 ms past its request (until its ticker's long
 # nap ended), the batches got 0.236 each, short of their shares, went first as owed, and the
 # client's p99 was 22-39 ms, 9 % of its requests dropped.
 case_lower() {
