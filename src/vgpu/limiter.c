@@ -803,12 +803,12 @@ void gs_limiter_after_sync(void)
         /* Otherwise (beside other classes alone, or a request not judged done), a turn we hold
          * that another slice wants goes over by the ticker's `quiet`, a tick after our work: a
          * ticker in its long nap (the request took the turn from a launcher) must look now, not
-         * when the nap ends. A high client held each turn
-         * up to 5 ms past its request so: three low share-25 batches beside it got 0.236 of the
-         * GPU each, short of their shares went first as owed, and its requests waited 22-39 ms at
-         * p99 on the simulated GPU (vgpu_latency_lower; coop's high cell on the H200). One
-         * system call, only while the ticker naps long. (Not done_at's judgement: a high client
-         * judged done in the middle of a request let a batch kernel run between two of its own.) */
+         * when the nap ends. A high client held each turn up to 5 ms past its request so: three
+         * low share-25 batches beside it got 0.236 of the GPU each, short of their shares went
+         * first as owed, and its requests waited 22-39 ms at p99 on the simulated GPU
+         * (vgpu_latency_lower; coop's high cell on the H200). One system call, only while the
+         * ticker naps long. (Not done_at's judgement: a high client judged done in the middle of
+         * a request let a batch kernel run between two of its own.) */
         else if (gs_arb_held_wanted(&d->arb))
                 wake_napping(NAP_LONG);
 }

@@ -171,6 +171,19 @@ static int in_vgpu(void *fn)
         return dladdr(fn, &info) != 0 && info.dli_fname != NULL && strstr(info.dli_fname, "gpuslice-vgpu") != NULL;
 }
 
+/* The simulated GPU's kernel of `us` microseconds (fg_spin_<us>us), in a module of its own. */
+static CUfunction spin_kernel(unsigned us)
+{
+        char name[64], ptx[512];
+        CUmodule mod;
+        CUfunction f;
+        snprintf(name, sizeof(name), "fg_spin_%uus", us);
+        snprintf(ptx, sizeof(ptx), ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry %s()\n{\n\tret;\n}\n", name);
+        CK(cuModuleLoadData(&mod, ptx));
+        CK(cuModuleGetFunction(&f, mod, name));
+        return f;
+}
+
 /* A graph of ten kernels captured on s, instantiated (*per: the launches one graph launch stands for). */
 static CUgraphExec ten_kernel_graph(CUfunction f, CUstream s, unsigned *per)
 {
@@ -208,29 +221,17 @@ int main(int argc, char **argv)
         const char *mode = argv[1];
         double seconds = atof(argv[2]);
         unsigned kus = (unsigned)atoi(argv[3]);
-        char name[64], ptx[512];
-        snprintf(name, sizeof(name), "fg_spin_%uus", kus);
-        snprintf(ptx, sizeof(ptx), ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry %s()\n{\n\tret;\n}\n", name);
         CUdevice dev;
         CUcontext ctx;
-        CUmodule mod;
         CUfunction f;
         CUstream s;
         CK(cuInit(0));
         CK(cuDeviceGet(&dev, 0));
         CK(cuDevicePrimaryCtxRetain(&ctx, dev));
         CK(cuCtxSetCurrent(ctx));
-        CK(cuModuleLoadData(&mod, ptx));
-        CK(cuModuleGetFunction(&f, mod, name));
+        f = spin_kernel(kus);
         /* PROBE_REQ_LAST_US=M: a request's last kernel runs M us (its others KERNEL_US) */
-        CUfunction last = NULL;
-        if (getenv("PROBE_REQ_LAST_US") != NULL) {
-                CUmodule mod2;
-                snprintf(name, sizeof(name), "fg_spin_%uus", (unsigned)atoi(getenv("PROBE_REQ_LAST_US")));
-                snprintf(ptx, sizeof(ptx), ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry %s()\n{\n\tret;\n}\n", name);
-                CK(cuModuleLoadData(&mod2, ptx));
-                CK(cuModuleGetFunction(&last, mod2, name));
-        }
+        CUfunction last = getenv("PROBE_REQ_LAST_US") != NULL ? spin_kernel((unsigned)atoi(getenv("PROBE_REQ_LAST_US"))) : NULL;
         CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 
         gs_cuLaunchKernel_fn launch = cuLaunchKernel;
