@@ -594,6 +594,16 @@ mutation chargefirst unit_arbiter src/vgpu/arbiter.c \
         'true) { p->charged += dt; p->ahead += dt; }' \
         "every slice in line ahead of us is charged the whole of a tick's wait" \
         "test_charged_first_in_line"
+mutation firstbudget vgpu_latency_first src/vgpu/limiter.c \
+        '                        first_budget(d);' \
+        '' \
+        "a new slice's budget starts empty: its first request waits for a burst to accrue (20 ms beside another slice)" \
+        "a new slice's first request"
+mutation firstsync vgpu_latency_first src/vgpu/limiter.c \
+        'atomic_load_explicit(&d->synced, memory_order_relaxed) <=' \
+        '0 * atomic_load_explicit(&d->synced, memory_order_relaxed) <=' \
+        "before its first measurement a process counts launches its application waited for as outstanding (its ticker naps 5 ms)" \
+        "a new slice's first request"
 mutation lowerwake vgpu_latency_lower src/vgpu/limiter.c \
         'else if (gs_arb_held_wanted(&d->arb))' \
         'else if (false && gs_arb_held_wanted(&d->arb))' \
