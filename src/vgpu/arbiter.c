@@ -651,10 +651,14 @@ static bool note_want(struct gs_arb *a, uint64_t now)
                  * them that wakes may cut its turn). With a quantum of credit below the least of
                  * those *wanting* the GPU, a joiner went below a latency slice (which then could
                  * not cut its turns), or to virtual time 0 while that slice was between requests:
-                 * each of its turns ran a whole quantum against the waiting requests. */
-                if (joining && here != UINT64_MAX && here < UINT64_MAX - 2 * GS_ARB_CUT_SLACK &&
-                    v < here + 2 * GS_ARB_CUT_SLACK)
-                        atomic_store(&me->vtime, here + 2 * GS_ARB_CUT_SLACK);
+                 * each of its turns ran a whole quantum against the waiting requests. A light
+                 * slice (a service back from a pause of a second or more, its request a moment's
+                 * work) goes as far ahead of them instead, so that it may cut the turn it finds:
+                 * behind, it waited for the rest of a batch's turn (42 ms on the H200). */
+                uint64_t at = !atomic_load(&a->light) ? here + 2 * GS_ARB_CUT_SLACK
+                              : here > 2 * GS_ARB_CUT_SLACK ? here - 2 * GS_ARB_CUT_SLACK : 0;
+                if (joining && here != UINT64_MAX && here < UINT64_MAX - 2 * GS_ARB_CUT_SLACK && v < at)
+                        atomic_store(&me->vtime, at);
         }
         atomic_store(&me->want_ns, now);
         return waking;

@@ -26,7 +26,8 @@ until_epoch() { # T: sleep until T (seconds since the epoch)
 }
 request() { # SECONDS KERNEL_US KERNELS PERIOD_MS
         local o
-        o=$(probe request "$1" "$2" PROBE_REQ_KERNELS="$3" PROBE_PERIOD_US="$(awk -v p="$4" 'BEGIN { printf "%d", p * 1000 }')") ||
+        o=$(probe request "$1" "$2" PROBE_REQ_KERNELS="$3" PROBE_PERIOD_US="$(awk -v p="$4" 'BEGIN { printf "%d", p * 1000 }')" \
+                ${LAT_TIMELINE:+PROBE_TIMELINE="$LAT_TIMELINE"}) ||
                 { echo "$o" >&2; exit 1; }
         awk -v r="$(num requests "$o")" -v d="$(num due "$o")" -v a="$(num p50_us "$o")" -v b="$(num p99_us "$o")" -v c="$(num max_us "$o")" \
                 'BEGIN { printf "due=%d requests=%d p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", d, r, a / 1e3, b / 1e3, c / 1e3 }'

@@ -604,6 +604,16 @@ mutation firstsync vgpu_latency_first src/vgpu/limiter.c \
         '0 * atomic_load_explicit(&d->synced, memory_order_relaxed) <=' \
         "before its first measurement a process counts launches its application waited for as outstanding (its ticker naps 5 ms)" \
         "a new slice's first request"
+mutation lightjoin vgpu_latency_pause src/vgpu/arbiter.c \
+        'uint64_t at = !atomic_load(&a->light) ? here + 2 * GS_ARB_CUT_SLACK' \
+        'uint64_t at = true ? here + 2 * GS_ARB_CUT_SLACK' \
+        "a light slice back from a pause of over a second joins behind the turn it finds (a batch's: up to a quantum)" \
+        "a light slice back from a pause"
+mutation lightfirst vgpu_latency_pause src/vgpu/limiter.c \
+        '!atomic_load_explicit(&d->arb.light, memory_order_relaxed) && light_now(d, now, false))' \
+        '!atomic_load_explicit(&d->arb.light, memory_order_relaxed) && false)' \
+        "a slice's first pause makes it light only at the ticker's next look, after its request joined behind the turn it found" \
+        "a light slice back from a pause"
 mutation lowerwake vgpu_latency_lower src/vgpu/limiter.c \
         'else if (gs_arb_held_wanted(&d->arb))' \
         'else if (false && gs_arb_held_wanted(&d->arb))' \

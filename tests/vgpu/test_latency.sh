@@ -11,8 +11,8 @@
 # two (3. two equal latency slices), leave (4. slices that leave), equal8 (5. eight equal latency
 # slices: the liar guard takes none for a liar), handback (6. a request waits for no turn nobody
 # uses: a turn handed back when a request is done), ahead (7. light slices' own launch-ahead),
-# lower (8. a high client beside lower classes), first (9. a new slice's first request). A case
-# is a function case_NAME
+# lower (8. a high client beside lower classes), first (9. a new slice's first request), pause
+# (10. a light slice back from a pause). A case is a function case_NAME
 # below: a new one is a function, a name in CASES and one in meson.build's list.
 # In a sanitizer build (GS_SANITIZE, from meson.build) each case runs its distinct code paths and
 # skips ("skip - ...: timing accuracy is checked in the normal build") the runs that repeat one:
@@ -37,7 +37,7 @@ at_least() { awk -v v="$2" -v lo="$1" 'BEGIN { exit !(v != "" && v + 0 >= lo) }'
 . "$SRC/tests/vgpu/sim_slices.sh" # fresh, sliced
 SHARE30="GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share"
 SHARE50="GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=share"
-CASES="conserve join two leave equal8 handback ahead lower first"
+CASES="conserve join two leave equal8 handback ahead lower first pause"
 
 # conserved WHAT FILE: the share-30 slice of FILE got >= 0.95 of the GPU (less its CPU stalls)
 conserved() {
@@ -248,6 +248,33 @@ case_first() {
                         not_ok "a new slice's first request, beside another new one: ${first:-none} us (want <= 3000; client $c)"
                 fi
         done
+}
+
+# 10. A light slice back from a pause: a request client (four 70 us kernels every 1.1 s: each
+# request after a pause of over a second; five requests) beside a batch of 2 ms kernels (share 50
+# each). Every request after the first waits for about the batch kernel running at most: their
+# median <= 3 ms and the longest <= 4.5 ms (less the client's CPU stalls). Before, the client had
+# lost its light mark in the pause (its last pause over a second old) and its request took the
+# place of a slice joining, behind the batch's turn, until its ticker looked again: 2.9-6.5 ms
+# here (medians 3.9-5.9), 42 ms on the H200, where the batch's turn ran out first (limiter.c
+# light_now(), gs_limiter_gate(); arbiter.c note_want()). Now 1.2-3.0 ms (medians 1.3-2.5).
+case_pause() {
+        sanitized_skip "a light slice back from a pause" && return
+        fresh
+        local lim="GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=share" r med max nreq
+        sliced pbatch $lim "$PROBE" kernel 6 2000
+        sleep 0.5
+        PROBE_TIMELINE=$TMP/pc.tl PROBE_PERIOD_US=1100000 PROBE_REQ_KERNELS=4 sliced pc $lim "$PROBE" request 4.5 70
+        wait
+        r=$(awk '$1 == "q" && $2 > 0 { print int($5 / 1000) }' "$TMP/pc.tl" 2>/dev/null | sort -n |
+                awk '{ v[NR] = $1 } END { if (NR >= 3) printf "%d %d %d", v[int((NR + 1) / 2)], v[NR], NR }')
+        read -r med max nreq <<<"$r"
+        if [ -n "$med" ] && [ "$med" -le 3000 ] && [ "$max" -le 4500 ]; then
+                ok "a light slice back from a pause beside a batch: median $med us, longest $max us ($nreq requests after the first)"
+        else
+                not_ok "a light slice back from a pause beside a batch: median ${med:-none} us (want <= 3000), longest ${max:-none} us (want <= 4500)"
+                cat "$TMP/pc.tl" 2>/dev/null | head -8
+        fi
 }
 
 # 4. Slices that leave: a batch of 1 ms kernels (3 s, share 50) beside twelve short jobs, each a
