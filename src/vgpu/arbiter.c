@@ -38,6 +38,7 @@
                                             * is not, though its record shares the GPU a second) */
 #define GS_ARB_GONE_NS 60000000000ull      /* a slice silent this long is gone: its file is removed */
 #define GS_ARB_CHARGE_MAX_NS 10000000ull   /* a tick charges the others at most this much (a late one) */
+#define GS_ARB_JUDGE_NS 250000000ull       /* a peer is taken for a liar on no less than this much of our wanting the GPU */
 
 /* ----------------------------------------------------------------------------------------- */
 /* Files                                                                                     */
@@ -763,7 +764,11 @@ static void judge_owed(struct gs_arb *a, uint64_t now, bool wanting, uint64_t go
  * its share (it is charged nothing while ignored: the window moves on, and our wanting raises its
  * share). Whatever its record says (a lease never handed over, cuts, virtual time 0, first in
  * line without taking the GPU), it costs us about its share on average, never its margin more
- * in a window. Honest slices rarely get there. An honest peer's cost comes in turns of up to a
+ * in a window (a peer believed again: on probation, on_probation()), and at our start, before
+ * we wanted the GPU GS_ARB_JUDGE_NS, no more than that: judged on the first 100 ms, the turn of a
+ * slice that started first, 90 ms, was its share and margin of them, and a cap 30 + 70 pair on
+ * the H200 took each other for liars, ran at once and got 0.18 and 0.55 of the GPU. Honest
+ * slices rarely get there. An honest peer's cost comes in turns of up to a
  * quantum (and the kernel it drains), and weighted fair queuing lets a slice run up to a turn
  * ahead of its share: over a window an honest peer may cost us a turn more than its share, and
  * an owed slice waits up to a turn of the higher class before it is served. With the slack alone
@@ -803,6 +808,26 @@ static void warn_ignored(const struct gs_arb *a, const struct gs_arb_peer *p, un
         a->warn(a, what);
 }
 
+/* A peer believed again is on probation for a window: judged on what it cost us since, against
+ * its share of the time we wanted the GPU since, while we were short of ours since (once we wanted
+ * it GS_ARB_JUDGE_NS since: an honest share-30 peer just believed again, its next turn a moment
+ * later, was taken for a liar again and again on the H200, its costs within its share over the
+ * window). Judged on the
+ * window alone, a record believed again could keep us from the GPU until the window made us short
+ * again, which the turns we held while we ignored it delayed by up to the window: two records
+ * that want the GPU first in line for ever without taking it kept a share-50 slice at 0.30-0.46
+ * of it, by when the guard first judged them (test_colluding_liars_in_line over phases). */
+static bool on_probation(const struct gs_arb *a, const struct gs_arb_peer *p, uint64_t now, uint32_t w,
+                         uint64_t margin)
+{
+        if (p->prob_at == 0 || now - p->prob_at >= GS_ARB_WINDOW_NS)
+                return false;
+        uint64_t wanted = a->win_want - p->prob_want, held = a->win_hold - p->prob_hold;
+        uint64_t cost = p->charged - p->prob_ch;
+        return wanted >= GS_ARB_JUDGE_NS && held + GS_ARB_OWED_SLACK_NS < wanted / 10000u * a->weight &&
+               cost > wanted / 10000u * w + margin;
+}
+
 static void judge_peers(struct gs_arb *a, uint64_t now)
 {
         (void)now;
@@ -818,10 +843,15 @@ static void judge_peers(struct gs_arb *a, uint64_t now)
                 uint64_t cost = cost_of(p, oldest), allowed = wanted / 10000u * w;
                 uint64_t margin = (above ? 3 * GS_ARB_OWED_SLACK_NS : GS_ARB_OWED_SLACK_NS) + GS_ARB_MARGIN_NS;
                 bool was = p->ignored;
-                if (p->ignored) /* (until it is as far below its share) */
+                if (p->ignored) { /* (until it is as far below its share) */
                         p->ignored = cost + margin > allowed;
-                else
-                        p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);
+                        if (!p->ignored)
+                                p->prob_at = now, p->prob_ch = p->charged, p->prob_want = a->win_want, p->prob_hold = a->win_hold;
+                } else {
+                        p->ignored = (a->short_of_share && wanted >= GS_ARB_JUDGE_NS && cost > allowed + margin) ||
+                                     on_probation(a, p, now, w, margin);
+                        p->ignored = p->ignored && (a->guaranteed || p->prio >= a->prio);
+                }
                 if (p->ignored != was)
                         warn_ignored(a, p, oldest, cost, allowed, wanted, held);
                 /* (owed: catching up on its window may take it a little past its share of ours) */

@@ -147,6 +147,8 @@ struct gs_arb_peer {
                                    * of us in line without holding the GPU (for the log) */
         uint64_t free_seen;       /* when we last read it not holding the GPU (a take it claims
                                    * from before that is no race with ours: yield_to_holder) */
+        uint64_t prob_at, prob_ch, prob_want, prob_hold; /* believed again at prob_at (0: not on
+                                   * probation), its `charged` and our wanting and holding then */
         bool ignored;             /* it cost us more than its share while we are short of ours:
                                    * its record takes no part in our turns (arbiter.c, judge_peers) */
 };

@@ -594,6 +594,16 @@ mutation chargefirst unit_arbiter src/vgpu/arbiter.c \
         'true) { p->charged += dt; p->ahead += dt; }' \
         "every slice in line ahead of us is charged the whole of a tick's wait" \
         "test_charged_first_in_line"
+mutation probation unit_arbiter src/vgpu/arbiter.c \
+        'if (p->prob_at == 0 || now - p->prob_at >= GS_ARB_WINDOW_NS)' \
+        'if (true || p->prob_at == 0 || now - p->prob_at >= GS_ARB_WINDOW_NS)' \
+        "a record believed again is judged on the window alone: two colluding records in line keep a share-50 slice well under its share until the window makes it short again" \
+        "test_colluding_liars_in_line"
+mutation judgemin unit_arbiter src/vgpu/arbiter.c \
+        '#define GS_ARB_JUDGE_NS 250000000ull' \
+        '#define GS_ARB_JUDGE_NS 1ull' \
+        "a peer is judged a liar on the first 100 ms of our wanting the GPU (the turn of a slice that started first)" \
+        "test_not_judged_on_little"
 mutation firstbudget vgpu_latency_first src/vgpu/limiter.c \
         '                        first_budget(d);' \
         '' \

@@ -487,7 +487,9 @@ static void test_liar_costs_its_share(void **state)
 
 /* Two records lying together, both as lie() writes them (holding the GPU at once for ever), or
  * both first in line for ever without taking it: a still gets its share. Each holder is charged
- * the whole of each wait, and the one first in line all of it (charge), so each is ignored in turn. */
+ * the whole of each wait, and the one first in line all of it (charge), so each is ignored in turn;
+ * one believed again is on probation (on_probation). Without it a got 0.30-0.46 of the GPU beside
+ * the two in line, by when the guard first judged (here: after GS_ARB_JUDGE_NS of its wanting). */
 static void write_rec(struct gs_arb *x, uint64_t now, bool hold)
 {
         atomic_store(&x->me->want_ns, now);
@@ -694,6 +696,29 @@ static void test_charged_first_in_line(void **state)
         assert_int_equal(cc2, 0);
 }
 
+/* A peer is judged on no less than GS_ARB_JUDGE_NS of our wanting the GPU: b (share 30), started
+ * first, holds its turn the first 95 ms that a (share 70) wants the GPU: 95 ms of the 100 is its
+ * share (30) and margin (60) of them, and a took it for a liar (a cap 30 + 70 pair on the H200: the
+ * two ran at once for the rest of their run, at 0.18 and 0.55 of the GPU). A record that holds it
+ * for ever is still ignored, once a wanted it that long. */
+static void test_not_judged_on_little(void **state)
+{
+        (void)state;
+        assert_int_equal(gs_arb_open(&a, dir, "GPU-test", "x-00000000000000aa", 7000, GS_ARB_PRIO_NORMAL, true), 0);
+        assert_int_equal(gs_arb_open(&b, dir, "GPU-test", "x-00000000000000bb", 3000, GS_ARB_PRIO_NORMAL, true), 0);
+        uint64_t t0 = gs_mono_ns(), now, ignored_at = 0;
+        a.warn = say;
+        while ((now = gs_mono_ns()) - t0 < 600000000u && ignored_at == 0) {
+                peer_turn(&b, now, t0);
+                gs_arb_tick(&a, now, true, 0, 0, false, false, false);
+                if (peer_named(&a, "x-00000000000000bb")->ignored)
+                        ignored_at = now - t0;
+                usleep(1000);
+        }
+        print_message("b, holding the GPU from a's start, ignored after %.0f ms\n", ignored_at / 1e6);
+        assert_true(ignored_at >= 200000000u && ignored_at <= 500000000u);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -713,6 +738,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_budget_pause_not_wanted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cost_ahead_in_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_charged_first_in_line, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_not_judged_on_little, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_beside_higher, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_capped, setup, teardown),
