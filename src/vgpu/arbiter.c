@@ -793,7 +793,7 @@ static uint64_t cost_of(const struct gs_arb_peer *p, unsigned oldest)
 }
 
 static void warn_ignored(const struct gs_arb *a, const struct gs_arb_peer *p, unsigned oldest, uint64_t cost,
-                         uint64_t allowed, uint64_t wanted, uint64_t held)
+                         uint64_t allowed, uint64_t wanted, uint64_t held, bool probation)
 {
         if (a->warn == NULL)
                 return;
@@ -801,10 +801,11 @@ static void warn_ignored(const struct gs_arb *a, const struct gs_arb_peer *p, un
         char what[GS_ARB_NAME_MAX + 240];
         snprintf(what, sizeof(what),
                  "%s slice %s's record: it cost us %llu ms of the %llu ms we wanted the GPU in the last second "
-                 "(%llu ms of them in line ahead of us, not holding it; its share: %llu ms; we held it %llu ms)",
+                 "(%llu ms of them in line ahead of us, not holding it; its share: %llu ms; we held it %llu ms)%s",
                  p->ignored ? "ignoring" : "believing again", p->name, (unsigned long long)(cost / 1000000u),
                  (unsigned long long)(wanted / 1000000u), (unsigned long long)(ahead / 1000000u),
-                 (unsigned long long)(allowed / 1000000u), (unsigned long long)(held / 1000000u));
+                 (unsigned long long)(allowed / 1000000u), (unsigned long long)(held / 1000000u),
+                 probation ? "; on probation: over its share since it was believed again" : "");
         a->warn(a, what);
 }
 
@@ -812,11 +813,10 @@ static void warn_ignored(const struct gs_arb *a, const struct gs_arb_peer *p, un
  * its share of the time we wanted the GPU since, while we were short of ours since (once we wanted
  * it GS_ARB_JUDGE_NS since: an honest share-30 peer just believed again, its next turn a moment
  * later, was taken for a liar again and again on the H200, its costs within its share over the
- * window). Judged on the
- * window alone, a record believed again could keep us from the GPU until the window made us short
- * again, which the turns we held while we ignored it delayed by up to the window: two records
- * that want the GPU first in line for ever without taking it kept a share-50 slice at 0.30-0.46
- * of it, by when the guard first judged them (test_colluding_liars_in_line over phases). */
+ * window). Judged on the window alone, a record believed again could keep us from the GPU until
+ * the window made us short again, which the turns we held while we ignored it delayed by up to
+ * the window: two records that want the GPU first in line for ever without taking it kept a
+ * share-50 slice at 0.30-0.46 of it, by when the guard first judged them. */
 static bool on_probation(const struct gs_arb *a, const struct gs_arb_peer *p, uint64_t now, uint32_t w,
                          uint64_t margin)
 {
@@ -842,18 +842,18 @@ static void judge_peers(struct gs_arb *a, uint64_t now)
                 uint32_t w = !above && p->weight < 10000u - a->weight ? p->weight : 10000u - a->weight;
                 uint64_t cost = cost_of(p, oldest), allowed = wanted / 10000u * w;
                 uint64_t margin = (above ? 3 * GS_ARB_OWED_SLACK_NS : GS_ARB_OWED_SLACK_NS) + GS_ARB_MARGIN_NS;
-                bool was = p->ignored;
+                bool was = p->ignored, probation = false;
                 if (p->ignored) { /* (until it is as far below its share) */
                         p->ignored = cost + margin > allowed;
                         if (!p->ignored)
                                 p->prob_at = now, p->prob_ch = p->charged, p->prob_want = a->win_want, p->prob_hold = a->win_hold;
                 } else {
-                        p->ignored = (a->short_of_share && wanted >= GS_ARB_JUDGE_NS && cost > allowed + margin) ||
-                                     on_probation(a, p, now, w, margin);
-                        p->ignored = p->ignored && (a->guaranteed || p->prio >= a->prio);
+                        bool over = a->short_of_share && wanted >= GS_ARB_JUDGE_NS && cost > allowed + margin;
+                        probation = !over && on_probation(a, p, now, w, margin);
+                        p->ignored = (over || probation) && (a->guaranteed || p->prio >= a->prio);
                 }
                 if (p->ignored != was)
-                        warn_ignored(a, p, oldest, cost, allowed, wanted, held);
+                        warn_ignored(a, p, oldest, cost, allowed, wanted, held, probation);
                 /* (owed: catching up on its window may take it a little past its share of ours) */
                 p->owed = p->valid && (p->flags & GS_ARB_OWED) && p->share && cost <= allowed + 2 * GS_ARB_OWED_SLACK_NS;
         }

@@ -374,8 +374,6 @@ static int start_ticker(void)
         return 0;
 }
 
-/* Slow path, once per device: 0 ready, -1 not now (a launch into a capturing stream: it runs
- * nothing) or never (logged: the device runs unlimited). */
 /* A new slice's first budget, when its first process sets its first device up (the ticker
  * refills nothing before: refill()): a quarter of a burst, what a gate closed on a spent budget
  * waits for alone (refilled()), once per slice (the budget's refill clock never claimed). Started
@@ -392,6 +390,8 @@ static void first_budget(struct lim_dev *d)
                 atomic_fetch_add_explicit(d->tokens, d->burst / 4, memory_order_relaxed);
 }
 
+/* Slow path, once per device: 0 ready, -1 not now (a launch into a capturing stream: it runs
+ * nothing) or never (logged: the device runs unlimited). */
 static int setup(int vis, CUstream stream)
 {
         struct lim_dev *d = &L.dev[vis];

@@ -165,7 +165,7 @@ mutation arbowed unit_arbiter src/vgpu/arbiter.c \
         "\"owed\" is what a slice's record claims, not what its readers judge" \
         "test_class_from_host_record"
 mutation arbcost unit_arbiter src/vgpu/arbiter.c \
-        'p->ignored = a->short_of_share && cost > allowed + margin && (a->guaranteed || p->prio >= a->prio);' \
+        'p->ignored = (over || probation) && (a->guaranteed || p->prio >= a->prio);' \
         'p->ignored = false;' \
         "a peer that costs a slice more than its share while the slice is short of its own is still obeyed (a liar holds it)" \
         "test_liar_costs_its_share"
