@@ -133,7 +133,7 @@ sliced GPUSLICE_MEMORY_LIMIT=1Gi GPUSLICE_REGION="$TMP/r5" "$PROBE" quota 16 >"$
 fresh=$(awk '/^allocated/ {print $2}' "$TMP/fresh")
 [ "$rc" != 124 ] && ok "no deadlock after 40 kill -9 ($secs s)" || not_ok "deadlock: the survivor timed out"
 [ -n "$after" ] && [ "$after" = "$fresh" ] && [ "$after" -gt 0 ] && ok "usage returns to the survivors' true sum: $after MiB available again, as in a fresh region" ||
-        not_ok "after the kills: ${after:-?} MiB available, a fresh region gives ${fresh:-?}"
+        { not_ok "after the kills: ${after:-?} MiB available, a fresh region gives ${fresh:-?} (the survivor: exit $rc)"; tail -n 5 "$TMP/after"; }
 
 # Device visibility (two simulated GPUs): only the slice's device exists, for CUDA and for NVML.
 G2=$SRC/tests/fakegpu/configs/2gpu.conf
