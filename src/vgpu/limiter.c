@@ -650,6 +650,13 @@ static void note_pause(struct lim_dev *d, uint64_t now)
                 atomic_store_explicit(&d->step_ns, gap > m ? gap : m - m / 8, memory_order_relaxed);
 }
 
+/* The application paused after a wait in the last GS_LIMITER_PAUSE_RECENT_NS */
+static bool paused_lately(struct lim_dev *d, uint64_t now)
+{
+        uint64_t p = atomic_load_explicit(&d->pause_at, memory_order_relaxed);
+        return p != 0 && now - p <= GS_LIMITER_PAUSE_RECENT_NS;
+}
+
 /* When the application's work is over, judged from its waits: its last wait returned after its
  * last launch, it pauses after some waits (one in the last GS_LIMITER_PAUSE_RECENT_NS: a request
  * client; a loop that waits for each step and launches the next at once never does), and no
@@ -658,8 +665,7 @@ static void note_pause(struct lim_dev *d, uint64_t now)
 static uint64_t done_at(struct lim_dev *d, uint64_t now)
 {
         uint64_t s = atomic_load_explicit(&d->synced, memory_order_relaxed);
-        uint64_t p = atomic_load_explicit(&d->pause_at, memory_order_relaxed);
-        if (p == 0 || now - p > GS_LIMITER_PAUSE_RECENT_NS || s < atomic_load(&d->last_launch) || s < atomic_load(&d->going))
+        if (!paused_lately(d, now) || s < atomic_load(&d->last_launch) || s < atomic_load(&d->going))
                 return 0;
         return s + 2 * atomic_load_explicit(&d->step_ns, memory_order_relaxed) + GS_LIMITER_STEP_MIN_NS;
 }
@@ -679,8 +685,7 @@ static uint64_t done_at(struct lim_dev *d, uint64_t now)
 /* The judge itself, from what the ticker and the launchers keep (`was`: our last judge). */
 static bool light_now(struct lim_dev *d, uint64_t now, bool was)
 {
-        uint64_t p = atomic_load_explicit(&d->pause_at, memory_order_relaxed);
-        bool pauses = p != 0 && now - p <= GS_LIMITER_PAUSE_RECENT_NS;
+        bool pauses = paused_lately(d, now);
         uint64_t st = atomic_load_explicit(&d->stretch_ns, memory_order_relaxed);
         uint64_t load = __atomic_load_n(&d->load_bp, __ATOMIC_RELAXED);
         return pauses && (was ? load <= 2u * d->bp && (st <= 4 * GS_LIMITER_LIGHT_STRETCH_NS || load <= d->bp)
@@ -701,14 +706,12 @@ static void judge_light(struct lim_dev *d, uint64_t now, uint64_t got)
         d->load_got = got;
         bool was = atomic_load_explicit(&d->arb.light, memory_order_relaxed);
         bool light = light_now(d, now, was);
-        if (was != light) {
-                uint64_t p = atomic_load_explicit(&d->pause_at, memory_order_relaxed);
+        if (was != light)
                 gs_vgpu_log(4, "turn %llu light: %s (recent use %llu.%02llu %%, stretches of work %llu us%s)",
                             (unsigned long long)now, light ? "yes" : "no", (unsigned long long)(d->load_bp / 100),
                             (unsigned long long)(d->load_bp % 100),
                             (unsigned long long)(atomic_load_explicit(&d->stretch_ns, memory_order_relaxed) / 1000u),
-                            p != 0 && now - p <= GS_LIMITER_PAUSE_RECENT_NS ? "" : ", no pause after a wait lately");
-        }
+                            paused_lately(d, now) ? "" : ", no pause after a wait lately");
         gs_arb_set_light(&d->arb, light);
 }
 
