@@ -273,7 +273,7 @@ cell() {
         if [ "$k" -gt 0 ]; then
                 echo "# side by side $name $c r$r: on $k times, off $(cat "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | grep -c "side by side: off") times"
                 cat "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | grep -ho "side by side: off.*\|light: no.*" |
-                        sed 's/x-[0-9a-f]*/SLICE/; s/[0-9.]* %/N %/; s/[0-9]* us/N us/' | sort | uniq -c | sort -rn | head -n 4 | sed 's/^/#   /'
+                        sed 's/ (vtime [0-9.]* ms)//; s/x-[0-9a-f]*/SLICE/; s/[0-9.]* %/N %/; s/[0-9]* us/N us/' | sort | uniq -c | sort -rn | head -n 4 | sed 's/^/#   /'
         fi
         if [ -n "$TL" ] && [ "$KIND" = batch ]; then
                 cp "$W/cell/c1" "$TL/$tag-client.log"

@@ -612,6 +612,36 @@ static void keep_or_hand_over(struct gs_arb *a, uint64_t now, bool wanting, bool
         }
 }
 
+/* The least virtual time of the others that want or hold the GPU, and of those there (ticked in
+ * the last GS_ARB_PRESENT_NS), among those of our class where any is (else among all: a class
+ * alone, as a high latency client beside batches, keeps its virtual time level with theirs, which
+ * the cuts between it and a slice owed its share compare). A class's virtual time orders its own
+ * turns: placed by a high slice's (a latency client's, a quantum's credit behind the low batches
+ * from its last request), each new low batch process of coop's shape came a quantum of GPU time
+ * ahead of the low batches there and took it from them. */
+struct place_least {
+        uint64_t wanting, there;
+};
+static struct place_least least_of_others(const struct gs_arb *a, uint64_t now)
+{
+        struct place_least ours = {UINT64_MAX, UINT64_MAX}, other = {UINT64_MAX, UINT64_MAX};
+        for (unsigned i = 0; i < a->npeers; i++) {
+                const struct gs_arb_peer *p = &a->peer[i];
+                struct place_least *l = p->prio == a->prio ? &ours : &other;
+                bool wants = peer_wants(p, now) || peer_holds(p, now);
+                bool there = p->valid && !p->ignored && p->alive_ns + GS_ARB_PRESENT_NS > now;
+                if (wants && p->vtime < l->wanting)
+                        l->wanting = p->vtime;
+                if (there && p->vtime < l->there)
+                        l->there = p->vtime;
+        }
+        if (ours.wanting == UINT64_MAX)
+                ours.wanting = other.wanting;
+        if (ours.there == UINT64_MAX)
+                ours.there = other.there;
+        return ours;
+}
+
 /* We want the GPU: note it. A slice that did not want it for a while, or that gave up its last
  * turn for want of work, is waking: it gets no credit
  * for the time it did not want the GPU beyond a quantum of its own (its virtual time is raised
@@ -627,25 +657,21 @@ static bool note_want(struct gs_arb *a, uint64_t now)
         /* (a pause for our own budget is no waking: a capped slice that cut a turn at each refill
          * would pay for the holder's queued kernels at each) */
         uint64_t last = atomic_load(&me->want_ns);
-        bool waking = ((now - last > GS_ARB_WANT_NS && a->unwanted_at > last) || a->woke) && !a->held_back;
+        /* (since our last demand: none when a launcher noted one after the clock read of ours,
+         * `now` a ticker's; as a wrap, ~2^64 ns, a slice there all along "joined" at such ticks) */
+        uint64_t ago = now > last ? now - last : 0;
+        bool waking = ((ago > GS_ARB_WANT_NS && a->unwanted_at > last) || a->woke) && !a->held_back;
         /* (joining: a new record, or back after more than GS_ARB_SHARED_NS; also where its budget
          * held it back: a new slice's budget starts empty) */
-        bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;
+        bool joining = last == 0 || ago > GS_ARB_SHARED_NS;
         a->held_back = false;
         if (a->want_began <= a->unwanted_at) /* (our first demand since the ticker saw none) */
                 a->want_began = now;
         if (waking || joining) {
-                uint64_t least = UINT64_MAX, here = UINT64_MAX;
-                for (unsigned i = 0; i < a->npeers; i++) {
-                        const struct gs_arb_peer *p = &a->peer[i];
-                        if ((peer_wants(p, now) || peer_holds(p, now)) && p->vtime < least)
-                                least = p->vtime;
-                        if (p->valid && !p->ignored && p->alive_ns + GS_ARB_PRESENT_NS > now && p->vtime < here)
-                                here = p->vtime;
-                }
+                struct place_least least = least_of_others(a, now);
                 uint64_t c = credit(a->weight), v = atomic_load(&me->vtime);
-                if (waking && least != UINT64_MAX && least > c && v < least - c)
-                        atomic_store(&me->vtime, v = least - c);
+                if (waking && least.wanting != UINT64_MAX && least.wanting > c && v < least.wanting - c)
+                        atomic_store(&me->vtime, v = least.wanting - c);
                 /* A slice that joins gets no credit for the time it was not there: it goes just
                  * behind the least of the slices that are there (ticked in the last 50 ms: not
                  * one that just left, whose record lingers; twice the cut slack, so that any of
@@ -656,12 +682,15 @@ static bool note_want(struct gs_arb *a, uint64_t now)
                  * slice (a service back from a pause of a second or more, its request a moment's
                  * work) goes as far ahead of them instead, so that it may cut the turn it finds:
                  * behind, it waited for the rest of a batch's turn (42 ms on the H200). */
+                uint64_t here = least.there;
                 uint64_t at = !atomic_load(&a->light) ? here + 2 * GS_ARB_CUT_SLACK
                               : here > 2 * GS_ARB_CUT_SLACK ? here - 2 * GS_ARB_CUT_SLACK : 0;
                 if (joining && here != UINT64_MAX && here < UINT64_MAX - 2 * GS_ARB_CUT_SLACK && v < at)
                         atomic_store(&me->vtime, at);
+                note(a, joining ? "join" : "wake");
         }
-        atomic_store(&me->want_ns, now);
+        if (now > last)
+                atomic_store(&me->want_ns, now);
         return waking;
 }
 

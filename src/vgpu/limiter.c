@@ -306,11 +306,12 @@ static void share_region(struct lim_dev *d, int vis)
 }
 
 /* GPUSLICE_LOG_LEVEL=4: the turns this process takes and gives up, with the time (the monotonic
- * clock, ns) and why (read beside the GPU times bench/latency.sh records: docs/slicing.md). */
+ * clock, ns), why, and the slice's virtual time after it (read beside the GPU times bench/latency.sh
+ * records: docs/slicing.md). */
 static void note_turn(const struct gs_arb *a, const char *what)
 {
-        gs_vgpu_log(4, "turn %llu %s", (unsigned long long)gs_mono_ns(), what);
-        (void)a;
+        gs_vgpu_log(4, "turn %llu %s (vtime %.3f ms)", (unsigned long long)gs_mono_ns(), what,
+                    a->me != NULL ? (double)atomic_load(&a->me->vtime) / 1e6 : 0.0);
 }
 
 /* A neighbour's arbiter record taken for a liar's (or believed again): info (an honest neighbour

@@ -518,7 +518,7 @@ mutation sharewindow vgpu_latency_conserve src/vgpu/limiter.c \
         "share mode judges NVML's lagging utilization against the slices' last 100 ms only: a share slice beside an idle one stops borrowing for a second at a time" \
         "beside an idle slice"
 mutation joinplace vgpu_latency_join src/vgpu/arbiter.c \
-        'bool joining = last == 0 || now - last > GS_ARB_SHARED_NS;' \
+        'bool joining = last == 0 || ago > GS_ARB_SHARED_NS;' \
         'bool joining = false;' \
         "a slice that joins keeps its virtual time 0 (or a quantum of credit below the least of those wanting the GPU): its turns run a whole quantum against a waiting latency client" \
         "a batch joining as 8 new slices"
@@ -535,8 +535,8 @@ mutation takewake vgpu_latency_handover src/vgpu/limiter.c \
         "a turn a launcher takes while its ticker naps 5 ms is held idle until the nap ends: the other equal slice's request waits for it" \
         "handed over when the work is done"
 mutation stallwake unit_arbiter src/vgpu/arbiter.c \
-        '(now - last > GS_ARB_WANT_NS && a->unwanted_at > last)' \
-        '(now - last > GS_ARB_WANT_NS)' \
+        '(ago > GS_ARB_WANT_NS && a->unwanted_at > last)' \
+        '(ago > GS_ARB_WANT_NS)' \
         "a slice whose threads were kept off a CPU for 2 ms while it wanted the GPU is taken for waking: a quantum of credit, and it cuts the holder's turn (a turn more than its share on a loaded machine)" \
         "test_stall_is_no_waking"
 mutation owedgrace unit_arbiter src/vgpu/arbiter.c \
@@ -604,6 +604,16 @@ mutation judgemin unit_arbiter src/vgpu/arbiter.c \
         '#define GS_ARB_JUDGE_NS 1ull' \
         "a peer is judged a liar on the first 100 ms of our wanting the GPU (the turn of a slice that started first)" \
         "test_not_judged_on_little"
+mutation joinclass unit_arbiter src/vgpu/arbiter.c \
+        'struct place_least *l = p->prio == a->prio ? &ours : &other;' \
+        'struct place_least *l = &ours;' \
+        "a joining low slice goes behind a high slice's virtual time, a quantum ahead of the slices of its class" \
+        "test_join_behind_own_class"
+mutation latedemand unit_arbiter src/vgpu/arbiter.c \
+        'uint64_t ago = now > last ? now - last : 0;' \
+        'uint64_t ago = now - last;' \
+        "a launcher's demand noted after the ticker read its clock makes the ticker's tick a join" \
+        "test_late_demand_no_join"
 mutation firstbudget vgpu_latency_first src/vgpu/limiter.c \
         '                        first_budget(d);' \
         '' \

@@ -719,6 +719,56 @@ static void test_not_judged_on_little(void **state)
         assert_true(ignored_at >= 200000000u && ignored_at <= 500000000u);
 }
 
+/* x's record as a slice there (ticked now) at virtual time `vtime`, wanting the GPU or not. */
+static void there_at(struct gs_arb *x, uint64_t now, uint64_t vtime, bool wanting)
+{
+        atomic_store(&x->me->alive_ns, now);
+        atomic_store(&x->me->vtime, vtime);
+        atomic_store(&x->me->want_ns, wanting ? now : 0);
+}
+
+/* A slice that joins goes just behind the least of the slices of its class there, not of another
+ * class: virtual time orders a class's turns, and a high slice's is its own (a latency client's,
+ * raised at each request to a quantum's credit behind the batches). Placed behind the high client
+ * in coop's shape (three low batches as 3 s processes beside it), each new batch process came a
+ * quantum of GPU time ahead of the batches there and took it from them (on the H200 the low
+ * batches took each other for liars in most runs). Here a (high) is there at 0, b (low) at 1 s; c
+ * (low) joins: behind b. */
+static void test_join_behind_own_class(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_HIGH);
+        open_slice(&b, GS_ARB_PRIO_LOW);
+        assert_int_equal(gs_arb_open(&c, dir, "GPU-test", "x-00000000000000cc", 5000, GS_ARB_PRIO_LOW, true), 0);
+        uint64_t now = gs_mono_ns();
+        there_at(&a, now, 0, false);
+        there_at(&b, now, 1000000000u, true);
+        gs_arb_tick(&c, now, true, 0, 0, false, false, false);
+        print_message("c joined at %.1f ms (b at 1000, a at 0)\n", atomic_load(&c.me->vtime) / 1e6);
+        assert_true(atomic_load(&c.me->vtime) >= 1000000000u);
+}
+
+/* A slice whose launcher noted its demand a moment after its ticker read the clock is not
+ * joining: the ticker's `now - last` was an unsigned wrap (~2^64 ns "since" its last demand), and
+ * each such tick placed a slice there all along behind the least of the others, taking its lead
+ * (a batch process on the simulated GPU "joined" 11 times in its first 1.2 s). */
+static void test_late_demand_no_join(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        there_at(&b, gs_mono_ns(), 1000000000u, true);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a joins: behind b */
+        assert_true(atomic_load(&a.me->vtime) >= 1000000000u);
+        atomic_store(&a.me->vtime, 500000000u); /* a used less since: ahead of b */
+        uint64_t before = gs_mono_ns(); /* the ticker's clock, read before the launcher's demand */
+        usleep(1000);
+        there_at(&b, gs_mono_ns(), 1000000000u, true);
+        gs_arb_try_take(&a);
+        gs_arb_tick(&a, before, true, 0, 0, false, false, false);
+        assert_int_equal(atomic_load(&a.me->vtime), 500000000u);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -739,6 +789,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_cost_ahead_in_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_charged_first_in_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_not_judged_on_little, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_join_behind_own_class, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_late_demand_no_join, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_beside_higher, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_capped, setup, teardown),
