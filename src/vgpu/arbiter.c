@@ -446,13 +446,24 @@ static bool cut_stands(struct place cutter, uint32_t weight, struct place holder
         return cutter.vtime < (holder.vtime > UINT64_MAX - c ? UINT64_MAX : holder.vtime + c);
 }
 
-/* Are we the wanting slice first in order (ties: the lesser name)? */
-static bool my_turn(const struct gs_arb *a, uint64_t now)
+/* May a waking slice at `mine` cut the turn of a slice at `h`? Of its class (or high beside an owed
+ * slice: peers()) when it is the cut slack below in virtual time: it used less than its share. */
+static bool may_cut_as_peer(struct place mine, struct place h, bool waking)
+{
+        return peers(mine, h) && waking && mine.vtime < h.vtime && h.vtime - mine.vtime > GS_ARB_CUT_SLACK;
+}
+
+/* Are we the wanting slice first in order (ties: the lesser name)? A waking slice is also before
+ * one it may cut (a high slice that asks for little, beside a slice owed its share that wants the
+ * GPU: that one is ahead in line, but a request of ours waited behind its turn for up to a quantum:
+ * coop's high client on the H200, 4-27 ms beside a new low batch process short of its share). */
+static bool my_turn(const struct gs_arb *a, uint64_t now, bool waking)
 {
         struct place mine = my_place(a);
         for (unsigned i = 0; i < a->npeers; i++) {
                 const struct gs_arb_peer *p = &a->peer[i];
-                if (peer_wants(p, now) && ahead_of(peer_place(p), p->name, mine, a->name))
+                struct place pp = peer_place(p);
+                if (peer_wants(p, now) && ahead_of(pp, p->name, mine, a->name) && !may_cut_as_peer(mine, pp, waking))
                         return false;
         }
         return true;
@@ -470,8 +481,7 @@ static bool may_cut_all(const struct gs_arb *a, uint64_t now, bool waking)
                 if (!peer_holds(p, now))
                         continue;
                 struct place h = peer_place(p);
-                bool ok = (!peers(mine, h) && mine.cls < h.cls) ||
-                          (peers(mine, h) && waking && mine.vtime < h.vtime && h.vtime - mine.vtime > GS_ARB_CUT_SLACK);
+                bool ok = (!peers(mine, h) && mine.cls < h.cls) || may_cut_as_peer(mine, h, waking);
                 if (!ok)
                         return false;
                 any = true;
@@ -539,7 +549,7 @@ static void yield(struct gs_arb *a, int why)
 /* Take the GPU: when nobody holds it and it is our turn, or by cutting the holder's turn. */
 static void take(struct gs_arb *a, uint64_t now, bool waking)
 {
-        if (!my_turn(a, now))
+        if (!my_turn(a, now, waking))
                 return;
         bool cut = false;
         if (anyone_holds(a, now)) {

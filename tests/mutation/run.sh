@@ -614,6 +614,11 @@ mutation latedemand unit_arbiter src/vgpu/arbiter.c \
         'uint64_t ago = now - last;' \
         "a launcher's demand noted after the ticker read its clock makes the ticker's tick a join" \
         "test_late_demand_no_join"
+mutation highcutsowed unit_arbiter src/vgpu/arbiter.c \
+        'ahead_of(pp, p->name, mine, a->name) && !may_cut_as_peer(mine, pp, waking)' \
+        'ahead_of(pp, p->name, mine, a->name)' \
+        "a waking high slice that asks for little waits behind the turn of a slice owed its share that wants the GPU (up to a quantum)" \
+        "test_high_cuts_owed"
 mutation firstbudget vgpu_latency_first src/vgpu/limiter.c \
         '                        first_budget(d);' \
         '' \

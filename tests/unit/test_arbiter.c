@@ -769,6 +769,33 @@ static void test_late_demand_no_join(void **state)
         assert_int_equal(atomic_load(&a.me->vtime), 500000000u);
 }
 
+/* A high slice that wakes with less virtual time than a share-mode slice owed its share cuts its
+ * turn, also while that slice wants the GPU (peers(): the owed slice goes first at hand-overs, but a
+ * slice that asks for little stays served within about a kernel). It waited instead: the owed
+ * slice, wanting the GPU, stood ahead of it in line, and take() went no further (coop's high client
+ * on the H200, beside a new low batch process short of its share: requests of 4-9 ms, 27 ms at
+ * most, for a bound of 1.3). One that does not wake (a high batch) does not cut. */
+static void test_high_cuts_owed(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_HIGH);
+        open_slice(&b, GS_ARB_PRIO_LOW);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a's request: its turn */
+        assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* done: handed over */
+        assert_false(gs_arb_may_launch(&a));
+        uint64_t now = gs_mono_ns();
+        write_rec(&b, now, true); /* b holds the GPU, wants it, owed its share, far behind a */
+        atomic_store(&b.me->vtime, atomic_load(&a.me->vtime) + 1000000000u);
+        atomic_store(&b.me->flags, GS_ARB_OWED);
+        usleep(3000);
+        write_rec(&b, gs_mono_ns(), true);
+        atomic_store(&b.me->vtime, atomic_load(&a.me->vtime) + 1000000000u);
+        gs_arb_try_take(&a); /* a's next request: it wakes */
+        assert_true(peer_named(&a, "x-00000000000000bb")->owed);
+        assert_true(gs_arb_may_launch(&a));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -791,6 +818,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_not_judged_on_little, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_join_behind_own_class, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_demand_no_join, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_high_cuts_owed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_beside_higher, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_capped, setup, teardown),
