@@ -680,12 +680,14 @@ static bool note_want(struct gs_arb *a, uint64_t now)
         if (waking || joining) {
                 struct place_least least = least_of_others(a, now);
                 uint64_t c = credit(a->weight), v = atomic_load(&me->vtime);
-                if (waking && least.wanting != UINT64_MAX && least.wanting > c && v < least.wanting - c)
+                if (waking && least.wanting != UINT64_MAX && least.wanting > c && v < least.wanting - c) {
                         atomic_store(&me->vtime, v = least.wanting - c);
+                        note(a, "wake: a quantum's credit behind the least");
+                }
                 /* A slice that joins gets no credit for the time it was not there: it goes just
-                 * behind the least of the slices that are there (ticked in the last 50 ms: not
-                 * one that just left, whose record lingers; twice the cut slack, so that any of
-                 * them that wakes may cut its turn). With a quantum of credit below the least of
+                 * behind the least of the slices of its class that are there (least_of_others:
+                 * ticked in the last 50 ms, not one that just left, whose record lingers; twice
+                 * the cut slack, so that any of them that wakes may cut its turn). With a quantum of credit below the least of
                  * those *wanting* the GPU, a joiner went below a latency slice (which then could
                  * not cut its turns), or to virtual time 0 while that slice was between requests:
                  * each of its turns ran a whole quantum against the waiting requests. A light
@@ -697,7 +699,8 @@ static bool note_want(struct gs_arb *a, uint64_t now)
                               : here > 2 * GS_ARB_CUT_SLACK ? here - 2 * GS_ARB_CUT_SLACK : 0;
                 if (joining && here != UINT64_MAX && here < UINT64_MAX - 2 * GS_ARB_CUT_SLACK && v < at)
                         atomic_store(&me->vtime, at);
-                note(a, joining ? "join" : "wake");
+                if (joining)
+                        note(a, "join");
         }
         if (now > last)
                 atomic_store(&me->want_ns, now);
