@@ -260,8 +260,9 @@ struct Unit {
                         return graph_kernels;
                 }
                 if (kind == 2) {
-                        float a = 1.0f, b = 0.0f;
-                        unsigned long long *s = nullptr;
+                        float a = 1.0f, b = 0.0f; // (LAT_TIMELINE: stamped as g.launch() stamps a kernel)
+                        unsigned long long *s = g.stamps != nullptr ? g.stamps + 2 * (g.n % STAMPS) : nullptr;
+                        g.n++;
                         void *args[] = {&g.out, &a, &b, &iters, &s};
                         CK(cudaLaunchCooperativeKernel((void *)fma_kernel, dim3(g.blocks), dim3(THREADS), args, 0, g.st));
                         return 1;
