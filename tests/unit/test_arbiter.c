@@ -774,7 +774,8 @@ static void test_late_demand_no_join(void **state)
  * slice that asks for little stays served within about a kernel). It waited instead: the owed
  * slice, wanting the GPU, stood ahead of it in line, and take() went no further (coop's high client
  * on the H200, beside a new low batch process short of its share: requests of 4-9 ms, 27 ms at
- * most, for a bound of 1.3). One that does not wake (a high batch) does not cut. */
+ * most, for a bound of 1.3). One past the owed slice in virtual time (a high batch, more than its
+ * share) does not cut. */
 static void test_high_cuts_owed(void **state)
 {
         (void)state;
@@ -794,6 +795,15 @@ static void test_high_cuts_owed(void **state)
         gs_arb_try_take(&a); /* a's next request: it wakes */
         assert_true(peer_named(&a, "x-00000000000000bb")->owed);
         assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* done: handed over */
+        write_rec(&b, gs_mono_ns(), true); /* b takes its turn back */
+        atomic_store(&b.me->flags, GS_ARB_OWED);
+        atomic_store(&a.me->vtime, atomic_load(&b.me->vtime) + 1000000000u); /* a: past b */
+        usleep(3000);
+        write_rec(&b, gs_mono_ns(), true);
+        atomic_store(&b.me->flags, GS_ARB_OWED);
+        gs_arb_try_take(&a);
+        assert_false(gs_arb_may_launch(&a));
 }
 
 int main(void)
