@@ -629,6 +629,7 @@ static void keep_or_hand_over(struct gs_arb *a, uint64_t now, bool wanting, bool
  * turns: placed by a high slice's (a latency client's, a quantum's credit behind the low batches
  * from its last request), each new low batch process of coop's shape came a quantum of GPU time
  * ahead of the low batches there and took it from them. */
+#define GS_ARB_VTIME_SANE (1ull << 62) /* no slice's virtual time gets here (146 years at 100 %) */
 struct place_least {
         uint64_t wanting, there;
 };
@@ -637,6 +638,11 @@ static struct place_least least_of_others(const struct gs_arb *a, uint64_t now)
         struct place_least ours = {UINT64_MAX, UINT64_MAX}, other = {UINT64_MAX, UINT64_MAX};
         for (unsigned i = 0; i < a->npeers; i++) {
                 const struct gs_arb_peer *p = &a->peer[i];
+                /* (a record's virtual time is its own to write: one no slice reaches places nobody;
+                 * followed, a joiner's virtual time went there and wrapped at its next GPU time,
+                 * to first in line among the honest slices of its class) */
+                if (p->vtime >= GS_ARB_VTIME_SANE)
+                        continue;
                 struct place_least *l = p->prio == a->prio ? &ours : &other;
                 bool wants = peer_wants(p, now) || peer_holds(p, now);
                 bool there = p->valid && !p->ignored && p->alive_ns + GS_ARB_PRESENT_NS > now;

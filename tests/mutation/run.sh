@@ -614,6 +614,11 @@ mutation latedemand unit_arbiter src/vgpu/arbiter.c \
         'uint64_t ago = now - last;' \
         "a launcher's demand noted after the ticker read its clock makes the ticker's tick a join" \
         "test_late_demand_no_join"
+mutation vtimesane unit_arbiter src/vgpu/arbiter.c \
+        'if (p->vtime >= GS_ARB_VTIME_SANE)' \
+        'if (false)' \
+        "a record claiming a virtual time no slice reaches places a joiner beside it, and the joiner's virtual time wraps to first in line" \
+        "test_join_not_by_absurd_vtime"
 mutation highcutsowed unit_arbiter src/vgpu/arbiter.c \
         'ahead_of(pp, p->name, mine, a->name) && !may_cut_as_peer(mine, pp, waking)' \
         'ahead_of(pp, p->name, mine, a->name)' \

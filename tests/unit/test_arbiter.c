@@ -748,6 +748,23 @@ static void test_join_behind_own_class(void **state)
         assert_true(atomic_load(&c.me->vtime) >= 1000000000u);
 }
 
+/* A record's virtual time places a joiner only if a slice could have it: a low record there at
+ * 2^64 - 8 ms, alone in c's class, would put c just below 2^64, and c's next GPU time wraps it to
+ * first in line among the honest slices of its class. c goes by the high slice instead. */
+static void test_join_not_by_absurd_vtime(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_HIGH);
+        open_slice(&b, GS_ARB_PRIO_LOW);
+        assert_int_equal(gs_arb_open(&c, dir, "GPU-test", "x-00000000000000cc", 5000, GS_ARB_PRIO_LOW, true), 0);
+        uint64_t now = gs_mono_ns();
+        there_at(&a, now, 1000000000u, false);
+        there_at(&b, now, UINT64_MAX - 8000000u, true);
+        gs_arb_tick(&c, now, true, 0, 0, false, false, false);
+        print_message("c joined at %.1f ms (a at 1000, b's record at 2^64 - 8 ms)\n", atomic_load(&c.me->vtime) / 1e6);
+        assert_true(atomic_load(&c.me->vtime) < 2000000000u);
+}
+
 /* A slice whose launcher noted its demand a moment after its ticker read the clock is not
  * joining: the ticker's `now - last` was an unsigned wrap (~2^64 ns "since" its last demand), and
  * each such tick placed a slice there all along behind the least of the others, taking its lead
@@ -828,6 +845,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_not_judged_on_little, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_join_behind_own_class, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_late_demand_no_join, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_join_not_by_absurd_vtime, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_high_cuts_owed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_beside_higher, setup, teardown),
