@@ -629,7 +629,8 @@ static void keep_or_hand_over(struct gs_arb *a, uint64_t now, bool wanting, bool
  * turns: placed by a high slice's (a latency client's, a quantum's credit behind the low batches
  * from its last request), each new low batch process of coop's shape came a quantum of GPU time
  * ahead of the low batches there and took it from them. */
-#define GS_ARB_VTIME_SANE (1ull << 62) /* no slice's virtual time gets here (146 years at 100 %) */
+#define GS_ARB_VTIME_SANE (1ull << 62) /* no slice's virtual time gets here (GPU time / share: 146
+                                        * years of it at a whole GPU's share, 1.5 at 1 %) */
 struct place_least {
         uint64_t wanting, there;
 };
