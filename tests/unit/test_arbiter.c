@@ -734,18 +734,25 @@ static void there_at(struct gs_arb *x, uint64_t now, uint64_t vtime, bool wantin
  * quantum of GPU time ahead of the batches there and took it from them (on the H200 the low
  * batches took each other for liars in most runs). Here a (high) is there at 0, b (low) at 1 s; c
  * (low) joins: behind b. */
-static void test_join_behind_own_class(void **state)
+/* a (high) there at `av`, b (low) there and wanting at `bv`; c (low) joins: its virtual time */
+static uint64_t join_beside(uint64_t av, uint64_t bv)
 {
-        (void)state;
         open_slice(&a, GS_ARB_PRIO_HIGH);
         open_slice(&b, GS_ARB_PRIO_LOW);
         assert_int_equal(gs_arb_open(&c, dir, "GPU-test", "x-00000000000000cc", 5000, GS_ARB_PRIO_LOW, true), 0);
         uint64_t now = gs_mono_ns();
-        there_at(&a, now, 0, false);
-        there_at(&b, now, 1000000000u, true);
+        there_at(&a, now, av, false);
+        there_at(&b, now, bv, true);
         gs_arb_tick(&c, now, true, 0, 0, false, false, false);
-        print_message("c joined at %.1f ms (b at 1000, a at 0)\n", atomic_load(&c.me->vtime) / 1e6);
-        assert_true(atomic_load(&c.me->vtime) >= 1000000000u);
+        uint64_t v = atomic_load(&c.me->vtime);
+        print_message("c joined at %.1f ms (a at %.1f, b at %.1f)\n", v / 1e6, av / 1e6, bv / 1e6);
+        return v;
+}
+
+static void test_join_behind_own_class(void **state)
+{
+        (void)state;
+        assert_true(join_beside(0, 1000000000u) >= 1000000000u);
 }
 
 /* A record's virtual time places a joiner only if a slice could have it: a low record there at
@@ -754,15 +761,7 @@ static void test_join_behind_own_class(void **state)
 static void test_join_not_by_absurd_vtime(void **state)
 {
         (void)state;
-        open_slice(&a, GS_ARB_PRIO_HIGH);
-        open_slice(&b, GS_ARB_PRIO_LOW);
-        assert_int_equal(gs_arb_open(&c, dir, "GPU-test", "x-00000000000000cc", 5000, GS_ARB_PRIO_LOW, true), 0);
-        uint64_t now = gs_mono_ns();
-        there_at(&a, now, 1000000000u, false);
-        there_at(&b, now, UINT64_MAX - 8000000u, true);
-        gs_arb_tick(&c, now, true, 0, 0, false, false, false);
-        print_message("c joined at %.1f ms (a at 1000, b's record at 2^64 - 8 ms)\n", atomic_load(&c.me->vtime) / 1e6);
-        assert_true(atomic_load(&c.me->vtime) < 2000000000u);
+        assert_true(join_beside(1000000000u, UINT64_MAX - 8000000u) < 2000000000u);
 }
 
 /* A slice whose launcher noted its demand a moment after its ticker read the clock is not
