@@ -9,7 +9,9 @@
 //                                 launch to the end of its last kernel)
 //                                 requests=N (served) due=D (the requests its period asks for in
 //                                 SECONDS: a late request delays the next, so N < D is a request
-//                                 dropped)
+//                                 dropped), and p99_due_ms= max_due_ms= (from each due time, over
+//                                 every due request: a late one counts its wait behind the one
+//                                 before, a dropped one its wait to the end; print_due below)
 //   latency batch SECONDS ITERS   a batch neighbour: such kernels back to back (two batches of 4
 //                                 in flight, as bench/compute_shapes.cu); prints kernels=N rate=K/s
 //                                 over the window LAT_WINDOW="FROM:TO" seconds after its start
@@ -79,6 +81,21 @@ __global__ void fma_kernel(float *out, float a, float b, int iters, unsigned lon
 
 using clk = std::chrono::steady_clock;
 static double since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+// The latency from each request's due time (its arrival at a service that takes one every period),
+// over every due request: a request begun late, behind the one before it, counts its wait, and one
+// never begun counts until the end (so a client that falls behind is not measured by the requests
+// it still got to: a closed loop's latency from the start alone leaves that out)
+static void print_due(std::vector<double> v, long due_n)
+{
+        std::sort(v.begin(), v.end());
+        size_t n = v.size();
+        if (n == 0 || (long)n != due_n) {
+                printf("p99_due_ms=nan max_due_ms=nan\n");
+                return;
+        }
+        printf("p99_due_ms=%.3f max_due_ms=%.3f\n", v[(size_t)((double)(n - 1) * 0.99)], v[n - 1]);
+}
 
 struct Gpu {
         int blocks = 0;
@@ -171,7 +188,7 @@ static int request(Gpu &g, double seconds, int iters)
 {
         double period = env_num("LAT_PERIOD_MS", 20) / 1e3;
         int kernels = (int)env_num("LAT_KERNELS", 4);
-        std::vector<double> lat;
+        std::vector<double> lat, lat_due;
         std::vector<unsigned long> first;
         if (env_num("LAT_COLD", 0) == 0) {
                 g.launch(iters);
@@ -202,7 +219,12 @@ static int request(Gpu &g, double seconds, int iters)
                         CK(cudaStreamSynchronize(g.st));
                 }
                 lat.push_back(since(r0) * 1e3);
+                lat_due.push_back(since(due) * 1e3);
         }
+        /* (a request due but never begun waited from its due time to the end at least) */
+        double end = since(t0);
+        for (long n = (long)lat.size(); n < due_n; n++)
+                lat_due.push_back(std::max(0.0, end - (double)n * period) * 1e3);
         if (timeline != nullptr)
                 for (size_t i = 0; i < lat.size(); i++)
                         fprintf(timeline, "r %lu %.0f\n", first[i], lat[i] * 1e6);
@@ -210,8 +232,9 @@ static int request(Gpu &g, double seconds, int iters)
         std::sort(lat.begin(), lat.end());
         size_t n = lat.size();
         printf("due=%ld ", due_n);
-        printf("requests=%zu p50_ms=%.3f p99_ms=%.3f max_ms=%.3f first_ms=%.3f\n", n, lat[n / 2],
+        printf("requests=%zu p50_ms=%.3f p99_ms=%.3f max_ms=%.3f first_ms=%.3f ", n, lat[n / 2],
                lat[(size_t)((double)(n - 1) * 0.99)], lat[n - 1], first_ms);
+        print_due(lat_due, due_n);
         return 0;
 }
 

@@ -26,7 +26,9 @@
 #   mps    every process capped at L through `gpuslice mps` (a daemon started and stopped here)
 # LAT_RUNS=N (default 1) repeats every configuration but alone N times, interleaved.
 # Per run and client: p50/p99/max request latency (ms) over SECONDS, requests served of those due
-# (fewer: requests dropped), and per batch the fraction of its rate alone it kept over the same
+# (fewer: requests dropped), p99_due (the p99 from each request's due time, over every due request:
+# a late request counts its wait behind the one before, a dropped one its wait to the end; a
+# client's latency as its users would see it where it falls behind; not judged), and per batch the fraction of its rate alone it kept over the same
 # window (while its processes ran: their start-up is not counted). The clients start together at one
 # clock time (LAT_START_EPOCH), 1.5 s after the batches (PyTorch: once every process has imported
 # torch and warmed up). Kernel lengths are calibrated natively once (a fixed FMA loop, 4 x SM count
@@ -204,8 +206,10 @@ kept() {
 # row KEY WHO OUT KEPT: record and print a client's results
 row() {
         P99[$1]=$(field p99_ms "$3") MAX[$1]=$(field max_ms "$3") SERVED[$1]=$(field requests "$3") DUE[$1]=$(field due "$3")
-        printf '%-7s %-6s %3s %-3s %8s %8s %8s %9s %s\n' "$name" "${1%%:*}" "$(cut -d: -f2 <<<"$1")" "$2" "$(field p50_ms "$3")" \
-                "${P99[$1]}" "${MAX[$1]}" "${SERVED[$1]}/${DUE[$1]}" "$4"
+        local due
+        due=$(field p99_due_ms "$3")
+        printf '%-7s %-6s %3s %-3s %8s %8s %8s %9s %8s %s\n' "$name" "${1%%:*}" "$(cut -d: -f2 <<<"$1")" "$2" "$(field p50_ms "$3")" \
+                "${P99[$1]}" "${MAX[$1]}" "${SERVED[$1]}/${DUE[$1]}" "${due:--}" "$4"
 }
 
 # cell CONFIG RUN: one set of processes: NB batches (or the torch training loop) and the clients
@@ -351,7 +355,7 @@ targets() {
 }
 
 TORCH_KMS='' NO_TORCH=''
-printf '%-7s %-6s %3s %-3s %8s %8s %8s %9s %s\n' shape config run who p50_ms p99_ms max_ms served batch_kept
+printf '%-7s %-6s %3s %-3s %8s %8s %8s %9s %8s %s\n' shape config run who p50_ms p99_ms max_ms served p99_due batch_kept
 for name in $SHAPES; do
         shape "$name" || { fail "LAT_SHAPES: no shape '$name' (req4 req20 graph two coop equal2 equal8 torch torch2 steady)"; continue; }
         P99=() MAX=() SERVED=() DUE=() KEPT=()

@@ -5,7 +5,8 @@
         LAT_TORCH_HIDDEN, default 4096, fp16, weights made here from a fixed seed) served at batch 1,
         one request every PERIOD_MS, each waited for (torch.cuda.synchronize); prints
         due=D requests=N p50_ms= p99_ms= max_ms= (from the request's start to its output on the GPU
-        being done; a late request delays the next, so N < D is a request dropped)
+        being done; a late request delays the next, so N < D is a request dropped) and
+        p99_due_ms= max_due_ms= (from each due time, over every due request: bench/latency.cu)
   latency_torch.py train SECONDS             a training loop: a bf16 8192 x 8192 linear layer on a
         LAT_TORCH_BATCH (default 4096) x 8192 input, forward, backward, SGD, loss.item() each step (a
         pause for the host, as real loops have); prints steps=N rate=STEPS/s secs=S kernel_ms=K (K:
@@ -72,7 +73,7 @@ def serve(torch, seconds, period_ms):
         sync("serve")
         period = period_ms / 1e3
         due = math.ceil(seconds / period - 1e-9)
-        lat = []
+        lat, lat_due = [], []
         t0 = time.perf_counter()
         n = 0
         while n < due and time.perf_counter() - t0 < seconds:
@@ -84,11 +85,14 @@ def serve(torch, seconds, period_ms):
             y = model(x)
             torch.cuda.synchronize()
             lat.append((time.perf_counter() - r0) * 1e3)
+            lat_due.append((time.perf_counter() - at) * 1e3)
             n += 1
+        end = time.perf_counter()  # (a request never begun waited from its due time to the end)
+        lat_due += [max(0.0, end - t0 - k * period) * 1e3 for k in range(n, due)]
         if not torch.allclose(y.float().cpu(), ref, rtol=1e-2, atol=1e-2):
             fail("serve: the last answer differs from the first")
     print(f"due={due} requests={len(lat)} p50_ms={pct(lat, .5):.3f} p99_ms={pct(lat, .99):.3f} "
-          f"max_ms={max(lat):.3f}", flush=True)
+          f"max_ms={max(lat):.3f} p99_due_ms={pct(lat_due, .99):.3f} max_due_ms={max(lat_due):.3f}", flush=True)
 
 
 def train(torch, seconds):

@@ -30,7 +30,7 @@ case $1 in
 calibrate) echo "iters=$2 blocks=528 kernel_ms=0.5" ;;
 request) p=1; [ -n "${LAT_PRELOAD:-}" ] && p=$([ "${STUB_SLOW:-0}" = 1 ] && echo 5 || echo 1.5)
         [ -z "${LAT_PRELOAD:-}" ] && [ -n "${LAT_START_EPOCH:-}" ] && p=2
-        echo "due=50 requests=50 p50_ms=0.5 p99_ms=$p max_ms=$p" ;;
+        echo "due=50 requests=50 p50_ms=0.5 p99_ms=$p max_ms=$p p99_due_ms=7.25" ;;
 batch) [ "${STUB_FAIL:-0}" = 1 ] && [ -n "${LAT_PRELOAD:-}" ] && { echo "stub: batch failed" >&2; exit 1; }
         sleep "$2"; echo "kernels=100 rate=100 blocks=528 secs=1" ;;
 esac
@@ -96,6 +96,8 @@ check "simulated: the count line agrees with the target lines ($met)" \
 wait "${stubs[@]}"
 check "fixed answers: a sliced p99 of 1.5 under no slicing's 2 ms is a PASS" \
         grep -q '^target req4 cap run 1: p99 1.5 <= no slicing.s 2 ms PASS$' "$TMP/fast"
+check "fixed answers: a row gives the p99 from the due times (7.25 where the stand-in says so)" \
+        test "$(awk '$1 == "req4" && $2 == "cap" { print $9 }' "$TMP/fast")" = 7.25
 check "fixed answers: a sliced p99 of 5 over no slicing's 2 ms is a MISS" \
         grep -q '^target req4 cap run 1: p99 5 <= no slicing.s 2 ms MISS$' "$TMP/slow"
 rc=$(cat "$TMP/failed.rc")
