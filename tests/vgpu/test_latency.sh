@@ -120,9 +120,12 @@ case_join() {
 # quiet, looked again; the second client's median 1.5 x (2.73 against 1.82 ms), p99 4.6 x. (The
 # p99 and the longest request are printed: issue 32's target of 1.1 x is the GPU host's.)
 # In share mode the two are light (they pause after their waits and use far less than their
-# shares) and launch side by side (arbiter.c, "Side by side"): each client's p99 stays within
-# 1.1 x its p99 without slicing + 0.3 ms. Before, taking turns, the second client's p99 was
-# 3.2 ms against 2.4 without slicing (the other's turn held through its CPU gaps); now 2.3.
+# shares) and launch side by side (arbiter.c, "Side by side"): each client's p95 stays within
+# 1.1 x its p95 without slicing + 0.1 ms. Taking turns (the mutation sidebysidetwo), the second
+# client's p95 is 1.33-1.39 x its unsliced one (the other's turn held through its CPU gaps); side
+# by side 0.99-1.05 x. Not p99: over the 430 requests of 3 s it is the fourth longest, which on
+# this 2-core VM moved 1.0-1.3 x side by side and 1.15-1.6 x taking turns (six runs each,
+# 2026-11-30): the check failed one run in five either way.
 # (Cap mode takes turns: a cap is GPU time, and side by side a kernel's wait behind the other's
 # is charged as its own.)
 two_clients() { # MODE (none: no slicing): outputs $TMP/ca.MODE, $TMP/cb.MODE
@@ -135,7 +138,7 @@ two_clients() { # MODE (none: no slicing): outputs $TMP/ca.MODE, $TMP/cb.MODE
         wait $a $!
 }
 case_two() {
-        local m c p50 base p99 b99 mx
+        local m c p50 base p99 b99 p95 b95 mx
         for m in none share cap; do
                 [ $m = cap ] && sanitized_skip "two latency slices, cap 50/50" && continue
                 two_clients $m
@@ -149,11 +152,12 @@ case_two() {
                                 not_ok "two latency slices, $m 50/50, client $c: median ${p50:-none} us (want <= 1.2 x ${base:-none} + 200; p99 ${p99:-none} against ${b99:-none})"
                         fi
                         [ $m = share ] || continue
-                        sanitized_skip "two light slices side by side, share 50/50, client $c: p99" && continue
-                        if [ -n "$b99" ] && awk -v p="$p99" -v b="$b99" 'BEGIN { exit !(p != "" && p <= 1.1 * b + 300) }'; then
-                                ok "two light slices side by side, share 50/50, client $c: p99 $p99 us (no slicing $b99)"
+                        sanitized_skip "two light slices side by side, share 50/50, client $c: p95" && continue
+                        p95=$(field p95_run_us "$TMP/$c.$m") b95=$(field p95_run_us "$TMP/$c.none")
+                        if [ -n "$b95" ] && awk -v p="$p95" -v b="$b95" 'BEGIN { exit !(p != "" && p <= 1.1 * b + 100) }'; then
+                                ok "two light slices side by side, share 50/50, client $c: p95 $p95 us (no slicing $b95; p99 $p99 against $b99)"
                         else
-                                not_ok "two light slices side by side, share 50/50, client $c: p99 ${p99:-none} us (want <= 1.1 x ${b99:-none} + 300)"
+                                not_ok "two light slices side by side, share 50/50, client $c: p95 ${p95:-none} us (want <= 1.1 x ${b95:-none} + 100; p99 ${p99:-none} against ${b99:-none})"
                         fi
                 done
         done
