@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "common/clock.h"
@@ -167,6 +168,34 @@ static struct {
         _Atomic uint64_t look_at; /* the ticker's next look, if sooner than a tick (tick: `done`) */
         _Atomic uint32_t napping; /* the ticker's nap (a futex word: NAP_LONG, NAP_SHORT while it naps) */
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Our naps end when asked: a thread's sleeps end up to its timer slack late (50 us by default,
+ * which lets the kernel gather wake-ups), and among slices taking turns every hand-over waited
+ * for two of them: the holder's ticker looking at the end of a request (done_at), and the next
+ * slice's launcher looking for its turn (a nap of GS_LIMITER_WAIT_NAP_NS). The ticker's slack is
+ * set once; a launcher's (the application's thread) only while it waits in the gate, and put back. */
+#ifndef GS_LIMITER_SLACK_NS
+#define GS_LIMITER_SLACK_NS 1000ul
+#endif
+#ifndef GS_LIMITER_WAIT_NAP_NS
+#define GS_LIMITER_WAIT_NAP_NS 100000ull
+#endif
+static unsigned long precise_naps(void)
+{
+        if (GS_LIMITER_SLACK_NS == 0)
+                return 0;
+        int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+        if (old <= 0 || (unsigned long)old <= GS_LIMITER_SLACK_NS ||
+            prctl(PR_SET_TIMERSLACK, GS_LIMITER_SLACK_NS, 0, 0, 0) != 0)
+                return 0;
+        return (unsigned long)old;
+}
+
+static void usual_naps(unsigned long old)
+{
+        if (old != 0)
+                prctl(PR_SET_TIMERSLACK, old, 0, 0, 0);
+}
 
 static void nap(uint64_t ns)
 {
@@ -767,6 +796,7 @@ int gs_limiter_gate(CUstream stream)
         if (atomic_load(&d->seg_start) != 0)
                 record(d, stream, gs_mono_ns());
         bool was_spent = spent(d);
+        unsigned long slack = precise_naps();
         uint64_t t0 = gs_mono_ns();
         for (;;) {
                 bool strict = beside_higher(d);
@@ -784,8 +814,9 @@ int gs_limiter_gate(CUstream stream)
                         gs_arb_poll(&d->arb, false); /* our turn, no room: was it cut? */
                 }
                 /* (one at a time: the next kernel goes as soon as the last one ends) */
-                nap(strict && ours && !spent(d) ? GS_LIMITER_STRICT_NAP_NS : 100000);
+                nap(strict && ours && !spent(d) ? GS_LIMITER_STRICT_NAP_NS : GS_LIMITER_WAIT_NAP_NS);
         }
+        usual_naps(slack);
         if (S.region != NULL && S.slot >= 0)
                 gs_region_note_wait(S.region, (unsigned)vis, gs_mono_ns() - t0);
         going(d, vis);
@@ -1250,6 +1281,7 @@ static void *ticker(void *arg)
         CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
         if (S.cu.cuThreadExchangeStreamCaptureMode != NULL)
                 S.cu.cuThreadExchangeStreamCaptureMode(&mode);
+        precise_naps();
         while (!atomic_load(&L.stopping)) {
                 unsigned v = gs_vgpu_live_version();
                 if (v != live_seen) {
