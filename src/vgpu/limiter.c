@@ -224,10 +224,13 @@ static void wake_napping(uint32_t kind)
 /* A launcher took a turn on the GPU (the gate's slow path: it waited, or found the GPU free):
  * the ticker, napping long while nothing of ours happened, must look at once (the turn is then
  * handed over as soon as our work is done, not when the nap ends: a turn held idle for up to 5 ms
- * while every other slice's request waited). One system call, only when the ticker naps long. */
+ * while every other slice's request waited). One system call, only when the ticker naps long.
+ * Also alone on the GPU (a new slice's first turn: one that comes during it would wait for the
+ * nap's end, its work long done: a new slice's first request beside another new one, 4-6 ms in
+ * one run of five on the simulated GPU); not beside other classes alone (rule 2: docs/slicing.md). */
 static void wake_ticker(struct lim_dev *d, bool held_back)
 {
-        if (held_back || !gs_arb_level(&d->arb) || !gs_arb_may_launch(&d->arb))
+        if (held_back || (!gs_arb_level(&d->arb) && gs_arb_shared(&d->arb)) || !gs_arb_may_launch(&d->arb))
                 return;
         wake_napping(NAP_LONG);
 }
@@ -770,8 +773,10 @@ int gs_limiter_gate(CUstream stream)
         /* Within budget: two loads and a compare. Otherwise wait (the ticker refills). Beside a
          * slice of a higher class, long kernels go one at a time, each after a fresh look at the
          * others' records (a cut that came while the last one ran). */
-        if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))
+        if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d))) {
+                gs_arb_using(&d->arb);
                 return vis;
+        }
         uint64_t now = gs_mono_ns();
         note_pause(d, now); /* (the pause ended here, whatever we wait now) */
         /* A pause that ends here makes a slice light by its use and stretches light now, before
