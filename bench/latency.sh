@@ -54,7 +54,8 @@
 # BUILD/libgpuslice-vgpu.so (or LAT_LIB), python3 with torch for the torch shapes; mps needs
 # BUILD/gpuslice and nvidia-cuda-mps-control.
 # LAT_TIMELINE_DIR=DIR: the batch shapes' processes also write their kernels' GPU times there (and
-# their output, with the interposer's log: LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=4" adds the turns), and
+# their output, with the interposer's log: LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=4" adds the turns;
+# the other shapes' clients their output and log only), and
 # a line "# timeline SHAPE CONFIG: ..." tells where the client's requests waited
 # (bench/latency_timeline.py).
 # With the interposer's log at level 2 (LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=2"), a cell whose slices took
@@ -278,6 +279,9 @@ cell() {
                 echo "# side by side $name $c r$r: on $k times, off $(cat "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | grep -c "side by side: off") times"
                 cat "$W"/cell/c* "$W"/cell/b*.[0-9]* 2>/dev/null | grep -ho "side by side: off.*\|light: no.*" |
                         sed 's/ (vtime [0-9.]* ms)//; s/x-[0-9a-f]*/SLICE/; s/[0-9.]* %/N %/; s/[0-9]* us/N us/' | sort | uniq -c | sort -rn | head -n 4 | sed 's/^/#   /'
+        fi
+        if [ -n "$TL" ] && [ "$KIND" != batch ]; then # (the clients' output, with the interposer's log)
+                for f in "$W"/cell/c[0-9]*; do cp "$f" "$TL/$tag-${f##*/}.log"; done
         fi
         if [ -n "$TL" ] && [ "$KIND" = batch ]; then
                 cp "$W/cell/c1" "$TL/$tag-client.log"
