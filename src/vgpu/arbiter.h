@@ -222,14 +222,6 @@ void gs_arb_leave(struct gs_arb *a);
  * the coarse clock (vDSO, no system call): a lease that ran out is not ours any more, even before
  * our ticker (late on a loaded machine) releases it, since another slice may already have taken
  * the GPU. */
-/* The launch path, once it launches on a turn it holds: a turn kept idle (GS_ARB_IDLE) is in use
- * again (a load; a store only on the first launch after the holder's ticker found it quiet). */
-static inline void gs_arb_using(struct gs_arb *a)
-{
-        if (a->me != NULL && (atomic_load_explicit(&a->me->flags, memory_order_relaxed) & GS_ARB_IDLE))
-                atomic_fetch_and_explicit(&a->me->flags, ~GS_ARB_IDLE, memory_order_relaxed);
-}
-
 static inline bool gs_arb_may_launch(const struct gs_arb *a)
 {
         if (a->me == NULL)
@@ -242,6 +234,14 @@ static inline bool gs_arb_may_launch(const struct gs_arb *a)
         clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec <
                atomic_load_explicit(&a->me->until, memory_order_relaxed);
+}
+
+/* The launch path, once it launches on a turn it holds: a turn kept idle (GS_ARB_IDLE) is in use
+ * again (a load; a store only on the first launch after the holder's ticker found it quiet). */
+static inline void gs_arb_using(struct gs_arb *a)
+{
+        if (a->me != NULL && (atomic_load_explicit(&a->me->flags, memory_order_relaxed) & GS_ARB_IDLE))
+                atomic_fetch_and_explicit(&a->me->flags, ~GS_ARB_IDLE, memory_order_relaxed);
 }
 
 /* The launch path of a slice that does not hold the GPU: may it launch beside the turns of the
