@@ -471,11 +471,7 @@ static bool my_turn(const struct gs_arb *a, uint64_t now, bool waking)
 
 /* May we cut the turn of every slice that holds the GPU now? A slice of a higher class than the
  * holder may; one of its class (or high beside an owed slice: peers()) may when it wakes and is
- * the slack below the holder in virtual time (it used less than its share). Anyone may cut a turn
- * kept idle (GS_ARB_IDLE: its holder's work was done and nobody else was there when it looked;
- * it hands it over only at its ticker's next look, napping 5 ms while nothing of its slice
- * happens: a slice that came meanwhile waited for that look; a new slice's first request beside
- * another new one, 4-6 ms in one run of five on the simulated GPU, where it takes 1-2). */
+ * the slack below the holder in virtual time (it used less than its share). */
 static bool may_cut_all(const struct gs_arb *a, uint64_t now, bool waking)
 {
         struct place mine = my_place(a);
@@ -485,8 +481,7 @@ static bool may_cut_all(const struct gs_arb *a, uint64_t now, bool waking)
                 if (!peer_holds(p, now))
                         continue;
                 struct place h = peer_place(p);
-                bool ok = (p->flags & GS_ARB_IDLE) || (!peers(mine, h) && mine.cls < h.cls) ||
-                          may_cut_as_peer(mine, h, waking);
+                bool ok = (!peers(mine, h) && mine.cls < h.cls) || may_cut_as_peer(mine, h, waking);
                 if (!ok)
                         return false;
                 any = true;
@@ -504,15 +499,13 @@ static bool anyone_holds(const struct gs_arb *a, uint64_t now)
 
 /* While we hold: must we give the GPU up to another holder? Two holders at once are either a
  * race (both took it within a refresh: the later one backs off, then the greater name) or a cut
- * (the later one took it from the earlier: the earlier one backs off while the cut stands, or
- * while it keeps its turn idle: may_cut_all). */
+ * (the later one took it from the earlier: the earlier one backs off while the cut stands). */
 enum { KEEP, YIELD_RACE, YIELD_CUT };
 static int yield_to_holder(const struct gs_arb *a, uint64_t now)
 {
         uint64_t since = atomic_load(&a->me->since);
         struct place mine = my_place(a);
         bool cutting = atomic_load(&a->me->flags) & GS_ARB_CUT;
-        bool idle = atomic_load(&a->me->flags) & GS_ARB_IDLE;
         for (unsigned i = 0; i < a->npeers; i++) {
                 const struct gs_arb_peer *p = &a->peer[i];
                 if (!peer_holds(p, now))
@@ -523,8 +516,7 @@ static int yield_to_holder(const struct gs_arb *a, uint64_t now)
                                p->free_seen <= since;
                 if (earlier && !cutting)
                         return YIELD_RACE;
-                if (earlier ? !cut_stands(mine, a->weight, e) && !(p->flags & GS_ARB_IDLE)
-                            : (p->flags & GS_ARB_CUT) && (cut_stands(e, p->weight, mine) || idle))
+                if (earlier ? !cut_stands(mine, a->weight, e) : ((p->flags & GS_ARB_CUT) && cut_stands(e, p->weight, mine)))
                         return YIELD_CUT;
         }
         return KEEP;
@@ -541,7 +533,7 @@ static void release(struct gs_arb *a)
         atomic_store(&a->me->state, GS_ARB_FREE);
         atomic_store(&a->me->until, 0);
         atomic_store(&a->me->since, 0);
-        atomic_fetch_and(&a->me->flags, ~(GS_ARB_CUT | GS_ARB_IDLE));
+        atomic_fetch_and(&a->me->flags, ~GS_ARB_CUT);
 }
 
 /* Give the GPU up to another holder: after a race we are as waking as we were when we took it;
@@ -627,12 +619,6 @@ static void keep_or_hand_over(struct gs_arb *a, uint64_t now, bool wanting, bool
                 release(a);
         } else {
                 atomic_store(&me->until, now + 2 * GS_ARB_QUANTUM_NS);
-                /* Quiet, nobody there: kept (our next launch need not take it), but idle, which
-                 * a slice that comes before our next look may cut (may_cut_all) */
-                if (quiet && judged && !(atomic_load(&me->flags) & GS_ARB_IDLE))
-                        atomic_fetch_or(&me->flags, GS_ARB_IDLE);
-                else if (!quiet && (atomic_load(&me->flags) & GS_ARB_IDLE))
-                        atomic_fetch_and(&me->flags, ~GS_ARB_IDLE);
         }
 }
 
@@ -725,8 +711,6 @@ static bool note_want(struct gs_arb *a, uint64_t now)
         }
         if (now > last)
                 atomic_store(&me->want_ns, now);
-        if (atomic_load(&me->flags) & GS_ARB_IDLE)
-                atomic_fetch_and(&me->flags, ~GS_ARB_IDLE); /* (a turn we hold is in use again) */
         return waking;
 }
 

@@ -61,8 +61,7 @@
  *   48 alive_ns (its processes' last tick)   56 prio (0 high, 1 normal, 2 low)
  *   60 flags (bit 0: the lease was taken by cutting another slice's turn; bit 1: a share-mode
  *      slice owed its share over the window beside a higher class: believed by readers only where
- *      they can check it; bit 2: a light slice, which a light slice of its class may launch beside;
- *      bit 3: its holder keeps a turn it does not use, which anyone may cut)
+ *      they can check it; bit 2: a light slice, which a light slice of its class may launch beside)
  *   (weight at 40 and prio at 56 are the slice's own view, for the observer: readers take both
  *   from its host record)
  *   64 got_ns (the GPU time the slice received, every process of it)   72..127 reserved (0)
@@ -91,8 +90,6 @@ enum { GS_ARB_PRIO_HIGH = 0, GS_ARB_PRIO_NORMAL = 1, GS_ARB_PRIO_LOW = 2 }; /* a
 #define GS_ARB_OWED 2u /* flags: a share-mode slice short of its share beside a higher class */
 #define GS_ARB_LIGHT 4u /* flags: a light slice (a request client well under its share): one of its
                          * class that is light too may launch beside its turn (arbiter.c, "Side by side") */
-#define GS_ARB_IDLE 8u /* flags: its holder keeps a turn it does not use (its work done, nobody else
-                       * there when it looked): anyone who wants the GPU may cut it (arbiter.c) */
 #define GS_ARB_BUCKETS 10 /* the owed-share window (arbiter.c) is kept in this many steps */
 
 struct gs_arb_rec {
@@ -234,14 +231,6 @@ static inline bool gs_arb_may_launch(const struct gs_arb *a)
         clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec <
                atomic_load_explicit(&a->me->until, memory_order_relaxed);
-}
-
-/* The launch path, once it launches on a turn it holds: a turn kept idle (GS_ARB_IDLE) is in use
- * again (a load; a store only on the first launch after the holder's ticker found it quiet). */
-static inline void gs_arb_using(struct gs_arb *a)
-{
-        if (a->me != NULL && (atomic_load_explicit(&a->me->flags, memory_order_relaxed) & GS_ARB_IDLE))
-                atomic_fetch_and_explicit(&a->me->flags, ~GS_ARB_IDLE, memory_order_relaxed);
 }
 
 /* The launch path of a slice that does not hold the GPU: may it launch beside the turns of the

@@ -770,13 +770,11 @@ int gs_limiter_gate(CUstream stream)
         int state = atomic_load_explicit(&d->ready, memory_order_acquire);
         if (__builtin_expect(state != 2, 0) && (state < 0 || setup(vis, stream) < 0))
                 return -1;
-        /* Within budget: two loads and a compare (and a load: gs_arb_using). Otherwise wait (the
-         * ticker refills). Beside a slice of a higher class, long kernels go one at a time, each
-         * after a fresh look at the others' records (a cut that came while the last one ran). */
-        if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d))) {
-                gs_arb_using(&d->arb);
+        /* Within budget: two loads and a compare. Otherwise wait (the ticker refills). Beside a
+         * slice of a higher class, long kernels go one at a time, each after a fresh look at the
+         * others' records (a cut that came while the last one ran). */
+        if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))
                 return vis;
-        }
         uint64_t now = gs_mono_ns();
         note_pause(d, now); /* (the pause ended here, whatever we wait now) */
         /* A pause that ends here makes a slice light by its use and stretches light now, before

@@ -633,7 +633,7 @@ mutation firstsync vgpu_latency_first src/vgpu/limiter.c \
         'atomic_load_explicit(&d->synced, memory_order_relaxed) <=' \
         '0 * atomic_load_explicit(&d->synced, memory_order_relaxed) <=' \
         "before its first measurement a process counts launches its application waited for as outstanding (its ticker naps 5 ms)" \
-        "a new slice's first request"
+        "a new slice's first request, without turns"
 mutation lightjoin vgpu_latency_pause src/vgpu/arbiter.c \
         'uint64_t at = !atomic_load(&a->light) ? here + 2 * GS_ARB_CUT_SLACK' \
         'uint64_t at = true ? here + 2 * GS_ARB_CUT_SLACK' \
@@ -665,11 +665,6 @@ mutation tickerslack vgpu_latency_handback src/vgpu/limiter.c \
         '        while (!atomic_load(&L.stopping)) {' \
         "the ticker's naps end its timer slack (50 us) late: a turn goes back ~115 us after a request, not ~67" \
         "a turn goes back when the request is done"
-mutation idlecut unit_arbiter src/vgpu/arbiter.c \
-        'bool ok = (p->flags & GS_ARB_IDLE) || (!peers(mine, h) && mine.cls < h.cls) ||' \
-        'bool ok = (!peers(mine, h) && mine.cls < h.cls) ||' \
-        "a turn its holder keeps idle (work done, nobody there when it looked) cannot be cut: a slice that comes meanwhile waits for the holder's next look, up to its 5 ms nap" \
-        "test_idle_turn_cut"
 mutation sidebysidetwo vgpu_latency_two src/vgpu/arbiter.c \
         'pass = light && a->guaranteed && !below;' \
         'pass = false && light && a->guaranteed && !below;' \

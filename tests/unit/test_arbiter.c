@@ -116,36 +116,6 @@ static void test_fresh_turn_kept(void **state)
         assert_false(gs_arb_may_launch(&a)); /* a, quiet: handed over */
 }
 
-/* A turn kept idle: its holder's work is done and nobody else was there when its ticker looked, so
- * it kept the turn (and naps 5 ms). A slice that comes meanwhile cuts it at once, though it joins
- * behind the holder in line, and the holder gives it up at its next look; a holder still at work
- * (its ticker not yet found it quiet) keeps its turn against a joiner. Before, the newcomer waited for that next look:
- * a new slice's first request beside another new one, 4-6 ms in one run of five on the simulated
- * GPU (vgpu_latency_first). */
-static void test_idle_turn_cut(void **state)
-{
-        (void)state;
-        open_slice(&a, GS_ARB_PRIO_NORMAL);
-        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
-        assert_true(gs_arb_may_launch(&a));
-        open_slice(&b, GS_ARB_PRIO_NORMAL);
-        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false); /* a at work: b waits */
-        assert_false(gs_arb_may_launch(&b));
-        gs_arb_tick(&b, gs_mono_ns(), false, 0, 0, true, true, false); /* (b goes quiet: gone from line) */
-        usleep(60000);                                                  /* (b is no longer "there") */
-        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* quiet, nobody there: kept */
-        assert_true(gs_arb_may_launch(&a));
-        assert_true(atomic_load(&a.me->flags) & GS_ARB_IDLE);
-        gs_arb_try_take(&b); /* b's request: a's turn is idle */
-        assert_true(gs_arb_may_launch(&b));
-        usleep(1000);
-        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* a's next look */
-        assert_false(gs_arb_may_launch(&a));
-        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
-        assert_true(gs_arb_may_launch(&b)); /* b keeps it, in use: no idle turn */
-        assert_false(atomic_load(&b.me->flags) & GS_ARB_IDLE);
-}
-
 /* A slice whose threads were all kept off a CPU for more than GS_ARB_WANT_NS (2 ms) while it
  * wanted the GPU is not waking: it gets no credit and cuts no turn (it did: taken for waking, a
  * batch slice on a loaded machine cut the holder's turn, had a turn more than its share, and its
@@ -863,7 +833,6 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_liar_costs_its_share, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_colluding_liars_holding, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_colluding_liars_in_line, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_idle_turn_cut, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stall_is_no_waking, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_owed_through_a_stall, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lumpy_peer_not_ignored, setup, teardown),

@@ -252,6 +252,20 @@ case_first() {
                         not_ok "a new slice's first request, beside another new one: ${first:-none} us (want <= 3000; client $c)"
                 fi
         done
+        # A slice without turns (its arbiter directory unusable: it says so and runs alone) takes
+        # no turn, so nothing wakes its ticker, napping 5 ms before the process's first measurement:
+        # its first request of eight kernels each waited for stalled at the fifth, its launches
+        # counted outstanding until that nap ended (5.8 ms; with the waits seen, 1.4).
+        fresh
+        GPUSLICE_ARBITER_DIR=$TMP/none/arb PROBE_TIMELINE=$TMP/fn.tl PROBE_PERIOD_US=10000 PROBE_REQ_KERNELS=8 \
+                sliced fn $lim "$PROBE" request 0.5 100
+        wait
+        first=$(awk '$1 == "q" && $2 == 0 { printf "%d", $5 / 1000; exit }' "$TMP/fn.tl" 2>/dev/null)
+        if [ -n "$first" ] && [ "$first" -le 3000 ]; then
+                ok "a new slice's first request, without turns: $first us"
+        else
+                not_ok "a new slice's first request, without turns: ${first:-none} us (want <= 3000)"
+        fi
 }
 
 # 10. A light slice back from a pause: a request client (four 70 us kernels every 1.1 s: each
