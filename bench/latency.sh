@@ -28,8 +28,9 @@
 # Per run and client: p50/p99/max request latency (ms) over SECONDS, requests served of those due
 # (fewer: requests dropped), p99_due (the p99 from each request's due time, over every due request:
 # a late request counts its wait behind the one before, a dropped one its wait to the end; a
-# client's latency as its users would see it where it falls behind; not judged), and per batch the fraction of its rate alone it kept over the same
-# window (while its processes ran: their start-up is not counted). The clients start together at one
+# client's latency as its users would see it where it falls behind; not judged), and per batch
+# the fraction of its rate alone it kept over the same window (while its processes ran: their
+# start-up is not counted). The clients start together at one
 # clock time (LAT_START_EPOCH), 1.5 s after the batches (PyTorch: once every process has imported
 # torch and warmed up). Kernel lengths are calibrated natively once (a fixed FMA loop, 4 x SM count
 # blocks of 256 threads). Issue 32's targets, judged per run ("target ... PASS|MISS" lines; the last

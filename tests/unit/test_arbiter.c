@@ -727,13 +727,6 @@ static void there_at(struct gs_arb *x, uint64_t now, uint64_t vtime, bool wantin
         atomic_store(&x->me->want_ns, wanting ? now : 0);
 }
 
-/* A slice that joins goes just behind the least of the slices of its class there, not of another
- * class: virtual time orders a class's turns, and a high slice's is its own (a latency client's,
- * raised at each request to a quantum's credit behind the batches). Placed behind the high client
- * in coop's shape (three low batches as 3 s processes beside it), each new batch process came a
- * quantum of GPU time ahead of the batches there and took it from them (on the H200 the low
- * batches took each other for liars in most runs). Here a (high) is there at 0, b (low) at 1 s; c
- * (low) joins: behind b. */
 /* a (high) there at `av`, b (low) there and wanting at `bv`; c (low) joins: its virtual time */
 static uint64_t join_beside(uint64_t av, uint64_t bv)
 {
@@ -749,6 +742,13 @@ static uint64_t join_beside(uint64_t av, uint64_t bv)
         return v;
 }
 
+/* A slice that joins goes just behind the least of the slices of its class there, not of another
+ * class: virtual time orders a class's turns, and a high slice's is its own (a latency client's,
+ * raised at each request to a quantum's credit behind the batches). Placed behind the high client
+ * in coop's shape (three low batches as 3 s processes beside it), each new batch process came a
+ * quantum of GPU time ahead of the batches there and took it from them (on the H200 the low
+ * batches took each other for liars in most runs). Here a (high) is there at 0, b (low) at 1 s; c
+ * (low) joins: behind b. */
 static void test_join_behind_own_class(void **state)
 {
         (void)state;
