@@ -319,8 +319,12 @@ static int batch_steps(Gpu &g, double seconds, int iters, int step, double from,
         if (at_to < 0)
                 at_to = completed, t_to = since(t0);
         if (at_from < 0 || t_to <= t_from) {
-                if (getenv("LAT_WINDOW_EPOCH") != nullptr && (from >= seconds || to <= 0)) {
-                        // (a process of a batch that comes and goes, all of it outside the window)
+                if (getenv("LAT_WINDOW_EPOCH") != nullptr && (from >= seconds || to <= 0 || to - from < 1)) {
+                        // (a process of a batch that comes and goes, all of it outside the window,
+                        // or less than a second of it inside, where no two of its steps' ends may
+                        // fall: its steps are counted from one end to the next, as every
+                        // process's; a capped coop process that began 50 ms before the window's
+                        // end ended its first step after it, and the cell failed)
                         printf("kernels=0 rate=0 blocks=%d secs=0\n", g.blocks);
                         return 0;
                 }
