@@ -983,11 +983,15 @@ static void judge_pass(struct gs_arb *a, uint64_t now, bool below)
  * each other for liars, then held the GPU at once, and the light ones ignored four of them
  * (bench/RESULTS.md, 2026-11-29, twelfth session). A record that wants the GPU first for ever
  * without taking it is still the one charged. */
-static void charge(struct gs_arb *a, uint64_t now, bool wanting)
+static void charge(struct gs_arb *a, uint64_t now, bool wanting, uint64_t ours)
 {
         uint64_t from = wanted_from(a, a->charge_at); /* (the time we wanted it: judge_owed) */
         uint64_t dt = a->charge_at != 0 && now > from ? now - from : 0;
         a->charge_at = now;
+        /* (net of the GPU time we received meanwhile: our queued work that ran in another's turn,
+         * at its start, kept us from nothing; the limiter counts a slice's time from when the GPU
+         * comes to its context, and a turn then lasts its budget and that wait) */
+        dt = dt > ours ? dt - ours : 0;
         if (!wanting || dt == 0 || atomic_load(&a->me->state) != GS_ARB_FREE || atomic_load(&a->pass))
                 return; /* (launching beside the turns, nobody kept us from the GPU) */
         if (dt > GS_ARB_CHARGE_MAX_NS)
@@ -1056,7 +1060,7 @@ void gs_arb_tick(struct gs_arb *a, uint64_t now, bool wanting, uint64_t busy_ns,
                 a->unwanted_at = now;
         bool waking = wanting && note_want(a, now);
         judge_owed(a, now, wanting, got_total);
-        charge(a, now, wanting);
+        charge(a, now, wanting, busy_ns);
         atomic_store(&me->got_ns, got_total);
         if (atomic_load(&me->state) != GS_ARB_FREE && atomic_load(&me->until) <= now) {
                 note(a, "expired");

@@ -81,7 +81,8 @@ static CUresult event_record(CUevent e, CUstream s, int ptsz)
         return CUDA_SUCCESS;   /* not simulated: nothing recorded */
     now = now_ns();
     tail = tail_of(r.tail);
-    __atomic_store_n(&e->when, tail > now ? tail : now, __ATOMIC_RELEASE);
+    /* (on a stream with nothing of ours queued: when the GPU comes to this context, tl_ready) */
+    __atomic_store_n(&e->when, tail > now ? tail : tl_ready(r.dev), __ATOMIC_RELEASE);
     return CUDA_SUCCESS;
 }
 

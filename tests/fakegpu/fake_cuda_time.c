@@ -116,6 +116,23 @@ uint64_t *tl_device_tail(int dev)
     return &g_tl[dev].tail;
 }
 
+/* When the device runs new work of this process at the earliest, for an event recorded on a
+ * stream with nothing queued: now, or, on a GPU shared with other processes (the shared
+ * timeline), once the work submitted so far has run. A real GPU runs a context's work (an event's
+ * release too) only in that context's time on the GPU: after the kernel of another context
+ * running there ends, and the switch. (The shared timeline does not tell whose work is last: ours
+ * counts too. Other streams of our own context do not hold such an event back: alone, now.) */
+uint64_t tl_ready(int dev)
+{
+    uint64_t t = now_ns();
+    if (g_shared_tl != NULL) {
+        uint64_t shared = __atomic_load_n(&g_shared_tl[dev], __ATOMIC_ACQUIRE);
+        if (shared > t)
+            t = shared;
+    }
+    return t;
+}
+
 uint64_t *tl_ptds_tail(int dev)
 {
     return &g_tl[dev].ptds;

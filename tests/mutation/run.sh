@@ -665,6 +665,21 @@ mutation tickerslack vgpu_latency_handback src/vgpu/limiter.c \
         '        while (!atomic_load(&L.stopping)) {' \
         "the ticker's naps end its timer slack (50 us) late: a turn goes back ~115 us after a request, not ~67" \
         "a turn goes back when the request is done"
+mutation chargenet unit_arbiter src/vgpu/arbiter.c \
+        'dt = dt > ours ? dt - ours : 0;' \
+        'dt = dt + 0 * ours;' \
+        "a peer is charged the time our own queued work ran at the start of its turn: a capped 70 slice beside a 30 one holds its budget and those waits, and is taken for a liar" \
+        "test_charge_net_of_ours"
+mutation turnmark vgpu_latency_charge src/vgpu/limiter.c \
+        'if (GS_LIMITER_START_MARK && atomic_load_explicit(&d->seg_start, memory_order_relaxed) == 0)' \
+        'if (0 && GS_LIMITER_START_MARK && atomic_load_explicit(&d->seg_start, memory_order_relaxed) == 0)' \
+        "a turn's first kernel is charged from its launch: the wait for the holder's running kernel and the switch is the cutter's GPU time too" \
+        "what a cut costs the cutter"
+mutation calend vgpu_latency_charge src/vgpu/limiter.c \
+        'd->ref_ns = t1 - (w < GS_LIMITER_CAL_GOOD_NS ? w : GS_LIMITER_CAL_GOOD_NS) / 2;' \
+        'd->ref_ns = t0 + w / 2;' \
+        "a clock reference whose every try waited for the GPU (a slice started beside a busy one) is taken at the middle of the wait: its events look up to a kernel early, and its GPU time is undercounted" \
+        "what a cut costs the cutter"
 mutation sidebysidetwo vgpu_latency_two src/vgpu/arbiter.c \
         'pass = light && a->guaranteed && !below;' \
         'pass = false && light && a->guaranteed && !below;' \

@@ -312,6 +312,32 @@ static uint64_t charged_by(const struct gs_arb *x, const char *peer)
         return peer_named(x, peer)->charged;
 }
 
+/* A peer's turn that began with our queued work still running (the GPU drains the last holder's
+ * tail at each hand-over, and the limiter counts our time from when the GPU comes to us) kept us
+ * from nothing for as long as our work ran: what it costs us is net of the GPU time we received
+ * meanwhile. Charged the whole time, a capped 30 + 70 pair on the H200 took each other for liars
+ * (the 70 slice holding its budget and those waits: 703 of 901 ms wanted, against 631 + 40). */
+static void test_charge_net_of_ours(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false);
+        assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+        assert_false(gs_arb_may_launch(&b));
+        uint64_t c0 = charged_by(&b, "x-00000000000000aa");
+        usleep(5000);
+        gs_arb_tick(&b, gs_mono_ns(), true, 5000000u, 5000000u, false, false, false); /* our tail ran */
+        uint64_t c1 = charged_by(&b, "x-00000000000000aa");
+        usleep(5000);
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 5000000u, true, false, false); /* kept from it */
+        uint64_t c2 = charged_by(&b, "x-00000000000000aa");
+        print_message("charged to a: %.2f ms while our work ran 5 ms, then %.2f ms\n", (c1 - c0) / 1e6, (c2 - c1) / 1e6);
+        assert_true(c1 - c0 <= 1000000u);
+        assert_true(c2 - c1 >= 4000000u);
+}
+
 /* A capped slice whose budget is spent wants nothing the others must wait for: its demand goes off
  * at once. Here b (cap 12, first in the order: less GPU time than a) holds the GPU, its budget
  * runs out (the limiter's ticker: held back, idle) and it hands its turn over; a, waiting, takes
@@ -833,6 +859,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_liar_costs_its_share, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_colluding_liars_holding, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_colluding_liars_in_line, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_charge_net_of_ours, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stall_is_no_waking, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_owed_through_a_stall, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lumpy_peer_not_ignored, setup, teardown),
