@@ -326,14 +326,17 @@ static void test_charge_net_of_ours(void **state)
         assert_true(gs_arb_may_launch(&a));
         gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
         assert_false(gs_arb_may_launch(&b));
-        uint64_t c0 = charged_by(&b, "x-00000000000000aa");
+        uint64_t c0 = charged_by(&b, "x-00000000000000aa"), t0 = gs_mono_ns();
         usleep(5000);
-        gs_arb_tick(&b, gs_mono_ns(), true, 5000000u, 5000000u, false, false, false); /* our tail ran */
+        /* (our tail ran the whole time since our last tick: however long the sleep took) */
+        uint64_t t1 = gs_mono_ns();
+        gs_arb_tick(&b, t1, true, t1 - t0, t1 - t0, false, false, false);
         uint64_t c1 = charged_by(&b, "x-00000000000000aa");
         usleep(5000);
-        gs_arb_tick(&b, gs_mono_ns(), true, 0, 5000000u, true, false, false); /* kept from it */
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, t1 - t0, true, false, false); /* kept from it */
         uint64_t c2 = charged_by(&b, "x-00000000000000aa");
-        print_message("charged to a: %.2f ms while our work ran 5 ms, then %.2f ms\n", (c1 - c0) / 1e6, (c2 - c1) / 1e6);
+        print_message("charged to a: %.2f ms while our work ran %.2f ms, then %.2f ms\n", (c1 - c0) / 1e6, (t1 - t0) / 1e6,
+                      (c2 - c1) / 1e6);
         assert_true(c1 - c0 <= 1000000u);
         assert_true(c2 - c1 >= 4000000u);
 }
