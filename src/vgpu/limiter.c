@@ -276,19 +276,17 @@ static void stop_ticker(void);
  * early, and each short stretch of work between two hand-overs then measured as nothing (a 30 %
  * cap ran at 50-65 %). So a try is taken only when its window is short, or shorter than the one
  * the reference in use came from; else the reference stays (the GPU's and the CPU's clocks do not
- * drift apart in seconds). Up to five tries, on the scratch event. Where all five are long (a
- * slice that starts beside a busy one: the event waits for the GPU to come to our context, each
- * time), the event ran at the window's end, its synchronization returning a moment later: taken
- * at the middle, every event of a request client that started beside a batch looked up to a
- * kernel early, and its measured GPU time was 0.6 of its kernels' (the simulated GPU, whose
- * event on an empty stream waits for the other processes' work as the real GPU's does:
- * tests/vgpu/test_latency.sh's charge). So the event is taken at the window's end less half a
- * short window. The first launch makes one try (it waits for the GPU, beside a busy slice, and a
- * request waits for it: five tries, each behind the other's queued work, made a new slice's first
- * request beside another new one take up to 3.1 ms on the simulated GPU); where that one was long
- * the ticker tries again, five times, GS_LIMITER_CAL_SOON_NS later. */
+ * drift apart in seconds). Up to five tries, on the scratch event, by the ticker. The first
+ * launch makes one: beside a busy slice each try waits for the GPU to come to our context, and a
+ * request waits for them (five, each behind the other's queued work, made a new slice's first
+ * request beside another new one take up to 3.1 ms on the simulated GPU, whose event on an empty
+ * stream waits as the real GPU's does). A long window is placed at its end (less half a short
+ * one), not its middle: waiting for the GPU, the event ran at the end, its synchronization
+ * returning a moment later. At the middle, a request client started beside a batch had its
+ * events put up to a kernel early until the ticker's next calibration, and its measured GPU time
+ * was 0.6 of its kernels' (tests/vgpu/test_latency.sh's charge); a try whose thread was
+ * preempted errs the other way, late: more charged, never less. */
 #define GS_LIMITER_CAL_GOOD_NS 50000ull
-#define GS_LIMITER_CAL_SOON_NS 100000000ull
 static int calibrate(struct lim_dev *d, int tries)
 {
         d->cal_at = gs_mono_ns();
@@ -336,11 +334,7 @@ static int make_events(struct lim_dev *d)
         for (int i = 0; i < GS_LIMITER_RING; i++)
                 if (S.cu.cuEventCreate(&d->ring[i].ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
                         return -1;
-        if (calibrate(d, 1) < 0)
-                return -1;
-        if (d->cal_window >= GS_LIMITER_CAL_GOOD_NS) /* (the ticker's look at it, soon) */
-                d->cal_at -= GS_LIMITER_CALIBRATE_NS - GS_LIMITER_CAL_SOON_NS;
-        return 0;
+        return calibrate(d, 1);
 }
 
 static void share_region(struct lim_dev *d, int vis)

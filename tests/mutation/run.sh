@@ -678,7 +678,7 @@ mutation turnmark vgpu_latency_charge src/vgpu/limiter.c \
 mutation calend vgpu_latency_charge src/vgpu/limiter.c \
         'd->ref_ns = t1 - (w < GS_LIMITER_CAL_GOOD_NS ? w : GS_LIMITER_CAL_GOOD_NS) / 2;' \
         'd->ref_ns = t0 + w / 2;' \
-        "a clock reference whose every try waited for the GPU (a slice started beside a busy one) is taken at the middle of the wait: its events look up to a kernel early, and its GPU time is undercounted" \
+        "a clock reference whose try waited for the GPU (a slice started beside a busy one) is placed at the middle of the wait: its events look up to a kernel early, and its GPU time is undercounted" \
         "what a cut costs the cutter"
 mutation sidebysidetwo vgpu_latency_two src/vgpu/arbiter.c \
         'pass = light && a->guaranteed && !below;' \

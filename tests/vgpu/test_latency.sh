@@ -240,11 +240,11 @@ case_lower() {
 # (bench/RESULTS.md, 2026-11-30). An event recorded as a turn is taken, before the first launch,
 # marks when the GPU comes to the slice (limiter.c, mark_turn; the simulated GPU completes an event
 # on an empty stream once the work submitted before it has run). The client's measured GPU time
-# (its log at level 3, "busy N us") is within 0.9 x its kernels' time and 1.5 x + 5 ms: 34.2-34.5
-# ms for 34.2 ms of kernels; charged from the first launch, 293 ms (mutation turnmark). Its clock
-# reference, taken as it started beside the busy batch (limiter.c, calibrate()), had waited for
-# the GPU each time: taken at the middle of that wait, it put the client's events up to a kernel
-# early, and 20.7 ms were measured (mutation calend).
+# (its log at level 3, "busy N us") is within 0.9 x its kernels' time and 1.5 x + 5 ms: 36.1-39.2
+# ms for 34.6-34.7 ms of kernels; charged from the first launch, 290-293 ms (mutation turnmark).
+# Its clock reference, taken as it started beside the busy batch (limiter.c, calibrate()), had
+# waited for the GPU: placed at the middle of that wait, it put the client's events up to a
+# kernel early, and 20.6-20.7 ms were measured (mutation calend).
 case_charge() {
         sanitized_skip "what a cut costs the cutter" && return
         fresh
