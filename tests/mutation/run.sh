@@ -633,7 +633,7 @@ mutation firstsync vgpu_latency_first src/vgpu/limiter.c \
         'atomic_load_explicit(&d->synced, memory_order_relaxed) <=' \
         '0 * atomic_load_explicit(&d->synced, memory_order_relaxed) <=' \
         "before its first measurement a process counts launches its application waited for as outstanding (its ticker naps 5 ms)" \
-        "a new slice's first request, without turns"
+        "a new slice's first request"
 mutation lightjoin vgpu_latency_pause src/vgpu/arbiter.c \
         'uint64_t at = !atomic_load(&a->light) ? here + 2 * GS_ARB_CUT_SLACK' \
         'uint64_t at = true ? here + 2 * GS_ARB_CUT_SLACK' \

@@ -291,7 +291,9 @@ case_first() {
         # A slice without turns (its arbiter directory unusable: it says so and runs alone) takes
         # no turn, so nothing wakes its ticker, napping 5 ms before the process's first measurement:
         # its first request of eight kernels each waited for stalled at the fifth, its launches
-        # counted outstanding until that nap ended (5.8 ms; with the waits seen, 1.4).
+        # counted outstanding until that nap ended (5.8 ms; with the waits seen, 1.4). Since the first
+        # launch makes one clock try, that shows here in 5 runs of 8 (mutation firstsync), and every
+        # time in the second client beside another new slice (5.8-7.0 ms), which is where CI saw it.
         fresh
         GPUSLICE_ARBITER_DIR=$TMP/none/arb PROBE_TIMELINE=$TMP/fn.tl PROBE_PERIOD_US=10000 PROBE_REQ_KERNELS=8 \
                 sliced fn $lim "$PROBE" request 0.5 100
