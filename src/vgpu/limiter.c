@@ -131,6 +131,7 @@ struct lim_dev {
         _Atomic uint64_t tw_since;   /* a stretch of waiting for turns began (0: none) ... */
         _Atomic uint64_t tw_busy;    /* ... when the slice's busy total was this */
         _Atomic uint64_t tw_last;    /* a launcher last waited for a turn */
+        _Atomic uint64_t tw_waited;  /* the stretch's waits for turns that ended, summed */
         _Atomic uint64_t busy_total; /* the ticker's `total`, for the launchers */
         _Atomic uint64_t synced;     /* an application's wait for its work last returned */
         _Atomic uint64_t going;      /* a launcher left the gate's wait to launch (launched() comes next) */
@@ -539,11 +540,17 @@ static bool over_budget(struct lim_dev *d)
  * hostile peer's record may lapse for a moment, on a loaded machine often): it ends only when no
  * launcher waited for a turn for GS_LIMITER_TURN_GAP_NS, or when we got that much of the GPU.
  * The bound is far above a fair wait (a few quanta of 40 ms), also with several slices on an
- * oversubscribed GPU, where each gets a part of its share. */
+ * oversubscribed GPU, where each gets a part of its share. And a stretch in which our launchers
+ * waited for turns less than half the time is a fair wait too, whatever we got: a light slice
+ * wants little, and served each time after a short wait it gets all it wants. A normal client
+ * of one 70 us kernel every 10 ms beside a high one holding the GPU half the time (simulated
+ * GPU) waited at nearly every request, never 100 ms without, got 13-14 ms of the GPU in 2 s (an
+ * eighth of its share was 125) and took itself for starved: it then launched beside the high
+ * client's turns for 5 s. `t0`: the present wait began (its part counts). */
 #define GS_LIMITER_TURN_WAIT_NS 2000000000ull
 #define GS_LIMITER_TURN_IGNORE_NS 5000000000ull
 #define GS_LIMITER_TURN_GAP_NS 100000000ull
-static void check_turn_wait(struct lim_dev *d, int vis, uint64_t now)
+static void check_turn_wait(struct lim_dev *d, int vis, uint64_t now, uint64_t t0)
 {
         uint64_t off = atomic_load_explicit(&d->arb_off_until, memory_order_relaxed);
         if (off != 0 && now > off)
@@ -552,6 +559,7 @@ static void check_turn_wait(struct lim_dev *d, int vis, uint64_t now)
         uint64_t since = atomic_load(&d->tw_since), zero = 0;
         if (since == 0) {
                 atomic_store(&d->tw_busy, atomic_load(&d->busy_total));
+                atomic_store(&d->tw_waited, 0);
                 atomic_compare_exchange_strong(&d->tw_since, &zero, now);
                 return;
         }
@@ -561,8 +569,10 @@ static void check_turn_wait(struct lim_dev *d, int vis, uint64_t now)
         /* (the ticker's total holds an in-flight estimate, which can fall back) */
         uint64_t b = atomic_load(&d->busy_total), b0 = atomic_load(&d->tw_busy);
         uint64_t got = b > b0 ? b - b0 : 0;
-        if (got * 10000u * 8 >= (now - since) * d->bp) { /* served meanwhile: a fair wait */
+        uint64_t waited = atomic_load(&d->tw_waited) + (now > t0 ? now - t0 : 0);
+        if (got * 10000u * 8 >= (now - since) * d->bp || 2 * waited < now - since) { /* a fair wait */
                 atomic_store(&d->tw_busy, b);
+                atomic_store(&d->tw_waited, 0);
                 atomic_store(&d->tw_since, now);
                 return;
         }
@@ -667,9 +677,11 @@ static void record(struct lim_dev *d, CUstream stream, uint64_t now)
 #ifndef GS_LIMITER_START_MARK
 #define GS_LIMITER_START_MARK 1
 #endif
-static void mark_turn(struct lim_dev *d, CUstream stream)
+/* (`held`: we held the GPU before the gate's wait or take: no turn began since) */
+static void mark_turn(struct lim_dev *d, CUstream stream, bool held)
 {
-        if (GS_LIMITER_START_MARK && atomic_load_explicit(&d->seg_start, memory_order_relaxed) == 0)
+        if (GS_LIMITER_START_MARK && !held && gs_arb_may_launch(&d->arb) &&
+            atomic_load_explicit(&d->seg_start, memory_order_relaxed) == 0)
                 record_entry(d, stream, gs_mono_ns(), true);
 }
 
@@ -828,8 +840,7 @@ int gs_limiter_gate(CUstream stream)
                 gs_arb_try_take(&d->arb);
                 wake_ticker(d, false);
                 if (!over_budget(d) && !queue_full(d) && (!beside_higher(d) || strict_go(d))) {
-                        if (!held && gs_arb_may_launch(&d->arb))
-                                mark_turn(d, stream);
+                        mark_turn(d, stream, held);
                         return going(d, vis);
                 }
         }
@@ -841,6 +852,7 @@ int gs_limiter_gate(CUstream stream)
         bool was_spent = spent(d);
         unsigned long slack = precise_naps();
         uint64_t t0 = gs_mono_ns();
+        bool turn_wait = false; /* (the starvation guard's: check_turn_wait) */
         for (;;) {
                 bool strict = beside_higher(d);
                 if (!((was_spent ? !refilled(d) : spent(d)) || not_our_turn(d) || queue_full(d)) &&
@@ -852,7 +864,8 @@ int gs_limiter_gate(CUstream stream)
                 if ((was_spent ? refilled(d) : !spent(d)) && !ours) {
                         gs_arb_try_take(&d->arb);
                         wake_ticker(d, was_spent);
-                        check_turn_wait(d, vis, gs_mono_ns());
+                        check_turn_wait(d, vis, gs_mono_ns(), t0);
+                        turn_wait = true;
                 } else if (ours) {
                         gs_arb_poll(&d->arb, false); /* our turn, no room: was it cut? */
                 }
@@ -860,10 +873,12 @@ int gs_limiter_gate(CUstream stream)
                 nap(strict && ours && !spent(d) ? GS_LIMITER_STRICT_NAP_NS : GS_LIMITER_WAIT_NAP_NS);
         }
         usual_naps(slack);
-        if (!held && gs_arb_may_launch(&d->arb))
-                mark_turn(d, stream);
+        mark_turn(d, stream, held);
+        uint64_t t1 = gs_mono_ns();
+        if (turn_wait)
+                atomic_fetch_add(&d->tw_waited, t1 - t0);
         if (S.region != NULL && S.slot >= 0)
-                gs_region_note_wait(S.region, (unsigned)vis, gs_mono_ns() - t0);
+                gs_region_note_wait(S.region, (unsigned)vis, t1 - t0);
         going(d, vis);
         atomic_fetch_sub(&d->waiting, 1);
         return vis;

@@ -670,9 +670,14 @@ mutation chargenet unit_arbiter src/vgpu/arbiter.c \
         'dt = dt + 0 * ours;' \
         "a peer is charged the time our own queued work ran at the start of its turn: a capped 70 slice beside a 30 one holds its budget and those waits, and is taken for a liar" \
         "test_charge_net_of_ours"
+mutation guardwait vgpu_latency_guard src/vgpu/limiter.c \
+        '|| 2 * waited < now - since) { /* a fair wait */' \
+        '|| (2 * waited < now - since && false)) { /* a fair wait */' \
+        "the starvation guard judges a stretch of waiting by what the slice got alone: a light slice that wants little takes itself for starved" \
+        "a light normal client beside a high one is no starved slice"
 mutation turnmark vgpu_latency_charge src/vgpu/limiter.c \
-        'if (GS_LIMITER_START_MARK && atomic_load_explicit(&d->seg_start, memory_order_relaxed) == 0)' \
-        'if (0 && GS_LIMITER_START_MARK && atomic_load_explicit(&d->seg_start, memory_order_relaxed) == 0)' \
+        'if (GS_LIMITER_START_MARK && !held && gs_arb_may_launch(&d->arb) &&' \
+        'if (0 && GS_LIMITER_START_MARK && !held && gs_arb_may_launch(&d->arb) &&' \
         "a turn's first kernel is charged from its launch: the wait for the holder's running kernel and the switch is the cutter's GPU time too" \
         "what a cut costs the cutter"
 mutation calend vgpu_latency_charge src/vgpu/limiter.c \

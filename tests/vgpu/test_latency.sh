@@ -12,7 +12,8 @@
 # slices: the liar guard takes none for a liar), handback (6. a request waits for no turn nobody
 # uses: a turn handed back when a request is done), ahead (7. light slices' own launch-ahead),
 # lower (8. a high client beside lower classes), first (9. a new slice's first request), pause
-# (10. a light slice back from a pause), charge (11. what a cut costs the cutter). A case is a
+# (10. a light slice back from a pause), charge (11. what a cut costs the cutter), guard (12. the
+# starvation guard takes no light slice for a starved one). A case is a
 # function case_NAME below: a new one is a function, a name in CASES and one in meson.build's list.
 # In a sanitizer build (GS_SANITIZE, from meson.build) each case runs its distinct code paths and
 # skips ("skip - ...: timing accuracy is checked in the normal build") the runs that repeat one:
@@ -37,7 +38,7 @@ at_least() { awk -v v="$2" -v lo="$1" 'BEGIN { exit !(v != "" && v + 0 >= lo) }'
 . "$SRC/tests/vgpu/sim_slices.sh" # fresh, sliced
 SHARE30="GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share"
 SHARE50="GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=share"
-CASES="conserve join two leave equal8 handback ahead lower first pause charge"
+CASES="conserve join two leave equal8 handback ahead lower first pause charge guard"
 
 # conserved WHAT FILE: the share-30 slice of FILE got >= 0.95 of the GPU (less its CPU stalls)
 conserved() {
@@ -411,6 +412,31 @@ case_equal8() {
                         grep -h "ignoring slice" "$TMP"/e8.$m.* | head -n 3
                 fi
         done
+}
+
+# 12. The starvation guard takes no light slice for a starved one. A normal client of one 70 us
+# kernel every 10 ms beside a high client of eight every 3 ms (holding the GPU about a third of
+# the time), cap 50 each, 4 s: the normal one waits for a turn at most of its requests, and no
+# 100 ms passes without such a wait, so its stretch of waiting never ends; it wants 0.7 % of the
+# GPU. Before: the guard (limiter.c, check_turn_wait) compared what it got in 2 s with an eighth
+# of its share (13-14 ms against 125), took itself for starved and ignored the turns for 5 s,
+# launching beside the high client's. Now a stretch in which it waited less than half the time is
+# a fair wait too (mutation guardwait). That the guard still fires where a peer holds the GPU for
+# good is vgpu_liar's check.
+case_guard() {
+        fresh
+        PROBE_PERIOD_US=3000 PROBE_REQ_KERNELS=8 sliced gh GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_PRIORITY=high "$PROBE" request 4 70
+        PROBE_PERIOD_US=10000 PROBE_REQ_KERNELS=1 sliced gn GPUSLICE_COMPUTE_LIMIT=50 "$PROBE" request 4 70
+        wait
+        local req due said
+        req=$(field requests "$TMP/gn") due=$(field due "$TMP/gn")
+        said=$(grep -m1 -o "waited.*ignoring the arbiter.*" "$TMP/gn" "$TMP/gh")
+        if [ -n "$req" ] && [ -z "$said" ]; then
+                ok "a light normal client beside a high one is no starved slice ($req of $due requests served)"
+        else
+                not_ok "a light normal client beside a high one is no starved slice: ${said:-no result} (${req:-none} of ${due:-none} served)"
+                tail -n 2 "$TMP/gn"
+        fi
 }
 
 # 6. A turn goes back when a request is done. Two new share-50 latency slices at once (A: four
