@@ -20,6 +20,8 @@
 #define KERNEL_US_ENV  "FAKEGPU_KERNEL_US"
 #define SHARED_ENV     "FAKEGPU_SHARED_TIMELINE"
 #define KLOG_ENV       "FAKEGPU_KERNEL_LOG"
+#define SWITCH_ENV     "FAKEGPU_CTX_SWITCH_US"
+#define MAX_SWITCH_US  100000ULL
 #define MAX_NS         (1ULL << 62)   /* saturation: the sums below never overflow */
 
 struct timeline {
@@ -30,6 +32,9 @@ struct timeline {
 static struct timeline g_tl[MAX_DEV];
 static uint64_t *g_shared_tl;            /* FAKEGPU_SHARED_TIMELINE: every process's tail per device */
 static struct fg_util_bucket *g_shared_util; /* ... and its work per 100 ms (fakegpu_state.h) */
+static uint64_t *g_shared_owner;         /* ... and whose work was queued last (a process id) */
+static uint64_t g_switch_ns;             /* FAKEGPU_CTX_SWITCH_US: a switch between processes' work */
+static uint64_t g_pid;                   /* (this process: the owner it writes) */
 static uint64_t g_default_ns;         /* kernel_us (or FAKEGPU_KERNEL_US) in ns */
 static uint64_t g_queue_ns;
 static unsigned long long g_busy_ns;  /* atomic: summed durations of the work run */
@@ -111,6 +116,14 @@ uint64_t kernel_ns(uint64_t base_ns, unsigned long long blocks, unsigned sms, in
 /* Timelines                                                                                 */
 /* ---------------------------------------------------------------------------------------- */
 
+/* The switch our next work on a shared device costs first: FAKEGPU_CTX_SWITCH_US where another
+ * process's work was queued there last, else none. */
+static uint64_t switch_from(int dev)
+{
+    uint64_t owner = __atomic_load_n(&g_shared_owner[dev], __ATOMIC_ACQUIRE);
+    return g_switch_ns != 0 && owner != 0 && owner != g_pid ? g_switch_ns : 0;
+}
+
 uint64_t *tl_device_tail(int dev)
 {
     return &g_tl[dev].tail;
@@ -129,6 +142,7 @@ uint64_t tl_ready(int dev)
         uint64_t shared = __atomic_load_n(&g_shared_tl[dev], __ATOMIC_ACQUIRE);
         if (shared > t)
             t = shared;
+        t += switch_from(dev);
     }
     return t;
 }
@@ -182,15 +196,19 @@ uint64_t tl_run(int dev, uint64_t *stream_tail, uint64_t ns, unsigned long long 
     back_pressure(tl);
     now = now_ns();
     if (g_shared_tl != NULL) {
-        /* One GPU for every process: its work runs in submission order after everyone's. */
+        /* One GPU for every process: its work runs in submission order after everyone's, after
+         * a switch where another process's work was queued last (its owner: a model, written
+         * after the tail; two processes queueing at once may both see the older owner). */
         uint64_t *shared = &g_shared_tl[dev];
         tail = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
         do {
             uint64_t own = __atomic_load_n(&tl->tail, __ATOMIC_ACQUIRE);
             start = tail > now ? tail : now;
             start = own > start ? own : start;
+            start += switch_from(dev);
             end = start + (ns > MAX_NS ? MAX_NS : ns);
         } while (!__atomic_compare_exchange_n(shared, &tail, end, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+        __atomic_store_n(&g_shared_owner[dev], g_pid, __ATOMIC_RELEASE);
         atomic_max(&tl->tail, end);
     } else {
         tail = __atomic_load_n(&tl->tail, __ATOMIC_ACQUIRE);
@@ -274,6 +292,29 @@ static void shared_init(void)
     close(fd);
     g_shared_tl = p;
     g_shared_util = (struct fg_util_bucket *)(g_shared_tl + MAX_DEV);
+    g_shared_owner = (uint64_t *)(g_shared_util + (size_t)MAX_DEV * FG_UTIL_BUCKETS);
+    g_pid = (uint64_t)getpid();
+}
+
+/* FAKEGPU_CTX_SWITCH_US=N (with FAKEGPU_SHARED_TIMELINE): work of a process queued right after
+ * another process's starts N us later, as a real GPU switches between the contexts of processes
+ * (0.14 ms at the median on the H200, bench/RESULTS.md). Unset or 0: no switch (as before). */
+static void switch_init(void)
+{
+    const char *env = getenv(SWITCH_ENV);
+    char *end;
+    unsigned long long v;
+
+    g_switch_ns = 0;
+    if (env == NULL || env[0] == '\0')
+        return;
+    errno = 0;
+    v = strtoull(env, &end, 10);
+    if (errno == 0 && *end == '\0' && env[0] >= '0' && env[0] <= '9' && v <= MAX_SWITCH_US)
+        g_switch_ns = v * 1000ULL;
+    else
+        fprintf(stderr, "fakegpu: cuda: %s=%s: not a number of microseconds up to %llu (no switch)\n", SWITCH_ENV,
+                env, MAX_SWITCH_US);
 }
 
 /* FAKEGPU_KERNEL_LOG=<file>: each piece of work this process runs on a timeline (a kernel, a graph
@@ -324,6 +365,7 @@ void time_init(void)
     g_queue_ns = g_cfg.queue_ms * 1000000ULL;
     memset(g_tl, 0, sizeof(g_tl));
     shared_init();
+    switch_init();
     busy_file_init();
     klog_init();
 }

@@ -670,6 +670,11 @@ mutation chargenet unit_arbiter src/vgpu/arbiter.c \
         'dt = dt + 0 * ours;' \
         "a peer is charged the time our own queued work ran at the start of its turn: a capped 70 slice beside a 30 one holds its budget and those waits, and is taken for a liar" \
         "test_charge_net_of_ours"
+mutation ctxswitch fakegpu_ctx_switch tests/fakegpu/fake_cuda_time.c \
+        'start += switch_from(dev);' \
+        'start += 0 * switch_from(dev);' \
+        "the simulated GPU switches between processes' work for free whatever FAKEGPU_CTX_SWITCH_US says" \
+        "a switch of 300 us"
 mutation guardwait vgpu_latency_guard src/vgpu/limiter.c \
         '|| 2 * waited < now - since) { /* a fair wait */' \
         '|| (2 * waited < now - since && false)) { /* a fair wait */' \
@@ -737,6 +742,9 @@ setup_tree() { # SRC BUILD LOG
                 <(meson introspect "$build" --buildoptions) >/dev/null; then
                 meson configure "$build" -Dwerror=false -Dtests=true >"$log" 2>&1 || return 1
         fi
+        # (an earlier run's build knows the tests of its day: regenerated now, before `targets`
+        # asks it for this tree's tests, not at the first build)
+        ninja -C "$build" build.ninja >>"$log" 2>&1 || { echo "meson regenerate failed: $log" >&2; return 1; }
 }
 
 rm -rf "$SRC" "$LOGS" "$WORK"/mutating* "$WORK/sched"
