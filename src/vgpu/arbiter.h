@@ -19,9 +19,9 @@
  *
  * Turns: a slice holds a lease on the GPU while others want it for up to a quantum; the next goes
  * to the wanting slice first in order: the higher priority class first, then the one that has
- * received the least GPU time per unit of share (weighted fair queuing, ties by name). In numbers,
- * a slice's place is its virtual time plus GS_ARB_CLASS_GAP (20 ms of virtual time) per class
- * below high, so a lower class is not starved: it is served once a higher one is that far ahead.
+ * received the least GPU time per unit of share (weighted fair queuing, ties by name). A lower
+ * class gets what the higher ones leave; a share-mode slice short of its share over a window
+ * goes before every class (flag bit 1 below: "owed").
  * A holder stops launching at the end of its quantum, lets its queued work finish (the limiter
  * keeps that to about one kernel while the GPU is shared), then hands over. A lease is good for two
  * quanta unless renewed (a dead holder blocks nobody); a record that claims a lease further ahead
