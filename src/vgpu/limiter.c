@@ -548,8 +548,9 @@ static bool over_budget(struct lim_dev *d)
  * eighth of its share was 125) and took itself for starved: it then launched beside the high
  * client's turns for 5 s. (A slice that always wants the GPU and waits less than half the time
  * got more than an eighth of any share anyway; a peer that holds a light slice's requests back
- * for less than half of it costs that slice latency, not the GPU: the liar guard's matter,
- * arbiter.c, not this last resort's.) `t0`: the present wait began (its part counts). */
+ * for less than half of it costs that slice latency, not its share: this last resort is for a
+ * GPU held for good, and the liar guard, arbiter.c, weighs shares.) `t0`: the present wait began
+ * (its part counts). */
 #define GS_LIMITER_TURN_WAIT_NS 2000000000ull
 #define GS_LIMITER_TURN_IGNORE_NS 5000000000ull
 #define GS_LIMITER_TURN_GAP_NS 100000000ull
