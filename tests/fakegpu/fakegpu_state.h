@@ -56,9 +56,10 @@ struct fg_state {
 /* FAKEGPU_SHARED_TIMELINE's file (fake_cuda_time.c): the devices' tails (uint64_t, by CUDA
  * ordinal, FG_STATE_UNITS of them), then, per device, the work run in each 100 ms of the
  * monotonic clock (a ring of FG_UTIL_BUCKETS steps), then the devices' owners (uint64_t: the
- * process id whose work was queued last, for FAKEGPU_CTX_SWITCH_US; 0: none yet). With FAKEGPU_NVML_UTIL=timeline the fake
- * NVML's device utilization is the work of every process on that timeline over the last whole
- * second (NVML's longest sample period: what lags most behind the work). */
+ * process id whose work was queued last, for FAKEGPU_CTX_SWITCH_US; 0: none yet). With
+ * FAKEGPU_NVML_UTIL=timeline the fake NVML's device utilization is the work of every process on
+ * that timeline over the last whole second (NVML's longest sample period: what lags most behind
+ * the work). */
 #define FG_UTIL_BUCKET_NS 100000000ULL
 #define FG_UTIL_BUCKETS 16
 #define FG_UTIL_ENV "FAKEGPU_NVML_UTIL"
