@@ -447,7 +447,7 @@ uint64_t kernel_ns(uint64_t base_ns, unsigned long long blocks, unsigned sms, in
  * the device tail and *stream_tail become its end, which it returns. Lock-free. */
 uint64_t tl_run(int dev, uint64_t *stream_tail, uint64_t ns, unsigned long long kernels);
 uint64_t *tl_device_tail(int dev);
-uint64_t tl_ready(int dev);
+uint64_t tl_ready(int dev, uint64_t now);
 uint64_t *tl_ptds_tail(int dev);
 static inline uint64_t tail_of(const uint64_t *tail)
 {

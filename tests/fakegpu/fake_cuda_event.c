@@ -82,7 +82,7 @@ static CUresult event_record(CUevent e, CUstream s, int ptsz)
     now = now_ns();
     tail = tail_of(r.tail);
     /* (on a stream with nothing of ours queued: when the GPU comes to this context, tl_ready) */
-    __atomic_store_n(&e->when, tail > now ? tail : tl_ready(r.dev), __ATOMIC_RELEASE);
+    __atomic_store_n(&e->when, tail > now ? tail : tl_ready(r.dev, now), __ATOMIC_RELEASE);
     return CUDA_SUCCESS;
 }
 

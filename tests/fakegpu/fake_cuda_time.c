@@ -120,8 +120,10 @@ uint64_t kernel_ns(uint64_t base_ns, unsigned long long blocks, unsigned sms, in
  * process's work was queued there last, else none. */
 static uint64_t switch_from(int dev)
 {
+    if (g_switch_ns == 0)
+        return 0;
     uint64_t owner = __atomic_load_n(&g_shared_owner[dev], __ATOMIC_ACQUIRE);
-    return g_switch_ns != 0 && owner != 0 && owner != g_pid ? g_switch_ns : 0;
+    return owner != 0 && owner != g_pid ? g_switch_ns : 0;
 }
 
 uint64_t *tl_device_tail(int dev)
@@ -135,9 +137,9 @@ uint64_t *tl_device_tail(int dev)
  * release too) only in that context's time on the GPU: after the kernel of another context
  * running there ends, and the switch. (The shared timeline does not tell whose work is last: ours
  * counts too. Other streams of our own context do not hold such an event back: alone, now.) */
-uint64_t tl_ready(int dev)
+uint64_t tl_ready(int dev, uint64_t now)
 {
-    uint64_t t = now_ns();
+    uint64_t t = now;
     if (g_shared_tl != NULL) {
         uint64_t shared = __atomic_load_n(&g_shared_tl[dev], __ATOMIC_ACQUIRE);
         if (shared > t)
