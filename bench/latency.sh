@@ -58,7 +58,10 @@
 # their output, with the interposer's log: LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=4" adds the turns;
 # the other shapes' clients their output and log only), and
 # a line "# timeline SHAPE CONFIG: ..." tells where the client's requests waited
-# (bench/latency_timeline.py).
+# (bench/latency_timeline.py). The clients of equal2 and equal8 write their kernels' GPU times
+# there too (one clock for all), and two such lines tell how busy the GPU was, how often it went
+# from one client to another and what each change left idle, and where the slowest client's
+# slowest requests waited (bench/latency_equal.py).
 # With the interposer's log at level 2 (LAT_SLICE_ENV="GPUSLICE_LOG_LEVEL=2"), a cell whose slices took
 # an honest neighbour for a liar (the arbiter's guard against hostile records) says so in a line
 # "# liar guard SHAPE CONFIG rRUN: N 'ignoring slice' lines", and up to eight of them follow
@@ -241,9 +244,12 @@ cell() {
                 for spec in $CLIENTS; do
                         j=$((j + 1))
                         IFS=: read -r k p <<<"$spec"
-                        [ -n "$TL" ] && [ "$KIND" = batch ] && cp /dev/null "$TL/$tag-client.txt"
+                        # (the client of a batch shape: $tag-client.txt, read beside the batches'; the
+                        # clients of equal2 and equal8: $tag-cJ.txt, one clock for all of them)
+                        cf=$([ "$KIND" = batch ] && echo "$tag-client.txt" || echo "$tag-c$j.txt")
+                        [ -n "$TL" ] && cp /dev/null "$TL/$cf"
                         timeout -k 5 $((SECI + 60)) env LAT_START_EPOCH="$t0" LAT_KERNELS="$k" LAT_PERIOD_MS="$p" \
-                                ${TL:+$([ "$KIND" = batch ] && echo "LAT_TIMELINE=$TL/$tag-client.txt")} $(slice "$c" client) \
+                                ${TL:+LAT_TIMELINE=$TL/$cf} $(slice "$c" client) \
                                 "$LAT" request "$SECS" "${ITERS[$REQ_US]}" >"$W/cell/c$j" 2>&1 &
                         pids+=($!)
                 done
@@ -283,6 +289,9 @@ cell() {
         fi
         if [ -n "$TL" ] && [ "$KIND" != batch ]; then # (the clients' output, with the interposer's log)
                 for f in "$W"/cell/c[0-9]*; do cp "$f" "$TL/$tag-${f##*/}.log"; done
+        fi
+        if [ -n "$TL" ] && [ "$KIND" = equal ] && [ -s "$TL/$tag-c1.txt" ]; then
+                python3 bench/latency_equal.py "$TL/$tag"-c[0-9]*.txt 2>&1 | sed "s/^/# timeline $name $c r$r: /"
         fi
         if [ -n "$TL" ] && [ "$KIND" = batch ]; then
                 cp "$W/cell/c1" "$TL/$tag-client.log"
