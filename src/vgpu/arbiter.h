@@ -31,6 +31,10 @@
  * the others use its gaps), and so does one whose work runs out while another slice is there
  * (ticked in the last 50 ms) and may want the GPU any moment: its request then finds it free
  * (kept until asked for, the turn went over only when our ticker, napping 5 ms, looked again).
+ * A launcher waiting for its turn sleeps on the holder's record (a futex on its state word; the
+ * record mapped read-only and handed only to the kernel, never read through the mapping: a file
+ * its owner truncates is an error there, not a fault) and the holder's release wakes it, rather
+ * than looking again after a nap of 0.1 ms (gs_arb_wait_turn).
  * A process that ends hands over a turn it took (gs_arb_leave, from the limiter's exit): its lease
  * would otherwise run on for up to two quanta, the GPU idle for the slices that cannot cut it.
  * A slice that joins (a new record, or one that wanted nothing for a second) gets no credit:
@@ -127,6 +131,9 @@ _Static_assert(sizeof(struct gs_arb_host) == 32, "arbiter host record");
 struct gs_arb_peer {
         char name[GS_ARB_NAME_MAX];
         int fd;
+        void *bell;               /* its record mapped read-only, for the futex on its state alone:
+                                   * handed only to the kernel, never read here (a file its owner
+                                   * truncates is EFAULT there, not SIGBUS): gs_arb_wait_turn */
         bool valid;               /* the last read gave a whole record of this version */
         uint64_t want_ns, vtime, since, until, alive_ns, got_ns;
         uint32_t state, flags;    /* (as its record says: believed no further than arbiter.c says) */
@@ -161,6 +168,7 @@ struct gs_arb {
         uint32_t weight;
         uint32_t prio;            /* GS_ARB_PRIO_* */
         atomic_flag busy;         /* the peer table is being refreshed (ticker or a waiting launcher) */
+        _Atomic bool reread;      /* a holder gave its turn up while we waited: the next take reads afresh */
         _Atomic bool contended;   /* another slice wanted or held the GPU at the last refresh */
         _Atomic bool shared;      /* ... or ticked in the last second (it may want the GPU any time) */
         _Atomic bool below;       /* a slice there is ahead of us by class (it may cut our turn any time) */
@@ -210,6 +218,12 @@ int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char 
 /* A live change of the slice's share (basis points), priority and mode (live.c, through the
  * limiter's ticker): ours and our record's. Nothing with no record or a value out of range. */
 void gs_arb_update(struct gs_arb *a, uint32_t weight, uint32_t prio, bool guaranteed);
+
+/* A launcher waiting for its turn: wait up to `ns` for the slice holding the GPU to give it up (its
+ * release wakes us: a futex on the state word of its record). 1: woken (or its state had changed:
+ * the next gs_arb_try_take reads the records afresh); 0: the time ran out; -1: nothing to wait on
+ * (nobody holds the GPU, or its record is not mapped): the caller naps instead. */
+int gs_arb_wait_turn(struct gs_arb *a, uint64_t ns);
 
 /* The process ends (the limiter's exit handler): a turn this process took is handed over now,
  * not left to run out its lease. */

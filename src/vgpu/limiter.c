@@ -864,17 +864,20 @@ int gs_limiter_gate(CUstream stream)
                         break;
                 if (!atomic_load_explicit(&L.running, memory_order_relaxed))
                         break;
-                bool ours = !not_our_turn(d);
+                bool ours = !not_our_turn(d), for_turn = false;
                 if ((was_spent ? refilled(d) : !spent(d)) && !ours) {
                         gs_arb_try_take(&d->arb);
                         wake_ticker(d, was_spent);
                         check_turn_wait(d, vis, gs_mono_ns(), t0);
                         turn_wait = true;
+                        for_turn = !gs_arb_may_launch(&d->arb);
                 } else if (ours) {
                         gs_arb_poll(&d->arb, false); /* our turn, no room: was it cut? */
                 }
-                /* (one at a time: the next kernel goes as soon as the last one ends) */
-                nap(strict && ours && !spent(d) ? GS_LIMITER_STRICT_NAP_NS : GS_LIMITER_WAIT_NAP_NS);
+                /* Waiting for a turn: until the holder gives it up (its release wakes us), for a nap
+                 * at most. (One at a time: the next kernel goes as soon as the last one ends.) */
+                if (!for_turn || gs_arb_wait_turn(&d->arb, GS_LIMITER_WAIT_NAP_NS) < 0)
+                        nap(strict && ours && !spent(d) ? GS_LIMITER_STRICT_NAP_NS : GS_LIMITER_WAIT_NAP_NS);
         }
         usual_naps(slack);
         mark_turn(d, stream, held);

@@ -680,6 +680,11 @@ mutation guardwait vgpu_latency_guard src/vgpu/limiter.c \
         '|| (2 * waited < now - since && false)) { /* a fair wait */' \
         "the starvation guard judges a stretch of waiting by what the slice got alone: a light slice that wants little takes itself for starved" \
         "a light normal client beside a high one is no starved slice"
+mutation bell unit_arbiter src/vgpu/arbiter.c \
+        'syscall(SYS_futex, (uint32_t *)&a->me->state, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);' \
+        '(void)0;' \
+        "a turn's end wakes nobody: the launchers waiting for it look again only when their nap ends" \
+        "test_release_wakes_waiter"
 mutation turnmark vgpu_latency_charge src/vgpu/limiter.c \
         'if (GS_LIMITER_START_MARK && !held && gs_arb_may_launch(&d->arb) &&' \
         'if (0 && GS_LIMITER_START_MARK && !held && gs_arb_may_launch(&d->arb) &&' \
