@@ -1154,9 +1154,12 @@ void gs_arb_try_take(struct gs_arb *a)
 
 int gs_arb_wait_turn(struct gs_arb *a, uint64_t ns)
 {
-        if (a->me == NULL || !view_lock(a))
-                return -1;
+        /* (a holder's record is its own to write, and so is a wake on it: one that wakes its
+         * waiters again and again, to keep their threads busy reading the records, gets them to
+         * look as often as their naps would, no more often) */
         uint64_t now = gs_mono_ns();
+        if (a->me == NULL || now - atomic_load(&a->woken_at) < ns || !view_lock(a))
+                return -1;
         void *word = NULL;
         uint32_t st = 0;
         for (unsigned i = 0; i < a->npeers && word == NULL; i++) {
@@ -1174,6 +1177,7 @@ int gs_arb_wait_turn(struct gs_arb *a, uint64_t ns)
         struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
         if (syscall(SYS_futex, word, FUTEX_WAIT, st, &ts, NULL, 0) == 0 || errno == EAGAIN || errno == EINTR) {
                 atomic_store(&a->reread, true);
+                atomic_store(&a->woken_at, gs_mono_ns());
                 return 1;
         }
         return errno == ETIMEDOUT ? 0 : -1;

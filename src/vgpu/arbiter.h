@@ -169,6 +169,8 @@ struct gs_arb {
         uint32_t prio;            /* GS_ARB_PRIO_* */
         atomic_flag busy;         /* the peer table is being refreshed (ticker or a waiting launcher) */
         _Atomic bool reread;      /* a holder gave its turn up while we waited: the next take reads afresh */
+        _Atomic uint64_t woken_at; /* gs_arb_wait_turn's last wake (one a nap at most: a holder that
+                                   * wakes us again and again makes us look no more often than that) */
         _Atomic bool contended;   /* another slice wanted or held the GPU at the last refresh */
         _Atomic bool shared;      /* ... or ticked in the last second (it may want the GPU any time) */
         _Atomic bool below;       /* a slice there is ahead of us by class (it may cut our turn any time) */
@@ -222,7 +224,8 @@ void gs_arb_update(struct gs_arb *a, uint32_t weight, uint32_t prio, bool guaran
 /* A launcher waiting for its turn: wait up to `ns` for the slice holding the GPU to give it up (its
  * release wakes us: a futex on the state word of its record). 1: woken (or its state had changed:
  * the next gs_arb_try_take reads the records afresh); 0: the time ran out; -1: nothing to wait on
- * (nobody holds the GPU, or its record is not mapped): the caller naps instead. */
+ * (nobody holds the GPU, or its record is not mapped), or woken less than `ns` ago: the caller
+ * naps instead. */
 int gs_arb_wait_turn(struct gs_arb *a, uint64_t ns);
 
 /* The process ends (the limiter's exit handler): a turn this process took is handed over now,

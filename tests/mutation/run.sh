@@ -685,6 +685,11 @@ mutation bell unit_arbiter src/vgpu/arbiter.c \
         '(void)0;' \
         "a turn's end wakes nobody: the launchers waiting for it look again only when their nap ends" \
         "test_release_wakes_waiter"
+mutation bellrate unit_arbiter src/vgpu/arbiter.c \
+        'if (a->me == NULL || now - atomic_load(&a->woken_at) < ns || !view_lock(a))' \
+        'if (a->me == NULL || !view_lock(a))' \
+        "a holder that wakes its waiters again and again keeps their threads reading the records at each wake" \
+        "test_wakes_no_more_than_naps"
 mutation turnmark vgpu_latency_charge src/vgpu/limiter.c \
         'if (GS_LIMITER_START_MARK && !held && gs_arb_may_launch(&d->arb) &&' \
         'if (0 && GS_LIMITER_START_MARK && !held && gs_arb_may_launch(&d->arb) &&' \

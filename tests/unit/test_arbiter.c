@@ -12,6 +12,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <cmocka.h>
 
 #include "common/clock.h"
@@ -886,6 +889,37 @@ static void test_release_wakes_waiter(void **state)
         assert_int_equal(gs_arb_wait_turn(&a, 1000000u), -1);
 }
 
+/* A holder that wakes its waiters again and again (its record is its own to write, and so is a
+ * wake on it) gets them to look no more often than their naps would: a waiter woken less than its
+ * wait ago naps instead (-1) rather than reading the records at each wake. */
+static _Atomic bool spamming;
+static void *spam_wakes(void *arg)
+{
+        (void)arg;
+        while (atomic_load(&spamming))
+                syscall(SYS_futex, (uint32_t *)&a.me->state, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        return NULL;
+}
+
+static void test_wakes_no_more_than_naps(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a holds the GPU */
+        gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false); /* b waits for it */
+        assert_false(gs_arb_may_launch(&b));
+        atomic_store(&spamming, true);
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, spam_wakes, NULL), 0);
+        int first = gs_arb_wait_turn(&b, 1000000000u), second = gs_arb_wait_turn(&b, 1000000000u);
+        atomic_store(&spamming, false);
+        pthread_join(t, NULL);
+        assert_int_equal(first, 1);   /* woken (a wake is a wake) */
+        assert_int_equal(second, -1); /* but not again within its wait: it naps */
+        assert_true(gs_arb_may_launch(&a));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -912,6 +946,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_join_not_by_absurd_vtime, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_high_cuts_owed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_release_wakes_waiter, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wakes_no_more_than_naps, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_beside_higher, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_side_by_side_not_capped, setup, teardown),
