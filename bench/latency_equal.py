@@ -3,7 +3,9 @@
 equal shapes with LAT_TIMELINE_DIR): latency_equal.py CLIENT.txt...
 
 Each file is one client's LAT_TIMELINE ("k START_NS END_NS" per kernel, one clock for every
-process on the GPU: %globaltimer; "r FIRST_KERNEL LATENCY_NS" per request). Prints:
+process on the GPU: %globaltimer; "r FIRST_KERNEL LATENCY_NS" per request), or on the simulated
+GPU its FAKEGPU_KERNEL_LOG (the same k lines, CLOCK_MONOTONIC) and compute-probe's PROBE_TIMELINE
+("q FIRST START_NS LATENCY_NS RUN_NS" per request) in one file. Prints:
   all:  the GPU's busy fraction over the clients' span, how often the GPU went from one client's
         kernel to another's (changes/s), the idle gap at such a change (p10/p50/p90, us: the
         switch between contexts and the hand-over of a turn) and the time those gaps took;
@@ -24,6 +26,8 @@ def load(path):
                 ks.append((int(p[1]), int(p[2])))
             elif len(p) == 3 and p[0] == "r":
                 rs.append((int(p[1]), float(p[2])))
+            elif len(p) == 5 and p[0] == "q":
+                rs.append((int(p[1]), float(p[3])))
     return ks, rs
 
 
