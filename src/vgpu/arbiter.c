@@ -1174,13 +1174,18 @@ int gs_arb_wait_turn(struct gs_arb *a, uint64_t ns)
                 return -1;
         /* (a mapping the ticker drops meanwhile, at a listing: EFAULT, or a wait on whatever the
          * address then holds, to the end of `ns`) */
+        /* (the application's errno is its own: this runs in its launch) */
         struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+        int saved = errno, rc;
         if (syscall(SYS_futex, word, FUTEX_WAIT, st, &ts, NULL, 0) == 0 || errno == EAGAIN || errno == EINTR) {
                 atomic_store(&a->reread, true);
                 atomic_store(&a->woken_at, gs_mono_ns());
-                return 1;
+                rc = 1;
+        } else {
+                rc = errno == ETIMEDOUT ? 0 : -1;
         }
-        return errno == ETIMEDOUT ? 0 : -1;
+        errno = saved;
+        return rc;
 }
 
 bool gs_arb_poll(struct gs_arb *a, bool fresh)
