@@ -885,7 +885,7 @@ static void test_release_wakes_waiter(void **state)
         assert_int_equal((intptr_t)rc, 1); /* woken (0: its second ran out) */
         gs_arb_try_take(&b);
         assert_true(gs_arb_may_launch(&b));
-        /* nobody holding: nothing to wait on */
+        /* a's view (its last read, at its hand-over) has nobody holding: nothing to wait on */
         assert_int_equal(gs_arb_wait_turn(&a, 1000000u), -1);
 }
 
