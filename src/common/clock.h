@@ -13,4 +13,10 @@ static inline uint64_t gs_mono_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A span of `ns` nanoseconds as a timespec (for a sleep's or a futex wait's timeout). */
+static inline struct timespec gs_ns_timespec(uint64_t ns)
+{
+        return (struct timespec){(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+}
+
 #endif

@@ -1175,7 +1175,7 @@ int gs_arb_wait_turn(struct gs_arb *a, uint64_t ns)
         /* (a mapping the ticker drops meanwhile, at a listing: EFAULT, or a wait on whatever the
          * address then holds, to the end of `ns`) */
         /* (the application's errno is its own: this runs in its launch) */
-        struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+        struct timespec ts = gs_ns_timespec(ns);
         int saved = errno, rc;
         if (syscall(SYS_futex, word, FUTEX_WAIT, st, &ts, NULL, 0) == 0 || errno == EAGAIN || errno == EINTR) {
                 atomic_store(&a->reread, true);

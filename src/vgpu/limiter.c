@@ -203,7 +203,7 @@ static void usual_naps(unsigned long old)
 
 static void nap(uint64_t ns)
 {
-        struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+        struct timespec ts = gs_ns_timespec(ns);
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
 }
@@ -213,7 +213,7 @@ static void nap(uint64_t ns)
 enum { NAP_NONE, NAP_LONG, NAP_SHORT };
 static void ticker_nap(uint64_t ns, uint32_t kind)
 {
-        struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+        struct timespec ts = gs_ns_timespec(ns);
         atomic_store(&L.napping, kind);
         syscall(SYS_futex, &L.napping, FUTEX_WAIT_PRIVATE, kind, &ts, NULL, 0);
         atomic_store(&L.napping, NAP_NONE);
