@@ -16,19 +16,7 @@ GPU its FAKEGPU_KERNEL_LOG (the same k lines, CLOCK_MONOTONIC) and compute-probe
 import statistics
 import sys
 
-
-def load(path):
-    ks, rs = [], []
-    with open(path) as f:
-        for line in f:
-            p = line.split()
-            if len(p) == 3 and p[0] == "k":
-                ks.append((int(p[1]), int(p[2])))
-            elif len(p) == 3 and p[0] == "r":
-                rs.append((int(p[1]), float(p[2])))
-            elif len(p) == 5 and p[0] == "q":
-                rs.append((int(p[1]), float(p[3])))
-    return ks, rs
+from latency_timeline import read  # (k, r and q lines; a kernel never stamped: None)
 
 
 def pct(xs, q):
@@ -37,8 +25,8 @@ def pct(xs, q):
 
 
 def main(paths):
-    clients = [load(p) for p in paths]
-    ev = sorted((s, e, j) for j, (ks, _) in enumerate(clients) for s, e in ks)
+    clients = [read(p)[:2] for p in paths]
+    ev = sorted((k[0], k[1], j) for j, (ks, _) in enumerate(clients) for k in ks if k is not None)
     if len(ev) < 2:
         print("no kernels")
         return 1
@@ -53,7 +41,7 @@ def main(paths):
     n = max(1, round(len(ks) / max(1, len(rs))))  # kernels per request
     fr, others, runs = [], [], []
     for first, lat in rs:
-        if lat < p99[j] or first + n - 1 >= len(ks):
+        if lat < p99[j] or first + n - 1 >= len(ks) or ks[first + n - 1] is None:
             continue
         end = ks[first + n - 1][1]
         due = end - lat

@@ -29,6 +29,8 @@ def read(path):
                 kernels.append((s, e) if s != 2**64 - 1 and e != 0 else None)
             elif p[0] == "r" and len(p) == 3:
                 requests.append((int(p[1]), float(p[2])))
+            elif p[0] == "q" and len(p) == 5:  # (compute-probe's request line on the simulated GPU)
+                requests.append((int(p[1]), float(p[3])))
     return kernels, requests, sms
 
 
