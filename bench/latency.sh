@@ -9,7 +9,10 @@
 #   two     4 kernels every 20 ms / 2 batches of ~2 ms kernels, 33 % each
 #   coop    2 kernels every 10 ms / 3 batches of cooperative launches (~1 ms), 25 % each
 #   equal2  two latency clients of one class, 50 % each: 4 kernels every 10 ms, 8 kernels every 7 ms
-#   equal8  eight such clients (those two, four times each), 12 % each
+#   equal8  eight such clients (those two, four times each), 12 % each: more than the GPU carries
+#           without slicing (its switches between eight contexts: it falls behind)
+#   equal8h eight clients at half equal8's rate (4 kernels every 20 ms, 8 every 14 ms), 12 % each:
+#           a load the GPU carries without slicing
 #   torch   a PyTorch batch-1 MLP service every 10 ms (bench/latency_torch.py) / a PyTorch training loop
 #   torch2  two PyTorch MLP services, every 10 and 13 ms, 50 % each
 #   steady  issue 20's base shape: 4 kernels every 20 ms / one batch process streaming ~2 ms kernels
@@ -37,15 +40,18 @@
 # line is "latency: N targets met, M missed"):
 #   share, cap: p99 <= no slicing's p99 (each client <= 1.1 x its own where clients are of one
 #               class: equal2, equal8, torch2), max <= 2 x no slicing's max;
-#               every due request served (served = due: a client stops at SECONDS, so a late
-#               request that delays the next ones drops the last)
+#               every due request served (served = due: a client stops LAT_GRACE_MS, 250, after
+#               SECONDS, so a late request that delays the next ones drops the last); where no
+#               slicing fell behind (served fewer than due), its p99 over the requests it served
+#               leaves out how long the rest waited, so both sides are judged by p99_due and
+#               max_due instead (the targets' lines say so)
 #   high:       p99 <= 1.5 x alone + one batch kernel, max <= 2 x that, every due request served
 #   batches:    cap keeps >= 0.95 x L / 100 of its rate alone; share 50 beside a client >= 0.75
 # Time on the H200 (SECONDS=5, LAT_RUNS=1; an estimate from the cells' make-up, ~8 s per cell: the
 # clients start 1.5 s after the batches, the batches end 0.3 s after the clients): req4, req20,
 # graph, coop ~42 s each (with their calibration, the batch alone for 3 s, the client alone), two
 # ~32 s, equal2 ~35 s, equal8 ~25 s: ~4.5 min for the plain shapes, and each further run of them
-# ~3.5 min. A PyTorch process takes ~12 s to import torch (GPU-HOST.md): torch ~2 min, torch2
+# ~3.5 min (equal8h as equal8). A PyTorch process takes ~12 s to import torch (GPU-HOST.md): torch ~2 min, torch2
 # ~1.3 min. So one ~9-minute command holds every shape once at 5 s, with little to spare, or the
 # plain shapes twice; the issue's 10 s x 3 runs does not fit one command: split by LAT_SHAPES
 # across calls (tests/gpu/run.sh's part latency passes GS_LATENCY_SHAPES, GS_LATENCY_RUNS and
@@ -86,7 +92,7 @@ fi
 LAT=${LAT_BIN:-$BUILD/gpu-carry/latency} LIB=${LAT_LIB:-$BUILD/libgpuslice-vgpu.so} GS=$BUILD/gpuslice
 read -r -a TORCH <<<"${LAT_TORCH_CMD:-python3 $PWD/bench/latency_torch.py}"
 TL=${LAT_TIMELINE_DIR:-}
-SHAPES=${LAT_SHAPES:-req4 req20 graph two coop equal2 equal8 torch torch2}
+SHAPES=${LAT_SHAPES:-req4 req20 graph two coop equal2 equal8 equal8h torch torch2}
 CONFIGS=${LAT_CONFIGS:-alone none share cap high}
 RUNS=${LAT_RUNS:-1}
 LEAD=${LAT_LEAD_SECONDS:-1.5} BASE_SECS=${LAT_BASE_SECONDS:-3}
@@ -127,6 +133,7 @@ shape() {
         steady) STEP=0 CHURN=0 ;;
         equal2) KIND=equal CLIENTS="4:10 8:7" NB=0 ;;
         equal8) KIND=equal CLIENTS="4:10 8:7 4:10 8:7 4:10 8:7 4:10 8:7" NB=0 ;;
+        equal8h) KIND=equal CLIENTS="4:20 8:14 4:20 8:14 4:20 8:14 4:20 8:14" NB=0 ;;
         torch) KIND=torch CLIENTS=10 ;;
         torch2) KIND=torch CLIENTS="10 13" NB=0 ;;
         *) return 1 ;;
@@ -158,7 +165,7 @@ judge() {
         if "$@"; then met=$((met + 1)); echo "target $name PASS"; else missed=$((missed + 1)); echo "target $name MISS"; fi
 }
 
-declare -A ITERS=() KMS=() BASE=() ALONE_P99=() P99=() MAX=() SERVED=() DUE=() KEPT=()
+declare -A ITERS=() KMS=() BASE=() ALONE_P99=() P99=() MAX=() SERVED=() DUE=() P99DUE=() MAXDUE=() KEPT=()
 BLOCKS=
 # cal US: ITERS[US], KMS[US] (the kernel's ms alone), LAT_BLOCKS fixed by the first
 cal() {
@@ -211,10 +218,9 @@ kept() {
 # row KEY WHO OUT KEPT: record and print a client's results
 row() {
         P99[$1]=$(field p99_ms "$3") MAX[$1]=$(field max_ms "$3") SERVED[$1]=$(field requests "$3") DUE[$1]=$(field due "$3")
-        local due
-        due=$(field p99_due_ms "$3")
+        P99DUE[$1]=$(field p99_due_ms "$3") MAXDUE[$1]=$(field max_due_ms "$3")
         printf '%-7s %-6s %3s %-3s %8s %8s %8s %9s %8s %s\n' "$name" "${1%%:*}" "$(cut -d: -f2 <<<"$1")" "$2" "$(field p50_ms "$3")" \
-                "${P99[$1]}" "${MAX[$1]}" "${SERVED[$1]}/${DUE[$1]}" "${due:--}" "$4"
+                "${P99[$1]}" "${MAX[$1]}" "${SERVED[$1]}/${DUE[$1]}" "${P99DUE[$1]:--}" "$4"
 }
 
 # cell CONFIG RUN: one set of processes: NB batches (or the torch training loop) and the clients
@@ -338,15 +344,19 @@ targets() {
                 [ -n "${P99[none:$r:1]:-}" ] || continue
                 for ((k = 1; k <= n; k++)); do
                         [ -n "${P99[$c:$r:$k]:-}" ] || continue
-                        local who="$name $c run $r" nk=${P99[none:$r:$k]}
+                        local who="$name $c run $r" p=${P99[$c:$r:$k]} m=${MAX[$c:$r:$k]} nk=${P99[none:$r:$k]} nm=${MAX[none:$r:$k]} by=
                         [ "$n" -gt 1 ] && who+=" c$k"
-                        if [ "$KIND" = equal ] || [ "$n" -gt 1 ]; then
-                                judge "$who: p99 ${P99[$c:$r:$k]} <= 1.1 x no slicing's $nk ms" le "${P99[$c:$r:$k]}" "$(calc "1.1 * $nk")"
-                        else
-                                judge "$who: p99 ${P99[$c:$r:$k]} <= no slicing's $nk ms" le "${P99[$c:$r:$k]}" "$nk"
+                        # (no slicing fell behind: both sides from the due times)
+                        if [ -n "${P99DUE[none:$r:$k]:-}" ] && ! le "${DUE[none:$r:$k]:-}" "${SERVED[none:$r:$k]:-}"; then
+                                p=${P99DUE[$c:$r:$k]:-} m=${MAXDUE[$c:$r:$k]:-} nk=${P99DUE[none:$r:$k]} nm=${MAXDUE[none:$r:$k]:-}
+                                by=" (from the due times: no slicing served ${SERVED[none:$r:$k]} of ${DUE[none:$r:$k]})"
                         fi
-                        judge "$who: max ${MAX[$c:$r:$k]} <= 2 x no slicing's ${MAX[none:$r:$k]} ms" \
-                                le "${MAX[$c:$r:$k]}" "$(calc "2 * ${MAX[none:$r:$k]}")"
+                        if [ "$KIND" = equal ] || [ "$n" -gt 1 ]; then
+                                judge "$who: p99 $p <= 1.1 x no slicing's $nk ms$by" le "$p" "$(calc "1.1 * $nk")"
+                        else
+                                judge "$who: p99 $p <= no slicing's $nk ms$by" le "$p" "$nk"
+                        fi
+                        judge "$who: max $m <= 2 x no slicing's $nm ms$by" le "$m" "$(calc "2 * ${nm:-0}")"
                         judge "$who: every due request served (${SERVED[$c:$r:$k]} of ${DUE[$c:$r:$k]})" \
                                 le "${DUE[$c:$r:$k]:-}" "${SERVED[$c:$r:$k]}"
                 done
@@ -371,8 +381,8 @@ targets() {
 TORCH_KMS='' NO_TORCH=''
 printf '%-7s %-6s %3s %-3s %8s %8s %8s %9s %8s %s\n' shape config run who p50_ms p99_ms max_ms served p99_due batch_kept
 for name in $SHAPES; do
-        shape "$name" || { fail "LAT_SHAPES: no shape '$name' (req4 req20 graph two coop equal2 equal8 torch torch2 steady)"; continue; }
-        P99=() MAX=() SERVED=() DUE=() KEPT=()
+        shape "$name" || { fail "LAT_SHAPES: no shape '$name' (req4 req20 graph two coop equal2 equal8 equal8h torch torch2 steady)"; continue; }
+        P99=() MAX=() SERVED=() DUE=() P99DUE=() MAXDUE=() KEPT=()
         if [ "$KIND" = torch ]; then
                 echo "# $name: PyTorch services every ${CLIENTS// / and } ms$([ "$NB" = 1 ] && echo ' beside a training loop'), L = $L"
                 if [ -n "$NO_TORCH" ]; then echo "SKIP $name: $NO_TORCH"; continue; fi

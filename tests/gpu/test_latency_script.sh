@@ -7,8 +7,9 @@
 #      the service is done) at 1 s: every cell ran, one row per client and configuration, the
 #      batches' fractions, the issue's targets for each, and the count line agrees with them;
 #   2. with a stand-in of fixed answers: a sliced client slower than the unsliced one is a MISS,
-#      faster a PASS (the judge can fail both ways), a failing process is a FAIL and exit 1, and an
-#      unknown shape is a FAIL. These run beside 1 (bash and sleep only, while 1's checks judge no
+#      faster a PASS (the judge can fail both ways); where no slicing fell behind (served fewer
+#      than due) both sides are judged from the due times; a failing process is a FAIL and exit 1,
+#      and an unknown shape is a FAIL. These run beside 1 (bash and sleep only, while 1's checks judge no
 #      timing), each bench/latency.sh in a W directory of its own.
 #   In a sanitizer build (GS_SANITIZE, from meson.build; the interposer is never instrumented, the
 #   probe and the simulated GPU are) 1 runs shape two alone (every configuration: alone, none,
@@ -23,14 +24,17 @@ TMP=$(mktemp -d /tmp/gs-latscript.XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
 SIM=$SRC/tests/gpu/latency_sim.sh
 
-# 2. fixed answers (started first, in the background, read after 1): STUB_SLOW=1 makes a sliced client's p99 5 ms (unsliced 2), STUB_FAIL=1 a batch fail
+# 2. fixed answers (started first, in the background, read after 1): STUB_SLOW=1 makes a sliced client's p99 5 ms (unsliced 2), STUB_FAIL=1 a batch fail,
+# STUB_BEHIND=1 the unsliced client fall behind (40 of 50 served, 900 ms at p99 from the due times; sliced: 5 and 6 ms)
 cat >"$TMP/stub" <<'EOF'
 #!/usr/bin/env bash
 case $1 in
 calibrate) echo "iters=$2 blocks=528 kernel_ms=0.5" ;;
 request) p=1; [ -n "${LAT_PRELOAD:-}" ] && p=$([ "${STUB_SLOW:-0}" = 1 ] && echo 5 || echo 1.5)
         [ -z "${LAT_PRELOAD:-}" ] && [ -n "${LAT_START_EPOCH:-}" ] && p=2
-        echo "due=50 requests=50 p50_ms=0.5 p99_ms=$p max_ms=$p p99_due_ms=7.25" ;;
+        if [ "${STUB_BEHIND:-0}" = 1 ] && [ "$p" = 2 ]; then echo "due=50 requests=40 p50_ms=0.5 p99_ms=2 max_ms=2 p99_due_ms=900 max_due_ms=950"
+        elif [ "${STUB_BEHIND:-0}" = 1 ] && [ -n "${LAT_PRELOAD:-}" ]; then echo "due=50 requests=50 p50_ms=0.5 p99_ms=5 max_ms=5 p99_due_ms=6 max_due_ms=7"
+        else echo "due=50 requests=50 p50_ms=0.5 p99_ms=$p max_ms=$p p99_due_ms=7.25"; fi ;;
 batch) [ "${STUB_FAIL:-0}" = 1 ] && [ -n "${LAT_PRELOAD:-}" ] && { echo "stub: batch failed" >&2; exit 1; }
         sleep "$2"; echo "kernels=100 rate=100 blocks=528 secs=1" ;;
 esac
@@ -48,6 +52,8 @@ stubs+=($!)
 STUB_FAIL=1 stub failed &
 stubs+=($!)
 SHAPE=nosuch stub unknown &
+stubs+=($!)
+STUB_BEHIND=1 stub behind &
 stubs+=($!)
 
 # 1. the simulated GPU
@@ -100,6 +106,8 @@ check "fixed answers: a row gives the p99 from the due times (7.25 where the sta
         test "$(awk '$1 == "req4" && $2 == "cap" { print $9 }' "$TMP/fast")" = 7.25
 check "fixed answers: a sliced p99 of 5 over no slicing's 2 ms is a MISS" \
         grep -q '^target req4 cap run 1: p99 5 <= no slicing.s 2 ms MISS$' "$TMP/slow"
+check "fixed answers: no slicing fell behind: p99 and max judged from the due times on both sides (6 and 7 ms against 900 and 950)" \
+        test "$(grep -Ec '^target req4 cap run 1: (p99 6 <= no slicing.s 900 ms|max 7 <= 2 x no slicing.s 950 ms) \(from the due times: no slicing served 40 of 50\) PASS$' "$TMP/behind")" = 2
 rc=$(cat "$TMP/failed.rc")
 check "fixed answers: a batch process that fails is a FAIL and exit 1 (exit $rc, once)" \
         test "$rc" = 1 -a "$(grep -c '^FAIL req4 cap run 1: .*stub: batch failed' "$TMP/failed")" = 1
