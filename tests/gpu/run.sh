@@ -9,10 +9,10 @@
 # in GS_COMPUTE_SECONDS, default 3), ctcompute (issue 9 in containers: two compute slices taking
 # turns, one through MPS, under runc and the hook), metrics (issue 10: gpuslice metrics against two
 # slices, tests/gpu/metrics_check.sh), latency (issues 20 and 32: bench/latency.sh, every shape
-# or GS_LATENCY_SHAPES (comma-separated: req4,req20,graph,two,coop,equal2,equal8,torch,torch2,steady),
+# or GS_LATENCY_SHAPES (comma-separated: req4,req20,graph,two,coop,equal2,equal8,equal8h,torch,torch2,steady),
 # seconds per run in GS_LATENCY_SECONDS (default 5), runs GS_LATENCY_RUNS (1), configurations
 # GS_LATENCY_CONFIGS (alone,none,share,cap,high; mps adds MPS), GS_LATENCY_TIMELINE=0 leaves out the
-# kernel timelines and turn logs; ~8 min for every shape once), spatial (issue 32, item 6: the
+# kernel timelines and turn logs; ~8.5 min for every shape once), spatial (issue 32, item 6: the
 # spatial-split experiment, bench/spatial/run.sh, ~1 min), mps (issue 20: tests/gpu/mps_slice_check.sh), k8s (issue 12: the device plugin's Allocate answer for a
 # 4 GiB share, as a container), shim (issue 24: runc through the runtime shim, legacy and cdi modes,
 # a 4 GiB slice; bench/runtime_shim.sh), resize (issue 25: a running PyTorch slice resized live,
