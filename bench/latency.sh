@@ -347,7 +347,7 @@ targets() {
                         local who="$name $c run $r" p=${P99[$c:$r:$k]} m=${MAX[$c:$r:$k]} nk=${P99[none:$r:$k]} nm=${MAX[none:$r:$k]} by=
                         [ "$n" -gt 1 ] && who+=" c$k"
                         # (no slicing fell behind: both sides from the due times)
-                        if [ -n "${P99DUE[none:$r:$k]:-}" ] && ! le "${DUE[none:$r:$k]:-}" "${SERVED[none:$r:$k]:-}"; then
+                        if [ -n "${P99DUE[none:$r:$k]:-}" ] && [ -n "${DUE[none:$r:$k]:-}" ] && ! le "${DUE[none:$r:$k]:-}" "${SERVED[none:$r:$k]:-}"; then
                                 p=${P99DUE[$c:$r:$k]:-} m=${MAXDUE[$c:$r:$k]:-} nk=${P99DUE[none:$r:$k]} nm=${MAXDUE[none:$r:$k]:-}
                                 by=" (from the due times: no slicing served ${SERVED[none:$r:$k]} of ${DUE[none:$r:$k]})"
                         fi
