@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1380,6 +1381,46 @@ static void test_event_timing(const struct timed *t)
     OK(cu.cuStreamDestroy_v2(s));
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A wait returns as the work ends, as the real driver's do (they spin or yield): at the median
+ * of 31 waits for a 400 us kernel, within 35 us of its end (a sleep with the thread's default
+ * timer slack, 50 us, came back 50-60 us late), and the thread's slack is put back. */
+static void test_sync_prompt(const struct timed *t)
+{
+    CUevent a, b;
+    CUstream s;
+    double late[31];
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+
+    OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cu.cuEventCreate(&a, CU_EVENT_DEFAULT));
+    OK(cu.cuEventCreate(&b, CU_EVENT_DEFAULT));
+    for (int i = 0; i < 31; i++) {
+        float ms = -1.0f;
+        OK(cu.cuStreamSynchronize(s));
+        double t0 = now_ms();
+        OK(cu.cuEventRecord(a, s)); /* (the stream idle: a's time is now) */
+        launch_n(t->k400us, 1, 1, s);
+        OK(cu.cuEventRecord(b, s));
+        OK(i % 2 == 0 ? cu.cuStreamSynchronize(s) : cu.cuCtxSynchronize());
+        double t1 = now_ms();
+        OK(cu.cuEventElapsedTime_v2(&ms, a, b));
+        late[i] = (t1 - t0) - ms;
+    }
+    qsort(late, 31, sizeof late[0], cmp_double);
+    printf("# a wait's return after its work's end: median %.1f us, p90 %.1f us\n", late[15] * 1e3, late[27] * 1e3);
+    CHECK(late[15] <= 0.035);
+    CHECK(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) == slack);
+    OK(cu.cuEventDestroy_v2(a));
+    OK(cu.cuEventDestroy_v2(b));
+    OK(cu.cuStreamDestroy_v2(s));
+}
+
 /* Pending work: NOT_READY until its end; each stream has its own tail, the legacy stream and
  * cuCtxSynchronize wait for the whole device. */
 static void test_not_ready(const struct timed *t)
@@ -1778,6 +1819,7 @@ static void test_time_model(void)
 
     timed_load(&t);
     test_event_timing(&t);
+    test_sync_prompt(&t);
     test_not_ready(&t);
     test_green_scaling(&t);
     test_launch_variants(&t);
