@@ -158,29 +158,33 @@ static void test_owed_through_a_stall(void **state)
         (void)state;
         open_slice(&a, GS_ARB_PRIO_HIGH);
         open_slice(&b, GS_ARB_PRIO_LOW);
-        /* a holds and runs; b, wanting and getting nothing, becomes owed and takes a turn */
-        uint64_t t0 = gs_mono_ns(), now, got_a = 0;
-        while ((now = gs_mono_ns()) - t0 < 300000000u && !gs_arb_may_launch(&b)) {
+        /* a holds and runs; b, wanting and getting nothing, becomes owed and takes a turn (in
+         * about 50 ms; the bound is for a machine that keeps the test off its CPUs a while) */
+        uint64_t t0 = gs_mono_ns(), now, got_a = 0, tb = t0;
+        while ((now = gs_mono_ns()) - t0 < 3000000000u && !gs_arb_may_launch(&b)) {
                 bool ran = gs_arb_may_launch(&a);
                 got_a += ran ? 1000000u : 0;
                 gs_arb_tick(&a, now, true, ran ? 1000000u : 0, got_a, !ran, false, false);
-                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+                gs_arb_tick(&b, tb = gs_mono_ns(), true, 0, 0, false, false, false);
                 usleep(1000);
         }
         assert_true(gs_arb_may_launch(&b));
         assert_true(owed_flag(&b) != 0);
-        /* a's threads off the CPU for 3 ms (its demand 2 ms old at b's last ticks): b stays owed
-         * (the grace is 10 ms: room for a late usleep on a loaded machine) */
-        uint64_t s0 = gs_mono_ns();
-        while (gs_mono_ns() - s0 < 3000000u) {
+        /* From here b's ticks run on a clock the test advances (from b's last tick above, never
+         * ahead of the real one): the lapse is 3 ms of a's demand whatever the machine's load.
+         * (On the real clock a loaded CI machine kept the test's own thread off a CPU past the
+         * grace of 10 ms now and then, and the check failed for the scheduler's sake.) */
+        /* a's threads off the CPU for 3 ms (its demand as old as b's last tick above): b stays
+         * owed (the grace is 10 ms: room for a late tick on a loaded machine) */
+        for (int i = 0; i < 6; i++) {
                 usleep(500);
-                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+                gs_arb_tick(&b, tb += 500000u, true, 0, 0, false, false, false);
         }
         assert_true(owed_flag(&b) != 0);
         /* ... but not for good: 20 ms more without a higher class wanting the GPU, and it is not */
         for (int i = 0; i < 20; i++) {
                 usleep(1000);
-                gs_arb_tick(&b, gs_mono_ns(), true, 0, 0, false, false, false);
+                gs_arb_tick(&b, tb += 1000000u, true, 0, 0, false, false, false);
         }
         assert_true(owed_flag(&b) == 0);
 }
