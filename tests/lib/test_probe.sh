@@ -70,6 +70,33 @@ case_of passes "$TMP/run"
         ok "a disturbed run that meets its bound unloosened passes (a stall only lowers a fraction)" ||
         { not_ok "a disturbed passing case"; sed 's/^/    # /' "$TMP/case.out"; }
 
+# A tail case (probe_tail_try): a failed run with steal above PROBE_STEAL_TAIL_MAX is repeated,
+# one without is not, and a case whose every run failed with steal in it says so for its not-ok
+# lines; a failed run that reported nothing is no disturbance.
+report "$TMP/stolen" 0.0000 0.0410 0.9000
+report "$TMP/calm" 0.0000 0.0012 0.9000
+tail_of() { ( . "$SRC/tests/lib/check.sh"; probe_tail_try "the tail" "$@" && echo "status 0" || echo "status 1 why=$PROBE_TAIL_WHY" ) >"$TMP/tail.out" 2>&1; }
+stolen_fails() { tries=$((tries + 1)); echo "$tries" >"$TMP/tries"; cp "$TMP/stolen" "$TMP/run"; return 1; }
+tries=0; tail_of stolen_fails "$TMP/run"
+[ "$(grep -c '^retry - the tail: too disturbed to judge a tail: the hypervisor took CPUs (run: steal 0.0410 > 0.002) (run [12] of 3 failed)' "$TMP/tail.out")" = 2 ] &&
+        [ "$(cat "$TMP/tries")" = 3 ] && grep -q "^status 1 why= (too disturbed to judge a tail: .*steal 0.0410.*, in each of 3 runs)" "$TMP/tail.out" &&
+        ok "a tail case failing with steal 0.041 in each run: two retry lines, three runs, the disturbance named" ||
+        { not_ok "a tail case failing with steal"; sed 's/^/    # /' "$TMP/tail.out"; }
+calm_fails() { tries=$((tries + 1)); echo "$tries" >"$TMP/tries"; cp "$TMP/calm" "$TMP/run"; return 1; }
+tries=0; tail_of calm_fails "$TMP/run"
+! grep -q "^retry" "$TMP/tail.out" && [ "$(cat "$TMP/tries")" = 1 ] && grep -qx "status 1 why=" "$TMP/tail.out" &&
+        ok "a tail case failing with steal 0.0012 (<= $PROBE_STEAL_TAIL_MAX): failed at once, no retry" ||
+        { not_ok "a calm failing tail case"; sed 's/^/    # /' "$TMP/tail.out"; }
+stolen_then_calm() { tries=$((tries + 1)); echo "$tries" >"$TMP/tries"
+        [ "$tries" = 1 ] && { cp "$TMP/stolen" "$TMP/run"; return 1; }; cp "$TMP/calm" "$TMP/run"; }
+tries=0; tail_of stolen_then_calm "$TMP/run"
+[ "$(grep -c '^retry - ' "$TMP/tail.out")" = 1 ] && grep -qx "status 0" "$TMP/tail.out" &&
+        ok "a tail case failed with steal, passed on its calm repeat: ok" || { not_ok "a repeated tail case"; sed 's/^/    # /' "$TMP/tail.out"; }
+none_fails() { tries=$((tries + 1)); echo "$tries" >"$TMP/tries"; : >"$TMP/run"; return 1; }
+tries=0; tail_of none_fails "$TMP/run"
+! grep -q "^retry" "$TMP/tail.out" && [ "$(cat "$TMP/tries")" = 1 ] &&
+        ok "a failed tail run that reported nothing is no disturbance to retry" || { not_ok "an empty tail report retried"; sed 's/^/    # /' "$TMP/tail.out"; }
+
 # The probe pinned to one CPU with a thread of its own spinning there the whole run (quiet mode:
 # its launching thread busy between launches, always runnable): that thread waits for the CPU about
 # half the run (thread_wait), for its own process's spinner (others: its CPU time); cpu_wait, what

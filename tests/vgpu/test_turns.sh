@@ -11,6 +11,9 @@
 # batch (and top), share 30 high beside share 30 low, the dead holder; skipped ("skip - ...: timing
 # accuracy is checked in the normal build"): share 50/50 with 5 ms kernels, cap 50/50 with 2 ms, the
 # high client beside 5 ms kernels, cap 60 high/low, share 30/30 normal and the eight slices.
+# A case judged on a tail (a p99, the longest request) that fails in a run the hypervisor took CPUs
+# in (steal, which no thread's CPU waits show) is run again, three runs at most, each repeat after
+# a "retry - " line (tests/lib/probe.sh, probe_tail_try); never a pass on a run that failed.
 set -uo pipefail
 SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
 unset LD_LIBRARY_PATH LD_PRELOAD
@@ -120,29 +123,35 @@ fi
 # against 5-10; not checked, as it was not measured under load.
 # Bounded launch-ahead (the cap 50/50 pair of 5 ms kernels): the client's median wait is about a
 # kernel (before: everything the batch queued, up to 4 ms of it or 4 kernels and more).
+# fifty (probe_tail_try's FN, for $mode and $k): the pair, its values and bounds; 0 when every check
+# of the case passes (a failed run with the hypervisor's steal in it is repeated)
+fifty() {
+        pair "GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$mode" "GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$mode" $k
+        p99=$(field p99_run_us "$TMP/client") raw=$(field p99_us "$TMP/client") frac=$(field fraction "$TMP/batch")
+        mx=$(field max_run_us "$TMP/client") tl=$(tcount)
+        bound=$((2 * k + 1500)) mxb=$((3 * k + 4000))
+        # (in the sanitizer build, whose simulated GPU and probe run slower, the longest
+        # request is held under half a quantum only, as the high client's below: it never
+        # waited for the batch's turn; 11.6 ms seen there with 2 ms kernels)
+        sanitized && [ $mxb -lt 20000 ] && mxb=20000
+        lo=$(probe_lo 0.45 "$TMP/batch") hi=1.0
+        [ $mode = cap ] && hi=0.55
+        sk=$(field slip_kernels <(echo "$tl")) l1=$(field late_over1 <(echo "$tl"))
+        ran && few 8 "$sk" "$tl" && few 1 "$l1" "$tl" && within 0 $mxb "$mx" && within 0 $bound "$p99" && within $lo $hi "$frac"
+}
 for mode in share cap; do
         for k in 2000 5000; do
                 { [ $mode:$k = share:5000 ] || [ $mode:$k = cap:2000 ]; } && sanitized_skip "$mode 50/50, ${k} us batch kernels" && continue
-                pair "GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$mode" "GPUSLICE_COMPUTE_LIMIT=50 GPUSLICE_COMPUTE_MODE=$mode" $k
-                p99=$(field p99_run_us "$TMP/client") raw=$(field p99_us "$TMP/client") frac=$(field fraction "$TMP/batch")
-                mx=$(field max_run_us "$TMP/client") tl=$(tcount)
-                bound=$((2 * k + 1500)) mxb=$((3 * k + 4000))
-                # (in the sanitizer build, whose simulated GPU and probe run slower, the longest
-                # request is held under half a quantum only, as the high client's below: it never
-                # waited for the batch's turn; 11.6 ms seen there with 2 ms kernels)
-                sanitized && [ $mxb -lt 20000 ] && mxb=20000
-                lo=$(probe_lo 0.45 "$TMP/batch") hi=1.0
-                [ $mode = cap ] && hi=0.55
-                sk=$(field slip_kernels <(echo "$tl")) l1=$(field late_over1 <(echo "$tl"))
+                probe_tail_try "$mode 50/50, ${k} us batch kernels" fifty "$TMP/client" "$TMP/batch"
                 if ran && few 8 "$sk" "$tl" && few 1 "$l1" "$tl" && within 0 $mxb "$mx"; then
                         ok "$mode 50/50, ${k} us batch kernels, request by request: $sk batch kernels inside requests, $l1 requests behind more than one late kernel, the longest $mx us (<= $mxb): $tl"
                 else
-                        not_ok "$mode 50/50, ${k} us batch kernels, request by request: ${sk:-?} batch kernels inside requests (want <= 8 %), ${l1:-?} requests behind more than one late kernel (want <= 1 %), the longest ${mx:-none} us (want <= $mxb): $tl"
+                        not_ok "$mode 50/50, ${k} us batch kernels, request by request: ${sk:-?} batch kernels inside requests (want <= 8 %), ${l1:-?} requests behind more than one late kernel (want <= 1 %), the longest ${mx:-none} us (want <= $mxb): $tl$PROBE_TAIL_WHY"
                 fi
                 if ran && within 0 $bound "$p99" && within $lo $hi "$frac"; then
                         ok "$mode 50/50, ${k} us batch kernels: the client's p99 ${p99} us (<= $bound; raw $raw), the batch $frac of the GPU (>= $lo)"
                 else
-                        not_ok "$mode 50/50, ${k} us kernels: p99 ${p99:-none} us (raw ${raw:-none}; want <= $bound), batch ${frac:-none} (want $lo..$hi)"
+                        not_ok "$mode 50/50, ${k} us kernels: p99 ${p99:-none} us (raw ${raw:-none}; want <= $bound), batch ${frac:-none} (want $lo..$hi)$PROBE_TAIL_WHY"
                         tail -n 3 "$TMP/client" "$TMP/batch"
                 fi
                 [ $mode:$k = cap:5000 ] || continue
@@ -174,13 +183,22 @@ done
 # back up to 0.5 s, traced on the simulated GPU. Until issue 34 the normal client ran beside a
 # share 70 normal batch and the high one beside a share 30 low batch: not the same neighbour.)
 # Classes ignored (mutation prioclass), the high client is the low one: red.
+# (The high pair run again where it failed with the hypervisor's steal in it: probe_tail_try.)
 export PROBE_PERIOD_US=2000
 pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" "GPUSLICE_COMPUTE_LIMIT=10 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=low" 2000
 low=$(field p99_run_us "$TMP/client") ltl=$(tcount)
-pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" \
-        "GPUSLICE_COMPUTE_LIMIT=10 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high" 2000
-high=$(field p99_run_us "$TMP/client") hraw=$(field p99_us "$TMP/client") bfrac=$(field fraction "$TMP/batch")
-hmax=$(field max_run_us "$TMP/client") htl=$(tcount)
+lmax=1
+sanitized && lmax=2
+prio_high() {
+        pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share" \
+                "GPUSLICE_COMPUTE_LIMIT=10 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high" 2000
+        high=$(field p99_run_us "$TMP/client") hraw=$(field p99_us "$TMP/client") bfrac=$(field fraction "$TMP/batch")
+        hmax=$(field max_run_us "$TMP/client") htl=$(tcount)
+        s1=$(field slipped <(echo "$htl")) l1=$(field late <(echo "$htl"))
+        ran && within 0 5000 "$high" && awk -v h="$high" -v l="$low" 'BEGIN { exit !(l > 2 * h) }' &&
+                few 2 "$s1" "$htl" && few $lmax "$l1" "$htl" && within 0 20000 "$hmax"
+}
+probe_tail_try "a high client beside a normal batch" prio_high "$TMP/client" "$TMP/batch"
 # (the batch's floor is its guarantee: 30 % of the 4 s it wanted the GPU, less the owed rule's
 # 20 ms of slack per 1 s window; CPU stalls measured in its run allowed for as everywhere)
 blo=$(probe_lo 0.28 "$TMP/batch")
@@ -202,7 +220,7 @@ EOF2
 if ran && within 0 5000 "$high" && awk -v h="$high" -v l="$low" 'BEGIN { exit !(l > 2 * h) }'; then
         ok "a high client beside a normal batch: p99 $high us (raw $hraw; the low one beside the same batch: $low us: $ltl)"
 else
-        not_ok "priority: high p99 ${high:-none} us (raw ${hraw:-none}; want <= 5000 and under half of the low one's ${low:-none} beside the same batch: $ltl)"
+        not_ok "priority: high p99 ${high:-none} us (raw ${hraw:-none}; want <= 5000 and under half of the low one's ${low:-none} beside the same batch: $ltl)$PROBE_TAIL_WHY"
 fi
 # ... and not at p99 only (issue 34): every request as the GPU ran it. A batch kernel between two of
 # a request's kernels (a slip: the high client's turn handed over or cut in the middle of it) or
@@ -216,12 +234,10 @@ fi
 # loaded VM), and the longest request stays under half a quantum (20 ms: it never waited for a
 # neighbour's turn; its CPU waits taken off, as the p99's; 9-12 ms seen at share 10, once 17 ms at
 # load 3; 6-7 ms at share 30 beside a low batch, 12 ms in the sanitizer build beside another test).
-s1=$(field slipped <(echo "$htl")) l1=$(field late <(echo "$htl")) lmax=1
-sanitized && lmax=2
 if ran && few 2 "$s1" "$htl" && few $lmax "$l1" "$htl" && within 0 20000 "$hmax"; then
         ok "a high client beside a normal batch, request by request: $s1 slipped, $l1 started late, the longest $hmax us (<= 20000): $htl"
 else
-        not_ok "a high client beside a normal batch, request by request: ${s1:-?} slipped (want <= 2 %), ${l1:-?} started late (want <= $lmax %), the longest ${hmax:-none} us (want <= 20000): $htl"
+        not_ok "a high client beside a normal batch, request by request: ${s1:-?} slipped (want <= 2 %), ${l1:-?} started late (want <= $lmax %), the longest ${hmax:-none} us (want <= 20000): $htl$PROBE_TAIL_WHY"
 fi
 # ... and the batch keeps its guarantee beside the high client: on this simulated GPU, beside a
 # client that takes the GPU every 2 ms, it gets 0.35-0.37 (a quiet machine): each hand-over back
@@ -236,14 +252,20 @@ within "$blo" 1.0 "$bfrac" && ok "... the batch keeps its 30 % and takes gaps: $
 # handed over only once it was quiet for a tick, 0.25 ms: last launch *and* last completion).
 # (Its share is 60 %: a request is charged the batch kernel it waited behind, up to 5.5 ms of
 # GPU time per 20 ms, and at 30 % its budget would hold it back now and then.)
-if ! sanitized_skip "a high client beside 5 ms batch kernels (one kernel waited for, request by request)"; then
+# (A failed run with the hypervisor's steal in it is repeated: probe_tail_try.)
+high5() {
         pair "GPUSLICE_COMPUTE_LIMIT=30 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=low" \
                 "GPUSLICE_COMPUTE_LIMIT=60 GPUSLICE_COMPUTE_MODE=share GPUSLICE_PRIORITY=high PROBE_REQ_GAP_US=100" 5000
         p99=$(field p99_run_us "$TMP/client") raw=$(field p99_us "$TMP/client") mx=$(field max_run_us "$TMP/client") tl=$(tcount)
+        s2=$(field slipped <(echo "$tl")) l2=$(field late <(echo "$tl"))
+        ran && within 0 7500 "$p99" && few 5 "$s2" "$tl" && few 2.5 "$l2" "$tl" && within 0 16000 "$mx"
+}
+if ! sanitized_skip "a high client beside 5 ms batch kernels (one kernel waited for, request by request)"; then
+        probe_tail_try "a high client beside 5 ms batch kernels" high5 "$TMP/client" "$TMP/batch"
         if ran && within 0 7500 "$p99"; then
                 ok "a high client's request waits for one 5 ms batch kernel, not two: p99 $p99 us (<= 7500; raw $raw)"
         else
-                not_ok "high client, 5 ms batch kernels, 0.1 ms host gaps: p99 ${p99:-none} us (raw ${raw:-none}; want <= 7500)"
+                not_ok "high client, 5 ms batch kernels, 0.1 ms host gaps: p99 ${p99:-none} us (raw ${raw:-none}; want <= 7500)$PROBE_TAIL_WHY"
                 tail -n 3 "$TMP/client" "$TMP/batch"
         fi
         # Request by request (~200): a slip or a late start is a whole 5 ms kernel. Late starts at most
@@ -251,11 +273,10 @@ if ! sanitized_skip "a high client beside 5 ms batch kernels (one kernel waited 
         # client, 11-17), slips at most 5 % (0-6 seen: the client's thread kept off its CPU for more than a
         # tick between two kernels, as above), and the longest within two batch kernels and 6 ms (7-11 ms
         # seen).
-        s2=$(field slipped <(echo "$tl")) l2=$(field late <(echo "$tl"))
         if ran && few 5 "$s2" "$tl" && few 2.5 "$l2" "$tl" && within 0 16000 "$mx"; then
                 ok "a high client beside 5 ms batch kernels, request by request: $s2 slipped, $l2 started late, the longest $mx us (<= 16000): $tl"
         else
-                not_ok "a high client beside 5 ms batch kernels, request by request: ${s2:-?} slipped (want <= 5 %), ${l2:-?} started late (want <= 2.5 %), the longest ${mx:-none} us (want <= 16000): $tl"
+                not_ok "a high client beside 5 ms batch kernels, request by request: ${s2:-?} slipped (want <= 5 %), ${l2:-?} started late (want <= 2.5 %), the longest ${mx:-none} us (want <= 16000): $tl$PROBE_TAIL_WHY"
         fi
 fi
 
