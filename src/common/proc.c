@@ -2,9 +2,11 @@
 #include "common/proc.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -16,6 +18,30 @@
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+
+ssize_t gs_write_child_input(int fd, const void *buf, size_t len)
+{
+        sigset_t pipe_only, old, pending;
+        sigemptyset(&pipe_only);
+        sigaddset(&pipe_only, SIGPIPE);
+        sigemptyset(&pending);
+        pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+        sigpending(&pending);
+        bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+        ssize_t n;
+        do
+                n = write(fd, buf, len);
+        while (n < 0 && errno == EINTR);
+        int saved = errno;
+        if (n < 0 && saved == EPIPE && !was_pending) {
+                static const struct timespec now = {0, 0};
+                while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR)
+                        ;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        errno = saved;
+        return n;
+}
 
 long long gs_now_ms(void)
 {

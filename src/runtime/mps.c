@@ -431,12 +431,10 @@ static int run_control(const struct mps_exec *x, const struct gs_mps_gpu *m, con
         close(gs_steal_fd(&out_w));
         close(gs_steal_fd(&in_r));
         if (in_w >= 0) {
-                /* A few short lines: they fit the pipe's buffer, the write cannot block. */
-                size_t len = strlen(input);
-                ssize_t n;
-                do
-                        n = write(in_w, input, len);
-                while (n < 0 && errno == EINTR);
+                /* A few short lines: they fit the pipe's buffer, the write cannot block. A child
+                 * that exited first (no daemon to talk to) makes it EPIPE: its exit status says
+                 * why, below. */
+                (void)gs_write_child_input(in_w, input, strlen(input));
                 close(gs_steal_fd(&in_w));
         }
         fcntl(out_r, F_SETFL, O_NONBLOCK);
