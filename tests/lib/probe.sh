@@ -131,3 +131,50 @@ probe_tail_try() {
                 return 1
         done
 }
+
+# probe_steal_now: the machine's stolen and total CPU time so far ("STOLEN TOTAL", /proc/stat's cpu
+# line in clock ticks); probe_steal_since "STOLEN TOTAL": the share of the machine's CPU time the
+# hypervisor took since then (0 where the kernel keeps no steal)
+probe_steal_now() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $9 + 0, t; exit }' /proc/stat; }
+probe_steal_since() {
+        local now; now=$(probe_steal_now)
+        awk -v a="$1" -v b="$now" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]
+                printf "%.4f\n", (t > 0 ? (y[1] - x[1]) / t : 0) }'
+}
+
+# probe_case_try DESC FN: a whole case of a timing script (FN: a shell function that prints its
+# checks, ok and not_ok), run in a subshell of its own with the steal over it measured here, from
+# /proc/stat (every process of the case at once). A case with a failed check over which the
+# hypervisor took more than PROBE_STEAL_TAIL_MAX of the machine's CPUs prints "retry - DESC: ..."
+# with its first failed check and runs again, PROBE_TRIES runs in all; otherwise (or at the last
+# run) its lines are printed and counted as they came, and a failure still disturbed says so in a
+# "# ..." line. Each run gets simulated GPUs and arbiter directories of its own (`n` from a base of
+# its own: sim_slices.sh's `fresh`). Under GS_STOP_AT_CHECK (the mutation check) FN runs once, in
+# this shell.
+probe_case_try() {
+        local desc=$1 fn=$2 try before out st c
+        if [ -n "${GS_STOP_AT_CHECK:-}" ]; then "$fn"; return; fi
+        for ((try = 1; ; try++)); do
+                PROBE_CASE_SEQ=$((${PROBE_CASE_SEQ:-0} + 1))
+                before=$(probe_steal_now)
+                out=$( (n=$((PROBE_CASE_SEQ * 1000)) nok=0 nfail=0 nskip=0; "$fn"; echo "# case counts $nok $nfail $nskip") 2>&1)
+                st=$(probe_steal_since "$before")
+                c=$(sed -n 's/^# case counts //p' <<<"$out" | tail -1)
+                set -- $c
+                if [ "${2:-1}" -gt 0 ] && awk -v s="$st" -v m="$PROBE_STEAL_TAIL_MAX" 'BEGIN { exit !(s > m) }' &&
+                        [ "$try" -lt "$PROBE_TRIES" ]; then
+                        echo "retry - $desc: too disturbed to judge a tail: the hypervisor took $st of the machine's CPUs (> $PROBE_STEAL_TAIL_MAX; run $try of $PROBE_TRIES: $(grep -m1 '^not ok - ' <<<"$out" | cut -c1-200))"
+                        continue
+                fi
+                grep -v '^# case counts ' <<<"$out"
+                if [ -z "$c" ]; then # (the case ended its shell: a broken case, never a pass)
+                        not_ok "$desc: the case ended before its last check"
+                        return 1
+                fi
+                nok=$((nok + $1)) nfail=$((nfail + $2)) nskip=$((nskip + $3))
+                [ "$2" -gt 0 ] && awk -v s="$st" -v m="$PROBE_STEAL_TAIL_MAX" 'BEGIN { exit !(s > m) }' &&
+                        echo "# $desc: failed in each of $try runs, the hypervisor taking $st of the machine's CPUs in the last (> $PROBE_STEAL_TAIL_MAX)"
+                [ "$2" -eq 0 ]
+                return
+        done
+}

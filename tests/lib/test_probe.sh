@@ -97,6 +97,39 @@ tries=0; tail_of none_fails "$TMP/run"
 ! grep -q "^retry" "$TMP/tail.out" && [ "$(cat "$TMP/tries")" = 1 ] &&
         ok "a failed tail run that reported nothing is no disturbance to retry" || { not_ok "an empty tail report retried"; sed 's/^/    # /' "$TMP/tail.out"; }
 
+# A whole case (probe_case_try), the steal over it measured from /proc/stat (here a made-up
+# counter: probe_steal_now redefined; each run of the case advances it by 1000 ticks, STOLEN of
+# them stolen). A case with a failed check and steal 0.041 runs three times, two retry lines, and
+# its last run's lines are counted; without steal it fails at once; a calm repeat passes; a case
+# that ends its shell is a failure; each run's simulated GPUs are its own (`n`).
+probe_steal_now() { cat "$TMP/ticks"; }
+advance() { read -r s t <"$TMP/ticks"; echo "$((s + $1)) $((t + 1000))" >"$TMP/ticks"; }
+whole_of() { echo "0 0" >"$TMP/ticks"; ( . "$SRC/tests/lib/check.sh"; probe_case_try "the case" "$@"; echo "status $? counts $nok $nfail" ) >"$TMP/whole.out" 2>&1; }
+# (each run is a subshell: the count of runs is kept in a file)
+run_no() { runs=$(($(cat "$TMP/runs" 2>/dev/null || echo 0) + 1)); echo "$runs" >"$TMP/runs"; }
+stolen_case() { run_no; echo "n $n" >>"$TMP/ns"; advance 41; ok "first check"; not_ok "the tail"; }
+rm -f "$TMP/ns" "$TMP/runs"; whole_of stolen_case
+[ "$(grep -c '^retry - the case: too disturbed to judge a tail: the hypervisor took 0.0410 .*run [12] of 3: not ok - the tail)' "$TMP/whole.out")" = 2 ] &&
+        [ "$(cat "$TMP/runs")" = 3 ] && grep -qx "status 1 counts 1 1" "$TMP/whole.out" &&
+        grep -q "^# the case: failed in each of 3 runs, the hypervisor taking 0.0410" "$TMP/whole.out" &&
+        [ "$(sort -u "$TMP/ns" | wc -l)" = 3 ] &&
+        ok "a case failing with steal 0.041 in each run: two retry lines, three runs on GPUs of their own, the last counted (1 ok, 1 not ok), the steal named" ||
+        { not_ok "a case failing with steal"; sed 's/^/    # /' "$TMP/whole.out" "$TMP/ns"; }
+calm_case() { run_no; advance 1; not_ok "the tail"; }
+rm -f "$TMP/runs"; whole_of calm_case
+! grep -q "^retry" "$TMP/whole.out" && [ "$(cat "$TMP/runs")" = 1 ] && grep -qx "status 1 counts 0 1" "$TMP/whole.out" &&
+        ok "a case failing with steal 0.001: failed at once, no retry" || { not_ok "a calm failing case"; sed 's/^/    # /' "$TMP/whole.out"; }
+calm_repeat() { run_no
+        if [ "$runs" = 1 ]; then advance 41; not_ok "the tail"; else advance 0; ok "the tail"; fi; }
+rm -f "$TMP/runs"; whole_of calm_repeat
+[ "$(grep -c '^retry - ' "$TMP/whole.out")" = 1 ] && grep -qx "ok - the tail" "$TMP/whole.out" && ! grep -q "^not ok" "$TMP/whole.out" &&
+        grep -qx "status 0 counts 1 0" "$TMP/whole.out" &&
+        ok "a case failed with steal, passed on its calm repeat: ok, the failed run not counted" || { not_ok "a repeated case"; sed 's/^/    # /' "$TMP/whole.out"; }
+ends_shell() { ok "first"; exit 0; }
+whole_of ends_shell
+grep -q "^not ok - the case: the case ended before its last check" "$TMP/whole.out" && grep -qx "status 1 counts 0 1" "$TMP/whole.out" &&
+        ok "a case that ends its shell is a failure, never a pass" || { not_ok "a case ending its shell"; sed 's/^/    # /' "$TMP/whole.out"; }
+
 # The probe pinned to one CPU with a thread of its own spinning there the whole run (quiet mode:
 # its launching thread busy between launches, always runnable): that thread waits for the CPU about
 # half the run (thread_wait), for its own process's spinner (others: its CPU time); cpu_wait, what
