@@ -2,11 +2,11 @@
 #include "common/proc.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
