@@ -5,7 +5,8 @@
 # counts whole tests meson reports SKIP (exit 77) and, inside the tests that ran, every skipped
 # check: the "skip - " lines of tests/lib/check.sh and of the cmocka tests (tests/unit/skips.h),
 # and the "SKIP " lines of the GPU-host run (tests/gpu/run.sh). Each build's tests are also totalled
-# per layer (unit, integration, GPU host), and every skip is listed with its reason. A test run
+# per layer (unit, integration, GPU host), and every skip is listed with its reason, every timing
+# case run again after a disturbed failure with its "retry - " line (RETRIED). A test run
 # that executed no test, or a whole run that passed nothing, is a failure.
 # The sanitizer build runs the timing tests on the simulated GPU (vgpu_compute, vgpu_turns,
 # vgpu_liar, vgpu_latency_*, gpu_latency_script) reduced: meson.build passes b_sanitize to them
@@ -18,7 +19,7 @@ set -uo pipefail
 BUILD=${1:-build} BUILD_ASAN=${2:-build-asan} BUILD_FUZZ=${3:-build-fuzz} FUZZ_SECONDS=${4:-10}
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
-failures=() skips=()
+failures=() skips=() retries=()
 
 # meson_tests LOG: one line per test of meson's testlog.json, tab-separated: layer (meson's suite
 # "unit" -> unit, "gpu" -> gpu host, any other -> integration), state (pass, fail, skip), name,
@@ -61,6 +62,12 @@ count_meson() { # build dir, label
                 p=$((p + lpl)); f=$((f + lfl)); s=$((s + lstl + lscl))
         done
         passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+        # (a timing case run again because the machine disturbed a failed run: its "retry - " line,
+        # tests/lib/probe.sh; listed at the end, so that a repeat is never silent)
+        while IFS=$'\t' read -r name line; do
+                retries+=("$2: $name: $line")
+        done < <(jq -r '(.name | sub("^[^/]*/ "; "")) as $n | (.stdout // "") | split("\n")[]
+                        | select(startswith("retry - ")) | [$n, .] | @tsv' "$log")
         if [ "$p" -eq 0 ]; then failed=$((failed + 1)); failures+=("$2: no test passed: this run tested nothing"); fi
 }
 
@@ -173,6 +180,7 @@ if [ -z "${FUZZ_ONLY:-}" ]; then
 fi
 
 echo
+for r in "${retries[@]+"${retries[@]}"}"; do echo "RETRIED ($r)"; done
 for s in "${skips[@]+"${skips[@]}"}"; do echo "SKIPPED ($s)"; done
 for f in "${failures[@]+"${failures[@]}"}"; do echo "FAILED: $f"; done
 if [ "$passed" -eq 0 ]; then failed=$((failed + 1)); echo "FAILED: nothing passed: this run tested nothing"; fi
