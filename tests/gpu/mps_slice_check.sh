@@ -75,4 +75,28 @@ x "$R/client.bin" sms >"$R/f.out" 2>&1; cat "$R/f.out"
 check "after the restart: through MPS again (38)" grep -q "sms=38 " "$R/f.out"
 "$GS" metrics --once --no-nvml --no-hami --window 0.2 --config "$R/auto.toml" 2>/dev/null | grep '^gpuslice_mps_' | tee "$R/m2.txt"
 check "metric: one fault, one restart, not poisoned" grep -q '^gpuslice_mps_daemon_restarts_total{UUID="'"$UUID"'"} 1$' "$R/m2.txt"
+# The daemon killed with -9, three times: the supervisor starts a new one each time and lives on.
+# (Its queries meanwhile find no daemon. On the simulated daemon, a control binary that exited
+# before reading its command once ended the supervisor with SIGPIPE, without a word.)
+# What the real control binary does without a daemon, for the record:
+rc=0
+echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$R/none nvidia-cuda-mps-control >"$R/nodaemon.out" 2>&1 || rc=$?
+echo "control without a daemon: exit $rc: $(head -2 "$R/nodaemon.out" | tr '\n' ' ')"
+again=0
+for _ in 1 2 3; do
+        Dk=$(cat "$P/nvidia-cuda-mps-control.pid" 2>/dev/null)
+        [ -n "$Dk" ] && kill -9 "$Dk"
+        Dn=
+        for _ in $(seq 100); do
+                Dn=$(cat "$P/nvidia-cuda-mps-control.pid" 2>/dev/null)
+                [ -n "$Dn" ] && [ "$Dn" != "$Dk" ] && kill -0 "$Dn" 2>/dev/null && break
+                Dn=; sleep 0.1
+        done
+        echo "daemon $Dk killed: ${Dn:-none} started"
+        [ -n "$Dn" ] && again=$((again + 1))
+done
+check "a daemon killed with -9 three times is started again each time ($again of 3)" test "$again" = 3
+check "... and the supervisor lives on" kill -0 "$sup"
+x "$R/client.bin" sms >"$R/g.out" 2>&1; cat "$R/g.out"
+check "... and new slices go through MPS (38)" grep -q "sms=38 " "$R/g.out"
 finish
