@@ -972,8 +972,27 @@ if [ "$LANES" -gt 1 ]; then
         echo "# the ${#par[@]} that may run beside others done, two at a time ($((SECONDS - t0)) s so far); now one at a time: ${ser[*]:-none}"
         MUTATIONS=("${ser[@]}")
 fi
+# A timing mutation that survived runs again, MUTATION_TIMING_TRIES runs in all (default 3): a
+# timing test compares a slice with a run measured beside it (no slicing, alone), and a machine
+# that disturbed that baseline once hides the mutation once (CI: sidebysidetwo survived when the
+# unsliced clients' p95 came out 2.7 x its usual, 3.7 ms). A "# NAME: survived run N" line says
+# so before each repeat; it survives only if it survives every run. A mutation with no timing
+# test runs once (its tests measure nothing).
+TIMING_TRIES=${MUTATION_TIMING_TRIES:-3}
 for m in "${MUTATIONS[@]}"; do
-        mutate "$m"; count $?
+        s=""
+        for t in ${TESTS[$m]}; do [ -n "${SERIAL_TEST[$t]:-}" ] && s=1; done
+        for ((try = 1; ; try++)); do
+                out=$(mutate "$m"); rc=$?
+                if [ "$rc" -eq 1 ] && [ -n "$s" ] && [ "$try" -lt "$TIMING_TRIES" ]; then
+                        echo "# $m: survived run $try of $TIMING_TRIES ($(sed 's/SURVIVED/survived/g' <<<"${out#*: }")): running it again"
+                        continue
+                fi
+                [ "$try" -gt 1 ] && [ "$rc" -eq 0 ] && out="$out (on run $try of $TIMING_TRIES)"
+                echo "$out"
+                break
+        done
+        count $rc
 done
 
 notrun=""
