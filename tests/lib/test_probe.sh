@@ -75,17 +75,23 @@ case_of passes "$TMP/run"
 # lines; a failed run that reported nothing is no disturbance.
 report "$TMP/stolen" 0.0000 0.0410 0.9000
 report "$TMP/calm" 0.0000 0.0012 0.9000
-tail_of() { ( . "$SRC/tests/lib/check.sh"; probe_tail_try "the tail" "$@" && echo "status 0" || echo "status 1 why=$PROBE_TAIL_WHY" ) >"$TMP/tail.out" 2>&1; }
+tail_of() { ( . "$SRC/tests/lib/check.sh"; probe_tail_try "the tail" "$@" && echo "status 0" || { echo "status 1 why=$PROBE_TAIL_WHY"; tail_not_ok "the check"; } ) >"$TMP/tail.out" 2>&1; }
 stolen_fails() { tries=$((tries + 1)); echo "$tries" >"$TMP/tries"; cp "$TMP/stolen" "$TMP/run"; return 1; }
 tries=0; tail_of stolen_fails "$TMP/run"
 [ "$(grep -c '^retry - the tail: too disturbed to judge a tail: the hypervisor took CPUs (run: steal 0.0410 > 0.002) (run [12] of 3 failed)' "$TMP/tail.out")" = 2 ] &&
-        [ "$(cat "$TMP/tries")" = 3 ] && grep -q "^status 1 why= (too disturbed to judge a tail: .*steal 0.0410.*, in each of 3 runs)" "$TMP/tail.out" &&
-        ok "a tail case failing with steal 0.041 in each run: two retry lines, three runs, the disturbance named" ||
+        [ "$(cat "$TMP/tries")" = 3 ] && grep -q "^status 1 why=not judged: too disturbed to judge a tail: .*steal 0.0410.*, in each of 3 runs" "$TMP/tail.out" &&
+        grep -q "^skip - the check (not judged: too disturbed to judge a tail: .*steal 0.0410.*, in each of 3 runs)" "$TMP/tail.out" && ! grep -q "^not ok" "$TMP/tail.out" &&
+        ok "a tail case failing with steal 0.041 in each run: two retry lines, three runs, its failed check skipped as not judged, naming the steal" ||
         { not_ok "a tail case failing with steal"; sed 's/^/    # /' "$TMP/tail.out"; }
+tries=0; GS_STOP_AT_CHECK="the check" tail_of stolen_fails "$TMP/run"
+grep -q "^not ok - the check" "$TMP/tail.out" && ! grep -q "^skip" "$TMP/tail.out" &&
+        ok "under the mutation check a tail check that failed with steal in each run is not ok (it failed)" ||
+        { not_ok "a disturbed tail check under GS_STOP_AT_CHECK"; sed 's/^/    # /' "$TMP/tail.out"; }
 calm_fails() { tries=$((tries + 1)); echo "$tries" >"$TMP/tries"; cp "$TMP/calm" "$TMP/run"; return 1; }
 tries=0; tail_of calm_fails "$TMP/run"
 ! grep -q "^retry" "$TMP/tail.out" && [ "$(cat "$TMP/tries")" = 1 ] && grep -qx "status 1 why=" "$TMP/tail.out" &&
-        ok "a tail case failing with steal 0.0012 (<= $PROBE_STEAL_TAIL_MAX): failed at once, no retry" ||
+        grep -qx "not ok - the check" "$TMP/tail.out" &&
+        ok "a tail case failing with steal 0.0012 (<= $PROBE_STEAL_TAIL_MAX): failed at once, no retry, not ok" ||
         { not_ok "a calm failing tail case"; sed 's/^/    # /' "$TMP/tail.out"; }
 stolen_then_calm() { tries=$((tries + 1)); echo "$tries" >"$TMP/tries"
         [ "$tries" = 1 ] && { cp "$TMP/stolen" "$TMP/run"; return 1; }; cp "$TMP/calm" "$TMP/run"; }
@@ -104,30 +110,31 @@ tries=0; tail_of none_fails "$TMP/run"
 # that ends its shell is a failure; each run's simulated GPUs are its own (`n`).
 probe_steal_now() { cat "$TMP/ticks"; }
 advance() { read -r s t <"$TMP/ticks"; echo "$((s + $1)) $((t + 1000))" >"$TMP/ticks"; }
-whole_of() { echo "0 0" >"$TMP/ticks"; ( . "$SRC/tests/lib/check.sh"; probe_case_try "the case" "$@"; echo "status $? counts $nok $nfail" ) >"$TMP/whole.out" 2>&1; }
+whole_of() { echo "0 0" >"$TMP/ticks"; ( . "$SRC/tests/lib/check.sh"; probe_case_try "the case" "$@"; echo "status $? counts $nok $nfail $nskip" ) >"$TMP/whole.out" 2>&1; }
 # (each run is a subshell: the count of runs is kept in a file)
 run_no() { runs=$(($(cat "$TMP/runs" 2>/dev/null || echo 0) + 1)); echo "$runs" >"$TMP/runs"; }
 stolen_case() { run_no; echo "n $n" >>"$TMP/ns"; advance 41; ok "first check"; not_ok "the tail"; }
 rm -f "$TMP/ns" "$TMP/runs"; whole_of stolen_case
 [ "$(grep -c '^retry - the case: too disturbed to judge a tail: the hypervisor took 0.0410 .*run [12] of 3: not ok - the tail)' "$TMP/whole.out")" = 2 ] &&
-        [ "$(cat "$TMP/runs")" = 3 ] && grep -qx "status 1 counts 1 1" "$TMP/whole.out" &&
-        grep -q "^# the case: failed in each of 3 runs, the hypervisor taking 0.0410" "$TMP/whole.out" &&
+        [ "$(cat "$TMP/runs")" = 3 ] && grep -qx "status 0 counts 1 0 1" "$TMP/whole.out" &&
+        grep -q "^skip - the tail (not judged: the hypervisor took 0.0410 .*in each of 3 runs)" "$TMP/whole.out" &&
+        grep -qx "ok - first check" "$TMP/whole.out" && ! grep -q "^not ok" "$TMP/whole.out" &&
         [ "$(sort -u "$TMP/ns" | wc -l)" = 3 ] &&
-        ok "a case failing with steal 0.041 in each run: two retry lines, three runs on GPUs of their own, the last counted (1 ok, 1 not ok), the steal named" ||
+        ok "a case failing with steal 0.041 in each run: two retry lines, three runs on GPUs of their own, the last counted (1 ok, its failed check skipped as not judged, naming the steal)" ||
         { not_ok "a case failing with steal"; sed 's/^/    # /' "$TMP/whole.out" "$TMP/ns"; }
 calm_case() { run_no; advance 1; not_ok "the tail"; }
 rm -f "$TMP/runs"; whole_of calm_case
-! grep -q "^retry" "$TMP/whole.out" && [ "$(cat "$TMP/runs")" = 1 ] && grep -qx "status 1 counts 0 1" "$TMP/whole.out" &&
+! grep -q "^retry" "$TMP/whole.out" && [ "$(cat "$TMP/runs")" = 1 ] && grep -qx "status 1 counts 0 1 0" "$TMP/whole.out" &&
         ok "a case failing with steal 0.001: failed at once, no retry" || { not_ok "a calm failing case"; sed 's/^/    # /' "$TMP/whole.out"; }
 calm_repeat() { run_no
         if [ "$runs" = 1 ]; then advance 41; not_ok "the tail"; else advance 0; ok "the tail"; fi; }
 rm -f "$TMP/runs"; whole_of calm_repeat
 [ "$(grep -c '^retry - ' "$TMP/whole.out")" = 1 ] && grep -qx "ok - the tail" "$TMP/whole.out" && ! grep -q "^not ok" "$TMP/whole.out" &&
-        grep -qx "status 0 counts 1 0" "$TMP/whole.out" &&
+        grep -qx "status 0 counts 1 0 0" "$TMP/whole.out" &&
         ok "a case failed with steal, passed on its calm repeat: ok, the failed run not counted" || { not_ok "a repeated case"; sed 's/^/    # /' "$TMP/whole.out"; }
 ends_shell() { ok "first"; exit 0; }
 whole_of ends_shell
-grep -q "^not ok - the case: the case ended before its last check" "$TMP/whole.out" && grep -qx "status 1 counts 0 1" "$TMP/whole.out" &&
+grep -q "^not ok - the case: the case ended before its last check" "$TMP/whole.out" && grep -qx "status 1 counts 0 1 0" "$TMP/whole.out" &&
         ok "a case that ends its shell is a failure, never a pass" || { not_ok "a case ending its shell"; sed 's/^/    # /' "$TMP/whole.out"; }
 
 # The probe pinned to one CPU with a thread of its own spinning there the whole run (quiet mode:

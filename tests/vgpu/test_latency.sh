@@ -22,7 +22,8 @@
 # (a judgement of turns' lengths against shares: the slower probes change what it judges).
 # A case that failed while the hypervisor took CPUs (steal over 0.002 of the machine's: no
 # thread's CPU waits show it, and a thread stopped mid-request holds its turn through the pause)
-# runs again, three runs at most, after a "retry - " line (tests/lib/probe.sh, probe_case_try).
+# runs again, three runs at most, after a "retry - " line (tests/lib/probe.sh, probe_case_try);
+# failed with steal in every run, its failed checks are "skip - ... (not judged: ...)" lines.
 set -uo pipefail
 SRC=${GS_SOURCE_DIR:?} BUILD=${GS_BUILD_DIR:?}
 unset LD_LIBRARY_PATH LD_PRELOAD
