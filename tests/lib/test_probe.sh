@@ -53,6 +53,18 @@ case_of hogged "$TMP/run"
         grep -q "^not ok - the case: fraction 0.2000 (too disturbed to judge: run: off its CPU 0.600.*in each of 3 runs)" "$TMP/case.out" &&
         ok "a failing case too disturbed to judge: two retry lines, three runs, then not ok naming the disturbance" ||
         { not_ok "a disturbed failing case"; sed 's/^/    # /' "$TMP/case.out"; }
+report "$TMP/stolen1" 0.0100 0.0410 0.9000
+stolenfail() { fails_on "$TMP/stolen1"; }
+tries=0; ( . "$SRC/tests/lib/check.sh"; PROBE_CASE_TAIL=1 probe_case "the case" stolenfail "$TMP/run"; echo "status $? skipped $nskip failed $nfail" ) >"$TMP/case.out" 2>&1
+[ "$(grep -c '^retry - the case: too disturbed to judge a tail' "$TMP/case.out")" = 2 ] && [ "$(cat "$TMP/tries")" = 3 ] &&
+        grep -q "^skip - the case: fraction 0.9000 (not judged: too disturbed to judge a tail: .*steal 0.0410.*in each of 3 runs)" "$TMP/case.out" &&
+        grep -qx "status 0 skipped 1 failed 0" "$TMP/case.out" &&
+        ok "a tail case (PROBE_CASE_TAIL) failing with steal 0.041 in each run: two retries, then skipped as not judged" ||
+        { not_ok "a tail case of probe_case with steal"; sed 's/^/    # /' "$TMP/case.out"; }
+tries=0; ( . "$SRC/tests/lib/check.sh"; probe_case "the case" stolenfail "$TMP/run"; echo "status $?" ) >"$TMP/case.out" 2>&1
+! grep -q "^retry" "$TMP/case.out" && grep -q "^not ok - the case" "$TMP/case.out" &&
+        ok "... the same run of a lower bound's case (no PROBE_CASE_TAIL): steal 0.041 under the 0.15 allowance, a failure" ||
+        { not_ok "a lower bound's case with steal 0.041"; sed 's/^/    # /' "$TMP/case.out"; }
 quietfail() { fails_on "$TMP/quiet"; }
 case_of quietfail "$TMP/run"
 [ $? = 1 ] && ! grep -q "^retry" "$TMP/case.out" && [ "$(cat "$TMP/tries")" = 1 ] &&
