@@ -168,9 +168,10 @@ probe_steal_since() {
 # hypervisor took more than PROBE_STEAL_TAIL_MAX of the machine's CPUs prints "retry - DESC: ..."
 # with its first failed check and runs again, PROBE_TRIES runs in all; otherwise (or at the last
 # run) its lines are printed and counted as they came, except that where every run failed with
-# steal in it the failed checks were not judged: "skip - ... (not judged: ...)" lines. Each run gets simulated GPUs and arbiter directories of its own (`n` from a base of
-# its own: sim_slices.sh's `fresh`). Under GS_STOP_AT_CHECK (the mutation check) FN runs once, in
-# this shell.
+# steal in it the failed checks were not judged: "skip - ... (not judged: ...)" lines. Each run
+# gets simulated GPUs and arbiter directories of its own (`n` from a base of its own:
+# sim_slices.sh's `fresh`). Under GS_STOP_AT_CHECK (the mutation check) FN runs once, in this
+# shell.
 probe_case_try() {
         local desc=$1 fn=$2 try before out st c
         if [ -n "${GS_STOP_AT_CHECK:-}" ]; then "$fn"; return; fi
