@@ -111,6 +111,9 @@ probe_case() {
         done
 }
 
+# probe_over_tail STEAL: true when STEAL (a share of the machine's CPUs) is over PROBE_STEAL_TAIL_MAX
+probe_over_tail() { [ -n "$1" ] && awk -v s="$1" -v m="$PROBE_STEAL_TAIL_MAX" 'BEGIN { exit !(s > m) }'; }
+
 # probe_stolen FILE...: true (and what disturbed it on stdout) when the hypervisor took more than
 # PROBE_STEAL_TAIL_MAX of the machine's CPUs during one of the FILEs' runs: too disturbed to judge a
 # tail (a file without a report is no disturbance: a run that reported nothing fails)
@@ -118,7 +121,7 @@ probe_stolen() {
         local f s why=
         for f in "$@"; do
                 s=$(probe_field steal "$f")
-                [ -n "$s" ] && awk -v s="$s" -v m="$PROBE_STEAL_TAIL_MAX" 'BEGIN { exit !(s > m) }' || continue
+                probe_over_tail "$s" || continue
                 why+="${why:+; }$(basename "$f"): steal $s"
         done
         [ -n "$why" ] && echo "too disturbed to judge a tail: the hypervisor took CPUs ($why > $PROBE_STEAL_TAIL_MAX)"
@@ -173,7 +176,7 @@ probe_steal_since() {
 # sim_slices.sh's `fresh`). Under GS_STOP_AT_CHECK (the mutation check) FN runs once, in this
 # shell.
 probe_case_try() {
-        local desc=$1 fn=$2 try before out st c
+        local desc=$1 fn=$2 try before out st c stolen
         if [ -n "${GS_STOP_AT_CHECK:-}" ]; then "$fn"; return; fi
         for ((try = 1; ; try++)); do
                 PROBE_CASE_SEQ=$((${PROBE_CASE_SEQ:-0} + 1))
@@ -182,8 +185,9 @@ probe_case_try() {
                 st=$(probe_steal_since "$before")
                 c=$(sed -n 's/^# case counts //p' <<<"$out" | tail -1)
                 set -- $c
-                if [ "${2:-1}" -gt 0 ] && awk -v s="$st" -v m="$PROBE_STEAL_TAIL_MAX" 'BEGIN { exit !(s > m) }' &&
-                        [ "$try" -lt "$PROBE_TRIES" ]; then
+                stolen=
+                probe_over_tail "$st" && stolen=1
+                if [ "${2:-1}" -gt 0 ] && [ -n "$stolen" ] && [ "$try" -lt "$PROBE_TRIES" ]; then
                         echo "retry - $desc: too disturbed to judge a tail: the hypervisor took $st of the machine's CPUs (> $PROBE_STEAL_TAIL_MAX; run $try of $PROBE_TRIES: $(grep -m1 '^not ok - ' <<<"$out" | cut -c1-200))"
                         continue
                 fi
@@ -192,7 +196,7 @@ probe_case_try() {
                         not_ok "$desc: the case ended before its last check"
                         return 1
                 fi
-                if [ "$2" -gt 0 ] && awk -v s="$st" -v m="$PROBE_STEAL_TAIL_MAX" 'BEGIN { exit !(s > m) }'; then
+                if [ "$2" -gt 0 ] && [ -n "$stolen" ]; then
                         local why="not judged: the hypervisor took $st of the machine's CPUs (> $PROBE_STEAL_TAIL_MAX), a failure with steal in each of $try runs"
                         grep -v '^# case counts ' <<<"$out" | sed "s|^not ok - \(.*\)\$|skip - \1 ($why)|"
                         nok=$((nok + $1)) nskip=$((nskip + $3 + $2))

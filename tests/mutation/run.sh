@@ -818,10 +818,11 @@ mapfile -t all_tests < <(printf '%s\n' "${all_tests[@]}" | sort -u)
 declare -A SERIAL_TEST
 while IFS= read -r t; do SERIAL_TEST[$t]=1; done < <(meson introspect "$BUILD" --tests | jq -r '.[] | select(.is_parallel | not) | .name')
 par=() ser=() par_tests=()
+declare -A TIMING # (the mutations with a timing test: ser)
 for m in "${MUTATIONS[@]}"; do
         s=""
         for t in ${TESTS[$m]}; do [ -n "${SERIAL_TEST[$t]:-}" ] && s=1; done
-        if [ -n "$s" ]; then ser+=("$m"); else par+=("$m"); for t in ${TESTS[$m]}; do par_tests+=("$t"); done; fi
+        if [ -n "$s" ]; then ser+=("$m"); TIMING[$m]=1; else par+=("$m"); for t in ${TESTS[$m]}; do par_tests+=("$t"); done; fi
 done
 LANES=${MUTATION_LANES:-2}
 [ "${#par[@]}" -ge 2 ] || LANES=1
@@ -980,11 +981,9 @@ fi
 # test runs once (its tests measure nothing).
 TIMING_TRIES=${MUTATION_TIMING_TRIES:-3}
 for m in "${MUTATIONS[@]}"; do
-        s=""
-        for t in ${TESTS[$m]}; do [ -n "${SERIAL_TEST[$t]:-}" ] && s=1; done
         for ((try = 1; ; try++)); do
                 out=$(mutate "$m"); rc=$?
-                if [ "$rc" -eq 1 ] && [ -n "$s" ] && [ "$try" -lt "$TIMING_TRIES" ]; then
+                if [ "$rc" -eq 1 ] && [ -n "${TIMING[$m]:-}" ] && [ "$try" -lt "$TIMING_TRIES" ]; then
                         echo "# $m: survived run $try of $TIMING_TRIES ($(sed 's/SURVIVED/survived/g' <<<"${out#*: }")): running it again"
                         continue
                 fi
