@@ -326,6 +326,7 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                 p->state = r.state;
                 p->alive_ns = r.alive_ns;
                 p->got_ns = r.got_ns;
+                p->ask_ns = r.ask_ns;
                 p->flags = r.flags;
                 believe(p, &r);
                 if (r.state == GS_ARB_FREE || r.until <= now)
@@ -1188,6 +1189,30 @@ int gs_arb_wait_turn(struct gs_arb *a, uint64_t ns)
         return rc;
 }
 
+/* Has a slice of a higher class than ours (one that may cut our turn) asked for the GPU
+ * GS_ARB_ASK_NS ago or less ("Asks", arbiter.h)? Its record read again now, after the look the
+ * caller just took, and ours last: the least time between the read and our launch (a take or an
+ * ask published after it is a race we lose by a kernel). An ask from the future (a clock we do
+ * not share, or a writer's lie) is no ask: only a class that may cut our turn anyway is heeded,
+ * and for GS_ARB_ASK_NS at most. */
+static bool higher_asks(struct gs_arb *a)
+{
+        struct place mine = my_place(a);
+        for (unsigned i = 0; i < a->npeers; i++) {
+                struct gs_arb_peer *p = &a->peer[i];
+                struct place e = peer_place(p);
+                if (!p->valid || p->ignored || p->fd < 0 || peers(e, mine) || e.cls >= mine.cls)
+                        continue;
+                struct gs_arb_rec r;
+                if (pread(p->fd, &r, sizeof(r), 0) != (ssize_t)sizeof(r) || r.magic != GS_ARB_MAGIC)
+                        continue;
+                uint64_t now = gs_mono_ns();
+                if (r.ask_ns <= now && now - r.ask_ns <= GS_ARB_ASK_NS)
+                        return true;
+        }
+        return false;
+}
+
 bool gs_arb_poll(struct gs_arb *a, bool fresh)
 {
         if (a->me == NULL || atomic_load(&a->me->state) == GS_ARB_FREE)
@@ -1203,8 +1228,9 @@ bool gs_arb_poll(struct gs_arb *a, bool fresh)
                 if (why != KEEP)
                         yield(a, why);
         }
+        bool asked = fresh && atomic_load(&a->me->state) != GS_ARB_FREE && higher_asks(a);
         atomic_flag_clear(&a->busy);
-        return true;
+        return !asked;
 }
 
 /* The process ends: a turn it took goes back now, its demand with it. Kept, the lease (renewed a

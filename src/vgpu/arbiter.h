@@ -54,6 +54,16 @@
  * Two slices that take the GPU at the same instant see each other within a refresh, and the
  * later one (then the greater name) backs off, unless it cut the other's turn.
  *
+ * Asks: a launcher that does not hold the GPU notes its ask in its record (ask_ns) as it comes to
+ * the gate, before the look at the others' records that its take needs (20-40 us on the H200). A
+ * holder of a lower class about to launch a long kernel on a fresh look (gs_arb_poll) launches
+ * nothing while an ask of a higher class (one that may cut its turn) is GS_ARB_ASK_NS fresh: it
+ * looks again, and finds the take. Its look before the take was published had let a 1-2 ms batch
+ * kernel start ahead of the high client's first kernel at 3-9 % of its requests (coop and two,
+ * bench/RESULTS.md, twenty-second session). An ask stalls a holder for GS_ARB_ASK_NS at most
+ * (a launcher asks once a launch, not at each look while it waits), and only a class that may
+ * cut its turn anyway.
+ *
  * Side by side: a light slice (a request client well under its share: the limiter's judge, flag
  * bit 2 of its record) launches beside the turn of one other light share-mode slice of its class
  * without taking turns (arbiter.c, "Side by side").
@@ -68,7 +78,9 @@
  *      they can check it; bit 2: a light slice, which a light slice of its class may launch beside)
  *   (weight at 40 and prio at 56 are the slice's own view, for the observer: readers take both
  *   from its host record)
- *   64 got_ns (the GPU time the slice received, every process of it)   72..127 reserved (0)
+ *   64 got_ns (the GPU time the slice received, every process of it)
+ *   72 ask_ns (a launcher's ask for the GPU, before its take: "Asks" below; 0 in the record of an
+ *      interposer from before asks: no ask)   80..127 reserved (0)
  * A record of another version is no peer's (it takes no part in the turns).
  * The file of a slice without a name of its own ("x-<16 hex digits>", from its region) that has not
  * ticked for a minute is removed by the next reader allowed to (the slice, if it comes back, makes
@@ -108,7 +120,8 @@ struct gs_arb_rec {
         _Atomic uint32_t prio;
         _Atomic uint32_t flags;
         _Atomic uint64_t got_ns;
-        uint64_t reserved[7];
+        _Atomic uint64_t ask_ns;
+        uint64_t reserved[6];
 };
 _Static_assert(sizeof(struct gs_arb_rec) == 128, "arbiter record");
 
@@ -135,7 +148,7 @@ struct gs_arb_peer {
                                    * handed only to the kernel, never read here (a file its owner
                                    * truncates is EFAULT there, not SIGBUS): gs_arb_wait_turn */
         bool valid;               /* the last read gave a whole record of this version */
-        uint64_t want_ns, vtime, since, until, alive_ns, got_ns;
+        uint64_t want_ns, vtime, since, until, alive_ns, got_ns, ask_ns;
         uint32_t state, flags;    /* (as its record says: believed no further than arbiter.c says) */
         /* From its host record (read at each listing), never from its own: its weight (basis
          * points), class (GS_ARB_PRIO_*) and mode. Without a host record: the record's weight,
@@ -250,6 +263,19 @@ static inline bool gs_arb_may_launch(const struct gs_arb *a)
                atomic_load_explicit(&a->me->until, memory_order_relaxed);
 }
 
+#define GS_ARB_ASK_NS 200000ull /* an ask holds back the launches of a lower class this long at most
+                                * (a high client's take came 20-40 us after its ask on the H200,
+                                * 0.1 ms at the 99th percentile) */
+
+/* A launch of a slice that does not hold the GPU comes to the gate (its slow path, once a launch):
+ * ask for the GPU in our record before the look at the others' that a take needs ("Asks" above).
+ * One store. */
+static inline void gs_arb_ask(struct gs_arb *a, uint64_t now)
+{
+        if (a->me != NULL)
+                atomic_store(&a->me->ask_ns, now);
+}
+
 /* The launch path of a slice that does not hold the GPU: may it launch beside the turns of the
  * others (all light slices of its class: arbiter.c, "Side by side")? A load and, when it may, a
  * clock read (vDSO): the view it was judged on is good for GS_ARB_PASS_NS. */
@@ -292,7 +318,9 @@ void gs_arb_try_take(struct gs_arb *a);
  * another slice cut our turn (rather than at the ticker's next read); `fresh`: read the others'
  * records now, not only when the last read is GS_ARB_READ_WAIT_NS old (waiting out a refresh the
  * ticker is making). True when the view is that fresh (or we hold nothing); false when it could
- * not be had now (the caller must not launch on the old one: it looks again). */
+ * not be had now (the caller must not launch on the old one: it looks again), and, `fresh`, while
+ * a slice of a higher class asked for the GPU GS_ARB_ASK_NS ago or less ("Asks" above: the
+ * caller looks again after a nap). */
 bool gs_arb_poll(struct gs_arb *a, bool fresh);
 
 /* Another slice shares the GPU (it ticked within a second, wants or holds it): the launch path

@@ -618,7 +618,9 @@ static bool strict_busy(struct lim_dev *d)
 
 /* Beside a higher class, the last kernel of ours ended and the gate is open: launch on a fresh
  * look at the others' records, taken now, after that kernel ended (not a view the ticker was
- * making meanwhile: a cut in that gap would find our next kernel ahead of the cutter's). */
+ * making meanwhile: a cut in that gap would find our next kernel ahead of the cutter's), and
+ * not while a slice of a higher class has just asked for the GPU (its take is on its way:
+ * arbiter.h, "Asks"; the waiting launcher looks again after a nap). */
 static bool strict_go(struct lim_dev *d)
 {
         return gs_arb_poll(&d->arb, true) && !not_our_turn(d);
@@ -828,6 +830,10 @@ int gs_limiter_gate(CUstream stream)
         if (__builtin_expect(!over_budget(d) && !queue_full(d), 1) && (!beside_higher(d) || strict_go(d)))
                 return vis;
         uint64_t now = gs_mono_ns();
+        /* (first: a holder of a lower class, about to launch on a look from before our take,
+         * holds its launch back: arbiter.h, "Asks") */
+        if (!spent(d) && not_our_turn(d))
+                gs_arb_ask(&d->arb, now);
         note_pause(d, now); /* (the pause ended here, whatever we wait now) */
         /* A pause that ends here makes a slice light by its use and stretches light now, before
          * the take places it (arbiter.c, note_want: a light slice back from a pause of a second

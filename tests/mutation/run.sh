@@ -721,6 +721,12 @@ mutation aheadshared vgpu_turns src/vgpu/limiter.c \
         'if (0 && out != 0 && gs_arb_shared(&d->arb) && !gs_arb_among_light(&d->arb)) {' \
         "beside a slice of its class a batch keeps up to four kernels (or 4 ms of work) queued, not one behind the one running: a waking client's request waits for all of them" \
         "share 50/50, 2000 us batch kernels, request by request"
+# issue 32 (the high client's late batch kernels)
+mutation askheed unit_arbiter src/vgpu/arbiter.c \
+        'bool asked = fresh && atomic_load(&a->me->state) != GS_ARB_FREE && higher_asks(a);' \
+        'bool asked = false && fresh && atomic_load(&a->me->state) != GS_ARB_FREE && higher_asks(a);' \
+        "a holder of a lower class launches its next long kernel on a look from before a high slice's take, while that slice has just asked for the GPU: the kernel runs ahead of the high client's first" \
+        "test_higher_ask_holds_launch"
 SLOW=(prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
