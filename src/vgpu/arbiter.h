@@ -19,7 +19,9 @@
  *
  * Turns: a slice holds a lease on the GPU while others want it for up to a quantum; the next goes
  * to the wanting slice first in order: the higher priority class first, then the one that has
- * received the least GPU time per unit of share (weighted fair queuing, ties by name). A lower
+ * received the least GPU time per unit of share (weighted fair queuing, ties by name; a light
+ * slice that wakes goes also before a slice of its class that is not light and waits without
+ * holding the GPU: a batch that joined kept a request client behind a holder's quantum). A lower
  * class gets what the higher ones leave; a share-mode slice short of its share over a window
  * goes before every class (flag bit 1 below: "owed").
  * A holder stops launching at the end of its quantum, lets its queued work finish (the limiter

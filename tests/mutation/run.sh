@@ -727,6 +727,16 @@ mutation askheed unit_arbiter src/vgpu/arbiter.c \
         'bool asked = false && fresh && atomic_load(&a->me->state) != GS_ARB_FREE && higher_asks(a);' \
         "a holder of a lower class launches its next long kernel on a look from before a high slice's take, while that slice has just asked for the GPU: the kernel runs ahead of the high client's first" \
         "test_higher_ask_holds_launch"
+mutation turnwant vgpu_latency_capchurn src/vgpu/limiter.c \
+        '(atomic_load(&d->waiting_budget) == 0 || refilled(d));' \
+        '(atomic_load(&d->waiting) == 0 || refilled(d));' \
+        "a launcher that waits for a turn with less than a whole burst left is no demand to its ticker: the turn it takes goes straight back, every nap, and capped batches that come and go take each other for liars and keep less than their cap" \
+        "capped batches that come and go keep their cap"
+mutation lightpass unit_arbiter src/vgpu/arbiter.c \
+        '!(light && peers(mine, pp) && !(p->flags & GS_ARB_LIGHT) && !peer_holds(p, now)))' \
+        '!(0 && light && peers(mine, pp) && !(p->flags & GS_ARB_LIGHT) && !peer_holds(p, now)))' \
+        "a light slice that wakes waits in line behind a batch of its class that waits for the holder's turn (a new batch slice, less virtual time): its request waits for the holder's quantum" \
+        "test_light_passes_batch_in_line"
 SLOW=(prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
