@@ -484,7 +484,7 @@ static bool my_turn(const struct gs_arb *a, uint64_t now, bool waking)
                 const struct gs_arb_peer *p = &a->peer[i];
                 struct place pp = peer_place(p);
                 if (peer_wants(p, now) && ahead_of(pp, p->name, mine, a->name) && !may_cut_as_peer(mine, pp, waking) &&
-                    !(light && peers(mine, pp) && !(p->flags & GS_ARB_LIGHT) && !peer_holds(p, now)))
+                    !(light && pp.cls == mine.cls && !(p->flags & GS_ARB_LIGHT) && !peer_holds(p, now)))
                         return false;
         }
         return true;

@@ -733,7 +733,7 @@ mutation turnwant vgpu_latency_capchurn src/vgpu/limiter.c \
         "a launcher that waits for a turn with less than a whole burst left is no demand to its ticker: the turn it takes goes straight back, every nap, and capped batches that come and go take each other for liars and keep less than their cap" \
         "capped batches that come and go keep their cap"
 mutation lightpass unit_arbiter src/vgpu/arbiter.c \
-        '!(light && peers(mine, pp) && !(p->flags & GS_ARB_LIGHT) && !peer_holds(p, now)))' \
+        '!(light && pp.cls == mine.cls && !(p->flags & GS_ARB_LIGHT) && !peer_holds(p, now)))' \
         '!(0 && light && peers(mine, pp) && !(p->flags & GS_ARB_LIGHT) && !peer_holds(p, now)))' \
         "a light slice that wakes waits in line behind a batch of its class that waits for the holder's turn (a new batch slice, less virtual time): its request waits for the holder's quantum" \
         "test_light_passes_batch_in_line"
