@@ -1196,11 +1196,11 @@ int gs_arb_wait_turn(struct gs_arb *a, uint64_t ns)
 }
 
 /* Has a slice of a higher class than ours (one that may cut our turn) asked for the GPU
- * GS_ARB_ASK_NS ago or less ("Asks", arbiter.h)? Its record read again now, after the look the
- * caller just took, and ours last: the least time between the read and our launch (a take or an
- * ask published after it is a race we lose by a kernel). An ask from the future (a clock we do
- * not share, or a writer's lie) is no ask: only a class that may cut our turn anyway is heeded,
- * and for GS_ARB_ASK_NS at most. */
+ * GS_ARB_ASK_NS ago or less ("Asks", arbiter.h)? Its record is read once more now, after the
+ * caller's look at all of them: the last read before our launch, so that as little time as can be
+ * lies between them (an ask published after it is a race we lose by a kernel). An ask from the
+ * future (a clock we do not share, or a writer's lie) is no ask; only a class that may cut our turn
+ * anyway is heeded, and for GS_ARB_ASK_NS at most. */
 static bool higher_asks(struct gs_arb *a)
 {
         struct place mine = my_place(a);
