@@ -19,8 +19,9 @@
 # In a sanitizer build (GS_SANITIZE, from meson.build) each case runs its distinct code paths and
 # skips ("skip - ...: timing accuracy is checked in the normal build") the runs that repeat one:
 # conserve the slice alone, join and two the cap mode (share mode runs the same turns); leave is
-# skipped whole (the exit's hand-over runs at every process's exit in every case), and so is equal8
-# (a judgement of turns' lengths against shares: the slower probes change what it judges).
+# skipped whole (the exit's hand-over runs at every process's exit in every case), and so are equal8
+# (a judgement of turns' lengths against shares: the slower probes change what it judges) and
+# capchurn (a judgement of fractions against a cap, for the same reason).
 # A case that failed while the hypervisor took CPUs (steal over 0.002 of the machine's: no
 # thread's CPU waits show it, and a thread stopped mid-request holds its turn through the pause)
 # runs again, three runs at most, after a "retry - " line (tests/lib/probe.sh, probe_case_try);
