@@ -468,6 +468,15 @@ static bool may_cut_as_peer(struct place mine, struct place h, bool waking)
         return peers(mine, h) && waking && mine.vtime < h.vtime && h.vtime - mine.vtime > GS_ARB_CUT_SLACK;
 }
 
+/* Light, for the place of a slice that wakes: a light slice (a request client, back from a pause
+ * or between requests) goes ahead of the slices of its class it finds when it joins (note_want)
+ * and past a slice of its class that is not light and waits in line (my_turn). Either serves a
+ * request that comes while a batch holds the GPU within about a kernel (vgpu_latency_pause). */
+static bool light_waker(const struct gs_arb *a)
+{
+        return atomic_load(&a->light);
+}
+
 /* Are we the wanting slice first in order (ties: the lesser name)? A waking slice is also before
  * one it may cut (a high slice that asks for little, beside a slice owed its share that wants the
  * GPU: that one is ahead in line, but a request of ours waited behind its turn for up to a quantum:
@@ -479,7 +488,7 @@ static bool may_cut_as_peer(struct place mine, struct place h, bool waking)
 static bool my_turn(const struct gs_arb *a, uint64_t now, bool waking)
 {
         struct place mine = my_place(a);
-        bool light = waking && atomic_load(&a->light);
+        bool light = waking && light_waker(a);
         for (unsigned i = 0; i < a->npeers; i++) {
                 const struct gs_arb_peer *p = &a->peer[i];
                 struct place pp = peer_place(p);
@@ -730,7 +739,7 @@ static bool note_want(struct gs_arb *a, uint64_t now)
                  * work) goes as far ahead of them instead, so that it may cut the turn it finds:
                  * behind, it waited for the rest of a batch's turn (42 ms on the H200). */
                 uint64_t here = least.there;
-                uint64_t at = !atomic_load(&a->light) ? here + 2 * GS_ARB_CUT_SLACK
+                uint64_t at = !light_waker(a) ? here + 2 * GS_ARB_CUT_SLACK
                               : here > 2 * GS_ARB_CUT_SLACK ? here - 2 * GS_ARB_CUT_SLACK : 0;
                 if (joining && here != UINT64_MAX && here < UINT64_MAX - 2 * GS_ARB_CUT_SLACK && v < at)
                         atomic_store(&me->vtime, at);

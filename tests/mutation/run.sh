@@ -634,10 +634,12 @@ mutation firstsync vgpu_latency_first src/vgpu/limiter.c \
         '0 * atomic_load_explicit(&d->synced, memory_order_relaxed) <=' \
         "before its first measurement a process counts launches its application waited for as outstanding (its ticker naps 5 ms)" \
         "a new slice's first request"
+# (since the twenty-second session a light slice that wakes also passes a batch waiting in line,
+# which alone serves this case too: the mutation takes both away, light_waker)
 mutation lightjoin vgpu_latency_pause src/vgpu/arbiter.c \
-        'uint64_t at = !atomic_load(&a->light) ? here + 2 * GS_ARB_CUT_SLACK' \
-        'uint64_t at = true ? here + 2 * GS_ARB_CUT_SLACK' \
-        "a light slice back from a pause of over a second joins behind the turn it finds (a batch's: up to a quantum)" \
+        'return atomic_load(&a->light);' \
+        'return false && atomic_load(&a->light);' \
+        "a light slice back from a pause of over a second joins behind the turn it finds, and waits in line behind the batch that waits for it (a batch's turn: up to a quantum)" \
         "a light slice back from a pause"
 mutation lightfirst vgpu_latency_pause src/vgpu/limiter.c \
         '!atomic_load_explicit(&d->arb.light, memory_order_relaxed) && light_now(d, now, false))' \
