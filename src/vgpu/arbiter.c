@@ -326,7 +326,6 @@ static void read_peers(struct gs_arb *a, uint64_t now)
                 p->state = r.state;
                 p->alive_ns = r.alive_ns;
                 p->got_ns = r.got_ns;
-                p->ask_ns = r.ask_ns;
                 p->flags = r.flags;
                 believe(p, &r);
                 if (r.state == GS_ARB_FREE || r.until <= now)

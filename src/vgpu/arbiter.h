@@ -150,7 +150,7 @@ struct gs_arb_peer {
                                    * handed only to the kernel, never read here (a file its owner
                                    * truncates is EFAULT there, not SIGBUS): gs_arb_wait_turn */
         bool valid;               /* the last read gave a whole record of this version */
-        uint64_t want_ns, vtime, since, until, alive_ns, got_ns, ask_ns;
+        uint64_t want_ns, vtime, since, until, alive_ns, got_ns;
         uint32_t state, flags;    /* (as its record says: believed no further than arbiter.c says) */
         /* From its host record (read at each listing), never from its own: its weight (basis
          * points), class (GS_ARB_PRIO_*) and mode. Without a host record: the record's weight,
