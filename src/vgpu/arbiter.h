@@ -45,7 +45,8 @@
  * Cuts: a slice need not wait for the end of a holder's turn when it is the slack
  * (GS_ARB_CUT_SLACK) ahead of the holder in that order, and either wakes (wants the GPU after not
  * wanting it for GS_ARB_WANT_NS, or after giving its last turn up for want of work) or is of a
- * higher class than the holder. It then takes the GPU at
+ * higher class than the holder; a light slice (below) that wakes may also cut the turn of a slice
+ * of its class that is not light wherever the cut would stand. It then takes the GPU at
  * once, marking its record "cut"; the holder sees the cut at its next read of the others' records
  * (0.1-0.5 ms) and stops launching. The cut stands while the cutter is no further than the slack
  * behind the holder in the order (both judge this alike from the same records). A waking slice is

@@ -739,6 +739,11 @@ mutation lightpass unit_arbiter src/vgpu/arbiter.c \
         '!(0 && light && peers(mine, pp) && !(p->flags & GS_ARB_LIGHT) && !peer_holds(p, now)))' \
         "a light slice that wakes waits in line behind a batch of its class that waits for the holder's turn (a new batch slice, less virtual time): its request waits for the holder's quantum" \
         "test_light_passes_batch_in_line"
+mutation lightcut unit_arbiter src/vgpu/arbiter.c \
+        'return light && mine.cls == h.cls && !h_light && cut_stands(mine, weight, h);' \
+        'return 0 && light && mine.cls == h.cls && !h_light && cut_stands(mine, weight, h);' \
+        "a light slice that wakes cuts a batch's turn only where it is the cut slack below it: a capped batch paused for its budget, left below the client, keeps its requests waiting for milliseconds of its turns" \
+        "test_light_cuts_batch_ahead"
 SLOW=(prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then

@@ -990,6 +990,7 @@ static void test_light_passes_batch_in_line(void **state)
         gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* done: handed over */
         assert_false(gs_arb_may_launch(&a));
         gs_arb_set_light(&a, true);
+        atomic_store(&a.me->vtime, 1000000000u);
         for (int round = 0; round < 2; round++) {
                 for (int tries = 0;; tries++) {
                         usleep(3000);
@@ -997,7 +998,7 @@ static void test_light_passes_batch_in_line(void **state)
                         write_rec(&b, now, true); /* b holds the GPU, far past a */
                         atomic_store(&b.me->vtime, av + 1000000000u);
                         write_rec(&c, now, false); /* c waits for it, ahead of a in line */
-                        atomic_store(&c.me->vtime, av > 1000u ? av - 1000u : 0);
+                        atomic_store(&c.me->vtime, av - 200000000u); /* (past a's credit: no cut would stand) */
                         atomic_store(&c.me->flags, round == 0 ? 0u : GS_ARB_LIGHT);
                         gs_arb_try_take(&a); /* a's next request: it wakes */
                         /* (c's demand over 2 ms old at a's look, on a loaded machine, is none: again) */
@@ -1013,6 +1014,44 @@ static void test_light_passes_batch_in_line(void **state)
                         assert_false(gs_arb_may_launch(&a));
                 } else {
                         assert_false(gs_arb_may_launch(&a)); /* a light slice ahead: a waits */
+                }
+        }
+}
+
+/* A light slice that wakes may cut the turn of a slice of its class that is not light (a batch)
+ * wherever the cut would stand (it is at most a quantum of its own GPU time ahead of that slice),
+ * not only where it is the cut slack below it. A waking client's virtual time is raised to a
+ * quantum's credit behind the least of the slices that *want* the GPU; a capped batch paused for
+ * its budget was then left below it, and each of that batch's turns kept the client's requests
+ * waiting until the batch had received the few milliseconds between them (two cap on the
+ * simulated GPU: p99 6.4 ms, 2.8 with the cut; coop cap on the H200: 4.4-9.4 ms before the first
+ * kernel). A light holder, or one the cut would not stand against, keeps its turn. */
+static void test_light_cuts_batch_ahead(void **state)
+{
+        (void)state;
+        open_slice(&a, GS_ARB_PRIO_NORMAL);
+        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a's request: its turn */
+        assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* done: handed over */
+        assert_false(gs_arb_may_launch(&a));
+        gs_arb_set_light(&a, true);
+        atomic_store(&a.me->vtime, 1000000000u);
+        /* a's credit at weight 5000: a quantum (40 ms) of its GPU time, 80 ms of virtual time */
+        static const uint64_t below[] = {5000000u, 5000000u, 100000000u};
+        for (int round = 0; round < 3; round++) {
+                usleep(3000);
+                uint64_t now = gs_mono_ns(), av = atomic_load(&a.me->vtime);
+                write_rec(&b, now, true); /* b holds the GPU, less virtual time than a */
+                atomic_store(&b.me->vtime, av > below[round] ? av - below[round] : 0);
+                atomic_store(&b.me->flags, round == 1 ? GS_ARB_LIGHT : 0u);
+                gs_arb_try_take(&a); /* a's next request: it wakes */
+                if (round == 0) {
+                        assert_true(gs_arb_may_launch(&a)); /* a batch's turn: cut */
+                        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* done */
+                        assert_false(gs_arb_may_launch(&a));
+                } else {
+                        assert_false(gs_arb_may_launch(&a)); /* a light holder; a cut that would not stand */
                 }
         }
 }
@@ -1051,6 +1090,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_higher_ask_holds_launch, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ask_of_no_higher_class, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_light_passes_batch_in_line, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_light_cuts_batch_ahead, setup, teardown),
         };
         /* The mutation check (tests/mutation/run.sh) names the case meant for its mutation in
          * GS_STOP_AT_CHECK: that case alone runs (the others would only tell more, and three of
