@@ -88,6 +88,9 @@
  * The file of a slice without a name of its own ("x-<16 hex digits>", from its region) that has not
  * ticked for a minute is removed by the next reader allowed to (the slice, if it comes back, makes
  * it again); a container's file is removed by the hook when the container goes.
+ * A reader holds GS_ARB_PEERS records in its table; where the directory holds more (a minute of
+ * jobs that came and went), a record that ticked in the last second takes the place of one that
+ * has not (arbiter.c, make_room).
  */
 #ifndef GS_VGPU_ARBITER_H
 #define GS_VGPU_ARBITER_H

@@ -744,6 +744,11 @@ mutation lightcut unit_arbiter src/vgpu/arbiter.c \
         'return 0 && light && mine.cls == h.cls && !h_light && cut_stands(mine, weight, h);' \
         "a light slice that wakes cuts a batch's turn only where it is the cut slack below it: a capped batch paused for its budget, left below the client, keeps its requests waiting for milliseconds of its turns" \
         "test_light_cuts_batch_ahead"
+mutation crowd unit_arbiter src/vgpu/arbiter.c \
+        'uint64_t now = gs_mono_ns(), t = record_alive(a->dirfd, name);' \
+        'uint64_t now = gs_mono_ns(), t = 0 * record_alive(a->dirfd, name);' \
+        "a directory crowded with the records of slices gone lately: the first 63 listed take part, and a slice that has just come may not" \
+        "test_crowded_directory"
 SLOW=(prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then
