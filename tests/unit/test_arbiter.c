@@ -45,6 +45,18 @@ static void open_slice(struct gs_arb *x, uint32_t prio)
         assert_int_equal(gs_arb_open(x, dir, "GPU-test", name, 5000, prio, true), 0);
 }
 
+/* a (of class PA) and b (PB) there; a's request took the GPU and handed it over when done: a's
+ * next demand wakes. */
+static void a_served_once(uint32_t pa, uint32_t pb)
+{
+        open_slice(&a, pa);
+        open_slice(&b, pb);
+        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a's request: its turn */
+        assert_true(gs_arb_may_launch(&a));
+        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* done: handed over */
+        assert_false(gs_arb_may_launch(&a));
+}
+
 static bool file_there(const char *name)
 {
         char path[256];
@@ -832,12 +844,7 @@ static void test_late_demand_no_join(void **state)
 static void test_high_cuts_owed(void **state)
 {
         (void)state;
-        open_slice(&a, GS_ARB_PRIO_HIGH);
-        open_slice(&b, GS_ARB_PRIO_LOW);
-        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a's request: its turn */
-        assert_true(gs_arb_may_launch(&a));
-        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* done: handed over */
-        assert_false(gs_arb_may_launch(&a));
+        a_served_once(GS_ARB_PRIO_HIGH, GS_ARB_PRIO_LOW);
         uint64_t now = gs_mono_ns();
         write_rec(&b, now, true); /* b holds the GPU, wants it, owed its share, far behind a */
         atomic_store(&b.me->vtime, atomic_load(&a.me->vtime) + 1000000000u);
@@ -982,13 +989,8 @@ static void test_ask_of_no_higher_class(void **state)
 static void test_light_passes_batch_in_line(void **state)
 {
         (void)state;
-        open_slice(&a, GS_ARB_PRIO_NORMAL);
-        open_slice(&b, GS_ARB_PRIO_NORMAL);
+        a_served_once(GS_ARB_PRIO_NORMAL, GS_ARB_PRIO_NORMAL);
         assert_int_equal(gs_arb_open(&c, dir, "GPU-test", "x-00000000000000cc", 5000, GS_ARB_PRIO_NORMAL, true), 0);
-        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a's request: its turn */
-        assert_true(gs_arb_may_launch(&a));
-        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* done: handed over */
-        assert_false(gs_arb_may_launch(&a));
         gs_arb_set_light(&a, true);
         atomic_store(&a.me->vtime, 1000000000u);
         for (int round = 0; round < 2; round++) {
@@ -1029,12 +1031,7 @@ static void test_light_passes_batch_in_line(void **state)
 static void test_light_cuts_batch_ahead(void **state)
 {
         (void)state;
-        open_slice(&a, GS_ARB_PRIO_NORMAL);
-        open_slice(&b, GS_ARB_PRIO_NORMAL);
-        gs_arb_tick(&a, gs_mono_ns(), true, 0, 0, false, false, false); /* a's request: its turn */
-        assert_true(gs_arb_may_launch(&a));
-        gs_arb_tick(&a, gs_mono_ns(), false, 0, 0, true, true, false); /* done: handed over */
-        assert_false(gs_arb_may_launch(&a));
+        a_served_once(GS_ARB_PRIO_NORMAL, GS_ARB_PRIO_NORMAL);
         gs_arb_set_light(&a, true);
         atomic_store(&a.me->vtime, 1000000000u);
         /* a's credit at weight 5000: a quantum (40 ms) of its GPU time, 80 ms of virtual time */
