@@ -620,8 +620,8 @@ mutation vtimesane unit_arbiter src/vgpu/arbiter.c \
         "a record claiming a virtual time no slice reaches places a joiner beside it, and the joiner's virtual time wraps to first in line" \
         "test_join_not_by_absurd_vtime"
 mutation highcutsowed unit_arbiter src/vgpu/arbiter.c \
-        'ahead_of(pp, p->name, mine, a->name) && !may_cut_as_peer(mine, pp, waking)' \
-        'ahead_of(pp, p->name, mine, a->name)' \
+        '!may_cut_as_peer(mine, a->weight, light, pp, p->flags & GS_ARB_LIGHT, waking) &&' \
+        '/* mutation */' \
         "a waking high slice that asks for little waits behind the turn of a slice owed its share that wants the GPU (up to a quantum)" \
         "test_high_cuts_owed"
 mutation firstbudget vgpu_latency_first src/vgpu/limiter.c \
