@@ -299,17 +299,24 @@ case_first() {
         # no turn, so nothing wakes its ticker, napping 5 ms before the process's first measurement:
         # its first request of eight kernels each waited for stalled at the fifth, its launches
         # counted outstanding until that nap ended (5.8 ms; with the waits seen, 1.4). Since the first
-        # launch makes one clock try, that shows here in 5 runs of 8 (mutation firstsync), and every
-        # time in the second client beside another new slice (5.8-7.0 ms), which is where CI saw it.
-        fresh
-        GPUSLICE_ARBITER_DIR=$TMP/none/arb PROBE_TIMELINE=$TMP/fn.tl PROBE_PERIOD_US=10000 PROBE_REQ_KERNELS=8 \
-                sliced fn $lim "$PROBE" request 0.5 100
-        wait
-        first=$(awk '$1 == "q" && $2 == 0 { printf "%d", $5 / 1000; exit }' "$TMP/fn.tl" 2>/dev/null)
-        if [ -n "$first" ] && [ "$first" -le 3000 ]; then
-                ok "a new slice's first request, without turns: $first us"
+        # launch makes one clock try, that shows in 5 runs of 8 (mutation firstsync; once it showed
+        # every time in the second client beside another new slice, 5.8-7.0 ms, but at 64ac351 CI
+        # saw the mutation survive three runs of this case): five such slices, one after
+        # another, the slowest first request judged.
+        local i worst=0
+        for i in 1 2 3 4 5; do
+                fresh
+                GPUSLICE_ARBITER_DIR=$TMP/none/arb PROBE_TIMELINE=$TMP/fn$i.tl PROBE_PERIOD_US=10000 PROBE_REQ_KERNELS=8 \
+                        sliced fn$i $lim "$PROBE" request 0.5 100
+                wait
+                first=$(awk '$1 == "q" && $2 == 0 { printf "%d", $5 / 1000; exit }' "$TMP/fn$i.tl" 2>/dev/null)
+                [ -n "$first" ] || { worst=; break; }
+                [ "$first" -gt "$worst" ] && worst=$first
+        done
+        if [ -n "$worst" ] && [ "$worst" -le 3000 ]; then
+                ok "a new slice's first request, without turns: $worst us (the slowest of five)"
         else
-                not_ok "a new slice's first request, without turns: ${first:-none} us (want <= 3000)"
+                not_ok "a new slice's first request, without turns: ${worst:-none} us (the slowest of five; want <= 3000)"
         fi
 }
 
