@@ -300,7 +300,7 @@ case_first() {
         # its first request of eight kernels each waited for stalled at the fifth, its launches
         # counted outstanding until that nap ended (5.8 ms; with the waits seen, 1.4). Since the first
         # launch makes one clock try, that shows in 5 runs of 8 (mutation firstsync; once it showed
-        # every time in the second client beside another new slice, 5.8-7.0 ms, but at 64ac351 CI
+        # every time in the second client beside another new slice, 5.8-7.0 ms, but at b36632b CI
         # saw the mutation survive three runs of this case): five such slices, one after
         # another, the slowest first request judged.
         local i worst=0
