@@ -128,9 +128,10 @@ case_join() {
 # p99 and the longest request are printed: issue 32's target of 1.1 x is the GPU host's.)
 # In share mode the two are light (they pause after their waits and use far less than their
 # shares) and launch side by side (arbiter.c, "Side by side"): each client's p95 stays within
-# 1.1 x its p95 without slicing + 0.1 ms. Taking turns (the mutation sidebysidetwo), the second
-# client's p95 is 1.33-1.39 x its unsliced one (the other's turn held through its CPU gaps); side
-# by side 0.99-1.05 x. Not p99: over the 430 requests of 3 s it is the fourth longest, which on
+# 1.05 x its p95 without slicing + 50 us. Taking turns (the mutation sidebysidetwo), the second
+# client's p95 was 1.33-1.39 x its unsliced one (the other's turn held through its CPU gaps), and
+# 1.14-1.15 x since a light slice may cut a batch's turn (twenty-third session: CI saw it pass the
+# bound of 1.1 x + 0.1 ms once); side by side 0.99-1.05 x (1.00-1.01 in that session). Not p99: over the 430 requests of 3 s it is the fourth longest, which on
 # this 2-core VM moved 1.0-1.3 x side by side and 1.15-1.6 x taking turns (six runs each,
 # 2026-11-30): the check failed one run in five either way.
 # (Cap mode takes turns: a cap is GPU time, and side by side a kernel's wait behind the other's
@@ -161,10 +162,10 @@ case_two() {
                         [ $m = share ] || continue
                         sanitized_skip "two light slices side by side, share 50/50, client $c: p95" && continue
                         p95=$(field p95_run_us "$TMP/$c.$m") b95=$(field p95_run_us "$TMP/$c.none")
-                        if [ -n "$b95" ] && awk -v p="$p95" -v b="$b95" 'BEGIN { exit !(p != "" && p <= 1.1 * b + 100) }'; then
+                        if [ -n "$b95" ] && awk -v p="$p95" -v b="$b95" 'BEGIN { exit !(p != "" && p <= 1.05 * b + 50) }'; then
                                 ok "two light slices side by side, share 50/50, client $c: p95 $p95 us (no slicing $b95; p99 $p99 against $b99)"
                         else
-                                not_ok "two light slices side by side, share 50/50, client $c: p95 ${p95:-none} us (want <= 1.1 x ${b95:-none} + 100; p99 ${p99:-none} against ${b99:-none})"
+                                not_ok "two light slices side by side, share 50/50, client $c: p95 ${p95:-none} us (want <= 1.05 x ${b95:-none} + 50; p99 ${p99:-none} against ${b99:-none})"
                         fi
                 done
         done
