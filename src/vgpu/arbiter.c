@@ -217,6 +217,14 @@ static bool collectable(const char *name)
         return strncmp(name, "x-", 2) == 0 && strlen(name) == 18 && strspn(name + 2, "0123456789abcdef") == 16;
 }
 
+/* A table slot for slice `name`, nothing read of it yet (read_peers opens it). */
+static void new_peer(struct gs_arb_peer *p, const char *name)
+{
+        memset(p, 0, sizeof(*p));
+        snprintf(p->name, sizeof(p->name), "%s", name);
+        p->fd = -1;
+}
+
 /* The time a record in the directory last ticked (0: none, or not a whole record of this
  * version). */
 static uint64_t record_alive(int dirfd, const char *name)
@@ -253,11 +261,8 @@ static unsigned make_room(struct gs_arb *a, const char *name)
         }
         if (v == GS_ARB_PEERS)
                 return v;
-        struct gs_arb_peer *p = &a->peer[v];
-        forget_peer(p);
-        memset(p, 0, sizeof(*p));
-        snprintf(p->name, sizeof(p->name), "%s", name);
-        p->fd = -1;
+        forget_peer(&a->peer[v]);
+        new_peer(&a->peer[v], name);
         return v;
 }
 
@@ -285,14 +290,10 @@ static void list_peers(struct gs_arb *a)
                 while (i < a->npeers && strcmp(a->peer[i].name, e->d_name) != 0)
                         i++;
                 if (i == a->npeers) {
-                        if (a->npeers < GS_ARB_PEERS) {
-                                struct gs_arb_peer *p = &a->peer[a->npeers++];
-                                memset(p, 0, sizeof(*p));
-                                snprintf(p->name, sizeof(p->name), "%s", e->d_name);
-                                p->fd = -1;
-                        } else if ((i = make_room(a, e->d_name)) == GS_ARB_PEERS) {
+                        if (a->npeers < GS_ARB_PEERS)
+                                new_peer(&a->peer[a->npeers++], e->d_name);
+                        else if ((i = make_room(a, e->d_name)) == GS_ARB_PEERS)
                                 continue; /* more than we read, and no silent one to make room */
-                        }
                 }
                 seen[i] = true;
         }
