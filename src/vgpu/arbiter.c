@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -403,6 +404,25 @@ static void read_peers(struct gs_arb *a, uint64_t now)
         atomic_store_explicit(&a->shared, shared || contended, memory_order_relaxed);
         atomic_store_explicit(&a->below, below, memory_order_relaxed);
         a->read_at = now;
+}
+
+void gs_arb_reserve_fds(void)
+{
+        struct rlimit rl;
+        rlim_t n = GS_ARB_FDS;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
+                n = rl.rlim_cur;
+        int fd = open("/", O_PATH | O_CLOEXEC);
+        if (fd < 0 || n < 2) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        /* (the lowest free descriptor at or above n - 1: never one the process uses) */
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)(n - 1));
+        if (high >= 0)
+                close(high);
+        close(fd);
 }
 
 int gs_arb_open(struct gs_arb *a, const char *dir, const char *uuid, const char *name, uint32_t weight, uint32_t prio,

@@ -230,6 +230,16 @@ struct gs_arb {
         struct gs_arb_peer peer[GS_ARB_PEERS];
 };
 
+/* Grow this process's descriptor table now to GS_ARB_FDS (less where RLIMIT_NOFILE is lower), for
+ * the records the arbiter keeps open. Call it while the process has one thread (the interposer's
+ * constructor): a table that grows in a process of several threads waits for an RCU grace period
+ * (the kernel's expand_fdtable), and on the H200 host that took 4-40 ms, in whichever open
+ * crossed the table's size: a request client's launcher, its first launch or its ticker's listing
+ * of a new batch slice, with the view's lock held (`two`'s longest requests, 13-36 ms, and a first
+ * request of 14-22 ms: bench/RESULTS.md, twenty-fourth session). A table never shrinks. */
+#define GS_ARB_FDS 1024
+void gs_arb_reserve_fds(void);
+
 /* Open (making them if missing and allowed) the GPU's directory under `dir` and our slice's file
  * `name` in it, with `weight` (basis points) and `prio` (GS_ARB_PRIO_*); 0, or -1 with errno (the
  * slice runs without arbitration: logged by the caller). */

@@ -252,6 +252,8 @@ static void wake_ticker_now(void)
 void gs_limiter_configure(void)
 {
         gs_limiter_enabled = gs_vgpu_compute_limited(&S.cfg) && !gs_mps_client_connect();
+        if (gs_limiter_enabled)
+                gs_arb_reserve_fds(); /* (in the constructor, while the process has one thread) */
         for (int i = 0; i < GS_VGPU_MAX_DEVICES; i++) {
                 struct lim_dev *d = &L.dev[i];
                 d->bp = gs_limiter_enabled ? S.cfg.compute[i] * 100u : 0;

@@ -749,6 +749,11 @@ mutation crowd unit_arbiter src/vgpu/arbiter.c \
         'uint64_t now = gs_mono_ns(), t = 0 * record_alive(a->dirfd, name);' \
         "a directory crowded with the records of slices gone lately: the first 63 listed take part, and a slice that has just come may not" \
         "test_crowded_directory"
+mutation fdreserve vgpu src/vgpu/limiter.c \
+        'gs_arb_reserve_fds(); /* (in the constructor, while the process has one thread) */' \
+        '/* (in the constructor, while the process has one thread) */' \
+        "a compute-limited slice's descriptor table grows only when an open needs it, in a process of threads: the kernel waits for an RCU grace period (4-40 ms on the H200) in the arbiter's open, its view's lock held" \
+        "descriptor table"
 SLOW=(prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then

@@ -55,6 +55,30 @@ grep -qE "context estimated at [1-9][0-9]* bytes from this host's last measureme
 # At debug level the interposer reports its own start-up cost at exit (bench/vgpu.sh reads it).
 grep -qE "start-up cost: [0-9]+ us in gpuslice \(constructor [0-9]+, .*cuGetProcAddress [0-9]+ in [0-9]+ calls.*first allocation [0-9]+\)" "$TMP/est" &&
         ok "GPUSLICE_LOG_LEVEL=3 reports the interposer's start-up cost by phase" || { not_ok "start-up cost report"; cat "$TMP/est"; }
+# A compute-limited slice's descriptor table is grown in the constructor, while the process has one
+# thread (src/vgpu/arbiter.h, gs_arb_reserve_fds): grown later, with threads, the kernel waits for
+# an RCU grace period in whichever open crosses its size (4-40 ms on the H200 host: a request
+# client's first launch, or its ticker's listing with the arbiter's view locked). Up to
+# RLIMIT_NOFILE where that is lower. (FDSize: the table's size; a child of bash starts at 256.)
+fdsize() { # LIMIT ENV...: the FDSize of `sleep` started with ENV under `ulimit -n LIMIT`
+        local n=$1
+        shift
+        (ulimit -n "$n" && sliced "$@" sleep 3) &
+        local p=$! s=
+        for _ in $(seq 50); do
+                s=$(pgrep -P $p -x sleep 2>/dev/null || true)
+                [ -z "$s" ] && s=$p
+                grep -q libgpuslice-vgpu "/proc/$s/maps" 2>/dev/null && [ "$(cut -d' ' -f3 "/proc/$s/stat" 2>/dev/null)" = S ] && break
+                sleep 0.1
+        done
+        awk '/^FDSize/ {print $2}' "/proc/$s/status" 2>/dev/null
+        kill $p $s 2>/dev/null
+        wait $p 2>/dev/null
+}
+f1=$(fdsize 4096 GPUSLICE_COMPUTE_LIMIT=50) f2=$(fdsize 512 GPUSLICE_COMPUTE_LIMIT=50) f0=$(fdsize 4096 GPUSLICE_MEMORY_LIMIT=1Gi)
+[ "${f1:-0}" -ge 1024 ] && [ "${f2:-0}" -ge 512 ] && [ "${f2:-0}" -lt 1024 ] &&
+        ok "a compute-limited slice's descriptor table is grown before it has threads: $f1 (RLIMIT_NOFILE 512: $f2; no compute limit: $f0)" ||
+        not_ok "a compute-limited slice's descriptor table: ${f1:-?} (want >= 1024), ${f2:-?} under RLIMIT_NOFILE 512 (want 512-1023)"
 
 probe_ok "every allocation path is charged and released" GPUSLICE_MEMORY_LIMIT=2Gi GPUSLICE_REGION="$TMP/r2" "$PROBE" paths 64
 probe_ok "memory views: total = quota, NULL-safe" GPUSLICE_MEMORY_LIMIT=3Gi EXPECT_TOTAL_MIB=3072 "$PROBE" meminfo
