@@ -232,11 +232,11 @@ struct gs_arb {
 
 /* Grow this process's descriptor table now to GS_ARB_FDS (less where RLIMIT_NOFILE is lower), for
  * the records the arbiter keeps open. Call it while the process has one thread (the interposer's
- * constructor): a table that grows in a process of several threads waits for an RCU grace period
- * (the kernel's expand_fdtable), and on the H200 host that took 4-40 ms, in whichever open
- * crossed the table's size: a request client's launcher, its first launch or its ticker's listing
- * of a new batch slice, with the view's lock held (`two`'s longest requests, 13-36 ms, and a first
- * request of 14-22 ms: bench/RESULTS.md, twenty-fourth session). A table never shrinks. */
+ * constructor, a forked child): a table that grows in a process of several threads waits for an
+ * RCU grace period (the kernel's expand_fdtable). On the H200 host that took 5-31 ms in whichever
+ * open needed the 65th descriptor, a launcher's first (the arbiter opened) or a ticker's listing
+ * of a new slice, with the view of the records locked: `two`'s longest requests, 13-36 ms
+ * (bench/RESULTS.md, twenty-fourth session). A table never shrinks. */
 #define GS_ARB_FDS 1024
 void gs_arb_reserve_fds(void);
 

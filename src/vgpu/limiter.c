@@ -1447,4 +1447,8 @@ void gs_limiter_after_fork(void)
                 d->tokens = &d->local_tokens;
                 atomic_store(&d->view_pct, -1);
         }
+        /* A child's descriptor table is only as large as the descriptors open at the fork: grown
+         * again while it has one thread, as in the constructor. */
+        if (gs_limiter_enabled) /* (a child's table) */
+                gs_arb_reserve_fds();
 }

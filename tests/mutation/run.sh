@@ -752,8 +752,13 @@ mutation crowd unit_arbiter src/vgpu/arbiter.c \
 mutation fdreserve vgpu src/vgpu/limiter.c \
         'gs_arb_reserve_fds(); /* (in the constructor, while the process has one thread) */' \
         '/* (in the constructor, while the process has one thread) */' \
-        "a compute-limited slice's descriptor table grows only when an open needs it, in a process of threads: the kernel waits for an RCU grace period (4-40 ms on the H200) in the arbiter's open, its view's lock held" \
+        "a compute-limited slice's descriptor table grows only when an open needs it, in a process of threads: the kernel waits for an RCU grace period (5-31 ms on the H200) in the arbiter's open, its view's lock held" \
         "descriptor table"
+mutation fdreservefork vgpu src/vgpu/limiter.c \
+        'if (gs_limiter_enabled) /* (a child'"'"'s table) */' \
+        'if (0) /* (a child'"'"'s table) */' \
+        "a forked child's descriptor table is not grown again: the kernel sized it to the descriptors open at the fork, and its first arbiter opens, with threads, wait for an RCU grace period" \
+        "forked child"
 SLOW=(prioclass strictone)
 
 if [ -n "${MUTATION_ONLY:-}" ]; then

@@ -57,7 +57,7 @@ grep -qE "start-up cost: [0-9]+ us in gpuslice \(constructor [0-9]+, .*cuGetProc
         ok "GPUSLICE_LOG_LEVEL=3 reports the interposer's start-up cost by phase" || { not_ok "start-up cost report"; cat "$TMP/est"; }
 # A compute-limited slice's descriptor table is grown in the constructor, while the process has one
 # thread (src/vgpu/arbiter.h, gs_arb_reserve_fds): grown later, with threads, the kernel waits for
-# an RCU grace period in whichever open crosses its size (4-40 ms on the H200 host: a request
+# an RCU grace period in whichever open crosses its size (5-31 ms on the H200 host: a request
 # client's first launch, or its ticker's listing with the arbiter's view locked). Up to
 # RLIMIT_NOFILE where that is lower. (FDSize: the table's size; a child of bash starts at 256.)
 fdsize() { # LIMIT ENV...: the FDSize of `sleep` started with ENV under `ulimit -n LIMIT`
@@ -79,6 +79,24 @@ f1=$(fdsize 4096 GPUSLICE_COMPUTE_LIMIT=50) f2=$(fdsize 512 GPUSLICE_COMPUTE_LIM
 [ "${f1:-0}" -ge 1024 ] && [ "${f2:-0}" -ge 512 ] && [ "${f2:-0}" -lt 1024 ] &&
         ok "a compute-limited slice's descriptor table is grown before it has threads: $f1 (RLIMIT_NOFILE 512: $f2; no compute limit: $f0)" ||
         not_ok "a compute-limited slice's descriptor table: ${f1:-?} (want >= 1024), ${f2:-?} under RLIMIT_NOFILE 512 (want 512-1023)"
+# ... and again in a forked child, whose table the kernel sizes to the descriptors open at the fork.
+sliced GPUSLICE_COMPUTE_LIMIT=50 python3 -c 'import os, time
+pid = os.fork()
+if pid == 0:
+    time.sleep(3)
+    os._exit(0)
+print(pid, flush=True)
+os.waitpid(pid, 0)' >"$TMP/forked" 2>&1 &
+fkp=$! fc= c=
+for _ in $(seq 50); do
+        c=$(head -1 "$TMP/forked" 2>/dev/null)
+        [ -n "$c" ] && [ -e "/proc/$c/status" ] && { sleep 0.2; fc=$(awk '/^FDSize/ {print $2}' "/proc/$c/status"); break; }
+        sleep 0.1
+done
+[ -n "$c" ] && kill "$c" 2>/dev/null
+wait $fkp 2>/dev/null
+[ "${fc:-0}" -ge 1024 ] && ok "... and in a forked child: $fc" ||
+        { not_ok "a compute-limited slice's forked child's descriptor table: ${fc:-?} (want >= 1024)"; cat "$TMP/forked"; }
 
 probe_ok "every allocation path is charged and released" GPUSLICE_MEMORY_LIMIT=2Gi GPUSLICE_REGION="$TMP/r2" "$PROBE" paths 64
 probe_ok "memory views: total = quota, NULL-safe" GPUSLICE_MEMORY_LIMIT=3Gi EXPECT_TOTAL_MIB=3072 "$PROBE" meminfo
