@@ -11,6 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -229,12 +230,30 @@ static void probe_before_init(void)
     printf("%-48s %s\n", "error_string.201", s ? s : "NULL");
 }
 
+/* Descriptors this process has open: the driver's share of a process's descriptor table, whose
+ * growth past 64 entries in a process of threads waits for an RCU grace period (the interposer
+ * grows it first: src/vgpu/arbiter.h, gs_arb_reserve_fds). -1 without /proc. */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    int k = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        k += e->d_name[0] != '.';
+    closedir(d);
+    return k - 1; /* (less the listing's own) */
+}
+
 /* init, devices */
 static void probe_init(void)
 {
+    int fds = open_fds();
     SHOW("init.flags1", p_cuInit(1));
     SHOW("init", p_cuInit(0));
     SHOW("init.again", p_cuInit(0));
+    printf("~%-47s %d (of %d open)\n", "fds.opened_by_init", open_fds() - fds, open_fds());
     SHOW("device_count.null", p_cuDeviceGetCount(NULL));
     SHOW("device_count", p_cuDeviceGetCount(&n));
     SHOW("device_get.null", p_cuDeviceGet(NULL, 0));
@@ -346,12 +365,14 @@ static void probe_contexts(void)
     nvml_open();
     base = nvml_own_used();
     printf("~%-47s %llu\n", "nvml.own_used.before_ctx_MiB", MiB(base));
+    int fds = open_fds();
     SHOW("primary_release.not_retained", p_cuDevicePrimaryCtxRelease_v2(0));
     SHOW("primary_retain.null", p_cuDevicePrimaryCtxRetain(NULL, 0));
     SHOW("primary_retain.bad_dev", p_cuDevicePrimaryCtxRetain(&ctx, 99));
     SHOW("primary_retain", p_cuDevicePrimaryCtxRetain(&ctx, 0));
     p_cuDevicePrimaryCtxGetState(0, &flags, &a);
     printf("%-48s %d\n", "primary_state.active.after_retain", a);
+    printf("~%-47s %d (of %d open)\n", "fds.opened_by_primary_retain", open_fds() - fds, open_fds());
     printf("~%-47s %llu\n", "nvml.own_used.after_retain_MiB", MiB(nvml_own_used()));
     SHOW("mem_alloc.retained_not_current", p_cuMemAlloc_v2(&p, 1 << 20));
     SHOW("ctx_set_current", p_cuCtxSetCurrent(ctx));

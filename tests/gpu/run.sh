@@ -148,6 +148,11 @@ PY
                 check "real NVML answers the edge-case probe as recorded (fake is diffed against it)" \
                         diff -u tests/gpu/nvml-probe.real.txt "$OUTDIR/nvml-probe.real.txt"
         fi
+        # The CUDA driver's answers, recorded for the fake (tests/gpu/cuda-probe.real.txt is updated
+        # from it by hand): among its measurements ('~' lines) the descriptors the driver opens.
+        if [ -x "$BUILD/tests/fakegpu/cuda-probe" ]; then
+                "$BUILD/tests/fakegpu/cuda-probe" >"$OUTDIR/cuda-probe.real.txt" 2>&1
+        fi
         # Facts the fake driver root imitates (recorded for comparison).
         {
                 echo "## /proc/devices (nvidia)"; grep -i nvidia /proc/devices
