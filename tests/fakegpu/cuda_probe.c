@@ -253,7 +253,8 @@ static void probe_init(void)
     SHOW("init.flags1", p_cuInit(1));
     SHOW("init", p_cuInit(0));
     SHOW("init.again", p_cuInit(0));
-    printf("~%-47s %d (of %d open)\n", "fds.opened_by_init", open_fds() - fds, open_fds());
+    int now = open_fds();
+    printf("~%-47s %d (of %d open)\n", "fds.opened_by_init", now - fds, now);
     SHOW("device_count.null", p_cuDeviceGetCount(NULL));
     SHOW("device_count", p_cuDeviceGetCount(&n));
     SHOW("device_get.null", p_cuDeviceGet(NULL, 0));
@@ -372,7 +373,8 @@ static void probe_contexts(void)
     SHOW("primary_retain", p_cuDevicePrimaryCtxRetain(&ctx, 0));
     p_cuDevicePrimaryCtxGetState(0, &flags, &a);
     printf("%-48s %d\n", "primary_state.active.after_retain", a);
-    printf("~%-47s %d (of %d open)\n", "fds.opened_by_primary_retain", open_fds() - fds, open_fds());
+    int now = open_fds();
+    printf("~%-47s %d (of %d open)\n", "fds.opened_by_primary_retain", now - fds, now);
     printf("~%-47s %llu\n", "nvml.own_used.after_retain_MiB", MiB(nvml_own_used()));
     SHOW("mem_alloc.retained_not_current", p_cuMemAlloc_v2(&p, 1 << 20));
     SHOW("ctx_set_current", p_cuCtxSetCurrent(ctx));

@@ -131,9 +131,10 @@ case_join() {
 # 1.05 x its p95 without slicing + 50 us. Taking turns (the mutation sidebysidetwo), the second
 # client's p95 was 1.33-1.39 x its unsliced one (the other's turn held through its CPU gaps), and
 # 1.14-1.15 x since a light slice may cut a batch's turn (twenty-third session: CI saw it pass the
-# bound of 1.1 x + 0.1 ms once); side by side 0.99-1.05 x (1.00-1.01 in that session). Not p99: over the 430 requests of 3 s it is the fourth longest, which on
-# this 2-core VM moved 1.0-1.3 x side by side and 1.15-1.6 x taking turns (six runs each,
-# 2026-11-30): the check failed one run in five either way.
+# bound of 1.1 x + 0.1 ms once); side by side 0.99-1.05 x (1.00-1.01 in that session). Not p99:
+# over the 430 requests of 3 s it is the fourth longest, which on this 2-core VM moved 1.0-1.3 x
+# side by side and 1.15-1.6 x taking turns (six runs each, 2026-11-30): the check failed one run in
+# five either way.
 # (Cap mode takes turns: a cap is GPU time, and side by side a kernel's wait behind the other's
 # is charged as its own.)
 two_clients() { # MODE (none: no slicing): outputs $TMP/ca.MODE, $TMP/cb.MODE

@@ -60,6 +60,7 @@ grep -qE "start-up cost: [0-9]+ us in gpuslice \(constructor [0-9]+, .*cuGetProc
 # an RCU grace period in whichever open crosses its size (5-31 ms on the H200 host: a request
 # client's first launch, or its ticker's listing with the arbiter's view locked). Up to
 # RLIMIT_NOFILE where that is lower. (FDSize: the table's size; a child of bash starts at 256.)
+fd_table() { awk '/^FDSize/ {print $2}' "/proc/$1/status" 2>/dev/null; } # PID: its table's size
 fdsize() { # LIMIT ENV...: the FDSize of `sleep` started with ENV under `ulimit -n LIMIT`
         local n=$1
         shift
@@ -71,7 +72,7 @@ fdsize() { # LIMIT ENV...: the FDSize of `sleep` started with ENV under `ulimit 
                 grep -q libgpuslice-vgpu "/proc/$s/maps" 2>/dev/null && [ "$(cut -d' ' -f3 "/proc/$s/stat" 2>/dev/null)" = S ] && break
                 sleep 0.1
         done
-        awk '/^FDSize/ {print $2}' "/proc/$s/status" 2>/dev/null
+        fd_table "$s"
         kill $p $s 2>/dev/null
         wait $p 2>/dev/null
 }
@@ -90,7 +91,7 @@ os.waitpid(pid, 0)' >"$TMP/forked" 2>&1 &
 fkp=$! fc= c=
 for _ in $(seq 50); do
         c=$(head -1 "$TMP/forked" 2>/dev/null)
-        [ -n "$c" ] && [ -e "/proc/$c/status" ] && { sleep 0.2; fc=$(awk '/^FDSize/ {print $2}' "/proc/$c/status"); break; }
+        [ -n "$c" ] && [ -e "/proc/$c/status" ] && { sleep 0.2; fc=$(fd_table "$c"); break; }
         sleep 0.1
 done
 [ -n "$c" ] && kill "$c" 2>/dev/null
